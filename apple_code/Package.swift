@@ -1,0 +1,48 @@
+// swift-tools-version: 6.2
+// apple-code: a coding agent on Apple's on-device model (and any OpenAI-compatible server).
+// No outside dependency: everything here builds with the toolchain alone.
+import PackageDescription
+
+let package = Package(
+    name: "apple-code",
+    platforms: [.macOS(.v26)],
+    products: [
+        .executable(name: "apple-code", targets: ["AppleCodeCLI"]),
+    ],
+    targets: [
+        // Shared vocabulary: options, tool protocol and parameter specs, budget, events, backend protocol.
+        .target(name: "AppleCodeCore"),
+        // Workspace confinement, the seven tools, the command runner and OS sandboxes.
+        .target(name: "AppleCodeTools", dependencies: ["AppleCodeCore"]),
+        // The agent loop and the OpenAI-compatible backend.
+        .target(name: "AppleCodeAgent", dependencies: ["AppleCodeCore"]),
+        // Plan-and-execute over fresh context windows (any backend).
+        .target(name: "AppleCodePlan", dependencies: ["AppleCodeCore"]),
+        // Linux-only mirror of the FoundationModels subset the FM backend uses; never built for macOS.
+        .target(name: "FoundationModelsMirror"),
+        // The only code that talks to FoundationModels (the real framework on macOS, the mirror on Linux).
+        .target(
+            name: "AppleCodeFM",
+            dependencies: [
+                "AppleCodeCore",
+                .target(name: "FoundationModelsMirror", condition: .when(platforms: [.linux])),
+            ]
+        ),
+        .executableTarget(
+            name: "AppleCodeCLI",
+            dependencies: ["AppleCodeCore", "AppleCodeTools", "AppleCodeAgent", "AppleCodePlan", "AppleCodeFM"],
+            path: "Sources/apple-code"
+        ),
+        .testTarget(name: "AppleCodeCoreTests", dependencies: ["AppleCodeCore"]),
+        .testTarget(name: "AppleCodeToolsTests", dependencies: ["AppleCodeTools", "AppleCodeCore"]),
+        .testTarget(name: "AppleCodeAgentTests", dependencies: ["AppleCodeAgent", "AppleCodeCore"]),
+        .testTarget(name: "AppleCodePlanTests", dependencies: ["AppleCodePlan", "AppleCodeCore"]),
+        .testTarget(
+            name: "AppleCodeFMTests",
+            dependencies: [
+                "AppleCodeFM", "AppleCodeCore",
+                .target(name: "FoundationModelsMirror", condition: .when(platforms: [.linux])),
+            ]
+        ),
+    ]
+)

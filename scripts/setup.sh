@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Sets up everything this checkout needs: the Python environment (.venv) with apple-flow, and apple-code built
+# by SwiftPM. With --local-model also the local model server (machines without Apple Intelligence).
+# Idempotent: a second run rebuilds and reinstalls only what changed.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+local_model=0
+for arg in "$@"; do
+    case $arg in
+        --local-model) local_model=1 ;;
+        *) die "unknown option $arg (usage: scripts/setup.sh [--local-model])" ;;
+    esac
+done
+
+# --- Toolchains ---------------------------------------------------------------------------------------------
+python=""
+for candidate in ${PYTHON:-} python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+        "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        python=$candidate
+        break
+    fi
+done
+[ -n "$python" ] || die "Python 3.11 or newer is needed. macOS: brew install python@3.12; Debian/Ubuntu: apt-get install python3 python3-venv"
+command -v swift >/dev/null 2>&1 || die "The Swift toolchain is needed to build apple-code. macOS: xcode-select --install (the Command Line Tools are enough); Linux: install Swift 6.2 or newer from swift.org and put its bin/ on PATH"
+
+# --- Python environment ---------------------------------------------------------------------------------------
+if [ ! -x "$VENV/bin/python" ]; then
+    say "Creating the Python environment in .venv"
+    rm -rf "$VENV"
+    "$python" -m venv "$VENV" || { rm -rf "$VENV"; die "could not create .venv (Debian/Ubuntu: apt-get install python3-venv)"; }
+fi
+stamp="$VENV/.apple-flow-installed"
+want=$(sha "$ROOT/pyproject.toml")
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    say "Installing apple-flow and its Python dependencies"
+    if ! with_progress "pip install" "$VENV/install.log" \
+        sh -c "'$VENV/bin/python' -m pip install --upgrade pip && '$VENV/bin/python' -m pip install -e '$ROOT[dev]'"; then
+        tail -n 5 "$VENV/install.log" >&2
+        die "pip could not install the Python packages (full log: .venv/install.log). Check that PyPI is reachable (proxy, network), then run this again: it resumes where it stopped."
+    fi
+    echo "$want" >"$stamp"
+fi
+
+# --- apple-code -------------------------------------------------------------------------------------------------
+say "Building apple-code (swift build; quick when nothing changed)"
+if ! (cd "$ROOT/apple_code" && swift build ${SWIFT_BUILD_FLAGS:-} 2>&1 | grep -Ev '^\[[0-9]+/[0-9]+\] (Compiling|Emitting|Wrapping|Write|Linking|Applying)' >&2; exit "${PIPESTATUS[0]}"); then
+    die "swift build failed (see above). Run 'cd apple_code && swift build' to see the whole output."
+fi
+
+# --- OS sandbox for apple-code's commands (Linux: bubblewrap) ---------------------------------------------------
+if [ "$(uname -s)" = Linux ] && ! command -v bwrap >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "Installing bubblewrap (the sandbox apple-code runs commands in)"
+        (apt-get install -y -q bubblewrap >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1; }) ||
+            say "could not install bubblewrap; apple-code will run commands without an OS sandbox (apt-get install bubblewrap)"
+    else
+        say "bubblewrap is not installed; apple-code runs commands without an OS sandbox until it is (sudo apt-get install bubblewrap)"
+    fi
+fi
+
+if [ "$local_model" = 1 ]; then
+    "$ROOT/scripts/local-model.sh" install
+fi
+say "Set-up complete"

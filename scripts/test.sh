@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Sets everything up, then runs every test: apple-code's Swift tests, ruff, and pytest (which also drives the
+# real apple-code binary, a scripted OpenAI-compatible server and the local llama.cpp model).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+"$ROOT/scripts/setup.sh" --local-model
+
+say "Swift tests (apple_code)"
+(cd apple_code && swift test 2>&1 | grep -Ev '^\[[0-9]+/[0-9]+\] (Compiling|Emitting|Wrapping|Write|Linking|Applying)'; exit "${PIPESTATUS[0]}")
+
+say "ruff"
+"$VENV/bin/ruff" check src tests scripts
+
+say "pytest"
+# The local model is installed above, so its tests must run, not skip.
+export APPLE_FLOW_REQUIRE_LOCAL_MODEL=1
+"$VENV/bin/python" -m pytest "$@"

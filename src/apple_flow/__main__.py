@@ -1,0 +1,3 @@
+from apple_flow.cli import app
+
+app()

@@ -1,0 +1,160 @@
+"""All settings, in one class. Read from the environment (prefix ``apple_flow_``) and ``.env``.
+
+Every other module takes a ``Settings`` instance; nothing else reads the environment for configuration.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+ConnectorName = Literal["afm", "codex-cli", "claude-cli"]
+ChannelName = Literal["auto", "imessage", "console"]
+AfmBackend = Literal["auto", "fm", "openai"]
+
+
+class SettingsError(ValueError):
+    """Invalid configuration; the message names the variable and what it accepts."""
+
+
+def _split_list(value: Any) -> Any:
+    """Accept ``a,b,c`` (the natural .env form) as well as a JSON list."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [item.strip() for item in text.split(",") if item.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="apple_flow_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        case_sensitive=False,
+        extra="ignore",
+    )
+
+    # --- Connector -------------------------------------------------------------------------------------
+    connector: ConnectorName = "afm"
+    turn_timeout_seconds: float = Field(300, gt=0)
+
+    # --- afm: apple-code on Apple's on-device model (or a local OpenAI-compatible server) ---------------
+    afm_command: str = "apple-code"
+    afm_context_window: int = Field(1, ge=0)
+    afm_max_prompt_chars: int = Field(3000, ge=200)
+    afm_soul_max_chars: int = Field(500, ge=0)
+    afm_timeout_seconds: float = Field(120, gt=0)
+    afm_backend: AfmBackend = "auto"
+    afm_model: str | None = None
+    afm_base_url: str | None = None
+    afm_context_tokens: int | None = Field(None, ge=256)
+    afm_plan_tasks: bool = True
+
+    # --- codex / claude CLIs --------------------------------------------------------------------------
+    codex_command: str = "codex"
+    codex_context_window: int = Field(3, ge=0)
+    codex_model: str | None = None
+    claude_command: str = "claude"
+    claude_context_window: int = Field(3, ge=0)
+    claude_model: str | None = None
+
+    # --- Agent persona -----------------------------------------------------------------------------------
+    soul_prompt: str = ""
+    soul_file: Path | None = None
+
+    # --- Workspaces ----------------------------------------------------------------------------------------
+    default_workspace: Path = Path.home()
+    allowed_workspaces: Annotated[list[Path], NoDecode] = Field(default_factory=list)
+    # alias -> folder, e.g. {"site": "~/code/site"}; `@site fix the tests` runs there.
+    workspace_aliases: dict[str, Path] = Field(default_factory=dict)
+
+    # --- Channel and senders -----------------------------------------------------------------------------
+    channel: ChannelName = "auto"
+    allowed_senders: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    default_region: str = "US"
+    reply_to_unknown_senders: bool = False
+
+    # --- iMessage ------------------------------------------------------------------------------------------
+    messages_db_path: Path = Path("~/Library/Messages/chat.db")
+    poll_interval_seconds: float = Field(2, gt=0)
+    startup_catchup_window_seconds: int = Field(60, ge=0)
+    max_startup_replay_rows: int = Field(50, ge=0)
+    echo_window_seconds: int = Field(600, ge=0)
+    osascript_command: str = "osascript"
+    send_timeout_seconds: float = Field(15, gt=0)
+    send_retries: int = Field(2, ge=0)
+    reply_chunk_chars: int = Field(1500, ge=100)
+
+    # --- Daemon ----------------------------------------------------------------------------------------------
+    db_path: Path = Path("~/.apple-flow/relay.db")
+    approval_ttl_minutes: int = Field(20, gt=0)
+    max_messages_per_minute: int = Field(30, gt=0)
+    max_concurrent_ai_calls: int = Field(4, gt=0)
+    progress_interval_seconds: float = Field(20, ge=0)
+    shutdown_grace_seconds: float = Field(10, ge=0)
+
+    # --- Service (launchd) ----------------------------------------------------------------------------------
+    service_label: str = "com.apple-flow.daemon"
+    log_dir: Path = Path("~/.apple-flow/logs")
+
+    # --- Local model (machines without Apple Intelligence) ------------------------------------------------
+    local_model_host: str = "127.0.0.1"
+    local_model_port: int = Field(8765, gt=0, lt=65536)
+
+    @field_validator("allowed_senders", "allowed_workspaces", mode="before")
+    @classmethod
+    def _lists(cls, value: Any) -> Any:
+        return _split_list(value)
+
+    @field_validator(
+        "default_workspace", "allowed_workspaces", "messages_db_path", "db_path", "log_dir", "soul_file",
+        mode="after",
+    )
+    @classmethod
+    def _expand(cls, value: Any) -> Any:
+        if isinstance(value, Path):
+            return value.expanduser()
+        if isinstance(value, list):
+            return [v.expanduser() if isinstance(v, Path) else v for v in value]
+        return value
+
+    @field_validator("workspace_aliases", mode="after")
+    @classmethod
+    def _expand_aliases(cls, value: dict[str, Path]) -> dict[str, Path]:
+        return {name.lower(): path.expanduser() for name, path in value.items()}
+
+    def soul_text(self) -> str:
+        """The persona prompt: ``soul_file`` when set and readable, else ``soul_prompt``."""
+        if self.soul_file is not None:
+            try:
+                return self.soul_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise SettingsError(
+                    f"APPLE_FLOW_SOUL_FILE: cannot read {self.soul_file} ({exc.strerror}); "
+                    "fix the path or unset it"
+                ) from exc
+        return self.soul_prompt.strip()
+
+
+def _describe(error: dict[str, Any]) -> str:
+    field = ".".join(str(part) for part in error.get("loc", ())) or "settings"
+    variable = f"APPLE_FLOW_{field.split('.')[0].upper()}"
+    message = str(error.get("msg", "invalid value"))
+    got = error.get("input")
+    got_text = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
+    return f"{variable}: {message}{got_text}"
+
+
+def load_settings(env_file: str | Path | None = ".env", **overrides: Any) -> Settings:
+    """Builds the settings, turning pydantic's errors into one readable ``SettingsError``."""
+    try:
+        return Settings(_env_file=env_file, **overrides)  # type: ignore[call-arg]
+    except ValidationError as exc:
+        lines = [_describe(dict(e)) for e in exc.errors()]
+        raise SettingsError("Invalid configuration:\n  " + "\n  ".join(lines)) from exc
