@@ -1,0 +1,67 @@
+"""scripts/setup.sh stops with a message that names what is missing, and leaves nothing half-done behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from apple_flow.paths import PROJECT_ROOT
+
+
+def copy_project(tmp_path: Path) -> Path:
+    """A minimal copy of the checkout: what setup.sh needs before it builds Swift."""
+    root = tmp_path / "project"
+    root.mkdir()
+    shutil.copytree(PROJECT_ROOT / "scripts", root / "scripts")
+    shutil.copytree(PROJECT_ROOT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(PROJECT_ROOT / name, root / name)
+    return root
+
+
+def path_without_swift(tmp_path: Path) -> str:
+    """PATH with this Python and the system tools, but no Swift toolchain."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    return os.pathsep.join([str(bin_dir), "/usr/bin", "/bin"])
+
+
+def test_missing_swift_is_named_with_how_to_get_it(tmp_path: Path) -> None:
+    if Path("/usr/bin/swift").exists():
+        pytest.skip("swift is installed system-wide; cannot hide it from PATH")
+    root = copy_project(tmp_path)
+    env = {**os.environ, "PATH": path_without_swift(tmp_path)}
+    done = subprocess.run(
+        ["bash", str(root / "scripts" / "setup.sh")], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode != 0
+    assert "Swift toolchain is needed" in done.stderr
+    assert "xcode-select --install" in done.stderr
+    assert not (root / ".venv").exists(), "nothing should be created before the toolchains are checked"
+
+
+def test_unreachable_package_index_fails_clearly_and_resumes(tmp_path: Path) -> None:
+    root = copy_project(tmp_path)
+    env = {
+        **os.environ,
+        # A closed port on loopback stands in for "no network to PyPI"; no cache so nothing is found offline.
+        "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+        "PIP_NO_CACHE_DIR": "1",
+        "PIP_RETRIES": "0",
+        "PIP_TIMEOUT": "2",
+    }
+    done = subprocess.run(
+        ["bash", str(root / "scripts" / "setup.sh")], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode != 0
+    assert "pip could not install the Python packages" in done.stderr
+    assert "PyPI is reachable" in done.stderr
+    # The environment is not marked as installed, so the next run installs again instead of tripping over it.
+    assert (root / ".venv" / "bin" / "python").exists()
+    assert not (root / ".venv" / ".apple-flow-installed").exists()
