@@ -67,7 +67,7 @@ final class Output: @unchecked Sendable {
         }
         closed = true
         lock.unlock()
-        if format == .text, report.outcome.isError {
+        if report.outcome.isError {
             stderr("apple-code: \(report.outcome.subtype): \(Self.errorMessage(report, partial: partial))")
         }
         return true

@@ -18,7 +18,6 @@ case .failure(let error):
     let report = RunReport(outcome: .usage, result: error.message, durationMs: 0, progress: RunProgress(),
                            backend: "", model: "")
     output.finish(report, partial: "")
-    if output.format != .text { output.stderr("apple-code: \(error.message)") }
     output.stderr("Try 'apple-code --help'.")
     exit(RunOutcome.usage.exitCode)
 case .success(.help):
