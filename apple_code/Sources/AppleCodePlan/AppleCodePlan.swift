@@ -162,7 +162,6 @@ public struct PlanRunner: Sendable {
                                   budget: PlanBudget, progress: inout RunProgress, events: any EventSink)
         async throws
     {
-        let reserve = budget.summaryReserve()
         for position in records.indices {
             let record = records[position]
             let sink = SubtaskEventSink(base: events, subtask: record.index)
@@ -173,7 +172,7 @@ public struct PlanRunner: Sendable {
             let worker = workerRequest(
                 request, record, count: records.count, digest: CombinedAnswer.digest(records[..<position]),
                 prompts: prompts, maxTurns: budget.workerTurns(used: progress.turns, workersLeft: workersLeft),
-                deadline: budget.workerDeadline(workersLeft: workersLeft, reserve: reserve))
+                deadline: budget.workerDeadline(workersLeft: workersLeft))
             sink.notice("subtask \(record.index) of \(records.count): \(record.subtask)")
             let outcome = await runWorker(worker, events: sink)
             records[position].progress = outcome.progress
@@ -197,7 +196,7 @@ public struct PlanRunner: Sendable {
         async throws
     {
         let turns = budget.workerTurns(used: progress.turns, workersLeft: records.count)
-        let deadline = budget.workerDeadline(workersLeft: 1, reserve: budget.summaryReserve())
+        let deadline = budget.workerDeadline(workersLeft: 1)
         let requests = records.map { record in
             workerRequest(request, record, count: records.count, digest: "", prompts: prompts,
                           maxTurns: turns, deadline: deadline)

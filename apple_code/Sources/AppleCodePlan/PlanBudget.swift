@@ -2,7 +2,7 @@ import AppleCodeCore
 
 /// How the run's `--max-turns` and `--timeout` are shared out. The planner gets a quarter of each (it only
 /// looks around); each worker gets an equal share of what is left when it starts, so time and turns an early
-/// worker does not use pass on to later ones. A small slice of the time is kept for the summary request.
+/// worker does not use pass on to later ones.
 struct PlanBudget: Sendable {
     let maxTurns: Int
     let deadline: ContinuousClock.Instant?
@@ -19,19 +19,10 @@ struct PlanBudget: Sendable {
         max(1, (maxTurns - used) / max(1, workersLeft))
     }
 
-    /// Kept back from the workers for the summary request: a tenth of the time left, at most 20 seconds.
-    func summaryReserve(now: ContinuousClock.Instant = .now) -> Duration {
-        guard let deadline else { return .zero }
-        return min(max(.zero, deadline - now) * 0.1, .seconds(20))
-    }
-
-    func workerDeadline(workersLeft: Int, reserve: Duration, now: ContinuousClock.Instant = .now)
-        -> ContinuousClock.Instant?
-    {
-        deadline.map { end in
-            let available = max(.zero, (end - reserve) - now)
-            return now + available / max(1, workersLeft)
-        }
+    /// The last worker may use all the time left: when it runs out, the run has timed out (exit 124) and the
+    /// summary is not written.
+    func workerDeadline(workersLeft: Int, now: ContinuousClock.Instant = .now) -> ContinuousClock.Instant? {
+        deadline.map { now + max(.zero, $0 - now) / max(1, workersLeft) }
     }
 
     func expired(now: ContinuousClock.Instant = .now) -> Bool {

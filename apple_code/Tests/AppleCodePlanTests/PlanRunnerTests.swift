@@ -212,6 +212,53 @@ import Testing
         #expect(workerDeadline < deadline)
     }
 
+    @Test func workersShareTheTimeLeftAndTheLastMayUseAllOfIt() async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        let honoursDeadline: ScriptedBackend.Step = { request, _ in
+            let end = try #require(request.deadline)
+            try await Task.sleep(until: min(end, .now + .milliseconds(300)), clock: .continuous)
+            if ContinuousClock.now >= end {
+                throw AgentError(.timeout, "timed out", partialAnswer: "c.py partly read",
+                                 progress: RunProgress(turns: 1))
+            }
+            return AgentAnswer(text: "slow but done", progress: RunProgress(turns: 1))
+        }
+        let backend = ScriptedBackend([
+            answer(#"["a", "b", "c"]"#), answer("did a"), honoursDeadline, honoursDeadline, answer("summary"),
+        ])
+        let started = ContinuousClock.now
+        _ = try await PlanRunner(backend: backend).run(makeRequest(deadline: deadline), events: EventLog())
+        let planner = try #require(backend.requests[0].deadline)
+        let first = try #require(backend.requests[1].deadline)
+        let last = try #require(backend.requests[3].deadline)
+        #expect(planner - started <= .seconds(15) + .milliseconds(100))
+        #expect(first - started <= .seconds(20) + .milliseconds(100))
+        #expect(first - started >= .seconds(19))
+        #expect(last == deadline)
+        #expect(backend.requests[4].deadline == deadline)
+    }
+
+    @Test func theRunTimesOutInTheLastWorkerThatHonoursItsDeadline() async throws {
+        let deadline = ContinuousClock.now + .milliseconds(600)
+        let honoursDeadline: ScriptedBackend.Step = { request, _ in
+            let end = try #require(request.deadline)
+            try await Task.sleep(until: end, clock: .continuous)
+            throw AgentError(.timeout, "timed out", partialAnswer: "partly done", progress: RunProgress(turns: 1))
+        }
+        let backend = ScriptedBackend([answer(#"["a", "b", "c"]"#), answer("did a"), honoursDeadline, honoursDeadline])
+        let error = await #expect(throws: AgentError.self) {
+            _ = try await PlanRunner(backend: backend).run(makeRequest(deadline: deadline), events: EventLog())
+        }
+        let failure = try #require(error)
+        #expect(failure.outcome == .timeout)
+        #expect(failure.message == "the run timed out during subtask 3 of 3")
+        // Subtask 2 ran out of its own share and failed alone; subtask 3 ran into the run's deadline.
+        #expect(failure.partialAnswer.contains("1. a\ndid a\n\n2. b\nFAILED (error_timeout): timed out"))
+        #expect(failure.partialAnswer.contains("3. c\nFAILED (error_timeout): timed out\nPartial: partly done"))
+        #expect(backend.requests.count == 4)
+        #expect(failure.progress.turns == 1 + 1 + 1 + 1)
+    }
+
     @Test func aWorkerThatIgnoresItsDeadlineIsCancelled() async throws {
         let deadline = ContinuousClock.now + .milliseconds(300)
         let hangs: ScriptedBackend.Step = { _, _ in
