@@ -159,7 +159,9 @@ def test_sigterm_exits_130_with_the_result_last(apple_code_bin: Path) -> None:
 def test_max_turns_exits_1_error_max_turns(apple_code_bin: Path) -> None:
     script = [tool_call("nosuchTool", {"n": i}) for i in range(5)]
     with ScriptedServer(script) as server:
-        done = run_apple_code(apple_code_bin, *openai_args(server.url), "--max-turns", "2", "--output-format", "json", "x")
+        done = run_apple_code(
+            apple_code_bin, *openai_args(server.url), "--max-turns", "2", "--output-format", "json", "x"
+        )
         assert len(server.requests()) == 2
     assert done.returncode == 1
     result = json.loads(done.stdout)
