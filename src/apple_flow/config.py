@@ -90,6 +90,7 @@ class Settings(BaseSettings):
     osascript_command: str = "osascript"
     send_timeout_seconds: float = Field(15, gt=0)
     send_retries: int = Field(2, ge=0)
+    send_retry_backoff_seconds: float = Field(1, ge=0)  # wait before retry n is n times this
     reply_chunk_chars: int = Field(1500, ge=100)
 
     # --- Daemon ----------------------------------------------------------------------------------------------
