@@ -32,6 +32,8 @@ DEFAULT_DRAIN_SECONDS = 1.0
 # Between SIGTERM and SIGKILL when a tree is killed.
 DEFAULT_KILL_GRACE_SECONDS = 1.0
 STDERR_TAIL_CHARS = 8192
+# Prompts up to this size are written on the calling thread: a pipe buffer holds at least 16 KiB everywhere.
+INLINE_STDIN_BYTES = 8192
 
 _EOF = object()
 
@@ -162,11 +164,15 @@ class ProcessRunner:
             assert process.stdin is not None and process.stdout is not None and process.stderr is not None
             lines: queue.Queue[object] = queue.Queue()
             stderr_tail: deque[str] = deque()
+            prompt = stdin_text.encode("utf-8")
             threads = [
-                threading.Thread(target=_feed, args=(process.stdin, stdin_text), daemon=True),
                 threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True),
                 threading.Thread(target=_read_tail, args=(process.stderr, stderr_tail), daemon=True),
             ]
+            if len(prompt) <= INLINE_STDIN_BYTES:
+                _feed(process.stdin, prompt)  # fits the pipe buffer on every OS: cannot block
+            else:  # a child that never reads stdin would block this write: only a helper thread waits on it
+                threading.Thread(target=_feed, args=(process.stdin, prompt), daemon=True).start()
             for thread in threads:
                 thread.start()
             stdout_lines, timed_out, at_eof = self._collect(process.pid, lines, deadline, on_line)
@@ -183,7 +189,7 @@ class ProcessRunner:
             drain_until = time.monotonic() + self._drain_seconds
             if not at_eof:
                 stdout_lines.extend(_drain(lines, drain_until, on_line))
-            for thread in threads[1:]:
+            for thread in threads:
                 thread.join(max(0.0, drain_until - time.monotonic()))
             return RunResult(
                 exit_code=self._reap(live),
@@ -291,12 +297,11 @@ class ProcessRunner:
         self.cancel(None)
 
 
-def _feed(stream: IO[bytes], text: str) -> None:
-    """Writes the prompt and closes stdin. A child that never reads it only blocks this thread, and one that
-    exits early gives a broken pipe, which is fine."""
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    """Writes the prompt and closes stdin. A child that exits early gives a broken pipe, which is fine."""
     with contextlib.suppress(OSError, ValueError):
-        if text:
-            stream.write(text.encode("utf-8"))
+        if data:
+            stream.write(data)
             stream.flush()
     with contextlib.suppress(OSError, ValueError):
         stream.close()
