@@ -1,0 +1,339 @@
+import AppleCodeCore
+import Testing
+@testable import AppleCodePlan
+
+@Suite struct PlanRunnerTests {
+    @Test func threeSubtasksRunInFreshWindowsAndCombine() async throws {
+        let longResult = "Fixed greet() in a.py by correcting the spelling of the greeting text. "
+            + String(repeating: "More detail that a later worker must not see. ", count: 5) + "SECRET-TAIL"
+        let backend = ScriptedBackend([
+            answer(#"["Fix a.py", "Fix b.py", "Fix c.py"]"#, turns: 2, input: 300, output: 20),
+            answer(longResult, turns: 3, files: ["a.py"], commands: 1),
+            answer("Renamed foo to bar in b.py.", turns: 2, files: ["b.py"]),
+            answer("Added a docstring to c.py.", turns: 2, files: ["c.py", "a.py"], commands: 2),
+            answer("All three modules were fixed.", turns: 1, input: 200, output: 15),
+        ])
+        let events = EventLog()
+        let result = try await PlanRunner(backend: backend).run(makeRequest(), events: events)
+
+        let requests = backend.requests
+        #expect(requests.count == 5)
+        // Planner: the task, read-only tools only, a quarter of the turns.
+        #expect(requests[0].prompt.contains("Fix the three modules"))
+        #expect(requests[0].prompt.contains("at most 5 subtasks"))
+        #expect(Set(requests[0].tools.map(\.name)) == ["readFile", "listDirectory", "searchFiles", "searchContent"])
+        #expect(requests[0].maxTurns == 4)
+        // Workers: task + own subtask + digest of earlier workers, never their transcripts; all tools.
+        #expect(requests[1].prompt.contains("Your subtask: Fix a.py"))
+        #expect(!requests[1].prompt.contains("Earlier subtasks"))
+        #expect(requests[2].prompt.contains("Your subtask: Fix b.py"))
+        #expect(requests[2].prompt.contains("1. Fix a.py: Fixed greet() in a.py"))
+        #expect(requests[2].prompt.contains("(changed: a.py)"))
+        #expect(!requests[2].prompt.contains("SECRET-TAIL"))
+        #expect(requests[3].prompt.contains("2. Fix b.py: Renamed foo to bar in b.py. (changed: b.py)"))
+        for worker in requests[1...3] {
+            #expect(worker.prompt.contains("Task: Fix the three modules"))
+            #expect(worker.tools.count == allToolNames.count)
+            #expect(worker.contextTokens == 4096)
+            #expect(worker.instructions == "You are a coding agent.")
+        }
+        // Turn shares: 16 - 2 (planner) = 14 over 3 workers, then what is left over the rest.
+        #expect(requests[1].maxTurns == 4)
+        #expect(requests[2].maxTurns == (16 - 5) / 2)
+        #expect(requests[3].maxTurns == 16 - 7)
+        // Summary: one request, no tools, the digests.
+        #expect(requests[4].tools.isEmpty)
+        #expect(requests[4].maxTurns == 1)
+        #expect(requests[4].prompt.contains("3. Fix c.py: Added a docstring to c.py. (changed: c.py, a.py)"))
+
+        let text = result.text
+        let a = try #require(text.range(of: "1. Fix a.py\n" + longResult))
+        let b = try #require(text.range(of: "2. Fix b.py\nRenamed foo to bar in b.py."))
+        let c = try #require(text.range(of: "3. Fix c.py\nAdded a docstring to c.py."))
+        let s = try #require(text.range(of: "Summary: All three modules were fixed."))
+        #expect(a.lowerBound < b.lowerBound && b.lowerBound < c.lowerBound && c.lowerBound < s.lowerBound)
+
+        #expect(result.progress.filesChanged == ["a.py", "b.py", "c.py"])
+        #expect(result.progress.commandsRun == 3)
+        #expect(result.progress.turns == 2 + 3 + 2 + 2 + 1)
+        #expect(result.progress.usage.inputTokens == 300 + 3 * 100 + 200)
+        #expect(result.progress.usage.outputTokens == 20 + 3 * 10 + 15)
+
+        // The untagged text stream is exactly the combined answer; plan and subtask starts are announced.
+        #expect(events.texts.map(\.delta) == [text])
+        #expect(events.texts.allSatisfy { $0.subtask == nil })
+        #expect(events.notices.contains { $0.hasPrefix("plan: 3 subtasks: 1. Fix a.py | 2. Fix b.py") })
+        let tagged = events.events.compactMap(\.subtask)
+        #expect(tagged == [1, 2, 3])
+    }
+
+    @Test func workerEventsCarryTheirSubtaskId() async throws {
+        let emitting: ScriptedBackend.Step = { request, events in
+            events.emit(.toolCall(id: "c1", name: "readFile", arguments: ["path": "a.py"]))
+            events.emit(.text(delta: "worker text"))
+            return AgentAnswer(text: "done", progress: RunProgress(turns: 1))
+        }
+        let planner: ScriptedBackend.Step = { _, events in
+            events.emit(.text(delta: #"["one", "two"]"#))
+            events.emit(.toolCall(id: "p1", name: "listDirectory", arguments: [:]))
+            return AgentAnswer(text: #"["one", "two"]"#, progress: RunProgress(turns: 1))
+        }
+        let backend = ScriptedBackend([planner, emitting, emitting, answer("ok")])
+        let events = EventLog()
+        _ = try await PlanRunner(backend: backend).run(makeRequest(), events: events)
+        let calls = events.events.compactMap { event -> (Int?, String)? in
+            if case .toolCall(let id, _, _) = event.kind { (event.subtask, id) } else { nil }
+        }
+        #expect(calls.map(\.0) == [nil, 1, 2])
+        #expect(events.texts.map(\.subtask) == [1, 2, nil])
+        #expect(!events.texts.contains { $0.delta.contains("[\"one\"") })
+    }
+
+    @Test func garbagePlanRunsTheTaskDirectly() async throws {
+        let backend = ScriptedBackend([
+            answer("I am not sure what you mean.", turns: 1, input: 50),
+            answer("Did it directly.", turns: 3, files: ["x.py"], input: 70),
+        ])
+        let events = EventLog()
+        let result = try await PlanRunner(backend: backend).run(makeRequest(), events: events)
+        #expect(backend.requests.count == 2)
+        #expect(backend.requests[1].prompt == "Fix the three modules")
+        #expect(backend.requests[1].tools.count == allToolNames.count)
+        #expect(backend.requests[1].maxTurns == 15)
+        #expect(result.text == "Did it directly.")
+        #expect(result.progress.turns == 4)
+        #expect(result.progress.usage.inputTokens == 120)
+        #expect(result.progress.filesChanged == ["x.py"])
+        #expect(events.notices.contains("plan: the planner's reply held no subtasks; running the task directly"))
+    }
+
+    @Test func plannerBackendErrorFallsBackButUnavailableModelStops() async throws {
+        let fallback = ScriptedBackend([failure(.maxTurns, "kept calling tools"), answer("direct")])
+        let events = EventLog()
+        let result = try await PlanRunner(backend: fallback).run(makeRequest(), events: events)
+        #expect(result.text == "direct")
+        #expect(events.notices.contains { $0.contains("the planner failed (error_max_turns") })
+
+        let unavailable = ScriptedBackend([failure(.modelUnavailable, "Apple Intelligence is off")])
+        let error = await #expect(throws: AgentError.self) {
+            _ = try await PlanRunner(backend: unavailable).run(makeRequest(), events: EventLog())
+        }
+        #expect(error?.outcome == .modelUnavailable)
+        #expect(unavailable.requests.count == 1)
+    }
+
+    @Test func failingWorkerIsReportedAndTheRunContinues() async throws {
+        let backend = ScriptedBackend([
+            answer(#"["Fix a.py", "Fix b.py", "Fix c.py"]"#),
+            answer("Fixed a.py.", files: ["a.py"]),
+            failure(.maxTurns, "ran out of turns", partial: "half of b.py", turns: 4, files: ["b.py"]),
+            answer("Fixed c.py.", files: ["c.py"]),
+            answer("Two of three done; b.py failed."),
+        ])
+        let events = EventLog()
+        let result = try await PlanRunner(backend: backend).run(makeRequest(), events: events)
+        #expect(backend.requests.count == 5)
+        #expect(backend.requests[3].prompt.contains("2. Fix b.py: FAILED (error_max_turns): ran out of turns"))
+        #expect(backend.requests[4].prompt.contains("FAILED (error_max_turns)"))
+        #expect(result.text.contains("2. Fix b.py\nFAILED (error_max_turns): ran out of turns\nPartial: half of b.py"))
+        #expect(result.text.contains("3. Fix c.py\nFixed c.py."))
+        #expect(result.text.hasSuffix("Summary: Two of three done; b.py failed."))
+        #expect(result.progress.filesChanged == ["a.py", "b.py", "c.py"])
+        #expect(result.progress.turns == 1 + 1 + 4 + 1 + 1)
+        #expect(events.notices.contains("subtask 2 failed (error_max_turns): ran out of turns; continuing"))
+    }
+
+    @Test func allWorkersFailingFailsTheRun() async throws {
+        let backend = ScriptedBackend([
+            answer(#"["a", "b"]"#), failure(.backendError, "HTTP 500"), failure(.backendError, "HTTP 500"),
+        ])
+        let error = await #expect(throws: AgentError.self) {
+            _ = try await PlanRunner(backend: backend).run(makeRequest(), events: EventLog())
+        }
+        #expect(error?.outcome == .backendError)
+        #expect(error?.partialAnswer.contains("1. a\nFAILED (error_backend): HTTP 500") == true)
+        #expect(backend.requests.count == 3)  // no summary request
+    }
+
+    @Test func maxSubtasksIsClampedAndExtraSubtasksAreMerged() async throws {
+        #expect(PlanRunner(backend: ScriptedBackend([]), maxSubtasks: 0).maxSubtasks == 1)
+        #expect(PlanRunner(backend: ScriptedBackend([]), maxSubtasks: -3).maxSubtasks == 1)
+        #expect(PlanRunner(backend: ScriptedBackend([]), maxSubtasks: 50).maxSubtasks == 20)
+        #expect(PlanRunner(backend: ScriptedBackend([]), maxSubtasks: 7).maxSubtasks == 7)
+
+        let backend = ScriptedBackend([
+            answer(#"["a", "b", "c", "d", "e"]"#), answer("did a"), answer("did b"), answer("did c, d, e"),
+            answer("summary"),
+        ])
+        let events = EventLog()
+        let result = try await PlanRunner(backend: backend, maxSubtasks: 3).run(makeRequest(), events: events)
+        #expect(backend.requests[0].prompt.contains("at most 3 subtasks"))
+        #expect(backend.requests.count == 5)
+        #expect(backend.requests[3].prompt.contains("Your subtask: c; then d; then e"))
+        #expect(result.text.hasPrefix("Plan: 3 subtasks."))
+        #expect(events.notices.contains {
+            $0 == "plan: the planner gave 5 subtasks; the last 3 were merged into one (--max-subtasks 3)"
+        })
+
+        let twenty = ScriptedBackend([answer("[" + (1...25).map { "\"s\($0)\"" }.joined(separator: ",") + "]")])
+        _ = try await PlanRunner(backend: twenty, maxSubtasks: 100).run(makeRequest(maxTurns: 40), events: EventLog())
+        #expect(twenty.requests.count == 1 + 20 + 1)
+        #expect(twenty.requests[20].prompt.contains("Your subtask: s20; then s21"))
+    }
+
+    @Test func timeoutInTheMiddleOfAWorkerReportsThePartialCombinedAnswer() async throws {
+        let deadline = ContinuousClock.now + .milliseconds(400)
+        let hangsUntilTheRunsDeadline: ScriptedBackend.Step = { _, _ in
+            try await Task.sleep(until: deadline, clock: .continuous)
+            throw AgentError(.timeout, "timed out", partialAnswer: "b.py half edited",
+                             progress: RunProgress(turns: 2, filesChanged: ["b.py"]))
+        }
+        let backend = ScriptedBackend([
+            answer(#"["Fix a.py", "Fix b.py", "Fix c.py"]"#), answer("Fixed a.py.", files: ["a.py"]),
+            hangsUntilTheRunsDeadline,
+        ])
+        var runner = PlanRunner(backend: backend)
+        runner.watchdogGrace = .seconds(5)
+        let error = await #expect(throws: AgentError.self) {
+            _ = try await runner.run(makeRequest(deadline: deadline), events: EventLog())
+        }
+        let failure = try #require(error)
+        #expect(failure.outcome == .timeout)
+        #expect(failure.outcome.exitCode == 124)
+        #expect(failure.message == "the run timed out during subtask 2 of 3")
+        #expect(failure.partialAnswer.contains("1. Fix a.py\nFixed a.py."))
+        #expect(failure.partialAnswer.contains("2. Fix b.py\nFAILED (error_timeout): timed out\nPartial: b.py half edited"))
+        #expect(failure.partialAnswer.contains("3. Fix c.py\n(not started)"))
+        #expect(!failure.partialAnswer.contains("Summary:"))
+        #expect(failure.progress.filesChanged == ["a.py", "b.py"])
+        #expect(backend.requests.count == 3)
+        // Each worker got a share of the time left, not all of it.
+        let workerDeadline = try #require(backend.requests[1].deadline)
+        #expect(workerDeadline < deadline)
+    }
+
+    @Test func workersShareTheTimeLeftAndTheLastMayUseAllOfIt() async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        let honoursDeadline: ScriptedBackend.Step = { request, _ in
+            let end = try #require(request.deadline)
+            try await Task.sleep(until: min(end, .now + .milliseconds(300)), clock: .continuous)
+            if ContinuousClock.now >= end {
+                throw AgentError(.timeout, "timed out", partialAnswer: "c.py partly read",
+                                 progress: RunProgress(turns: 1))
+            }
+            return AgentAnswer(text: "slow but done", progress: RunProgress(turns: 1))
+        }
+        let backend = ScriptedBackend([
+            answer(#"["a", "b", "c"]"#), answer("did a"), honoursDeadline, honoursDeadline, answer("summary"),
+        ])
+        let started = ContinuousClock.now
+        _ = try await PlanRunner(backend: backend).run(makeRequest(deadline: deadline), events: EventLog())
+        let planner = try #require(backend.requests[0].deadline)
+        let first = try #require(backend.requests[1].deadline)
+        let last = try #require(backend.requests[3].deadline)
+        #expect(planner - started <= .seconds(15) + .milliseconds(100))
+        #expect(first - started <= .seconds(20) + .milliseconds(100))
+        #expect(first - started >= .seconds(19))
+        #expect(last == deadline)
+        #expect(backend.requests[4].deadline == deadline)
+    }
+
+    @Test func theRunTimesOutInTheLastWorkerThatHonoursItsDeadline() async throws {
+        let deadline = ContinuousClock.now + .milliseconds(600)
+        let honoursDeadline: ScriptedBackend.Step = { request, _ in
+            let end = try #require(request.deadline)
+            try await Task.sleep(until: end, clock: .continuous)
+            throw AgentError(.timeout, "timed out", partialAnswer: "partly done", progress: RunProgress(turns: 1))
+        }
+        let backend = ScriptedBackend([answer(#"["a", "b", "c"]"#), answer("did a"), honoursDeadline, honoursDeadline])
+        let error = await #expect(throws: AgentError.self) {
+            _ = try await PlanRunner(backend: backend).run(makeRequest(deadline: deadline), events: EventLog())
+        }
+        let failure = try #require(error)
+        #expect(failure.outcome == .timeout)
+        #expect(failure.message == "the run timed out during subtask 3 of 3")
+        // Subtask 2 ran out of its own share and failed alone; subtask 3 ran into the run's deadline.
+        #expect(failure.partialAnswer.contains("1. a\ndid a\n\n2. b\nFAILED (error_timeout): timed out"))
+        #expect(failure.partialAnswer.contains("3. c\nFAILED (error_timeout): timed out\nPartial: partly done"))
+        #expect(backend.requests.count == 4)
+        #expect(failure.progress.turns == 1 + 1 + 1 + 1)
+    }
+
+    @Test func aWorkerThatIgnoresItsDeadlineIsCancelled() async throws {
+        let deadline = ContinuousClock.now + .milliseconds(300)
+        let hangs: ScriptedBackend.Step = { _, _ in
+            try await Task.sleep(for: .seconds(30))
+            return AgentAnswer(text: "never", progress: RunProgress())
+        }
+        let backend = ScriptedBackend([answer(#"["only"]"#), hangs])
+        var runner = PlanRunner(backend: backend)
+        runner.watchdogGrace = .milliseconds(50)
+        let started = ContinuousClock.now
+        let error = await #expect(throws: AgentError.self) {
+            _ = try await runner.run(makeRequest(deadline: deadline), events: EventLog())
+        }
+        #expect(error?.outcome == .timeout)
+        #expect(error?.partialAnswer.contains("1. only\nFAILED (error_timeout)") == true)
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    @Test func aWorkerOutOfItsTimeShareFailsAloneWhileTheRunHasTime() async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        let backend = ScriptedBackend([
+            answer(#"["a", "b"]"#), failure(.timeout, "its share ran out"), answer("did b"), answer("summary"),
+        ])
+        let result = try await PlanRunner(backend: backend).run(makeRequest(deadline: deadline), events: EventLog())
+        #expect(result.text.contains("1. a\nFAILED (error_timeout): its share ran out"))
+        #expect(result.text.contains("2. b\ndid b"))
+    }
+
+    @Test func parallelRunsReadOnlyWorkersAtOnce() async throws {
+        let gate = Rendezvous(parties: 3)
+        let meets: ScriptedBackend.Step = { request, _ in
+            await gate.arrive()
+            return AgentAnswer(text: "read " + request.prompt.split(separator: "\n").last.map(String.init)!,
+                               progress: RunProgress(turns: 1))
+        }
+        let backend = ScriptedBackend([answer(#"["x", "y", "z"]"#), meets, meets, meets, answer("summary")])
+        let readOnly = ["readFile", "listDirectory", "searchFiles", "searchContent"]
+        let result = try await PlanRunner(backend: backend, parallel: true)
+            .run(makeRequest(tools: readOnly), events: EventLog())
+        // All three were in flight together (the rendezvous only opens for three), and none saw a digest.
+        #expect(backend.requests[1...3].allSatisfy { !$0.prompt.contains("Earlier subtasks") })
+        #expect(result.text.contains("Summary: summary"))
+        #expect(result.progress.turns == 1 + 3 + 1)
+    }
+
+    @Test func parallelIsRefusedWhenWorkersCanWrite() async throws {
+        let backend = ScriptedBackend([answer(#"["x", "y"]"#), answer("did x"), answer("did y"), answer("sum")])
+        let events = EventLog()
+        _ = try await PlanRunner(backend: backend, parallel: true).run(makeRequest(), events: events)
+        #expect(events.notices.contains("plan: --parallel needs a read-only run; workers run one at a time"))
+        #expect(backend.requests[2].prompt.contains("1. x: did x"))
+    }
+
+    @Test func summaryFailureLeavesTheResultsStanding() async throws {
+        let backend = ScriptedBackend([answer(#"["x"]"#), answer("did x"), failure(.backendError, "HTTP 503")])
+        let events = EventLog()
+        let result = try await PlanRunner(backend: backend).run(makeRequest(), events: events)
+        #expect(result.text == "Plan: 1 subtask.\n\n1. x\ndid x")
+        #expect(events.notices.contains("plan: the summary request failed (error_backend: HTTP 503)"))
+    }
+}
+
+/// Opens when `parties` callers have arrived: proves that parallel workers were in flight at the same time.
+actor Rendezvous {
+    let parties: Int
+    private var arrived = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    init(parties: Int) { self.parties = parties }
+    func arrive() async {
+        arrived += 1
+        if arrived == parties {
+            waiting.forEach { $0.resume() }
+            waiting = []
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+}
