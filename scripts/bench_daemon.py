@@ -196,6 +196,7 @@ def tally(db_path: Path) -> dict[str, int]:
 def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
     mb = 1024 * 1024
     verdict = "PASS" if r["ok"] else "FAIL"
+    rate = r["total"] / r["drained"]
     return f"""# Daemon burst benchmark ({verdict})
 
 `scripts/bench_daemon --messages {args.messages} --senders {args.senders} --workers {args.workers}`, \
@@ -211,7 +212,7 @@ reads, the SQLite store, scheduling, and one fake `osascript` process per reply)
 | answered twice | {r['twice']} |
 | order kept per sender | {'yes' if r['in_order'] else 'NO'} |
 | burst written in | {r['written']:.2f} s |
-| drain time (first message written -> last reply sent) | {r['drained']:.2f} s ({r['total'] / r['drained']:.0f} messages/s) |
+| drain time (first message written -> last reply sent) | {r['drained']:.2f} s ({rate:.0f} messages/s) |
 | daemon RSS idle / peak / after | {r['rss_idle'] / mb:.1f} / {r['rss_peak'] / mb:.1f} / {r['rss_end'] / mb:.1f} MiB |
 | store: messages by state | {', '.join(f'{k} {v}' for k, v in sorted(r['db'].items()))} |
 """
