@@ -168,7 +168,12 @@ def test_a_turn_past_the_timeout_is_killed_and_the_sender_told(harness: Callable
     [
         ("Error: Request timed out after 120s. The agent was stopped.", "took too long and was stopped after 120 s"),
         ("Error: AFM CLI not found at 'apple-code'. Check apple_flow_afm_command setting.", "cannot start"),
-        ("Error: AFM execution failed (exit code 3). No model available: Apple Intelligence is off", "failed"),
+        (
+            "Error: apple-code execution failed (exit code 3). No model available: Apple Intelligence is off. "
+            "Turn on Apple Intelligence (macOS 26), or set APPLE_FLOW_AFM_BACKEND=openai",
+            "no model is available: Apple Intelligence is off. Turn on Apple Intelligence",
+        ),
+        ("Error: apple-code execution failed (exit code 1). error_max_turns", "the agent failed: apple-code"),
         ("No response generated.", "without an answer"),
     ],
 )
@@ -300,3 +305,45 @@ def test_clear_context_resets_the_thread_and_the_stored_history(harness: Callabl
     assert h.connector.resets == [ANA]
     assert h.store.history(ANA, 5) == []
     assert h.egress.to(ANA) == ["Context cleared: the next message starts a new conversation."]
+
+
+def test_rows_the_ingress_skips_move_the_cursor_once_earlier_messages_are_done(
+    harness: Callable[..., Harness],
+) -> None:
+    from apple_flow.channels.imessage import Skipped
+
+    h = harness()
+    skips: list[Any] = []
+    h.ingress.on_skip = skips.append  # type: ignore[attr-defined]
+    h.start()
+    assert h.ingress.on_skip is not skips.append  # type: ignore[attr-defined]
+    h.ingress.add(ANA, "SLOW", rowid=1)
+    wait_until(lambda: h.connector.running == 1)
+    h.ingress.on_skip(Skipped(2, "echo"))  # type: ignore[attr-defined]
+    assert h.store.cursor("imessage") == 0
+    h.connector.release.set()
+    h.finish()
+    assert h.store.cursor("imessage") == 2
+
+
+def test_an_unreadable_source_at_first_start_is_a_start_error(harness: Callable[..., Harness]) -> None:
+    from apple_flow.daemon.runtime import StartError
+
+    h = harness()
+
+    def unreadable() -> int:
+        raise PermissionError("chat.db: authorization denied; grant Full Disk Access to python3")
+
+    h.ingress.latest_rowid = unreadable  # type: ignore[method-assign]
+    with pytest.raises(StartError, match="Full Disk Access"):
+        h.daemon.run()
+
+
+@pytest.mark.parametrize("text", ["task:", "idea:   ", "plan:"])
+def test_a_prefix_without_text_gets_an_example_and_runs_nothing(harness: Callable[..., Harness], text: str) -> None:
+    h = harness().start()
+    h.ingress.add(ANA, text)
+    h.finish()
+    [reply] = h.egress.to(ANA)
+    assert "needs some text, e.g." in reply
+    assert h.connector.calls == []

@@ -17,7 +17,7 @@ from apple_flow.channels.base import Egress, Ingress
 from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
 from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.daemon.lock import InstanceLock, LockError
-from apple_flow.daemon.runtime import Daemon
+from apple_flow.daemon.runtime import Daemon, StartError
 from apple_flow.daemon.store import Store, StoreError
 
 err = Console(stderr=True)
@@ -73,6 +73,9 @@ def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, c
     except SettingsError as exc:
         err.print(f"[red]{exc}[/red]")
         return 2
+    except StartError as exc:
+        err.print(f"[red]Cannot read messages: {exc}[/red]")
+        return 1
     finally:
         store.close()
         lock.release()

@@ -24,6 +24,11 @@ class CursorTracker:
             self._open.add(rowid)
             self._highest = max(self._highest, rowid)
 
+    def passed(self, rowid: int) -> None:
+        """A row the ingress skipped (from me, echo, reaction): finished as soon as it is seen."""
+        self.opened(rowid)
+        self.finished(rowid)
+
     def finished(self, rowid: int) -> None:
         with self._lock:
             self._open.discard(rowid)

@@ -27,6 +27,9 @@ def explain(result: str) -> str:
         return f"Sorry, that took too long and was stopped{limit}. Try a smaller request, or split it up."
     if "not found at" in lowered or "cli not found" in lowered:
         return f"Sorry, the agent cannot start: {detail}"
+    if "no model available" in lowered:
+        reason = text[lowered.index("no model available") + len("no model available") :].lstrip(" :")
+        return f"Sorry, no model is available: {_first_lines(reason)}"
     if "unavailable" in lowered or "not available" in lowered:
         return f"Sorry, no model is available: {detail}"
     return f"Sorry, the agent failed: {detail}"

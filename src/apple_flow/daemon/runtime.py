@@ -44,6 +44,10 @@ class _End:
     """The ingress ran out (end of piped input)."""
 
 
+class StartError(RuntimeError):
+    """The daemon cannot start reading messages (e.g. chat.db unreadable); the message says what to do."""
+
+
 class Daemon:
     def __init__(
         self,
@@ -93,9 +97,18 @@ class Daemon:
         self._check_connector()
         start = self._store.cursor(self._channel)
         if start is None:
-            start = self._ingress.latest_rowid()
+            try:
+                start = self._ingress.latest_rowid()
+            except Exception as exc:
+                self._store.log_event("ingress_error", str(exc))
+                raise StartError(str(exc)) from exc
             self._store.set_cursor(self._channel, start)
-        self._tracker = CursorTracker(start, lambda position: self._store.set_cursor(self._channel, position))
+        tracker = CursorTracker(start, lambda position: self._store.set_cursor(self._channel, position))
+        self._tracker = tracker
+        if hasattr(self._ingress, "on_skip"):
+            # Rows the ingress skips (its own echoes, reactions) must be passed too, or a restart would re-read
+            # them once the in-memory echo record is gone.
+            self._ingress.on_skip = lambda skipped: tracker.passed(skipped.rowid)
         threading.Thread(target=self._read, args=(start,), name="ingress", daemon=True).start()
         watchdog = threading.Thread(target=self._watch_timeouts, name="watchdog", daemon=True)
         watchdog.start()
@@ -123,7 +136,11 @@ class Daemon:
 
     def _read(self, after: int) -> None:
         try:
+            tracker = self._require_tracker()
             for message in self._ingress.messages(after, self._stop):
+                # Opened here, before the ingress moves on and reports later skipped rows, so the cursor cannot
+                # pass this message while it waits in the inbox.
+                tracker.opened(message.rowid)
                 self._inbox.put(message)
         except Exception as exc:  # the main loop reports it and stops
             self._inbox.put(exc)
@@ -157,7 +174,6 @@ class Daemon:
 
     def _dispatch(self, message: InboundMessage) -> None:
         tracker = self._require_tracker()
-        tracker.opened(message.rowid)
         record = self._store.message(self._channel, message.rowid)
         if record is not None and record.state in FINISHED:
             tracker.finished(message.rowid)
