@@ -35,7 +35,7 @@ let package = Package(
         ),
         .testTarget(name: "AppleCodeCoreTests", dependencies: ["AppleCodeCore"]),
         .testTarget(name: "AppleCodeToolsTests", dependencies: ["AppleCodeTools", "AppleCodeCore"]),
-        .testTarget(name: "AppleCodeAgentTests", dependencies: ["AppleCodeAgent", "AppleCodeCore"]),
+        .testTarget(name: "AppleCodeAgentTests", dependencies: ["AppleCodeAgent", "AppleCodeCore", "AppleCodeTools"]),
         .testTarget(name: "AppleCodePlanTests", dependencies: ["AppleCodePlan", "AppleCodeCore"]),
         .testTarget(
             name: "AppleCodeFMTests",

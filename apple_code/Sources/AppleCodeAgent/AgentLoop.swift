@@ -279,9 +279,11 @@ private struct LoopRun {
         return chat
     }
 
+    /// The request for the current conversation. Once a final answer was requested it offers no tools: small
+    /// models given tools (and `tool_choice: "auto"`) keep calling them.
     private func makeRequest() -> ChatRequest {
-        ChatRequest(system: request.instructions, entries: entries, tools: specs, maxTokens: budget.answerReserve,
-                    style: style)
+        ChatRequest(system: request.instructions, entries: entries, tools: finalRequested ? [] : specs,
+                    maxTokens: budget.answerReserve, style: style)
     }
 
     /// An assistant message with tool calls and the results after it, before `limit` (never the task at 0).

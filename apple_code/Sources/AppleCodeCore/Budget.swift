@@ -51,11 +51,10 @@ public struct ContextBudget: Sendable, Equatable {
 /// The built-in instructions (kept short: on the on-device model they share 4,096 tokens with everything else).
 public enum BuiltInInstructions {
     public static let text = """
-        You are apple-code, a coding agent in one workspace folder. Use the tools before answering: list and \
-        search to find files, readFile before editing, editFile for small changes, writeFile for new files, \
-        runCommand to build or test. Paths are relative to the workspace. A result starting with "Error:" says \
-        what went wrong: fix the call, do not repeat it. When done, answer briefly in plain text: what you \
-        found or changed.
+        You are apple-code, a coding agent in one workspace folder. Look before answering: list and search \
+        to find files, readFile before editFile, writeFile for new files, runCommand to build or test. Paths \
+        are relative to the workspace. If a result starts with "Error:", fix the call; do not repeat it. When \
+        done, answer briefly in plain text: what you found or changed.
         """
 
     /// Built-in instructions followed by the user's extra instructions (`--system`, `--system-file`).

@@ -187,6 +187,10 @@ final class RunControl: @unchecked Sendable {
                                progress: progress, backend: backend, model: model)
         timer?.cancel()
         lock.unlock()
+        if outcome == .timeout || outcome == .interrupted {
+            // Children first: a command the cancelled run did not reap yet dies with its whole group.
+            CommandRunner.killAllRunning()
+        }
         output.finish(report, partial: partial)
         return outcome.exitCode
     }

@@ -121,7 +121,7 @@ import Testing
     }
 
     @Test func builtInInstructionsStayShort() {
-        #expect(TokenEstimator.estimate(BuiltInInstructions.text) <= 150)
+        #expect(TokenEstimator.estimate(BuiltInInstructions.text) <= 125)
         #expect(BuiltInInstructions.combined(with: "Be brief.").hasSuffix("\n\nBe brief."))
         #expect(BuiltInInstructions.combined(with: "  ") == BuiltInInstructions.text)
     }
@@ -165,5 +165,31 @@ import Testing
         let resultLine = JSONLines.fit(AgentEvent(.result(report)).json)
         #expect(resultLine.utf8.count < JSONLines.maxLineBytes)
         #expect(try JSONValue.parse(resultLine)["result"]?.stringValue?.contains("line limit 16 KiB") == true)
+    }
+}
+
+@Suite struct EstimatorTests {
+    @Test func bytesCostByClass() {
+        #expect(TokenEstimator.estimate("") == 1)
+        #expect(TokenEstimator.estimate("abc") == 2)              // 3 ASCII bytes: 1 token + 1
+        #expect(TokenEstimator.estimate("123") == 4)              // digits: 1 each
+        #expect(TokenEstimator.estimate("é") == 3)                // 2 bytes x 0.7 = 1.4 -> 2, + 1
+        #expect(TokenEstimator.estimate(String(repeating: "x", count: 3000)) == 1001)
+    }
+
+    @Test func cutAlwaysFitsAndKeepsHeadAndTail() {
+        for text in [String(repeating: "line of code\n", count: 2000), (1...5000).map(String.init).joined(separator: "\n"),
+                     String(repeating: "日本語のテキスト", count: 800)] {
+            for tokens in [1, 5, 20, 40, 100, 1000] {
+                let cut = TokenEstimator.cut(text, toTokens: tokens)
+                #expect(cut.truncated)
+                #expect(TokenEstimator.estimate(cut.text) <= tokens, "\(tokens)")
+            }
+            let roomy = TokenEstimator.cut(text, toTokens: 1000).text
+            #expect(roomy.hasPrefix(String(text.prefix(20))))
+            #expect(roomy.hasSuffix(String(text.suffix(5))))
+            #expect(roomy.contains("bytes cut to fit the context budget"))
+        }
+        #expect(TokenEstimator.cut("short", toTokens: 10) == ("short", false))
     }
 }

@@ -113,7 +113,8 @@ func processIsGone(_ pid: pid_t) -> Bool {
         #expect(result.ok)
         #expect(result.text.hasPrefix("exit code 0\n1\n2\n3\n"))
         #expect(result.text.hasSuffix("99999\n100000\n"))
-        #expect(result.text.contains("bytes of output cut ...]"))
+        // Digits cost a token each (TokenEstimator), so the budget cut may replace the runner's own marker.
+        #expect(result.text.contains("bytes of output cut ...]") || result.text.contains("cut to fit the context"))
         #expect(TokenEstimator.estimate(result.text) <= 5000)
         let small = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "seq 1 100000"],
                                   tokens: 300)
