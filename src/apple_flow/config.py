@@ -12,7 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-ConnectorName = Literal["afm", "codex-cli", "claude-cli"]
+# The accepted connector names are the keys of apple_flow.connectors.registry.REGISTRY (checked below).
+ConnectorName = str
 ChannelName = Literal["auto", "imessage", "console"]
 AfmBackend = Literal["auto", "fm", "openai"]
 
@@ -89,6 +90,7 @@ class Settings(BaseSettings):
     osascript_command: str = "osascript"
     send_timeout_seconds: float = Field(15, gt=0)
     send_retries: int = Field(2, ge=0)
+    send_retry_backoff_seconds: float = Field(1, ge=0)  # wait before retry n is n times this
     reply_chunk_chars: int = Field(1500, ge=100)
 
     # --- Daemon ----------------------------------------------------------------------------------------------
@@ -106,6 +108,16 @@ class Settings(BaseSettings):
     # --- Local model (machines without Apple Intelligence) ------------------------------------------------
     local_model_host: str = "127.0.0.1"
     local_model_port: int = Field(8765, gt=0, lt=65536)
+
+    @field_validator("connector", mode="after")
+    @classmethod
+    def _known_connector(cls, value: str) -> str:
+        # Imported here: the connectors import this module, and the registry is the one list of names.
+        from apple_flow.connectors.registry import REGISTRY
+
+        if value not in REGISTRY:
+            raise ValueError(f"unknown connector; accepted: {', '.join(REGISTRY)}")
+        return value
 
     @field_validator("allowed_senders", "allowed_workspaces", mode="before")
     @classmethod

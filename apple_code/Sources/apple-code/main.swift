@@ -1,10 +1,36 @@
-import Foundation
+// apple-code: parse the command line, pick the backend, run, render, exit (contract: apple-code-cli.md).
 import AppleCodeCore
+import Foundation
 
-// Placeholder entry point until the CLI lands: only --version works.
-if CommandLine.arguments.dropFirst().first == "--version" {
+// A closed stdout must not kill the run before it reports; SIGINT/SIGTERM are handled as events (RunControl).
+signal(SIGPIPE, SIG_IGN)
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let environment = ProcessInfo.processInfo.environment
+let started = ContinuousClock.now
+let stdinSource = PromptSource(stdinIsTerminal: isatty(0) != 0) {
+    String(validating: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+}
+
+switch OptionParser.parse(arguments, environment: environment, prompt: stdinSource) {
+case .failure(let error):
+    let output = Output(format: OptionParser.requestedFormat(arguments), verbose: false)
+    let report = RunReport(outcome: .usage, result: error.message, durationMs: 0, progress: RunProgress(),
+                           backend: "", model: "")
+    output.finish(report, partial: "")
+    output.stderr("Try 'apple-code --help'.")
+    exit(RunOutcome.usage.exitCode)
+case .success(.help):
+    print(OptionParser.usage)
+    exit(0)
+case .success(.version):
     print("apple-code \(AppleCodeVersion.current)")
-} else {
-    FileHandle.standardError.write("apple-code: not implemented yet\n".data(using: .utf8) ?? .init())
-    exit(2)
+    exit(0)
+case .success(.check(let options)):
+    let (backend, availability) = await BackendResolver.check(options)
+    Output(format: .json, verbose: false).stdout(availability.checkJSON(backend: backend).jsonText)
+    exit(availability.available ? 0 : RunOutcome.modelUnavailable.exitCode)
+case .success(.run(let options)):
+    let code = await Runner(options: options, environment: environment, started: started).run()
+    exit(code)
 }

@@ -2,8 +2,124 @@
 
 from __future__ import annotations
 
+import logging
+import platform
+import signal
+import sys
+import uuid
+from enum import StrEnum
+from types import FrameType
+
 import typer
+from rich.console import Console
+
+from apple_flow.channels.base import Egress, Ingress
+from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
+from apple_flow.config import Settings, SettingsError, load_settings
+from apple_flow.daemon.lock import InstanceLock, LockError
+from apple_flow.daemon.runtime import Daemon, StartError
+from apple_flow.daemon.store import Store, StoreError
+
+err = Console(stderr=True)
+
+
+class ChannelChoice(StrEnum):
+    auto = "auto"
+    imessage = "imessage"
+    console = "console"
+
+
+def resolve_channel(choice: str) -> str:
+    """`auto` is iMessage on macOS (where Messages is) and the console anywhere else."""
+    if choice == "auto":
+        return "imessage" if platform.system() == "Darwin" else "console"
+    return choice
+
+
+def _settings() -> Settings:
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from exc
+
+
+def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, channel_key: str) -> int:
+    """Opens the store under the single-instance lock, builds the connector, runs the daemon until it ends."""
+    from apple_flow.connectors import build_connector  # the connector package decides which agent CLI runs
+
+    lock = InstanceLock(settings.db_path)
+    try:
+        lock.acquire()
+        store = Store(settings.db_path)
+    except (LockError, StoreError) as exc:
+        lock.release()
+        err.print(f"[red]{exc}[/red]")
+        return 1
+    try:
+        connector = build_connector(settings, history=store)
+        soul = settings.soul_text()
+        if soul:
+            connector.set_soul_prompt(soul)
+        local = (CONSOLE_SENDER,) if channel == "console" else ()
+        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local)
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            daemon.request_stop()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        return daemon.run()
+    except SettingsError as exc:
+        err.print(f"[red]{exc}[/red]")
+        return 2
+    except StartError as exc:
+        err.print(f"[red]Cannot read messages: {exc}[/red]")
+        return 1
+    finally:
+        store.close()
+        lock.release()
+
+
+def _logging(verbose: bool, quiet_default: bool) -> None:
+    level = logging.DEBUG if verbose else logging.WARNING if quiet_default else logging.INFO
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to ``app``."""
+
+    @app.command()
+    def run(
+        channel: ChannelChoice = typer.Option(  # noqa: B008
+            None, "--channel", case_sensitive=False,
+            help="Where messages come from: imessage (macOS), console (stdin/stdout), auto (default: "
+            "APPLE_FLOW_CHANNEL, else imessage on macOS and console elsewhere).",
+        ),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every step on stderr."),
+    ) -> None:
+        """Run the daemon. On the console: one message per input line, replies on stdout; at the end of input
+        it finishes pending turns and exits."""
+        settings = _settings()
+        chosen = resolve_channel(channel.value if channel is not None else settings.channel)
+        _logging(verbose, quiet_default=chosen == "console")
+        if chosen == "console":
+            ingress: Ingress = ConsoleIngress.from_stream(sys.stdin)
+            egress: Egress = PlainConsoleEgress(sys.stdout, sys.stderr)
+            key = f"console:{uuid.uuid4().hex[:12]}"  # line numbers restart with every session
+        else:
+            from apple_flow.channels.imessage import build_imessage_channel
+
+            ingress, egress = build_imessage_channel(settings)
+            key = "imessage"
+        raise typer.Exit(_serve(settings, chosen, ingress, egress, key))
+
+    @app.command()
+    def chat(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every step on stderr.")) -> None:
+        """Chat with the agent in this terminal (the same daemon, on the console channel). Ctrl-D quits."""
+        settings = _settings()
+        _logging(verbose, quiet_default=True)
+        channel = RichConsoleChannel()
+        err.print("[bold]apple-flow chat[/bold]: type a message (`help` lists commands); Ctrl-D to quit.")
+        key = f"console:{uuid.uuid4().hex[:12]}"
+        raise typer.Exit(_serve(settings, "console", channel.ingress(), channel, key))

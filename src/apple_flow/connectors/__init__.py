@@ -1,0 +1,45 @@
+"""Connectors: how the daemon runs an agent for one turn. ``build_connector`` picks one from the settings."""
+
+from __future__ import annotations
+
+from apple_flow.config import Settings
+from apple_flow.connectors.afm import AfmConnector
+from apple_flow.connectors.base import (
+    Connector,
+    ConnectorError,
+    Exchange,
+    HistoryStore,
+    MemoryHistory,
+    ProgressCallback,
+    TurnOptions,
+)
+from apple_flow.connectors.claude import ClaudeConnector
+from apple_flow.connectors.codex import CodexConnector
+from apple_flow.connectors.registry import REGISTRY
+
+
+def build_connector(settings: Settings, history: HistoryStore | None = None) -> Connector:
+    """The connector ``settings.connector`` names, keeping history in ``history`` (in memory when None)."""
+    try:
+        cls = REGISTRY[settings.connector]
+    except KeyError:
+        raise ConnectorError(
+            f"APPLE_FLOW_CONNECTOR: unknown connector {settings.connector!r}; accepted: {', '.join(REGISTRY)}"
+        ) from None
+    return cls(settings, history)
+
+
+__all__ = [
+    "REGISTRY",
+    "AfmConnector",
+    "ClaudeConnector",
+    "CodexConnector",
+    "Connector",
+    "ConnectorError",
+    "Exchange",
+    "HistoryStore",
+    "MemoryHistory",
+    "ProgressCallback",
+    "TurnOptions",
+    "build_connector",
+]

@@ -1,0 +1,344 @@
+import AppleCodeCore
+
+/// One model request. Implementations throw `AgentError` for what the user must see (server down, HTTP error,
+/// bad body) and honour task cancellation.
+public protocol ChatModel: Sendable {
+    func complete(_ request: ChatRequest) async throws -> ChatReply
+}
+
+/// The agent loop for backends without their own (the OpenAI-compatible one): ask the model, run the tools it
+/// calls, feed the results back, until it answers. Every request is fitted to the budget first.
+public struct AgentLoop: Sendable {
+    public var model: any ChatModel
+    public var style: ToolResultStyle
+    /// Switch to folded tool results when the model repeats a call right after its result was sent as a tool
+    /// message: the server most likely dropped that message (llama.cpp's chatml-function-calling does).
+    public var detectDroppedToolMessages: Bool
+
+    public init(model: any ChatModel, style: ToolResultStyle = .toolMessages, detectDroppedToolMessages: Bool = true) {
+        self.model = model
+        self.style = style
+        self.detectDroppedToolMessages = detectDroppedToolMessages
+    }
+
+    public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
+        var run = LoopRun(loop: self, request: request, events: events)
+        return try await run.run()
+    }
+}
+
+/// What the model is told when it repeats itself, and after.
+enum LoopText {
+    static let finalAnswerRequest = "Stop calling tools now. Give your final answer from what you have learned so far."
+    static let repeatedCall = "Error: this exact call was made three times in a row; its result is above. "
+        + "Do not call it again."
+    static let skipped = "Error: not run: a final answer was requested."
+}
+
+private struct LoopRun {
+    let loop: AgentLoop
+    let request: AgentRequest
+    let events: any EventSink
+    let budget: ContextBudget
+    let specs: [ToolSpec]
+    var style: ToolResultStyle
+    var entries: [ChatEntry]
+    var progress = RunProgress()
+    var partial = ""
+    var lastCallKey: String?
+    var repeats = 0
+    var lastCallFollowedToolMessage = false
+    var finalRequested = false
+    var generatedIDs = 0
+    var condensedNoticeCount = 0
+
+    init(loop: AgentLoop, request: AgentRequest, events: any EventSink) {
+        self.loop = loop
+        self.request = request
+        self.events = events
+        self.specs = request.tools.map(\.spec)
+        self.budget = ContextBudget(contextTokens: request.contextTokens, instructions: request.instructions, tools: specs)
+        self.style = loop.style
+        self.entries = [.user(request.prompt)]
+    }
+
+    mutating func run() async throws -> AgentAnswer {
+        do {
+            try budget.check(task: request.prompt)
+            request.log("budget: context \(budget.contextTokens), instructions \(budget.instructionTokens), "
+                + "tool definitions \(budget.toolTokens), answer reserve \(budget.answerReserve) estimated tokens")
+            return try await loopTurns()
+        } catch var error as AgentError {
+            error.progress.merge(progress)
+            if error.partialAnswer.isEmpty { error.partialAnswer = partial }
+            throw error
+        } catch {
+            let timedOut = request.deadline.map { ContinuousClock.now >= $0 } ?? false
+            if timedOut || Task.isCancelled || error is CancellationError {
+                let outcome: RunOutcome = timedOut ? .timeout : .interrupted
+                throw AgentError(outcome, timedOut ? "the run timed out" : "the run was interrupted",
+                                 partialAnswer: partial, progress: progress)
+            }
+            throw AgentError(.backendError, "\(error)", partialAnswer: partial, progress: progress)
+        }
+    }
+
+    private mutating func loopTurns() async throws -> AgentAnswer {
+        while true {
+            try Task.checkCancellation()
+            if let deadline = request.deadline, ContinuousClock.now >= deadline { throw CancellationError() }
+            guard progress.turns < request.maxTurns else {
+                throw AgentError(.maxTurns, "stopped after --max-turns \(request.maxTurns) model turns without "
+                    + "a final answer; raise --max-turns or narrow the task")
+            }
+            let chat = try fittedRequest()
+            progress.turns += 1
+            request.log("request \(progress.turns): \(chat.estimatedTokens) of \(budget.contextTokens) estimated "
+                + "tokens (tools \(budget.toolTokens), answer reserve \(chat.maxTokens)), \(style.rawValue) results")
+            let reply = try await loop.model.complete(chat)
+            account(chat, reply)
+            if !reply.text.isEmpty {
+                events.emit(.text(delta: reply.text))
+                partial += partial.isEmpty ? reply.text : "\n" + reply.text
+            }
+            if reply.calls.isEmpty {
+                return AgentAnswer(text: reply.text, progress: progress)
+            }
+            if finalRequested {
+                if !reply.text.isEmpty { return AgentAnswer(text: reply.text, progress: progress) }
+                throw AgentError(.backendError, "the model kept calling tools after it was asked for its final answer")
+            }
+            let calls = reply.calls.map { call in
+                var call = call
+                if call.id.isEmpty {
+                    generatedIDs += 1
+                    call.id = "c\(generatedIDs)"
+                }
+                return call
+            }
+            entries.append(.assistant(text: reply.text, calls: calls))
+            for (index, call) in calls.enumerated() {
+                try await handle(call, callsLeft: calls.count - index)
+            }
+            if finalRequested { entries.append(.user(LoopText.finalAnswerRequest)) }
+        }
+    }
+
+    private mutating func account(_ chat: ChatRequest, _ reply: ChatReply) {
+        let callText = reply.calls.map { $0.name + $0.argumentsText }.joined()
+        progress.usage = progress.usage + Usage(
+            inputTokens: reply.promptTokens ?? (chat.estimatedTokens - chat.maxTokens),
+            outputTokens: reply.completionTokens ?? TokenEstimator.estimate(reply.text + callText),
+            estimated: reply.promptTokens == nil || reply.completionTokens == nil)
+        if progress.turns == 1, reply.promptTokens != nil, reply.completionTokens != nil {
+            progress.usage.estimated = false
+        }
+    }
+
+    // MARK: tool calls
+
+    private mutating func handle(_ call: ModelToolCall, callsLeft: Int) async throws {
+        try Task.checkCancellation()
+        let parsed = Self.parseArguments(call.argumentsText)
+        events.emit(.toolCall(id: call.id, name: call.name, arguments: parsed.value ?? .string(call.argumentsText)))
+
+        let key = call.name + "\u{0}" + (parsed.value?.canonicalText ?? call.argumentsText)
+        if key == lastCallKey { repeats += 1 } else { lastCallKey = key; repeats = 1 }
+
+        if finalRequested {
+            record(call, ToolResult.failure(LoopText.skipped))
+            return
+        }
+        if repeats == 2, style == .toolMessages, loop.detectDroppedToolMessages, lastCallFollowedToolMessage {
+            style = .userMessages
+            let message = "the model repeated a call right after its result: the server seems to drop role \"tool\" "
+                + "messages; sending tool results as user messages from now on"
+            request.log(message)
+            events.notice(message)
+        }
+        if repeats >= 3 {
+            events.notice("the model made the same \(call.name) call three times in a row; asking for a final answer")
+            finalRequested = true
+            record(call, ToolResult.failure(LoopText.repeatedCall))
+            return
+        }
+
+        let result: ToolResult
+        if let error = parsed.error {
+            result = .failure("the arguments of \(call.name) are not valid JSON (\(error)). Send one JSON object, "
+                + "for example {\"path\": \"README.md\"}.")
+        } else if let tool = request.tools.first(where: { $0.name == call.name }) {
+            let room = resultRoom(callsLeft: callsLeft)
+            let context = ToolContext(workspace: request.workspace, maxResultTokens: max(16, room * 85 / 100),
+                                      deadline: request.deadline, log: request.log)
+            var ran = await tool.call(raw: parsed.value ?? .object(JSONObject()), context: context)
+            let cut = Self.cutForWire(ran.text, tokens: room)
+            if cut.truncated {
+                ran.text = cut.text
+                ran.truncated = true
+            }
+            result = ran
+        } else {
+            let names = request.tools.map(\.name).joined(separator: ", ")
+            result = .failure("unknown tool '\(call.name)'. The tools are: \(names.isEmpty ? "(none)" : names).")
+        }
+        progress.record(result)
+        record(call, result)
+        try Task.checkCancellation()
+    }
+
+    private mutating func record(_ call: ModelToolCall, _ result: ToolResult) {
+        events.emit(.toolResult(id: call.id, name: call.name, ok: result.ok, summary: result.summary,
+                                truncated: result.truncated))
+        entries.append(.toolResult(id: call.id, name: call.name, text: result.text,
+                                   summary: "\(call.name): \(result.summary)", condensed: false))
+        lastCallFollowedToolMessage = style == .toolMessages
+    }
+
+    /// Arguments as JSON: empty text is `{}`; a JSON string holding an object (double-encoded) is unwrapped.
+    static func parseArguments(_ text: String) -> (value: JSONValue?, error: String?) {
+        let trimmed = text.trimmed(of: " \n\r\t")
+        if trimmed.isEmpty { return (.object(JSONObject()), nil) }
+        do {
+            let value = try JSONValue.parse(trimmed)
+            if case .string(let inner) = value, let unwrapped = try? JSONValue.parse(inner), unwrapped.objectValue != nil {
+                return (unwrapped, nil)
+            }
+            return (value, nil)
+        } catch {
+            return (nil, "\(error)")
+        }
+    }
+
+    /// Tokens the next tool result may take: what the conversation budget leaves once every older result is
+    /// condensed, shared among the calls still to run in this turn.
+    private func resultRoom(callsLeft: Int) -> Int {
+        let lastAssistant = entries.lastIndex { if case .assistant = $0 { true } else { false } } ?? 0
+        let lean = entries.enumerated().map { index, entry in
+            index < lastAssistant ? entry.condensed : entry
+        }
+        let chat = ChatRequest(system: request.instructions, entries: lean, tools: specs,
+                               maxTokens: budget.answerReserve, style: style)
+        let wrapper = 48  // the tool message's own JSON and the folded-result heading
+        let room = budget.contextTokens - chat.estimatedTokens - wrapper * callsLeft
+        return max(16, room / max(1, callsLeft))
+    }
+
+    /// Cuts `text` so that its JSON-escaped form (as sent) fits `tokens`.
+    static func cutForWire(_ text: String, tokens: Int) -> (text: String, truncated: Bool) {
+        var limit = tokens
+        var cut = (text: text, truncated: false)
+        for _ in 0..<6 {
+            cut = TokenEstimator.cut(text, toTokens: limit)
+            let sent = TokenEstimator.estimate(JSONValue.string(cut.text).jsonText)
+            if sent <= tokens { return cut }
+            limit -= max(8, sent - tokens)
+            if limit < 8 { break }
+        }
+        return TokenEstimator.cut(text, toTokens: max(1, limit / 2))
+    }
+
+    // MARK: budget
+
+    /// The next request, condensed until it fits: older tool results to one line each (oldest first), then
+    /// whole older exchanges dropped, then the newest results cut. The task is never touched.
+    private mutating func fittedRequest() throws -> ChatRequest {
+        var condensed = 0
+        var dropped = 0
+        var chat = makeRequest()
+        while chat.estimatedTokens > budget.contextTokens {
+            let lastAssistant = entries.lastIndex { if case .assistant = $0 { true } else { false } } ?? 0
+            if let index = entries.indices.first(where: { $0 < lastAssistant && entries[$0].isWholeResult }) {
+                entries[index] = entries[index].condensed
+                condensed += 1
+            } else if let range = oldestExchange(before: lastAssistant) {
+                entries.removeSubrange(range)
+                dropped += 1
+            } else if let index = largestNewestResult(after: lastAssistant) {
+                let over = chat.estimatedTokens - budget.contextTokens
+                guard case .toolResult(let id, let name, let text, let summary, _) = entries[index] else { break }
+                let current = TokenEstimator.estimate(JSONValue.string(text).jsonText)
+                let cut = Self.cutForWire(text, tokens: max(8, current - over - 8))
+                if cut.text == text { entries[index] = entries[index].condensed; condensed += 1 } else {
+                    entries[index] = .toolResult(id: id, name: name, text: cut.text, summary: summary, condensed: false)
+                }
+            } else {
+                throw AgentError(.context, "the budget cannot be met: the request needs \(chat.estimatedTokens) "
+                    + "estimated tokens > --context-tokens \(budget.contextTokens) even with the history condensed")
+            }
+            chat = makeRequest()
+        }
+        if condensed > 0 || dropped > 0 {
+            var parts: [String] = []
+            if condensed > 0 { parts.append("condensed \(condensed) older tool result(s) to one line each") }
+            if dropped > 0 { parts.append("dropped \(dropped) older exchange(s)") }
+            let message = "context budget: " + parts.joined(separator: ", ")
+            request.log(message)
+            events.notice(message)
+        }
+        return chat
+    }
+
+    private func makeRequest() -> ChatRequest {
+        ChatRequest(system: request.instructions, entries: entries, tools: specs, maxTokens: budget.answerReserve,
+                    style: style)
+    }
+
+    /// An assistant message with tool calls and the results after it, before `limit` (never the task at 0).
+    private func oldestExchange(before limit: Int) -> Range<Int>? {
+        guard let start = entries.indices.first(where: { index in
+            guard index > 0, index < limit, case .assistant = entries[index] else { return false }
+            return true
+        }) else { return nil }
+        var end = start + 1
+        while end < limit, case .toolResult = entries[end] { end += 1 }
+        return start..<end
+    }
+
+    private func largestNewestResult(after index: Int) -> Int? {
+        entries.indices.filter { $0 > index && entries[$0].isWholeResult }
+            .max { entries[$0].resultLength < entries[$1].resultLength }
+    }
+}
+
+extension ChatEntry {
+    var isWholeResult: Bool {
+        if case .toolResult(_, _, _, _, let condensed) = self { !condensed } else { false }
+    }
+
+    var resultLength: Int {
+        if case .toolResult(_, _, let text, _, _) = self { text.utf8.count } else { 0 }
+    }
+
+    var condensed: ChatEntry {
+        if case .toolResult(let id, let name, let text, let summary, _) = self {
+            return .toolResult(id: id, name: name, text: text, summary: summary, condensed: true)
+        }
+        return self
+    }
+}
+
+extension JSONValue {
+    /// Compact JSON with object keys sorted: equal arguments compare equal whatever their key order.
+    var canonicalText: String { canonical.jsonText }
+
+    private var canonical: JSONValue {
+        switch self {
+        case .object(let object):
+            var sorted = JSONObject()
+            for key in object.keys.sorted() { sorted[key] = object[key]?.canonical }
+            return .object(sorted)
+        case .array(let items): return .array(items.map(\.canonical))
+        default: return self
+        }
+    }
+}
+
+extension String {
+    func trimmed(of set: String) -> String {
+        var s = Substring(self)
+        while let first = s.first, set.contains(first) { s = s.dropFirst() }
+        while let last = s.last, set.contains(last) { s = s.dropLast() }
+        return String(s)
+    }
+}

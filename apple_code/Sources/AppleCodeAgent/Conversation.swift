@@ -1,0 +1,118 @@
+import AppleCodeCore
+
+/// A tool call as the model sent it: arguments are raw text, because small models send malformed JSON.
+public struct ModelToolCall: Sendable, Equatable {
+    public var id: String
+    public var name: String
+    public var argumentsText: String
+
+    public init(id: String, name: String, argumentsText: String) {
+        self.id = id
+        self.name = name
+        self.argumentsText = argumentsText
+    }
+}
+
+/// One message of the conversation after the system message.
+public enum ChatEntry: Sendable, Equatable {
+    case user(String)
+    case assistant(text: String, calls: [ModelToolCall])
+    /// A tool's result; `condensed` results are sent as their one-line `summary`.
+    case toolResult(id: String, name: String, text: String, summary: String, condensed: Bool)
+}
+
+/// How tool results travel: as `role:"tool"` messages (the standard), or folded into a user message for servers
+/// whose chat template drops tool messages (llama.cpp's chatml-function-calling).
+public enum ToolResultStyle: String, Sendable, Equatable {
+    case toolMessages = "tool"
+    case userMessages = "user"
+}
+
+/// What one request carries. `estimatedTokens` is the figure the budget is kept on (see `ChatWire`).
+public struct ChatRequest: Sendable, Equatable {
+    public var system: String
+    public var entries: [ChatEntry]
+    public var tools: [ToolSpec]
+    public var maxTokens: Int
+    public var style: ToolResultStyle
+
+    public init(system: String, entries: [ChatEntry], tools: [ToolSpec], maxTokens: Int, style: ToolResultStyle) {
+        self.system = system
+        self.entries = entries
+        self.tools = tools
+        self.maxTokens = maxTokens
+        self.style = style
+    }
+
+    public var messagesJSON: JSONValue { ChatWire.messages(system: system, entries: entries, style: style) }
+    public var toolsJSON: JSONValue { .array(tools.map(\.openAIDefinition)) }
+
+    /// The documented request estimate: estimate(compact JSON of `messages`) + estimate(compact JSON of
+    /// `tools`, 0 without tools) + `max_tokens`. Integration tests recompute it from recorded request bodies.
+    public var estimatedTokens: Int {
+        TokenEstimator.estimate(messagesJSON.jsonText) + ContextBudget.toolDefinitionTokens(tools) + maxTokens
+    }
+}
+
+/// The reply to one request.
+public struct ChatReply: Sendable, Equatable {
+    public var text: String
+    public var calls: [ModelToolCall]
+    /// Tokens as the server counted them, when it said.
+    public var promptTokens: Int?
+    public var completionTokens: Int?
+
+    public init(text: String, calls: [ModelToolCall] = [], promptTokens: Int? = nil, completionTokens: Int? = nil) {
+        self.text = text
+        self.calls = calls
+        self.promptTokens = promptTokens
+        self.completionTokens = completionTokens
+    }
+}
+
+/// The OpenAI chat wire format of the conversation.
+public enum ChatWire {
+    public static func messages(system: String, entries: [ChatEntry], style: ToolResultStyle) -> JSONValue {
+        var messages: [JSONValue] = [["role": "system", "content": .string(system)]]
+        var folded: [String] = []
+        func flushFolded() {
+            guard !folded.isEmpty else { return }
+            messages.append(["role": "user", "content": .string(folded.joined(separator: "\n\n"))])
+            folded = []
+        }
+        for entry in entries {
+            switch entry {
+            case .user(let text):
+                flushFolded()
+                messages.append(["role": "user", "content": .string(text)])
+            case .assistant(let text, let calls):
+                flushFolded()
+                var message: JSONObject = ["role": "assistant", "content": .string(text)]
+                if !calls.isEmpty {
+                    // Content "" rather than null beside tool calls: some chat templates crash on null.
+                    message["tool_calls"] = .array(calls.map { call in
+                        [
+                            "id": .string(call.id),
+                            "type": "function",
+                            "function": ["name": .string(call.name), "arguments": .string(call.argumentsText)],
+                        ]
+                    })
+                }
+                messages.append(.object(message))
+            case .toolResult(let id, let name, let text, let summary, let condensed):
+                let content = condensed ? "[condensed to save context] \(summary)" : text
+                switch style {
+                case .toolMessages:
+                    messages.append([
+                        "role": "tool", "tool_call_id": .string(id), "name": .string(name),
+                        "content": .string(content),
+                    ])
+                case .userMessages:
+                    folded.append("Result of \(name) (call \(id)):\n\(content)")
+                }
+            }
+        }
+        flushFolded()
+        return .array(messages)
+    }
+}

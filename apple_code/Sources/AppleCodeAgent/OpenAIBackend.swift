@@ -1,0 +1,206 @@
+import AppleCodeCore
+import Foundation
+
+/// Where an OpenAI-compatible server is.
+public struct OpenAIEndpoint: Sendable, Equatable {
+    /// Ends in `/v1` (or whatever the server's prefix is); `/chat/completions` and `/models` are added.
+    public var baseURL: String
+    public var apiKey: String?
+
+    public init(baseURL: String, apiKey: String? = nil) {
+        var trimmed = baseURL
+        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        self.baseURL = trimmed
+        self.apiKey = apiKey
+    }
+
+    var headers: [String: String] {
+        var headers = ["Content-Type": "application/json", "Accept": "application/json"]
+        if let apiKey, !apiKey.isEmpty { headers["Authorization"] = "Bearer \(apiKey)" }
+        return headers
+    }
+
+    func url(_ path: String) throws -> URL {
+        guard let url = URL(string: baseURL + path), url.scheme != nil, url.host != nil else {
+            throw AgentError(.usage, "--base-url '\(baseURL)' is not a valid URL")
+        }
+        return url
+    }
+
+    /// The exit-3 message for a server that is not there: name the URL and how to start one.
+    func unreachable(_ detail: String) -> AgentError {
+        AgentError(.modelUnavailable, "cannot connect to the OpenAI-compatible server at \(baseURL) (\(detail)). "
+            + "Start a local one: scripts/local-model.sh start (llama.cpp, then --base-url http://127.0.0.1:8765/v1) "
+            + "or `ollama serve` (http://127.0.0.1:11434/v1); or point --base-url / APPLE_CODE_BASE_URL at yours.")
+    }
+}
+
+/// What `GET {base}/models` told us.
+public struct ServerProbe: Sendable, Equatable {
+    public var models: [String]
+    /// llama-cpp-python's server (it reports `owned_by: "me"`); its chatml-function-calling format drops
+    /// `role:"tool"` messages, so results are folded into user messages there.
+    public var dropsToolMessages: Bool
+}
+
+/// One chat completion over HTTP in the OpenAI wire format.
+public struct OpenAIChatModel: ChatModel {
+    public let endpoint: OpenAIEndpoint
+    public let model: String
+    public let deadline: ContinuousClock.Instant?
+
+    public init(endpoint: OpenAIEndpoint, model: String, deadline: ContinuousClock.Instant?) {
+        self.endpoint = endpoint
+        self.model = model
+        self.deadline = deadline
+    }
+
+    /// The request body: always a system message, `tool_choice: "auto"` whenever tools are offered (llama.cpp's
+    /// server returns tool calls only then), `max_tokens` = the answer reserve, no streaming.
+    public func body(_ request: ChatRequest) -> JSONValue {
+        var body: JSONObject = ["model": .string(model), "messages": request.messagesJSON]
+        if !request.tools.isEmpty {
+            body["tools"] = request.toolsJSON
+            body["tool_choice"] = "auto"
+        }
+        body["max_tokens"] = .int(request.maxTokens)
+        body["stream"] = false
+        return .object(body)
+    }
+
+    public func complete(_ request: ChatRequest) async throws -> ChatReply {
+        let url = try endpoint.url("/chat/completions")
+        let timeout = deadline.map { max(0.05, ($0 - ContinuousClock.now).seconds) } ?? 600
+        let response: HTTPClient.Response
+        do {
+            response = try await HTTPClient.send(url: url, method: "POST", body: Data(body(request).jsonText.utf8),
+                                                 headers: endpoint.headers, timeout: timeout)
+        } catch HTTPClient.Failure.cannotConnect(let detail) {
+            throw endpoint.unreachable(detail)
+        } catch HTTPClient.Failure.timedOut {
+            throw AgentError(.timeout, "the server at \(endpoint.baseURL) did not answer within --timeout")
+        } catch HTTPClient.Failure.other(let detail) {
+            throw AgentError(.backendError, "the request to \(url.absoluteString) failed: \(detail)")
+        }
+        return try Self.parseReply(response, url: url.absoluteString)
+    }
+
+    static func parseReply(_ response: HTTPClient.Response, url: String) throws -> ChatReply {
+        let text = String(decoding: response.body, as: UTF8.self)
+        let snippet = text.count > 300 ? String(text.prefix(300)) + "..." : text
+        guard (200..<300).contains(response.status) else {
+            var hint = ""
+            if response.status == 401 || response.status == 403 { hint = " (check --api-key / APPLE_CODE_API_KEY)" }
+            if response.status == 404 { hint = " (check --base-url, usually ending in /v1, and --model)" }
+            throw AgentError(.backendError, "the server answered HTTP \(response.status) for \(url)\(hint): \(snippet)")
+        }
+        guard let json = try? JSONValue.parse(text) else {
+            throw AgentError(.backendError, "the server at \(url) answered with a body that is not JSON: \(snippet)")
+        }
+        if let error = json["error"], error != .null {
+            let message = error["message"]?.stringValue ?? error.jsonText
+            throw AgentError(.backendError, "the server at \(url) reported an error: \(message)")
+        }
+        guard let message = json["choices"]?.arrayValue?.first?["message"], message.objectValue != nil else {
+            throw AgentError(.backendError, "the server at \(url) answered JSON without choices[0].message: \(snippet)")
+        }
+        var calls: [ModelToolCall] = []
+        for raw in message["tool_calls"]?.arrayValue ?? [] {
+            let function = raw["function"]
+            guard let name = function?["name"]?.stringValue else { continue }
+            let arguments: String
+            switch function?["arguments"] {
+            case .string(let s)?: arguments = s
+            case nil, .null?: arguments = ""
+            case let other?: arguments = other.jsonText  // some servers send an object
+            }
+            calls.append(ModelToolCall(id: raw["id"]?.stringValue ?? "", name: name, argumentsText: arguments))
+        }
+        return ChatReply(text: contentText(message["content"]), calls: calls,
+                         promptTokens: json["usage"]?["prompt_tokens"]?.intValue,
+                         completionTokens: json["usage"]?["completion_tokens"]?.intValue)
+    }
+
+    /// `content` may be a string, null (beside tool calls) or a list of parts.
+    static func contentText(_ content: JSONValue?) -> String {
+        switch content {
+        case .string(let s)?: s
+        case .array(let parts)?: parts.compactMap { $0["text"]?.stringValue ?? $0.stringValue }.joined()
+        default: ""
+        }
+    }
+}
+
+/// Any OpenAI-compatible `/v1/chat/completions` server with tool calling, driven by the core agent loop.
+public struct OpenAIBackend: AgentBackend {
+    public let name = "openai"
+    public let model: String
+    public let contextTokens: Int
+    public let endpoint: OpenAIEndpoint
+    /// nil: tool messages, switching to folded results when the server turns out to drop them.
+    public let style: ToolResultStyle?
+
+    public static let defaultContextTokens = 4096
+
+    public init(endpoint: OpenAIEndpoint, model: String, contextTokens: Int? = nil, style: ToolResultStyle? = nil) {
+        self.endpoint = endpoint
+        self.model = model
+        self.contextTokens = contextTokens ?? Self.defaultContextTokens
+        self.style = style
+    }
+
+    /// `GET {base}/models` with a short timeout: is a server there, which models, which kind.
+    public static func probe(_ endpoint: OpenAIEndpoint, timeout: TimeInterval = 3) async -> Result<ServerProbe, AgentError> {
+        let url: URL
+        do { url = try endpoint.url("/models") } catch let error as AgentError { return .failure(error) } catch {
+            return .failure(AgentError(.usage, "\(error)"))
+        }
+        do {
+            let response = try await HTTPClient.send(url: url, method: "GET", body: nil, headers: endpoint.headers,
+                                                     timeout: timeout)
+            guard (200..<300).contains(response.status) else {
+                return .failure(AgentError(.modelUnavailable,
+                                           "the server at \(endpoint.baseURL) answered HTTP \(response.status) for /models"))
+            }
+            guard let json = try? JSONValue.parse(String(decoding: response.body, as: UTF8.self)) else {
+                return .failure(AgentError(.modelUnavailable,
+                                           "the server at \(endpoint.baseURL) answered /models with a body that is not JSON"))
+            }
+            let data = json["data"]?.arrayValue ?? json["models"]?.arrayValue ?? []
+            let models = data.compactMap { $0["id"]?.stringValue ?? $0["name"]?.stringValue }
+            let llamaCppPython = data.contains { $0["owned_by"]?.stringValue == "me" }
+            return .success(ServerProbe(models: models, dropsToolMessages: llamaCppPython))
+        } catch HTTPClient.Failure.cannotConnect(let detail) {
+            return .failure(endpoint.unreachable(detail))
+        } catch HTTPClient.Failure.timedOut {
+            return .failure(AgentError(.modelUnavailable,
+                                       "the server at \(endpoint.baseURL) did not answer /models within \(Int(timeout)) s"))
+        } catch {
+            return .failure(AgentError(.modelUnavailable, "cannot reach \(endpoint.baseURL): \(error)"))
+        }
+    }
+
+    public func availability() async -> Availability {
+        switch await Self.probe(endpoint) {
+        case .success(let probe):
+            let names = probe.models.isEmpty ? "no models listed" : "models: " + probe.models.prefix(5).joined(separator: ", ")
+            return Availability(available: true, reason: "OpenAI-compatible server at \(endpoint.baseURL) answers (\(names))")
+        case .failure(let error):
+            return Availability(available: false, reason: error.message)
+        }
+    }
+
+    public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
+        let chat = OpenAIChatModel(endpoint: endpoint, model: model, deadline: request.deadline)
+        let loop = AgentLoop(model: chat, style: style ?? .toolMessages, detectDroppedToolMessages: style == nil)
+        return try await loop.run(request, events: events)
+    }
+}
+
+extension Duration {
+    /// Whole and fractional seconds.
+    public var seconds: Double {
+        let parts = components
+        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+    }
+}

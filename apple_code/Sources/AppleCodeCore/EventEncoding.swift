@@ -1,0 +1,161 @@
+/// Events as contract JSON (Output: stream-json), and the 16 KiB line limit.
+extension AgentEvent {
+    public var json: JSONValue {
+        var object = JSONObject()
+        func put(_ key: String, _ value: JSONValue) { object[key] = value }
+        switch kind {
+        case .start(let info):
+            put("type", "start")
+            putSubtask(&object)
+            put("version", .string(info.version))
+            put("backend", .string(info.backend))
+            put("model", .string(info.model))
+            put("cwd", .string(info.cwd))
+            put("context_tokens", .int(info.contextTokens))
+            put("tools", .array(info.tools.map(JSONValue.string)))
+        case .toolCall(let id, let name, let arguments):
+            put("type", "tool_call")
+            putSubtask(&object)
+            put("id", .string(id))
+            put("name", .string(name))
+            put("arguments", arguments)
+        case .toolResult(let id, let name, let ok, let summary, let truncated):
+            put("type", "tool_result")
+            putSubtask(&object)
+            put("id", .string(id))
+            put("name", .string(name))
+            put("ok", .bool(ok))
+            put("summary", .string(summary))
+            put("truncated", .bool(truncated))
+        case .text(let delta):
+            put("type", "text")
+            putSubtask(&object)
+            put("delta", .string(delta))
+        case .notice(let message):
+            put("type", "notice")
+            putSubtask(&object)
+            put("message", .string(message))
+        case .result(let report):
+            put("type", "result")
+            putSubtask(&object)
+            for entry in report.json.objectValue?.entries ?? [] where entry.key != "type" {
+                put(entry.key, entry.value)
+            }
+        }
+        return .object(object)
+    }
+
+    private func putSubtask(_ object: inout JSONObject) {
+        if let subtask { object["subtask"] = .int(subtask) }
+    }
+}
+
+extension RunReport {
+    /// The `result` event / `--output-format json` object.
+    public var json: JSONValue {
+        [
+            "type": "result",
+            "subtype": .string(outcome.subtype),
+            "is_error": .bool(outcome.isError),
+            "result": .string(result),
+            "num_turns": .int(progress.turns),
+            "duration_ms": .int(durationMs),
+            "usage": [
+                "input_tokens": .int(progress.usage.inputTokens),
+                "output_tokens": .int(progress.usage.outputTokens),
+                "estimated": .bool(progress.usage.estimated),
+            ],
+            "files_changed": .array(progress.filesChanged.map(JSONValue.string)),
+            "commands_run": .int(progress.commandsRun),
+            "backend": .string(backend),
+            "model": .string(model),
+        ]
+    }
+}
+
+/// Keeps every stream-json line within a byte limit (contract: no line over 16 KiB).
+public enum JSONLines {
+    public static let maxLineBytes = 16 * 1024
+
+    /// The lines (without newline) for one event: a long text delta is split into several `text` events
+    /// (nothing lost); any other event has its longest strings cut, each saying so, until it fits.
+    public static func lines(for event: AgentEvent, limit: Int = maxLineBytes) -> [String] {
+        if case .text(let delta) = event.kind {
+            let whole = event.json.jsonText
+            if whole.utf8.count < limit { return [whole] }
+            // Escaping can grow a byte up to six; split on characters with room to spare.
+            let pieceBytes = max(1, (limit - 200) / 6)
+            var lines: [String] = []
+            var rest = Substring(delta)
+            while !rest.isEmpty {
+                let piece = TokenEstimator.prefix(String(rest), bytes: pieceBytes)
+                let chunk = piece.isEmpty ? String(rest.prefix(1)) : piece
+                rest = rest.dropFirst(chunk.count)
+                lines.append(AgentEvent(.text(delta: chunk), subtask: event.subtask).json.jsonText)
+            }
+            return lines
+        }
+        return [fit(event.json, limit: limit)]
+    }
+
+    /// Cuts the longest string values of `value` until its compact JSON is under `limit` bytes.
+    public static func fit(_ value: JSONValue, limit: Int = maxLineBytes) -> String {
+        var current = value
+        var text = current.jsonText
+        var rounds = 0
+        while text.utf8.count >= limit, rounds < 64 {
+            rounds += 1
+            let over = text.utf8.count - limit + 1
+            guard let longest = current.longestStringLength, longest > 0 else { break }
+            // Cut the longest string by what is over plus room for the marker; escapes make the JSON longer
+            // than the string, so cut by JSON length, conservatively.
+            current = current.cuttingLongestString(by: over + 120)
+            text = current.jsonText
+        }
+        return text
+    }
+}
+
+extension JSONValue {
+    fileprivate var longestStringLength: Int? {
+        switch self {
+        case .string(let s): s.utf8.count
+        case .array(let items): items.compactMap(\.longestStringLength).max()
+        case .object(let object): object.entries.compactMap(\.value.longestStringLength).max()
+        default: nil
+        }
+    }
+
+    /// Cuts the (first) longest string by at least `bytes` of its JSON text, with a marker saying so.
+    fileprivate func cuttingLongestString(by bytes: Int) -> JSONValue {
+        guard let target = longestStringLength else { return self }
+        var done = false
+        return replacingString(ofLength: target, done: &done) { s in
+            let escapedLength = JSONValue.string(s).jsonText.utf8.count
+            let ratio = Double(s.utf8.count) / Double(max(1, escapedLength))
+            let keepBytes = max(0, Int(Double(escapedLength - bytes) * ratio) - 1)
+            let kept = TokenEstimator.prefix(s, bytes: keepBytes)
+            return kept + " [... cut: \(s.utf8.count - kept.utf8.count) of \(s.utf8.count) bytes, line limit 16 KiB]"
+        }
+    }
+
+    private func replacingString(ofLength length: Int, done: inout Bool,
+                                 _ transform: (String) -> String) -> JSONValue {
+        if done { return self }
+        switch self {
+        case .string(let s) where s.utf8.count == length:
+            done = true
+            return .string(transform(s))
+        case .array(let items):
+            return .array(items.map { $0.replacingString(ofLength: length, done: &done, transform) })
+        case .object(let object):
+            var copy = object
+            for entry in object.entries {
+                copy[entry.key] = entry.value.replacingString(ofLength: length, done: &done, transform)
+            }
+            return .object(copy)
+        default:
+            return self
+        }
+    }
+}

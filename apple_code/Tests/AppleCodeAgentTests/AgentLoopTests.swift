@@ -1,0 +1,166 @@
+import AppleCodeCore
+import Foundation
+import Testing
+@testable import AppleCodeAgent
+
+@Suite struct AgentLoopTests {
+    @Test func runsToolsThenAnswersAndCountsProgress() async throws {
+        let list = FakeTool("listDirectory", output: "a.py (file)")
+        let edit = FakeTool("editFile", output: "edited", changes: ["a.py"])
+        let model = ScriptedModel([
+            call("listDirectory", #"{"path":"."}"#, id: "x1"),
+            call("editFile", #"{"path":"a.py"}"#),
+            ChatReply(text: "Changed a.py."),
+        ])
+        let sink = RecordingSink()
+        let answer = try await AgentLoop(model: model).run(request([list, edit]), events: sink)
+        #expect(answer.text == "Changed a.py.")
+        #expect(answer.progress.turns == 3)
+        #expect(answer.progress.filesChanged == ["a.py"])
+        #expect(answer.progress.usage.estimated)
+        let sent = model.sent
+        // The second request carries the first call and its result as a tool message with the model's id.
+        let messages = sent[1].messagesJSON.arrayValue ?? []
+        #expect(messages.first?["role"] == "system")
+        #expect(messages.last?["role"] == "tool")
+        #expect(messages.last?["tool_call_id"] == "x1")
+        #expect(messages.last?["content"] == "a.py (file)")
+        // A call without an id gets one, used in the event and the message.
+        #expect(sink.events.contains { $0.kind == .toolCall(id: "c1", name: "editFile", arguments: ["path": "a.py"]) })
+        #expect(sink.events.last?.kind == .text(delta: "Changed a.py."))
+    }
+
+    @Test func malformedArgumentsAndUnknownToolGetErrorsAndTheLoopGoesOn() async throws {
+        let read = FakeTool("readFile", output: "1: x")
+        let model = ScriptedModel([
+            call("readFile", #"{"path": "#),
+            call("deleteEverything", #"{}"#),
+            call("readFile", #""{\"path\":\"a\"}""#),  // double-encoded: unwrapped
+            ChatReply(text: "ok"),
+        ])
+        let sink = RecordingSink()
+        let answer = try await AgentLoop(model: model).run(request([read]), events: sink)
+        #expect(answer.text == "ok")
+        let results = sink.results
+        #expect(results.count == 3)
+        #expect(!results[0].ok && results[0].summary.hasPrefix("Error: the arguments of readFile are not valid JSON"))
+        #expect(!results[1].ok && results[1].summary.contains("unknown tool 'deleteEverything'"))
+        #expect(results[1].summary.contains("readFile"))
+        #expect(results[2].ok && results[2].summary == "readFile a")
+        #expect(sink.events.contains { $0.kind == .toolCall(id: "c1", name: "readFile", arguments: .string(#"{"path": "#)) })
+    }
+
+    @Test func theSameCallThreeTimesEndsWithAFinalAnswerRequest() async throws {
+        let read = FakeTool("readFile", output: "1: x")
+        let same = #"{"path":"a.py"}"#
+        let model = ScriptedModel([
+            call("readFile", same), call("readFile", #"{ "path" : "a.py" }"#), call("readFile", same),
+            ChatReply(text: "Final."),
+        ])
+        let sink = RecordingSink()
+        // Detection off: the repetition here is the model's, not a server dropping results.
+        let loop = AgentLoop(model: model, detectDroppedToolMessages: false)
+        let answer = try await loop.run(request([read]), events: sink)
+        #expect(answer.text == "Final.")
+        #expect(read.maxTokensSeen.count == 2)  // the third call is not run
+        #expect(sink.notices.contains { $0.contains("three times") })
+        let last = model.sent.last?.messagesJSON.arrayValue?.last
+        #expect(last?["role"] == "user")
+        #expect(last?["content"]?.stringValue == LoopText.finalAnswerRequest)
+    }
+
+    @Test func aModelThatKeepsCallingAfterTheFinalRequestFails() async throws {
+        let read = FakeTool("readFile", output: "1: x")
+        let c = #"{"path":"a.py"}"#
+        let model = ScriptedModel([call("readFile", c), call("readFile", c), call("readFile", c), call("readFile", c)])
+        let loop = AgentLoop(model: model, detectDroppedToolMessages: false)
+        await #expect(throws: AgentError.self) { try await loop.run(request([read]), events: RecordingSink()) }
+    }
+
+    @Test func maxTurnsStopsWithErrorMaxTurns() async throws {
+        let read = FakeTool("readFile", output: "1: x")
+        let model = ScriptedModel((1...5).map { call("readFile", #"{"path":"f\#($0)"}"#) })
+        do {
+            _ = try await AgentLoop(model: model).run(request([read], maxTurns: 3), events: RecordingSink())
+            Issue.record("expected max turns")
+        } catch let error as AgentError {
+            #expect(error.outcome == .maxTurns)
+            #expect(error.progress.turns == 3)
+            #expect(model.sent.count == 3)
+        }
+    }
+
+    @Test func aRepeatRightAfterAToolMessageSwitchesToFoldedResults() async throws {
+        let read = FakeTool("readFile", output: "1: hello")
+        let c = #"{"path":"a.py"}"#
+        let model = ScriptedModel([call("readFile", c), call("readFile", c), ChatReply(text: "hello")])
+        let sink = RecordingSink()
+        _ = try await AgentLoop(model: model).run(request([read]), events: sink)
+        #expect(sink.notices.contains { $0.contains("drop role \"tool\"") })
+        let messages = model.sent[2].messagesJSON.arrayValue ?? []
+        #expect(!messages.contains { $0["role"] == "tool" })
+        #expect(messages.last?["role"] == "user")
+        #expect(messages.last?["content"]?.stringValue?.hasPrefix("Result of readFile (call c2):") == true)
+    }
+
+    @Test func instructionsAndToolsOverTheBudgetExitFourWithFigures() async throws {
+        let read = FakeTool("readFile", output: "")
+        do {
+            _ = try await AgentLoop(model: ScriptedModel([])).run(request([read], context: 200), events: RecordingSink())
+            Issue.record("expected a context error")
+        } catch let error as AgentError {
+            #expect(error.outcome == .context)
+            #expect(error.outcome.exitCode == 4)
+            #expect(error.message.contains("--context-tokens 200"))
+            #expect(error.message.contains("instructions \(TokenEstimator.estimate(BuiltInInstructions.text))"))
+        }
+    }
+
+    @Test func everyRequestFitsAndOlderResultsAreCondensedFirst() async throws {
+        let big = String(repeating: "let value = compute(42) // a \"line\" of code\n", count: 400)  // ~18 KB
+        let read = FakeTool("readFile", output: big)
+        let model = ScriptedModel((1...6).map { call("readFile", #"{"path":"f\#($0).swift"}"#) } + [ChatReply(text: "done")])
+        let sink = RecordingSink()
+        let answer = try await AgentLoop(model: model).run(request([read], context: 2048), events: sink)
+        #expect(answer.text == "done")
+        #expect(model.sent.count == 7)
+        for sent in model.sent { #expect(sent.estimatedTokens <= 2048) }
+        #expect(read.maxTokensSeen.allSatisfy { $0 < 2048 })
+        #expect(sink.events.contains { if case .toolResult(_, _, _, _, true) = $0.kind { true } else { false } })
+        #expect(sink.notices.contains { $0.contains("condensed") })
+        // In the last request the task is whole, older results are one line, the newest result is kept.
+        let entries = model.sent.last?.entries ?? []
+        #expect(entries.first == .user("Do the task."))
+        let condensed = entries.compactMap { entry -> Bool? in
+            if case .toolResult(_, _, _, _, let condensed) = entry { condensed } else { nil }
+        }
+        #expect(condensed.count == 6)
+        #expect(condensed.last == false)
+        #expect(condensed.dropLast().allSatisfy { $0 })
+        // The newest result uses most of the room: the window is not wasted.
+        #expect((model.sent.last?.estimatedTokens ?? 0) > 2048 * 3 / 4)
+    }
+
+    @Test func anExpiredDeadlineIsATimeoutWithThePartialAnswer() async throws {
+        let reply = ChatReply(text: "Looking at it.", calls: [ModelToolCall(id: "a", name: "readFile", argumentsText: "{}")])
+        let soon = ContinuousClock.now + .milliseconds(200)
+        do {
+            _ = try await AgentLoop(model: ScriptedModel([reply])).run(request([SlowTool()], deadline: soon),
+                                                                      events: RecordingSink())
+            Issue.record("expected a timeout")
+        } catch let error as AgentError {
+            #expect(error.outcome == .timeout)
+            #expect(error.partialAnswer == "Looking at it.")
+            #expect(error.progress.turns == 1)
+        }
+    }
+}
+
+/// A tool that takes longer than the deadline allows.
+struct SlowTool: AgentTool {
+    let spec = ToolSpec(name: "readFile", description: "Slow.", parameters: [])
+    func run(_ arguments: ToolArguments, context: ToolContext) async -> ToolResult {
+        try? await Task.sleep(for: .milliseconds(400))
+        return ToolResult(text: "late", summary: "late")
+    }
+}

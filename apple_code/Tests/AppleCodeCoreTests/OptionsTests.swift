@@ -1,0 +1,169 @@
+import Testing
+@testable import AppleCodeCore
+
+@Suite struct OptionsTests {
+    func parse(_ args: [String], env: [String: String] = [:], tty: Bool = true, stdin: String? = "") -> Result<Command, UsageError> {
+        OptionParser.parse(args, environment: env, prompt: PromptSource(stdinIsTerminal: tty) { stdin })
+    }
+
+    func options(_ args: [String], env: [String: String] = [:], tty: Bool = true, stdin: String? = "") throws -> RunOptions {
+        guard case .run(let options) = try parse(args, env: env, tty: tty, stdin: stdin).get() else {
+            throw UsageError("not a run")
+        }
+        return options
+    }
+
+    func usageError(_ args: [String], tty: Bool = true, stdin: String? = "") -> String? {
+        if case .failure(let error) = parse(args, tty: tty, stdin: stdin) { return error.message }
+        return nil
+    }
+
+    @Test func defaultsMatchTheContract() throws {
+        let o = try options(["fix it"])
+        #expect(o.prompt == "fix it")
+        #expect(o.timeoutSeconds == 120 && o.maxTurns == 16 && o.backend == .auto && o.outputFormat == .text)
+        #expect(o.baseURL == "http://127.0.0.1:11434/v1" && !o.openAIConfigured && o.model == nil)
+        #expect(o.contextTokens == nil && !o.plan && o.maxSubtasks == 5 && !o.readOnly && !o.noCommands)
+    }
+
+    @Test func everyOptionIsParsedInBothSpellings() throws {
+        let o = try options(["--cwd", "/w", "--system=be brief", "--system-file", "s.txt", "--timeout", "2.5",
+                             "--backend=openai", "--base-url", "http://h:1/v1", "--model", "m", "--api-key", "k",
+                             "--output-format", "stream-json", "--max-turns=3", "--read-only", "--no-commands",
+                             "--context-tokens", "2048", "--plan", "--max-subtasks", "50", "--parallel", "--verbose",
+                             "task"])
+        #expect(o.cwd == "/w" && o.system == "be brief" && o.systemFile == "s.txt" && o.timeoutSeconds == 2.5)
+        #expect(o.backend == .openai && o.baseURL == "http://h:1/v1" && o.model == "m" && o.apiKey == "k")
+        #expect(o.outputFormat == .streamJSON && o.maxTurns == 3 && o.readOnly && o.noCommands)
+        #expect(o.contextTokens == 2048 && o.plan && o.maxSubtasks == 20 && o.parallel && o.verbose)
+        #expect(o.openAIConfigured && o.prompt == "task")
+    }
+
+    @Test func environmentFillsTheOpenAISettings() throws {
+        let env = ["APPLE_CODE_BASE_URL": "http://e/v1", "APPLE_CODE_MODEL": "qwen", "APPLE_CODE_API_KEY": "s"]
+        let o = try options(["x"], env: env)
+        #expect(o.baseURL == "http://e/v1" && o.model == "qwen" && o.apiKey == "s" && o.openAIConfigured)
+        let given = try options(["--base-url", "http://o/v1", "--model", "m", "x"], env: env)
+        #expect(given.baseURL == "http://o/v1" && given.model == "m")
+    }
+
+    @Test func promptComesFromStdinWhenDashOrAbsentWithoutATerminal() throws {
+        #expect(try options(["-"], tty: true, stdin: "from stdin").prompt == "from stdin")
+        #expect(try options([], tty: false, stdin: "piped").prompt == "piped")
+        #expect(try options(["--", "-starts with dash"]).prompt == "-starts with dash")
+        #expect(try options(["--", "--help"]).prompt == "--help")
+    }
+
+    @Test func missingOrEmptyPromptIsAUsageError() {
+        #expect(usageError([], tty: true)?.contains("no prompt") == true)
+        #expect(usageError([], tty: false, stdin: "  \n")?.contains("empty") == true)
+        #expect(usageError([""])?.contains("empty") == true)
+        #expect(usageError(["-"], stdin: nil)?.contains("UTF-8") == true)
+    }
+
+    @Test func badOptionsAreUsageErrors() {
+        let cases: [([String], String)] = [
+            (["--bogus", "x"], "unknown option --bogus"), (["-x"], "unknown option -x"),
+            (["--timeout", "0", "x"], "--timeout"), (["--timeout", "abc", "x"], "--timeout"),
+            (["--max-turns", "-1", "x"], "--max-turns"), (["--context-tokens", "1.5", "x"], "--context-tokens"),
+            (["--backend", "gpt", "x"], "--backend"), (["--output-format", "xml", "x"], "--output-format"),
+            (["--base-url", "localhost:1", "x"], "--base-url"), (["--cwd"], "needs a value"),
+            (["a", "b"], "one PROMPT"), (["--max-subtasks", "3", "x"], "needs --plan"),
+            (["--plan", "--parallel", "x"], "--read-only"), (["--verbose=1", "x"], "takes no value"),
+            (["--max-subtasks", "0", "--plan", "x"], "--max-subtasks"),
+        ]
+        for (args, expected) in cases {
+            let message = usageError(args)
+            #expect(message?.contains(expected) == true, "\(args): \(message ?? "no error")")
+        }
+    }
+
+    @Test func helpVersionAndCheckNeedNoPrompt() throws {
+        #expect(try parse(["--help"]).get() == .help)
+        #expect(try parse(["--version"]).get() == .version)
+        guard case .check(let o) = try parse(["--check", "--backend", "openai"], tty: true).get() else {
+            Issue.record("not a check")
+            return
+        }
+        #expect(o.backend == .openai)
+    }
+
+    @Test func theRequestedFormatIsFoundEvenWhenParsingFails() {
+        #expect(OptionParser.requestedFormat(["--bogus", "--output-format", "stream-json"]) == .streamJSON)
+        #expect(OptionParser.requestedFormat(["--output-format=json"]) == .json)
+        #expect(OptionParser.requestedFormat(["--", "--output-format", "json"]) == .text)
+    }
+}
+
+@Suite struct BudgetTests {
+    @Test func figuresAddUpAndTheReserveIsAnEighth() {
+        let spec = ToolSpec(name: "readFile", description: "Read a file.", parameters: [ParameterSpec("path", .string, "File.")])
+        let budget = ContextBudget(contextTokens: 4096, instructions: "abc", tools: [spec])
+        #expect(budget.answerReserve == 512)
+        #expect(budget.instructionTokens == TokenEstimator.estimate("abc"))
+        #expect(budget.toolTokens == TokenEstimator.estimate(JSONValue.array([spec.openAIDefinition]).jsonText))
+        #expect(budget.conversationTokens == 4096 - budget.toolTokens - 512)
+        #expect(ContextBudget.answerReserve(contextTokens: 100) == 64)
+        #expect(ContextBudget.answerReserve(contextTokens: 100_000) == 1024)
+    }
+
+    @Test func checkThrowsErrorContextWithTheFigures() {
+        let budget = ContextBudget(contextTokens: 300, instructions: String(repeating: "x", count: 900), tools: [])
+        do {
+            try budget.check(task: "t")
+            Issue.record("expected error_context")
+        } catch let error as AgentError {
+            #expect(error.outcome == .context)
+            #expect(error.message.contains("instructions 301"))
+            #expect(error.message.contains("alone exceed"))
+        } catch { Issue.record("\(error)") }
+        #expect(throws: Never.self) { try ContextBudget(contextTokens: 4096, instructions: "x", tools: []).check(task: "t") }
+    }
+
+    @Test func builtInInstructionsStayShort() {
+        #expect(TokenEstimator.estimate(BuiltInInstructions.text) <= 160)
+        #expect(BuiltInInstructions.combined(with: "Be brief.").hasSuffix("\n\nBe brief."))
+        #expect(BuiltInInstructions.combined(with: "  ") == BuiltInInstructions.text)
+    }
+}
+
+@Suite struct EventEncodingTests {
+    @Test func eventsEncodeAsTheContractSays() throws {
+        let start = AgentEvent(.start(StartInfo(version: "1", backend: "openai", model: "m", cwd: "/w",
+                                                contextTokens: 4096, tools: ["readFile"])))
+        #expect(start.json.jsonText == #"{"type":"start","version":"1","backend":"openai","model":"m","cwd":"/w","context_tokens":4096,"tools":["readFile"]}"#)
+        let result = AgentEvent(.toolResult(id: "c1", name: "readFile", ok: true, summary: "s", truncated: false), subtask: 2)
+        #expect(result.json.jsonText == #"{"type":"tool_result","subtask":2,"id":"c1","name":"readFile","ok":true,"summary":"s","truncated":false}"#)
+        var progress = RunProgress(turns: 3, usage: Usage(inputTokens: 10, outputTokens: 2), filesChanged: ["a", "a", "b"])
+        progress.commandsRun = 1
+        let report = RunReport(outcome: .maxTurns, result: "r", durationMs: 5, progress: progress, backend: "openai", model: "m")
+        #expect(AgentEvent(.result(report)).json.jsonText == #"{"type":"result","subtype":"error_max_turns","is_error":true,"result":"r","num_turns":3,"duration_ms":5,"usage":{"input_tokens":10,"output_tokens":2,"estimated":true},"files_changed":["a","b"],"commands_run":1,"backend":"openai","model":"m"}"#)
+    }
+
+    @Test func longTextDeltasAreSplitWithoutLoss() throws {
+        let text = String(repeating: "é\"line\"\n", count: 5000)
+        let lines = JSONLines.lines(for: AgentEvent(.text(delta: text)))
+        #expect(lines.count > 1)
+        var joined = ""
+        for line in lines {
+            #expect(line.utf8.count < JSONLines.maxLineBytes)
+            joined += try JSONValue.parse(line)["delta"]?.stringValue ?? ""
+        }
+        #expect(joined == text)
+    }
+
+    @Test func otherLongEventsAreCutAndSaySo() throws {
+        let content = String(repeating: "x\n", count: 40_000)
+        let event = AgentEvent(.toolCall(id: "c", name: "writeFile", arguments: ["path": "a", "content": .string(content)]))
+        let line = JSONLines.lines(for: event)[0]
+        #expect(line.utf8.count < JSONLines.maxLineBytes)
+        let parsed = try JSONValue.parse(line)
+        #expect(parsed["arguments"]?["path"] == "a")
+        #expect(parsed["arguments"]?["content"]?.stringValue?.contains("cut:") == true)
+        let report = RunReport(outcome: .success, result: String(repeating: "ü", count: 20_000), durationMs: 1,
+                               progress: RunProgress(), backend: "b", model: "m")
+        let resultLine = JSONLines.fit(AgentEvent(.result(report)).json)
+        #expect(resultLine.utf8.count < JSONLines.maxLineBytes)
+        #expect(try JSONValue.parse(resultLine)["result"]?.stringValue?.contains("line limit 16 KiB") == true)
+    }
+}

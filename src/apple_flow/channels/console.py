@@ -1,0 +1,88 @@
+"""The console channel: the local user types, the daemon answers in the terminal. Runs anywhere, so the whole
+path (orchestrator, connector, agent) can be tried without Messages.
+
+Two renderings of one channel: plain (``apple-flow run --channel console``: one message per input line, replies
+on stdout, progress on stderr; scriptable) and rich (``apple-flow chat``: a prompt, rendered replies, live
+progress)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import TextIO
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.panel import Panel
+
+from apple_flow.channels.base import InboundMessage
+
+CONSOLE_SENDER = "console"
+
+
+class ConsoleIngress:
+    """One message per non-blank line of ``lines``; rowids count lines from 1 within this session."""
+
+    def __init__(self, read_line: Callable[[], str]) -> None:
+        self._read_line = read_line  # returns "" at end of input
+
+    @classmethod
+    def from_stream(cls, stream: TextIO) -> ConsoleIngress:
+        return cls(stream.readline)
+
+    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage]:
+        number = 0
+        while not stop.is_set():
+            line = self._read_line()
+            if not line:
+                return
+            number += 1
+            text = line.strip()
+            if number <= after_rowid or not text:
+                continue
+            yield InboundMessage(rowid=number, sender=CONSOLE_SENDER, text=text, date=datetime.now(UTC))
+
+    def latest_rowid(self) -> int:
+        return 0
+
+
+class PlainConsoleEgress:
+    """Replies on ``out`` (each followed by a blank line, so multi-line replies stay apart); progress on ``err``."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self._out = out
+        self._err = err
+
+    def send(self, recipient: str, text: str) -> None:
+        self._out.write(text.rstrip() + "\n\n")
+        self._out.flush()
+
+    def send_progress(self, recipient: str, text: str) -> None:
+        self._err.write(text + "\n")
+        self._err.flush()
+
+
+class RichConsoleChannel:
+    """``apple-flow chat``: a prompt to type at, replies rendered as Markdown in a panel, progress in grey."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self._console = console or Console()
+        self._lock = threading.Lock()
+
+    def read_line(self) -> str:
+        try:
+            return self._console.input("[bold cyan]you ›[/] ") + "\n"
+        except EOFError:
+            return ""
+
+    def ingress(self) -> ConsoleIngress:
+        return ConsoleIngress(self.read_line)
+
+    def send(self, recipient: str, text: str) -> None:
+        with self._lock:
+            self._console.print(Panel(Markdown(text), title="apple-flow", title_align="left", border_style="green"))
+
+    def send_progress(self, recipient: str, text: str) -> None:
+        with self._lock:
+            self._console.print(f"[dim]{text}[/dim]", highlight=False)

@@ -1,0 +1,192 @@
+"""Read-only access to the Messages database (``chat.db``): rows after a ROWID cursor, with sender and chat.
+
+Messages writes the file concurrently (WAL), so the connection is opened read-only (``mode=ro``,
+``query_only``) with a short busy timeout, and every failure is turned into a ``ChatDBError`` that says what is
+wrong and what to do (most importantly: Full Disk Access, and to which binary).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from pathlib import Path
+from urllib.parse import quote
+
+APPLE_EPOCH = datetime(2001, 1, 1, tzinfo=UTC)
+_BUSY_TIMEOUT_MS = 250
+
+_ROWS_SQL = """
+SELECT m.ROWID, m.text, m.attributedBody, m.date, m.is_from_me, m.associated_message_type, m.item_type,
+       h.id AS handle,
+       (SELECT c.chat_identifier FROM chat_message_join AS j JOIN chat AS c ON c.ROWID = j.chat_id
+         WHERE j.message_id = m.ROWID ORDER BY c.ROWID LIMIT 1) AS chat_identifier
+  FROM message AS m LEFT JOIN handle AS h ON h.ROWID = m.handle_id
+"""
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    """One ``message`` row as stored, before any decoding or filtering."""
+
+    rowid: int
+    text: str | None
+    attributed_body: bytes | None
+    date: datetime
+    is_from_me: bool
+    associated_message_type: int
+    item_type: int
+    handle: str | None  # handle.id; None when the row has no (or a dangling) handle_id
+    chat_identifier: str | None
+
+
+class ChatDBProblem(Enum):
+    MISSING = "missing"
+    NO_PERMISSION = "no-permission"  # on macOS: Full Disk Access not granted
+    LOCKED = "locked"
+    CORRUPT = "corrupt"
+    OTHER = "other"
+
+
+class ChatDBError(RuntimeError):
+    """chat.db cannot be read now. ``problem`` classifies it; the message says what to do."""
+
+    def __init__(self, problem: ChatDBProblem, message: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
+def python_binary() -> Path:
+    """The interpreter binary macOS attributes file access to: the one Full Disk Access must be granted to."""
+    return Path(os.path.realpath(sys.executable))
+
+
+def full_disk_access_hint() -> str:
+    return (
+        f"grant Full Disk Access to {python_binary()} in System Settings > Privacy & Security > Full Disk Access "
+        "(use the + button; press Cmd+Shift+G to type the path), then restart apple-flow. If you run apple-flow "
+        "from a terminal, that terminal app needs Full Disk Access too."
+    )
+
+
+def apple_date(value: int | None) -> datetime:
+    """``message.date``: nanoseconds since 2001-01-01 UTC (seconds in databases from before macOS 10.13)."""
+    if not value:
+        return APPLE_EPOCH
+    seconds = value / 1e9 if abs(value) > 10**11 else float(value)
+    try:
+        return APPLE_EPOCH + timedelta(seconds=seconds)
+    except OverflowError:  # a nonsense date must not cost the message
+        return APPLE_EPOCH
+
+
+class ChatDB:
+    """A read-only connection to chat.db, opened lazily and reopened after any failure."""
+
+    def __init__(self, path: Path, platform: str = sys.platform) -> None:
+        self.path = path
+        self._platform = platform
+        self._conn: sqlite3.Connection | None = None
+
+    def rows_after(self, rowid: int, limit: int = 200) -> list[MessageRow]:
+        """Up to ``limit`` rows with ``ROWID > rowid``, in ROWID order."""
+        rows = self._query(_ROWS_SQL + " WHERE m.ROWID > ? ORDER BY m.ROWID LIMIT ?", (rowid, limit))
+        return [_to_row(r) for r in rows]
+
+    def newest_rows(self, limit: int) -> list[MessageRow]:
+        """The newest ``limit`` rows, oldest first."""
+        rows = self._query(_ROWS_SQL + " ORDER BY m.ROWID DESC LIMIT ?", (limit,))
+        return [_to_row(r) for r in reversed(rows)]
+
+    def latest_rowid(self) -> int:
+        rows = self._query("SELECT COALESCE(MAX(ROWID), 0) FROM message", ())
+        newest = rows[0][0]
+        return newest if isinstance(newest, int) else 0
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
+        try:
+            conn = self._connect()
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            self.close()  # the next call reopens: the file may have been replaced, unlocked or granted meanwhile
+            raise self._diagnose(exc) from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            uri = f"file:{quote(str(self.path))}?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+            try:
+                conn.execute("PRAGMA query_only = 1")
+            except sqlite3.Error:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _diagnose(self, exc: sqlite3.Error) -> ChatDBError:
+        """Turns a sqlite error into the user's problem: missing file, no permission, locked, corrupt."""
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return ChatDBError(
+                ChatDBProblem.LOCKED,
+                f"{self.path} is locked by another process (Messages writing); retrying shortly",
+            )
+        access = _probe_access(self.path)
+        if access == errno.ENOENT:
+            return ChatDBError(
+                ChatDBProblem.MISSING,
+                f"{self.path} does not exist: sign in to Messages on this Mac, or set APPLE_FLOW_MESSAGES_DB_PATH "
+                "to the right chat.db",
+            )
+        if access in (errno.EPERM, errno.EACCES):
+            if self._platform == "darwin":
+                fix = full_disk_access_hint()
+                return ChatDBError(ChatDBProblem.NO_PERMISSION, f"cannot read {self.path} (permission denied): {fix}")
+            return ChatDBError(
+                ChatDBProblem.NO_PERMISSION,
+                f"cannot read {self.path} (permission denied): make it readable by the user running apple-flow",
+            )
+        if "not a database" in text or "malformed" in text:
+            return ChatDBError(
+                ChatDBProblem.CORRUPT, f"{self.path} is not a readable SQLite database ({text}); check the path"
+            )
+        if "no such table" in text or "no such column" in text:
+            return ChatDBError(
+                ChatDBProblem.CORRUPT,
+                f"{self.path} is not a Messages database ({text}); check APPLE_FLOW_MESSAGES_DB_PATH",
+            )
+        return ChatDBError(ChatDBProblem.OTHER, f"cannot read {self.path}: {text}")
+
+
+def _probe_access(path: Path) -> int | None:
+    """The errno of opening ``path`` for reading, or None when it opens (macOS answers EPERM without FDA)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.read(16)
+    except OSError as exc:
+        return exc.errno
+    return None
+
+
+def _to_row(row: tuple[object, ...]) -> MessageRow:
+    rowid, text, body, date, from_me, assoc, item_type, handle, chat = row
+    return MessageRow(
+        rowid=int(rowid),  # type: ignore[call-overload]
+        text=text if isinstance(text, str) else None,
+        attributed_body=bytes(body) if isinstance(body, bytes | bytearray | memoryview) else None,
+        date=apple_date(date if isinstance(date, int) else None),
+        is_from_me=bool(from_me),
+        associated_message_type=int(assoc or 0),  # type: ignore[call-overload]
+        item_type=int(item_type or 0),  # type: ignore[call-overload]
+        handle=handle if isinstance(handle, str) and handle.strip() else None,
+        chat_identifier=chat if isinstance(chat, str) and chat else None,
+    )

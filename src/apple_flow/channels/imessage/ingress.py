@@ -1,0 +1,105 @@
+"""The iMessage ingress: new chat.db rows after a cursor, as ``InboundMessage``s, waiting for more until stopped.
+
+Skipped rows (from me, reactions, empty, echoes, undecodable) are never yielded. So that the caller's persisted
+cursor can move past them (important after a kill -9: an echo not yet recorded as passed would be re-read once
+the in-memory echo record is gone), each skipped row is reported to ``on_skip`` before the generator goes on, and
+``scanned_rowid`` is the highest rowid fully passed over. Both are only updated while the caller is inside
+``next()``, i.e. after it has finished with every message yielded before.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from apple_flow.channels.base import InboundMessage
+from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, MessageRow
+from apple_flow.channels.imessage.classify import Skipped, classify
+from apple_flow.channels.imessage.echo import SentLog
+from apple_flow.channels.imessage.watcher import DbChangeWaiter
+
+log = logging.getLogger(__name__)
+
+SkipListener = Callable[[Skipped], None]
+ErrorListener = Callable[[ChatDBError], None]
+_BATCH = 200
+
+
+class IMessageIngress:
+    def __init__(
+        self,
+        db_path: Path,
+        *,
+        default_region: str,
+        sent: SentLog | None,
+        poll_seconds: float,
+        on_skip: SkipListener | None = None,
+        on_error: ErrorListener | None = None,
+    ) -> None:
+        self.db = ChatDB(db_path)
+        self._region = default_region
+        self._sent = sent
+        self._poll_seconds = poll_seconds
+        self.on_skip = on_skip
+        self.on_error = on_error
+        self.scanned_rowid = 0
+        self.last_error: ChatDBError | None = None  # the current problem reading chat.db, None when healthy
+
+    def latest_rowid(self) -> int:
+        """The newest ROWID now. Raises ``ChatDBError`` (with the fix in its message) when chat.db is unreadable."""
+        return self.db.latest_rowid()
+
+    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage]:
+        cursor = after_rowid
+        self.scanned_rowid = after_rowid
+        waiter = DbChangeWaiter(self.db.path, self._poll_seconds, stop)
+        try:
+            while not stop.is_set():
+                rows = self._read(cursor)
+                if rows is None:  # unreadable now: cursor kept, retry after the poll interval
+                    stop.wait(self._poll_seconds)
+                    continue
+                for row in rows:
+                    item = self._classify(row)
+                    if isinstance(item, InboundMessage):
+                        yield item
+                    else:
+                        self._skipped(item)
+                    cursor = row.rowid
+                    self.scanned_rowid = cursor
+                    if stop.is_set():
+                        return
+                if len(rows) < _BATCH:
+                    waiter.wait()
+        finally:
+            waiter.close()
+            self.db.close()
+
+    def _read(self, cursor: int) -> list[MessageRow] | None:
+        try:
+            rows = self.db.rows_after(cursor, _BATCH)
+        except ChatDBError as exc:
+            if self.last_error is None or str(self.last_error) != str(exc):
+                log.error("iMessage: %s", exc)  # once per distinct problem, not every poll
+            self.last_error = exc
+            if self.on_error is not None:
+                self.on_error(exc)
+            return None
+        if self.last_error is not None:
+            log.info("iMessage: chat.db readable again")
+            self.last_error = None
+        return rows
+
+    def _classify(self, row: MessageRow) -> InboundMessage | Skipped:
+        try:
+            return classify(row, self._sent, self._region)
+        except Exception as exc:  # one bad row must never stop the channel
+            log.exception("chat.db row %d could not be read; skipped", row.rowid)
+            return Skipped(row.rowid, f"error: {exc}")
+
+    def _skipped(self, item: Skipped) -> None:
+        log.debug("chat.db row %d skipped: %s", item.rowid, item.reason)
+        if self.on_skip is not None:
+            self.on_skip(item)

@@ -1,0 +1,146 @@
+"""AfmConnector: every turn runs ``apple-code`` (the CLI contract in apple_code/CONTRACT.md) once.
+
+The prompt is fitted to ``afm_max_prompt_chars`` (the on-device window is 4,096 tokens), the soul prompt goes
+in ``--system`` cut to ``afm_soul_max_chars``, no tools context is added (apple-code has native tools), and the
+``stream-json`` output gives the reply (the ``result`` event) and progress lines (``tool_call`` events).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from apple_flow.config import Settings
+from apple_flow.connectors.base import ConnectorError, HistoryStore, ProgressCallback, TurnOptions
+from apple_flow.connectors.cli import NO_RESPONSE, CliConnector, Invocation, Outcome, format_seconds
+from apple_flow.connectors.events import EventStream, apple_code_tool_calls
+from apple_flow.connectors.prompt import cut_end
+from apple_flow.connectors.runner import ProcessRunner, RunResult
+from apple_flow.paths import resolve_apple_code
+
+EXIT_MODEL_UNAVAILABLE = 3
+EXIT_TIMEOUT = 124
+# apple-code enforces --timeout itself and reports a partial answer; the runner's own wall clock is this much
+# later, for an apple-code that does not stop.
+DEFAULT_KILL_MARGIN_SECONDS = 10.0
+MODEL_UNAVAILABLE_HINT = (
+    "Turn on Apple Intelligence (macOS 26), or set APPLE_FLOW_AFM_BACKEND=openai with "
+    "APPLE_FLOW_AFM_BASE_URL pointing at a local server (`apple-flow model start`)."
+)
+
+
+class AfmConnector(CliConnector):
+    display_name: ClassVar[str] = "apple-code"
+    command_setting: ClassVar[str] = "afm_command"
+
+    def __init__(
+        self,
+        settings: Settings,
+        history: HistoryStore | None = None,
+        runner: ProcessRunner | None = None,
+        kill_margin_seconds: float = DEFAULT_KILL_MARGIN_SECONDS,
+    ) -> None:
+        super().__init__(settings, history, runner)
+        self.kill_margin_seconds = kill_margin_seconds
+
+    def _context_window(self) -> int:
+        return self.settings.afm_context_window
+
+    def max_prompt_chars(self) -> int:
+        return self.settings.afm_max_prompt_chars
+
+    def resolve_command(self) -> str | None:
+        found = resolve_apple_code(self.command)
+        return str(found) if found is not None else None
+
+    # --- one turn ------------------------------------------------------------------------------------------
+
+    def invocation(self, prompt: str, cwd: Path, options: TurnOptions) -> Invocation:
+        s = self.settings
+        argv = [self.resolve_command() or self.command, "--cwd", str(cwd)]
+        soul = cut_end(self.soul_prompt, s.afm_soul_max_chars)
+        if soul:
+            argv += ["--system", soul]
+        argv += ["--timeout", format_seconds(s.afm_timeout_seconds), "--output-format", "stream-json"]
+        argv += self._backend_flags()
+        if options.get("allow_tools") is False:
+            argv.append("--read-only")
+        if options.get("plan") and s.afm_plan_tasks:
+            argv.append("--plan")
+        argv.append("-")
+        return Invocation(argv, prompt, cwd, s.afm_timeout_seconds + self.kill_margin_seconds)
+
+    def _backend_flags(self) -> list[str]:
+        s = self.settings
+        flags: list[str] = []
+        if s.afm_backend != "auto":
+            flags += ["--backend", s.afm_backend]
+        if s.afm_model:
+            flags += ["--model", s.afm_model]
+        if s.afm_base_url:
+            flags += ["--base-url", s.afm_base_url]
+        if s.afm_context_tokens:
+            flags += ["--context-tokens", str(s.afm_context_tokens)]
+        return flags
+
+    def new_stream(self, on_progress: ProgressCallback | None) -> EventStream:
+        return EventStream(apple_code_tool_calls, on_progress)
+
+    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> Outcome:
+        assert stream is not None
+        code = result.exit_code
+        if result.timed_out or code == EXIT_TIMEOUT:
+            partial = stream.result_text
+            text = self.timeout_text(self.settings.afm_timeout_seconds)
+            return Outcome(f"{text}\nPartial answer: {partial}" if partial else text, ok=False)
+        detail = result.last_stderr_line or stream.result_text
+        if code == EXIT_MODEL_UNAVAILABLE:
+            reason = stream.result_text or result.last_stderr_line or "no reason given"
+            return Outcome(
+                self.failure_text(code, f"No model available: {reason}. {MODEL_UNAVAILABLE_HINT}"), ok=False
+            )
+        if code != 0:
+            return Outcome(self.failure_text(code, detail), ok=False)
+        if stream.result is None:
+            return Outcome(
+                self.failure_text(code, f"The output ended without a result event. {result.last_stderr_line}"),
+                ok=False,
+            )
+        if stream.is_error:
+            return Outcome(self.failure_text(code, stream.result_text or detail), ok=False)
+        answer = stream.result_text
+        return Outcome(answer, ok=True) if answer else Outcome(NO_RESPONSE, ok=False)
+
+    # --- start-up check --------------------------------------------------------------------------------------
+
+    def ensure_started(self) -> None:
+        """``apple-code --version`` then ``--check`` with the configured backend; raises ``ConnectorError`` with
+        what to do when the binary is missing or no model is available."""
+        self._require_version()
+        executable = self.resolve_command() or self.command
+        result = self._probe([executable, "--check", *self._backend_flags()])
+        check = _parse_check(result.stdout)
+        if result.exit_code == 0:
+            return
+        if result.exit_code == EXIT_MODEL_UNAVAILABLE:
+            backend = check.get("backend", self.settings.afm_backend)
+            reason = check.get("reason") or result.last_stderr_line or "no reason given"
+            raise ConnectorError(
+                f"apple-code: no model available (backend {backend}): {reason}. {MODEL_UNAVAILABLE_HINT}"
+            )
+        raise ConnectorError(
+            f"'{executable} --check' failed (exit code {result.exit_code}): "
+            f"{result.last_stderr_line or result.stdout.strip() or 'no output'}"
+        )
+
+
+def _parse_check(stdout: str) -> dict[str, Any]:
+    for line in reversed(stdout.splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return {}

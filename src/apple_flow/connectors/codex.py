@@ -1,0 +1,38 @@
+"""CodexConnector: ``codex exec`` once per turn, the prompt on stdin, the final message on stdout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from apple_flow.connectors.base import TurnOptions
+from apple_flow.connectors.cli import NO_RESPONSE, CliConnector, Invocation, Outcome
+from apple_flow.connectors.events import EventStream
+from apple_flow.connectors.runner import RunResult
+
+
+class CodexConnector(CliConnector):
+    display_name: ClassVar[str] = "Codex"
+    command_setting: ClassVar[str] = "codex_command"
+
+    def _context_window(self) -> int:
+        return self.settings.codex_context_window
+
+    def invocation(self, prompt: str, cwd: Path, options: TurnOptions) -> Invocation:
+        # codex has no system-prompt flag: the soul prompt leads the prompt instead.
+        if self.soul_prompt:
+            prompt = f"{self.soul_prompt}\n\n{prompt}"
+        sandbox = "read-only" if options.get("allow_tools") is False else "workspace-write"
+        argv = [self.command, "exec", "--skip-git-repo-check", "--sandbox", sandbox, "--cd", str(cwd)]
+        if self.settings.codex_model:
+            argv += ["--model", self.settings.codex_model]
+        argv.append("-")
+        return Invocation(argv, prompt, cwd, self.settings.turn_timeout_seconds)
+
+    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> Outcome:
+        if result.timed_out:
+            return Outcome(self.timeout_text(invocation.timeout), ok=False)
+        if result.exit_code != 0:
+            return Outcome(self.failure_text(result.exit_code, result.last_stderr_line), ok=False)
+        answer = result.stdout.strip()
+        return Outcome(answer, ok=True) if answer else Outcome(NO_RESPONSE, ok=False)

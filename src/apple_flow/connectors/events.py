@@ -1,0 +1,121 @@
+"""Reading the JSON-lines event streams of agent CLIs (apple-code and claude ``stream-json``).
+
+Both end with a ``result`` event (``subtype``, ``is_error``, ``result``); tool calls along the way become short
+progress lines for the chat ("reading src/app.py", "running: make test").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from apple_flow.connectors.base import ProgressCallback
+from apple_flow.connectors.prompt import cut_end
+
+PROGRESS_MAX_CHARS = 80
+
+# Tool name -> (verb, the argument that names what it works on). apple-code's tools (see the CLI contract) and
+# claude's, so one table serves both streams.
+_TOOL_VERBS: dict[str, tuple[str, str]] = {
+    "readFile": ("reading", "path"),
+    "writeFile": ("writing", "path"),
+    "editFile": ("editing", "path"),
+    "listDirectory": ("listing", "path"),
+    "searchFiles": ("finding files", "pattern"),
+    "searchContent": ("searching for", "pattern"),
+    "runCommand": ("running:", "command"),
+    "Read": ("reading", "file_path"),
+    "Write": ("writing", "file_path"),
+    "Edit": ("editing", "file_path"),
+    "MultiEdit": ("editing", "file_path"),
+    "LS": ("listing", "path"),
+    "Glob": ("finding files", "pattern"),
+    "Grep": ("searching for", "pattern"),
+    "Bash": ("running:", "command"),
+}
+
+
+def describe_tool_call(name: str, arguments: Mapping[str, Any] | None) -> str:
+    """A short progress line for one tool call, e.g. ``reading src/app.py`` or ``running: make test``."""
+    verb, key = _TOOL_VERBS.get(name, (f"using {name}", ""))
+    target = str((arguments or {}).get(key, "") or "").strip() if key else ""
+    if name in ("listDirectory", "LS") and not target:
+        target = "."
+    target = " ".join(target.split())  # one line, however the command was written
+    return cut_end(f"{verb} {target}" if target else verb, PROGRESS_MAX_CHARS)
+
+
+class EventStream:
+    """Collects one run's JSON-lines stream: the ``result`` event, and progress lines as they come.
+
+    ``tool_calls`` picks the tool calls out of one event as ``(name, arguments)`` pairs; each stream format has
+    its own.
+    """
+
+    def __init__(
+        self,
+        tool_calls: Callable[[Mapping[str, Any]], list[tuple[str, Mapping[str, Any]]]],
+        on_progress: ProgressCallback | None = None,
+    ) -> None:
+        self._tool_calls = tool_calls
+        self._on_progress = on_progress
+        self.result: dict[str, Any] | None = None
+        self.text_parts: list[str] = []
+        self.progress: list[str] = []
+        self.unparsed_lines = 0
+
+    def feed(self, line: str) -> None:
+        line = line.strip()
+        if not line:
+            return
+        try:
+            event = json.loads(line)
+        except ValueError:
+            self.unparsed_lines += 1
+            return
+        if not isinstance(event, dict):
+            self.unparsed_lines += 1
+            return
+        kind = event.get("type")
+        if kind == "result":
+            self.result = event
+        elif kind == "text" and isinstance(event.get("delta"), str):
+            self.text_parts.append(event["delta"])
+        for name, arguments in self._tool_calls(event):
+            line_text = describe_tool_call(name, arguments)
+            if isinstance(event.get("subtask"), (int, str)):
+                line_text = f"[{event['subtask']}] {line_text}"
+            self.progress.append(line_text)
+            if self._on_progress is not None:
+                self._on_progress(line_text)
+
+    @property
+    def result_text(self) -> str:
+        value = (self.result or {}).get("result")
+        return value.strip() if isinstance(value, str) else ""
+
+    @property
+    def is_error(self) -> bool:
+        return bool((self.result or {}).get("is_error")) or (self.result or {}).get("subtype", "success") != "success"
+
+
+def apple_code_tool_calls(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """apple-code: ``{"type":"tool_call","name":..,"arguments":{..}}``."""
+    if event.get("type") != "tool_call" or not isinstance(event.get("name"), str):
+        return []
+    arguments = event.get("arguments")
+    return [(event["name"], arguments if isinstance(arguments, dict) else {})]
+
+
+def claude_tool_calls(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """claude: ``{"type":"assistant","message":{"content":[{"type":"tool_use","name":..,"input":{..}}]}}``."""
+    message = event.get("message")
+    if event.get("type") != "assistant" or not isinstance(message, dict):
+        return []
+    calls: list[tuple[str, Mapping[str, Any]]] = []
+    for block in message.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+            tool_input = block.get("input")
+            calls.append((block["name"], tool_input if isinstance(tool_input, dict) else {}))
+    return calls

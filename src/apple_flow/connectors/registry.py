@@ -1,0 +1,14 @@
+"""The one list of connectors: ``APPLE_FLOW_CONNECTOR`` value -> class. Adding a connector is one line here."""
+
+from __future__ import annotations
+
+from apple_flow.connectors.afm import AfmConnector
+from apple_flow.connectors.claude import ClaudeConnector
+from apple_flow.connectors.cli import CliConnector
+from apple_flow.connectors.codex import CodexConnector
+
+REGISTRY: dict[str, type[CliConnector]] = {
+    "afm": AfmConnector,
+    "codex-cli": CodexConnector,
+    "claude-cli": ClaudeConnector,
+}

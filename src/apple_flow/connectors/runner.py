@@ -1,0 +1,363 @@
+"""One subprocess runner for every agent CLI: a run that can never hang the daemon.
+
+Each child gets its own session (so its process group can be killed whole), the prompt on stdin which is then
+closed (never a terminal, never left open), stdout read line by line in a thread (no 64 KiB line limit: plain
+``readline`` on a binary pipe), stderr kept as a bounded tail, and a wall-clock deadline after which the whole
+tree is killed and the pipes are drained for a bounded time only. Live children are registered by thread id so
+they can be cancelled one conversation at a time, or all at shutdown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import psutil
+
+LineCallback = Callable[[str], None]
+
+# How long the output pipes may still be read once the child is gone or has been killed: a grandchild that
+# inherited the pipes must not keep a turn open.
+DEFAULT_DRAIN_SECONDS = 1.0
+# Between SIGTERM and SIGKILL when a tree is killed.
+DEFAULT_KILL_GRACE_SECONDS = 1.0
+STDERR_TAIL_CHARS = 8192
+# Prompts up to this size are written on the calling thread: a pipe buffer holds at least 16 KiB everywhere.
+INLINE_STDIN_BYTES = 8192
+
+_EOF = object()
+
+
+class SpawnError(OSError):
+    """The command could not be started; ``reason`` is ``"not_found"`` or ``"not_executable"``."""
+
+    def __init__(self, command: str, reason: str, detail: str) -> None:
+        super().__init__(f"{command}: {detail}")
+        self.command = command
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How one child run ended. ``exit_code`` is negative when the child died of a signal."""
+
+    exit_code: int | None
+    stdout_lines: list[str]
+    stderr_tail: str
+    timed_out: bool
+    cancelled: bool
+    duration_seconds: float
+
+    @property
+    def stdout(self) -> str:
+        return "\n".join(self.stdout_lines)
+
+    @property
+    def last_stderr_line(self) -> str:
+        lines = [line.strip() for line in self.stderr_tail.splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
+
+class _Live:
+    """A running child and why it might have been stopped."""
+
+    def __init__(self, process: subprocess.Popen[bytes], thread_id: str | None) -> None:
+        self.process = process
+        self.thread_id = thread_id
+        self.cancelled = False
+        self.reaped = False
+        # Held while signalling or reaping: a pid is never signalled after it was reaped (and maybe reused).
+        self.lock = threading.Lock()
+
+
+def kill_tree(pid: int, grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS) -> None:
+    """SIGTERM then SIGKILL a child of ours, every descendant psutil can still see, and its process group (which
+    also catches grandchildren already orphaned by their parent).
+
+    The child itself is waited for without being reaped: its exit status stays for ``Popen.wait`` (psutil would
+    reap it and ``Popen`` would then report exit code 0)."""
+    descendants: list[psutil.Process] = []
+    with contextlib.suppress(psutil.Error):
+        descendants = psutil.Process(pid).children(recursive=True)
+    _signal_all(pid, [pid], descendants, signal.SIGTERM)
+    deadline = time.monotonic() + grace_seconds
+    _, alive = psutil.wait_procs(descendants, timeout=grace_seconds)
+    root_done = _wait_exited(pid, deadline)
+    _signal_all(pid, [] if root_done else [pid], alive, signal.SIGKILL)
+    # The group may hold members psutil never saw (reparented before we looked); SIGKILL it regardless.
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=grace_seconds)
+    _wait_exited(pid, time.monotonic() + grace_seconds)
+
+
+def _wait_exited(pid: int, deadline: float) -> bool:
+    """Polls (1 ms, backing off to 20 ms) until the child exited or the deadline passed; does not reap it."""
+    pause = 0.001
+    while not _has_exited(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+    return True
+
+
+def _signal_all(group: int, pids: Sequence[int], processes: Sequence[psutil.Process], sig: signal.Signals) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(group, sig)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, sig)
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            process.send_signal(sig)
+
+
+class ProcessRunner:
+    """Runs agent CLIs; one instance per connector. Thread-safe: several turns may run at once."""
+
+    def __init__(
+        self,
+        drain_seconds: float = DEFAULT_DRAIN_SECONDS,
+        kill_grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS,
+    ) -> None:
+        self._drain_seconds = drain_seconds
+        self._kill_grace = kill_grace_seconds
+        self._lock = threading.Lock()
+        self._live: dict[int, _Live] = {}
+
+    # --- running ---------------------------------------------------------------------------------------
+
+    def run(
+        self,
+        argv: Sequence[str],
+        stdin_text: str = "",
+        *,
+        cwd: str | Path | None = None,
+        timeout: float,
+        thread_id: str | None = None,
+        on_line: LineCallback | None = None,
+        env: dict[str, str] | None = None,
+    ) -> RunResult:
+        """Runs ``argv`` to completion or until ``timeout`` seconds (wall clock) have passed.
+
+        ``on_line`` is called on the calling thread for every stdout line as it arrives (without its newline).
+        Raises ``SpawnError`` when the command cannot be started; every other failure is in the result.
+        """
+        started = time.monotonic()
+        deadline = started + timeout
+        process = self._spawn(argv, cwd, env)
+        live = _Live(process, thread_id)
+        with self._lock:
+            self._live[process.pid] = live
+        try:
+            assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+            lines: queue.Queue[object] = queue.Queue()
+            stderr_tail: deque[str] = deque()
+            prompt = stdin_text.encode("utf-8")
+            threads = [
+                threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True),
+                threading.Thread(target=_read_tail, args=(process.stderr, stderr_tail), daemon=True),
+            ]
+            if len(prompt) <= INLINE_STDIN_BYTES:
+                _feed(process.stdin, prompt)  # fits the pipe buffer on every OS: cannot block
+            else:  # a child that never reads stdin would block this write: only a helper thread waits on it
+                threading.Thread(target=_feed, args=(process.stdin, prompt), daemon=True).start()
+            for thread in threads:
+                thread.start()
+            stdout_lines, timed_out, at_eof = self._collect(process.pid, lines, deadline, on_line)
+            if at_eof:  # stdout closes a moment before the process is gone
+                _wait_exited(process.pid, min(deadline, time.monotonic() + self._drain_seconds))
+            with live.lock:
+                if timed_out or not _has_exited(process.pid):
+                    kill_tree(process.pid, self._kill_grace)
+                else:
+                    # The child is done (not yet reaped, so its group id is still ours): grandchildren it left
+                    # behind must not outlive the turn.
+                    with contextlib.suppress(OSError):
+                        os.killpg(process.pid, signal.SIGKILL)
+            drain_until = time.monotonic() + self._drain_seconds
+            if not at_eof:
+                stdout_lines.extend(_drain(lines, drain_until, on_line))
+            for thread in threads:
+                thread.join(max(0.0, drain_until - time.monotonic()))
+            return RunResult(
+                exit_code=self._reap(live),
+                stdout_lines=stdout_lines,
+                stderr_tail="".join(stderr_tail)[-STDERR_TAIL_CHARS:],
+                timed_out=timed_out,
+                cancelled=live.cancelled,
+                duration_seconds=time.monotonic() - started,
+            )
+        finally:
+            if not live.reaped:  # an exception (e.g. from on_line): never leave the child running
+                with live.lock:
+                    kill_tree(process.pid, self._kill_grace)
+                self._reap(live)
+            with self._lock:
+                self._live.pop(process.pid, None)
+            for stream in (process.stdin, process.stdout, process.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError, ValueError):
+                        stream.close()
+
+    def _reap(self, live: _Live) -> int | None:
+        with live.lock:
+            live.reaped = True
+            try:
+                return live.process.wait(timeout=self._kill_grace)
+            except subprocess.TimeoutExpired:
+                return None
+
+    def _spawn(
+        self, argv: Sequence[str], cwd: str | Path | None, env: dict[str, str] | None
+    ) -> subprocess.Popen[bytes]:
+        command = argv[0]
+        try:
+            return subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except FileNotFoundError as exc:
+            # Popen reports a missing cwd the same way; say which one it was.
+            if cwd is not None and not Path(cwd).is_dir():
+                raise SpawnError(command, "bad_cwd", f"working directory {cwd} does not exist") from exc
+            raise SpawnError(command, "not_found", "no such file") from exc
+        except PermissionError as exc:
+            raise SpawnError(command, "not_executable", "not executable (permission denied)") from exc
+        except OSError as exc:  # e.g. ENOEXEC: a file that is no program
+            raise SpawnError(command, "not_executable", exc.strerror or str(exc)) from exc
+
+    def _collect(
+        self,
+        pid: int,
+        lines: queue.Queue[object],
+        deadline: float,
+        on_line: LineCallback | None,
+    ) -> tuple[list[str], bool, bool]:
+        """Reads stdout lines until EOF, the deadline, or the child's exit plus the drain time.
+
+        Returns the lines, whether the deadline passed, and whether stdout reached EOF."""
+        collected: list[str] = []
+        exited_at: float | None = None
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return collected, True, False
+            if exited_at is None and _has_exited(pid):
+                exited_at = now
+            if exited_at is not None and now - exited_at >= self._drain_seconds:
+                return collected, False, False  # a grandchild holds the pipe open; stop waiting for EOF
+            try:
+                item = lines.get(timeout=min(0.05, deadline - now))
+            except queue.Empty:
+                continue
+            if item is _EOF:
+                return collected, False, True
+            assert isinstance(item, str)
+            collected.append(item)
+            if on_line is not None:
+                on_line(item)
+
+    # --- stopping --------------------------------------------------------------------------------------
+
+    def cancel(self, thread_id: str | None = None) -> int:
+        """Kills the running children of ``thread_id`` (all when None); returns how many were running."""
+        with self._lock:
+            targets = [live for live in self._live.values() if thread_id is None or live.thread_id == thread_id]
+            for live in targets:
+                live.cancelled = True
+        for live in targets:
+            with live.lock:
+                if not live.reaped:
+                    kill_tree(live.process.pid, self._kill_grace)
+        return len(targets)
+
+    def active_count(self) -> int:
+        with self._lock:
+            return len(self._live)
+
+    def shutdown(self) -> None:
+        self.cancel(None)
+
+
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    """Writes the prompt and closes stdin. A child that exits early gives a broken pipe, which is fine."""
+    with contextlib.suppress(OSError, ValueError):
+        if data:
+            stream.write(data)
+            stream.flush()
+    with contextlib.suppress(OSError, ValueError):
+        stream.close()
+
+
+def _read_lines(stream: IO[bytes], lines: queue.Queue[object]) -> None:
+    try:
+        for raw in iter(stream.readline, b""):
+            lines.put(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+    except (OSError, ValueError):
+        pass
+    finally:
+        lines.put(_EOF)
+
+
+def _read_tail(stream: IO[bytes], tail: deque[str]) -> None:
+    """Keeps about the last ``STDERR_TAIL_CHARS`` characters of stderr, however much the child writes."""
+    size = 0
+    try:
+        for chunk in iter(lambda: stream.read1(4096), b""):  # type: ignore[attr-defined]
+            text = chunk.decode("utf-8", errors="replace")
+            tail.append(text)
+            size += len(text)
+            while size > 2 * STDERR_TAIL_CHARS and len(tail) > 1:
+                size -= len(tail.popleft())
+    except (OSError, ValueError):
+        pass
+
+
+def _drain(lines: queue.Queue[object], until: float, on_line: LineCallback | None) -> list[str]:
+    """Whatever stdout lines are still queued or arrive before ``until``."""
+    drained: list[str] = []
+    while True:
+        remaining = until - time.monotonic()
+        try:
+            item = lines.get(timeout=max(0.0, min(remaining, 0.05))) if remaining > 0 else lines.get_nowait()
+        except queue.Empty:
+            if remaining <= 0:
+                return drained
+            continue
+        if item is _EOF:
+            return drained
+        assert isinstance(item, str)
+        drained.append(item)
+        if on_line is not None:
+            on_line(item)
+
+
+def _has_exited(pid: int) -> bool:
+    """True once the child has exited, without reaping it (so its pid and group id stay ours)."""
+    if hasattr(os, "waitid"):
+        try:
+            return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True

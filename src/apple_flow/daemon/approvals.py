@@ -1,0 +1,101 @@
+"""Approval requests for tasks: created after a read-only planning turn, decided by the same sender only, with an
+expiry. A decision remembers the message that made it, so replaying that message after a crash finds its own
+decision instead of "already approved"."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from apple_flow.daemon.store import Approval, Store
+
+
+@dataclass(frozen=True)
+class Decision:
+    approval: Approval | None  # set when the request may run (approve) or was denied (deny)
+    message: str  # what to tell the sender
+
+
+def new_id() -> str:
+    return f"req_{secrets.token_hex(4)}"
+
+
+class Approvals:
+    def __init__(self, store: Store, ttl_minutes: int, clock: Callable[[], float] = time.time) -> None:
+        self._store = store
+        self._ttl = ttl_minutes * 60
+        self._clock = clock
+
+    def create(self, sender: str, task: str, plan: str, workspace: str) -> Approval:
+        """A new pending request (not yet stored: the caller stores it together with the reply announcing it)."""
+        now = self._clock()
+        return Approval(
+            id=new_id(), sender=sender, task=task, plan=plan, workspace=workspace, state="pending",
+            created_at=now, expires_at=now + self._ttl, decided_at=None, decided_by=None, extra=None,
+        )
+
+    @property
+    def ttl_minutes(self) -> int:
+        return self._ttl // 60
+
+    def pending(self, sender: str) -> list[Approval]:
+        now = self._clock()
+        return [a for a in self._store.pending_approvals(sender) if a.expires_at > now]
+
+    def _find(self, sender: str, approval_id: str | None, verb: str) -> tuple[Approval | None, str]:
+        if approval_id is None:
+            pending = self.pending(sender)
+            if len(pending) == 1:
+                return pending[0], ""
+            if not pending:
+                return None, "You have no pending approval requests."
+            ids = ", ".join(a.id for a in pending)
+            return None, f"Which one? Pending: {ids}. Reply `{verb} <id>`."
+        found = self._store.approval(approval_id.strip().rstrip(".,!").lower())
+        if found is None or found.sender != sender:
+            # Someone else's request looks exactly like an unknown one: ids are not shared.
+            pending = self.pending(sender)
+            hint = f" Pending: {', '.join(a.id for a in pending)}." if pending else " You have none pending."
+            return None, f"No approval request {approval_id}.{hint}"
+        return found, ""
+
+    def approve(self, sender: str, approval_id: str | None, decided_by: str, extra: str = "") -> Decision:
+        found, error = self._find(sender, approval_id, "approve")
+        if found is None:
+            return Decision(None, error)
+        if found.decided_by == decided_by and found.state == "approved":
+            return Decision(found, "")  # this very message approved it before a restart: run it again
+        refusal = self._refusal(found)
+        if refusal:
+            return Decision(None, refusal)
+        self._store.decide_approval(found.id, "approved", decided_by, extra or None)
+        return Decision(self._store.approval(found.id), "")
+
+    def deny(self, sender: str, approval_id: str, decided_by: str) -> Decision:
+        found, error = self._find(sender, approval_id, "deny")
+        if found is None:
+            return Decision(None, error)
+        if not (found.decided_by == decided_by and found.state == "denied"):
+            refusal = self._refusal(found)
+            if refusal:
+                return Decision(None, refusal)
+            self._store.decide_approval(found.id, "denied", decided_by)
+        return Decision(found, f"Denied {found.id}; nothing was changed.")
+
+    def deny_all(self, sender: str, decided_by: str) -> str:
+        pending = self.pending(sender)
+        with self._store.transaction():
+            for approval in pending:
+                self._store.decide_approval(approval.id, "denied", decided_by)
+        if not pending:
+            return "You have no pending approval requests."
+        return f"Denied {len(pending)} request(s): {', '.join(a.id for a in pending)}."
+
+    def _refusal(self, approval: Approval) -> str:
+        if approval.state != "pending":
+            return f"{approval.id} was already {approval.state}."
+        if approval.expires_at <= self._clock():
+            return f"{approval.id} expired (requests last {self.ttl_minutes} minutes). Send the task again."
+        return ""

@@ -1,0 +1,98 @@
+"""What a message asks for: a command (help, status, approve ...), a prefixed request (idea:, plan:, task:), or
+chat. Pure parsing; nothing here acts."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    HELP = "help"
+    STATUS = "status"
+    HEALTH = "health"
+    CLEAR = "clear"
+    APPROVE = "approve"
+    DENY = "deny"
+    DENY_ALL = "deny_all"
+    CANCEL = "cancel"
+    IDEA = "idea"
+    PLAN = "plan"
+    TASK = "task"
+    CHAT = "chat"
+
+
+# Answered at once, even while one of the sender's turns runs; everything else is a turn for the agent.
+FAST = frozenset({Kind.HELP, Kind.STATUS, Kind.HEALTH, Kind.CLEAR, Kind.APPROVE, Kind.DENY, Kind.DENY_ALL, Kind.CANCEL})
+
+
+@dataclass(frozen=True)
+class Command:
+    kind: Kind
+    body: str = ""  # the request text (idea/plan/task/chat), or the extra words after `approve <id>`
+    target: str | None = None  # the run or approval id named by status/approve/deny
+    alias: str | None = None  # `@alias` workspace selection
+
+
+HELP_TEXT = """Commands:
+• just write: chat with the agent
+• idea: <topic> — brainstorm (no changes)
+• plan: <goal> — a plan (no changes)
+• task: <work> — a plan first; you approve, then it runs with tools
+• approve <id> [notes] / deny <id> / deny all
+• status [run id] — what is running, pending approvals
+• cancel — stop your running request
+• clear context (or new chat, reset context) — forget the conversation
+• health — is the daemon and its model working
+• @alias at the start picks a configured workspace, e.g. "@site task: fix the tests\""""
+
+_ALIAS = re.compile(r"^@([A-Za-z0-9_.-]+)\s*(.*)$", re.DOTALL)
+_PREFIX = re.compile(r"^(idea|plan|task)\s*:\s*(.*)$", re.DOTALL | re.IGNORECASE)
+_CLEAR = {"clear context", "new chat", "reset context", "clear"}
+
+
+def parse(text: str) -> Command:
+    stripped = text.strip()
+    alias = None
+    match = _ALIAS.match(stripped)
+    if match:
+        alias, stripped = match.group(1).lower(), match.group(2).strip()
+    command = _parse_plain(stripped)
+    if command.kind in (Kind.IDEA, Kind.PLAN, Kind.TASK):
+        # `task: @site fix it` selects a workspace too.
+        inner = _ALIAS.match(command.body)
+        if inner and alias is None:
+            alias = inner.group(1).lower()
+            command = Command(command.kind, inner.group(2).strip())
+    if alias is None:
+        return command
+    return Command(command.kind, command.body, command.target, alias)
+
+
+def _parse_plain(text: str) -> Command:
+    words = text.split()
+    lowered = " ".join(words).lower()
+    first = words[0].lower() if words else ""
+    if lowered in ("help", "?", "commands"):
+        return Command(Kind.HELP)
+    if lowered == "health":
+        return Command(Kind.HEALTH)
+    if lowered in _CLEAR:
+        return Command(Kind.CLEAR)
+    if lowered in ("cancel", "stop"):
+        return Command(Kind.CANCEL)
+    if first == "status" and len(words) <= 2:
+        return Command(Kind.STATUS, target=words[1] if len(words) == 2 else None)
+    if lowered == "deny all":
+        return Command(Kind.DENY_ALL)
+    if first == "deny" and len(words) == 2:
+        return Command(Kind.DENY, target=words[1])
+    if first == "approve":
+        target = words[1] if len(words) > 1 else None
+        extra = text.split(None, 2)[2].strip() if len(words) > 2 else ""
+        return Command(Kind.APPROVE, body=extra, target=target)
+    match = _PREFIX.match(text)
+    if match:
+        return Command(Kind(match.group(1).lower()), match.group(2).strip())
+    return Command(Kind.CHAT, text)

@@ -1,0 +1,281 @@
+"""The daemon loop: messages from the ingress, decisions from the orchestrator, turns on the scheduler's workers,
+replies to the egress, every step recorded in the store first.
+
+Crash safety: a message is recorded as taken before its turn runs; its reply is recorded before it is sent; the
+cursor passes a message only once it is finished. After ``kill -9`` the restart reads from the cursor: finished
+messages are skipped, a recorded but unsent reply is sent, a taken message is handled again.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError
+from apple_flow.config import Settings
+from apple_flow.connectors.base import Connector, ConnectorError
+from apple_flow.daemon import failures
+from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.cursor import CursorTracker
+from apple_flow.daemon.orchestrator import Ignore, Orchestrator, Reply, Turn
+from apple_flow.daemon.policy import Policy
+from apple_flow.daemon.progress import ProgressThrottle
+from apple_flow.daemon.scheduler import Job, Scheduler
+from apple_flow.daemon.store import Store
+from apple_flow.daemon.workspaces import Workspaces
+
+log = logging.getLogger(__name__)
+
+FINISHED = frozenset({"sent", "ignored", "send_failed"})
+KILL_WAIT_SECONDS = 5.0  # after killing turns at shutdown, how long to wait for their threads to notice
+
+
+@dataclass(frozen=True)
+class Work:
+    message: InboundMessage
+    turn: Turn
+
+
+class _End:
+    """The ingress ran out (end of piped input)."""
+
+
+class StartError(RuntimeError):
+    """The daemon cannot start reading messages (e.g. chat.db unreadable); the message says what to do."""
+
+
+class Daemon:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        connector: Connector,
+        ingress: Ingress,
+        egress: Egress,
+        channel_key: str,
+        local_senders: Iterable[str] = (),
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._connector = connector
+        self._ingress = ingress
+        self._egress = egress
+        self._channel = channel_key
+        policy = Policy(
+            settings.allowed_senders, settings.max_messages_per_minute, settings.default_region, local_senders
+        )
+        self.orchestrator = Orchestrator(
+            store, connector, policy, Approvals(store, settings.approval_ttl_minutes), Workspaces(settings),
+            activity=self, connector_name=settings.connector,
+            reply_to_unknown=settings.reply_to_unknown_senders,
+        )
+        self._scheduler: Scheduler[Work] = Scheduler(settings.max_concurrent_ai_calls, self._run_job)
+        self._stop = threading.Event()
+        self._abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
+        self._inbox: queue.Queue[InboundMessage | _End | BaseException] = queue.Queue()
+        self._tracker: CursorTracker | None = None
+        self._send_lock = threading.Lock()
+        self.ready = threading.Event()
+
+    # ------------------------------------------------------------------------------------------- lifecycle
+
+    def request_stop(self) -> None:
+        """From a signal handler or another thread: stop reading, finish or kill running turns, return."""
+        self._stop.set()
+
+    def run(self) -> int:
+        """Runs until the input ends (then drains every pending turn) or a stop is requested. Returns the exit
+        status: 0, or 1 when the ingress failed."""
+        interrupted = self._store.interrupt_running_runs()
+        if interrupted:
+            log.warning("%d run(s) were cut short by the previous shutdown; their messages are handled again",
+                        interrupted)
+        self._check_connector()
+        start = self._store.cursor(self._channel)
+        if start is None:
+            try:
+                start = self._ingress.latest_rowid()
+            except Exception as exc:
+                self._store.log_event("ingress_error", str(exc))
+                raise StartError(str(exc)) from exc
+            self._store.set_cursor(self._channel, start)
+        tracker = CursorTracker(start, lambda position: self._store.set_cursor(self._channel, position))
+        self._tracker = tracker
+        if hasattr(self._ingress, "on_skip"):
+            # Rows the ingress skips (its own echoes, reactions) must be passed too, or a restart would re-read
+            # them once the in-memory echo record is gone.
+            self._ingress.on_skip = lambda skipped: tracker.passed(skipped.rowid)
+        threading.Thread(target=self._read, args=(start,), name="ingress", daemon=True).start()
+        watchdog = threading.Thread(target=self._watch_timeouts, name="watchdog", daemon=True)
+        watchdog.start()
+        self._store.log_event("start", f"channel {self._channel}, cursor {start}")
+        log.info("apple-flow daemon ready (channel %s, cursor %d)", self._channel, start)
+        self.ready.set()
+        status = 0
+        while not self._stop.is_set():
+            try:
+                item = self._inbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if isinstance(item, _End):
+                while not self._scheduler.wait_idle(0.2) and not self._stop.is_set():
+                    pass  # drain: finish every pending turn (a stop request cuts it short)
+                break
+            if isinstance(item, BaseException):
+                log.error("reading messages failed: %s", item)
+                self._store.log_event("ingress_error", str(item))
+                status = 1
+                break
+            self._dispatch(item)
+        self._shutdown()
+        return status
+
+    def _read(self, after: int) -> None:
+        try:
+            tracker = self._require_tracker()
+            for message in self._ingress.messages(after, self._stop):
+                # Opened here, before the ingress moves on and reports later skipped rows, so the cursor cannot
+                # pass this message while it waits in the inbox.
+                tracker.opened(message.rowid)
+                self._inbox.put(message)
+        except Exception as exc:  # the main loop reports it and stops
+            self._inbox.put(exc)
+            return
+        self._inbox.put(_End())
+
+    def _check_connector(self) -> None:
+        try:
+            self._connector.ensure_started()
+        except ConnectorError as exc:
+            self.orchestrator.connector_status = f"not ready: {exc}"
+            log.warning("the connector is not ready: %s", exc)
+        else:
+            self.orchestrator.connector_status = "ready"
+
+    def _shutdown(self) -> None:
+        self._scheduler.close()
+        grace = self._settings.shutdown_grace_seconds
+        if not self._scheduler.wait_idle(grace):
+            log.warning("turns still running after %.0f s: stopping them (their messages are redone next start)",
+                        grace)
+            self._abandon.set()
+            self._connector.cancel_active_processes()
+            self._scheduler.wait_idle(KILL_WAIT_SECONDS)
+        try:
+            self._connector.shutdown()
+        finally:
+            self._store.log_event("stop", f"channel {self._channel}")
+
+    # ------------------------------------------------------------------------------------------- messages
+
+    def _dispatch(self, message: InboundMessage) -> None:
+        tracker = self._require_tracker()
+        record = self._store.message(self._channel, message.rowid)
+        if record is not None and record.state in FINISHED:
+            tracker.finished(message.rowid)
+            return
+        if record is not None and record.state == "replied" and record.reply is not None:
+            self._deliver(message, record.reply)  # recorded before a crash, never sent
+            return
+        key = f"{self._channel}:{message.rowid}"
+        try:
+            decision = self.orchestrator.decide(message, key)
+        except Exception as exc:
+            log.exception("handling message %s failed", key)
+            decision = Reply(failures.explain_exception(exc))
+        if isinstance(decision, Ignore):
+            self._store.ignore(self._channel, message.rowid, message.sender, message.text, decision.reason)
+            self._store.log_event("ignored", f"{decision.reason}: {message.text[:80]!r}", message.sender)
+            log.info("ignored a message from %s (%s)", message.sender, decision.reason)
+            tracker.finished(message.rowid)
+        elif isinstance(decision, Reply):
+            with self._store.transaction():
+                self._store.take(self._channel, message.rowid, message.sender, message.text)
+                self._store.record_reply(self._channel, message.rowid, decision.text)
+            self._deliver(message, decision.text)
+        else:
+            self._store.take(self._channel, message.rowid, message.sender, message.text)
+            if decision.ack:
+                self._progress(message.sender, decision.ack)
+            self._scheduler.submit(Job(message.sender, Work(message, decision)))
+
+    def _run_job(self, job: Job[Work]) -> None:
+        message, turn = job.payload.message, job.payload.turn
+        throttle = ProgressThrottle(
+            self._settings.progress_interval_seconds, lambda text: self._progress(message.sender, text)
+        )
+        result = self.orchestrator.execute(turn, throttle, job.cancelled.is_set)
+        if self._abandon.is_set():
+            return
+        reply = result.reply
+        if job.timed_out.is_set():
+            reply = failures.explain(f"Error: Request timed out after {self._settings.turn_timeout_seconds:g}s.")
+        with self._store.transaction():
+            if result.commit is not None:
+                result.commit()
+            self._store.record_reply(self._channel, message.rowid, reply, "cancelled" if reply is None else None)
+        if reply is None:
+            self._require_tracker().finished(message.rowid)
+        else:
+            self._deliver(message, reply)
+
+    def _deliver(self, message: InboundMessage, reply: str) -> None:
+        try:
+            with self._send_lock:
+                self._egress.send(message.sender, reply)
+        except SendError as exc:
+            log.error("could not send the reply to %s: %s", message.sender, exc)
+            self._store.mark_sent(self._channel, message.rowid, failed=str(exc))
+            self._store.log_event("send_failed", str(exc), message.sender)
+        else:
+            self._store.mark_sent(self._channel, message.rowid)
+        self._require_tracker().finished(message.rowid)
+
+    def _progress(self, sender: str, text: str) -> None:
+        """Best effort: progress is not recorded, and a failure to send it does not stop the turn."""
+        send: Callable[[str, str], None] = getattr(self._egress, "send_progress", self._egress.send)
+        try:
+            with self._send_lock:
+                send(sender, text)
+        except Exception as exc:
+            log.warning("could not send progress to %s: %s", sender, exc)
+
+    def _watch_timeouts(self) -> None:
+        """A turn past ``turn_timeout_seconds`` is killed here even if the connector's own timeout failed."""
+        limit = self._settings.turn_timeout_seconds
+        while not self._stop.wait(0.5):
+            now = time.time()
+            for job in self._scheduler.running():
+                if job.started_at is not None and now - job.started_at > limit and not job.timed_out.is_set():
+                    log.warning("a turn of %s exceeded %g s: stopping it", job.sender, limit)
+                    job.timed_out.set()
+                    job.cancelled.set()
+                    self._connector.cancel_active_processes(self._connector.get_or_create_thread(job.sender))
+
+    def _require_tracker(self) -> CursorTracker:
+        if self._tracker is None:
+            raise RuntimeError("the daemon is not running")
+        return self._tracker
+
+    # ------------------------------------------------------------------------------------------- Activity
+
+    def running(self, sender: str) -> tuple[str, float] | None:
+        job = self._scheduler.active(sender)
+        if job is None or job.started_at is None:
+            return None
+        return job.payload.turn.request, job.started_at
+
+    def queued(self, sender: str) -> int:
+        return self._scheduler.waiting(sender)
+
+    def cancel(self, sender: str) -> bool:
+        job = self._scheduler.active(sender)
+        if job is None or job.started_at is None:
+            return False
+        job.cancelled.set()
+        self._connector.cancel_active_processes(self._connector.get_or_create_thread(sender))
+        return True

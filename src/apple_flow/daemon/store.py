@@ -1,0 +1,382 @@
+"""The daemon's durable state: one SQLite database (WAL) holding the ingress cursor, every handled message, the
+per-sender conversation history, runs, approvals and events.
+
+The schema is versioned with ``PRAGMA user_version``; ``MIGRATIONS[i]`` takes a database from version ``i`` to
+``i + 1``. One connection is shared by the daemon's threads behind a re-entrant lock; ``transaction()`` groups
+writes so that, for example, a reply and the approval it announces are recorded together or not at all.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from apple_flow.connectors.base import Exchange
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the initial schema.
+    """
+    CREATE TABLE cursor (
+        channel TEXT PRIMARY KEY,
+        last_rowid INTEGER NOT NULL
+    );
+    CREATE TABLE messages (
+        channel TEXT NOT NULL,
+        rowid INTEGER NOT NULL,
+        sender TEXT NOT NULL,
+        text TEXT NOT NULL,
+        state TEXT NOT NULL,          -- taken | replied | sent | ignored | send_failed
+        reply TEXT,
+        note TEXT,
+        received_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (channel, rowid)
+    );
+    CREATE TABLE history (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        thread TEXT NOT NULL,
+        user TEXT NOT NULL,
+        assistant TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX history_by_thread ON history (thread, id);
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        sender TEXT NOT NULL,
+        kind TEXT NOT NULL,           -- chat | idea | plan | task | execute
+        workspace TEXT NOT NULL,
+        request TEXT NOT NULL,
+        state TEXT NOT NULL,          -- running | done | failed | cancelled | interrupted
+        result TEXT,
+        started_at REAL NOT NULL,
+        finished_at REAL
+    );
+    CREATE INDEX runs_by_sender ON runs (sender, started_at);
+    CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        sender TEXT NOT NULL,
+        task TEXT NOT NULL,
+        plan TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        state TEXT NOT NULL,          -- pending | approved | denied
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        decided_at REAL,
+        decided_by TEXT,              -- the message that decided it ("channel:rowid"), to replay it after a crash
+        extra TEXT
+    );
+    CREATE INDEX approvals_by_sender ON approvals (sender, state);
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at REAL NOT NULL,
+        kind TEXT NOT NULL,
+        sender TEXT,
+        detail TEXT NOT NULL
+    );
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+HISTORY_KEEP = 50  # exchanges kept per thread; connectors inject far fewer
+
+
+class StoreError(RuntimeError):
+    """The database cannot be used; the message says which file and what to do."""
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    channel: str
+    rowid: int
+    sender: str
+    text: str
+    state: str
+    reply: str | None
+    note: str | None
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    sender: str
+    kind: str
+    workspace: str
+    request: str
+    state: str
+    result: str | None
+    started_at: float
+    finished_at: float | None
+
+
+@dataclass(frozen=True)
+class Approval:
+    id: str
+    sender: str
+    task: str
+    plan: str
+    workspace: str
+    state: str
+    created_at: float
+    expires_at: float
+    decided_at: float | None
+    decided_by: str | None
+    extra: str | None
+
+
+@dataclass(frozen=True)
+class Event:
+    at: float
+    kind: str
+    sender: str | None
+    detail: str
+
+
+class Store:
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is durable against a killed process (the WAL is in the OS cache); only power loss could
+            # drop the newest transactions.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"Cannot use the daemon database {path}: {exc}. If it is not an apple-flow database, move it "
+                "away or set APPLE_FLOW_DB_PATH to another file."
+            ) from exc
+        except OSError as exc:
+            raise StoreError(f"Cannot create the daemon database {path}: {exc.strerror}. Check the folder.") from exc
+
+    # ------------------------------------------------------------------------------------------- plumbing
+
+    def _migrate(self) -> None:
+        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"The daemon database {self.path} has schema version {version}, newer than this apple-flow "
+                f"understands ({SCHEMA_VERSION}). Upgrade apple-flow or use another APPLE_FLOW_DB_PATH."
+            )
+        for index in range(version, SCHEMA_VERSION):
+            with self.transaction():
+                for statement in _statements(MIGRATIONS[index]):
+                    self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {index + 1}")
+
+    @property
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside happen together or not at all. Nests (inner blocks join the outer one)."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+            finally:
+                self._depth = 0
+
+    def _write(self, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        with self.transaction():
+            return self._db.execute(sql, args)
+
+    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return list(self._db.execute(sql, args).fetchall())
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------------------------------------- cursor
+
+    def cursor(self, channel: str) -> int | None:
+        rows = self._rows("SELECT last_rowid FROM cursor WHERE channel = ?", (channel,))
+        return int(rows[0][0]) if rows else None
+
+    def set_cursor(self, channel: str, rowid: int) -> None:
+        self._write(
+            "INSERT INTO cursor (channel, last_rowid) VALUES (?, ?) "
+            "ON CONFLICT (channel) DO UPDATE SET last_rowid = excluded.last_rowid",
+            (channel, rowid),
+        )
+
+    # ------------------------------------------------------------------------------------------- messages
+
+    def message(self, channel: str, rowid: int) -> MessageRecord | None:
+        rows = self._rows(
+            "SELECT channel, rowid, sender, text, state, reply, note FROM messages WHERE channel = ? AND rowid = ?",
+            (channel, rowid),
+        )
+        return MessageRecord(*rows[0]) if rows else None
+
+    def _put_message(self, channel: str, rowid: int, sender: str, text: str, state: str, note: str | None) -> None:
+        now = self._clock()
+        self._write(
+            "INSERT INTO messages (channel, rowid, sender, text, state, note, received_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, rowid) DO UPDATE SET "
+            "state = excluded.state, note = excluded.note, updated_at = excluded.updated_at",
+            (channel, rowid, sender, text, state, note, now, now),
+        )
+
+    def take(self, channel: str, rowid: int, sender: str, text: str) -> None:
+        """Records that the message is being handled (before any turn for it runs)."""
+        self._put_message(channel, rowid, sender, text, "taken", None)
+
+    def ignore(self, channel: str, rowid: int, sender: str, text: str, reason: str) -> None:
+        self._put_message(channel, rowid, sender, text, "ignored", reason)
+
+    def record_reply(self, channel: str, rowid: int, reply: str | None, note: str | None = None) -> None:
+        """Stores the final reply before it is sent. ``None``: nothing is to be sent (e.g. cancelled)."""
+        state = "replied" if reply is not None else "sent"
+        self._write(
+            "UPDATE messages SET state = ?, reply = ?, note = ?, updated_at = ? WHERE channel = ? AND rowid = ?",
+            (state, reply, note, self._clock(), channel, rowid),
+        )
+
+    def mark_sent(self, channel: str, rowid: int, failed: str | None = None) -> None:
+        self._write(
+            "UPDATE messages SET state = ?, note = COALESCE(?, note), updated_at = ? WHERE channel = ? AND rowid = ?",
+            ("send_failed" if failed else "sent", failed, self._clock(), channel, rowid),
+        )
+
+    def count_messages(self, state: str | None = None) -> int:
+        if state is None:
+            return int(self._rows("SELECT COUNT(*) FROM messages")[0][0])
+        return int(self._rows("SELECT COUNT(*) FROM messages WHERE state = ?", (state,))[0][0])
+
+    # ------------------------------------------------------------------------------------------- history
+
+    def history(self, thread_id: str, limit: int) -> list[Exchange]:
+        if limit <= 0:
+            return []
+        rows = self._rows(
+            "SELECT user, assistant FROM history WHERE thread = ? ORDER BY id DESC LIMIT ?", (thread_id, limit)
+        )
+        return [Exchange(user=row[0], assistant=row[1]) for row in reversed(rows)]
+
+    def append(self, thread_id: str, exchange: Exchange) -> None:
+        with self.transaction():
+            self._db.execute(
+                "INSERT INTO history (thread, user, assistant, at) VALUES (?, ?, ?, ?)",
+                (thread_id, exchange.user, exchange.assistant, self._clock()),
+            )
+            self._db.execute(
+                "DELETE FROM history WHERE thread = ? AND id NOT IN "
+                "(SELECT id FROM history WHERE thread = ? ORDER BY id DESC LIMIT ?)",
+                (thread_id, thread_id, HISTORY_KEEP),
+            )
+
+    def clear(self, thread_id: str) -> None:
+        self._write("DELETE FROM history WHERE thread = ?", (thread_id,))
+
+    # ------------------------------------------------------------------------------------------- runs
+
+    def start_run(self, run_id: str, sender: str, kind: str, workspace: str, request: str) -> None:
+        self._write(
+            "INSERT INTO runs (id, sender, kind, workspace, request, state, started_at) "
+            "VALUES (?, ?, ?, ?, ?, 'running', ?)",
+            (run_id, sender, kind, workspace, request, self._clock()),
+        )
+
+    def finish_run(self, run_id: str, state: str, result: str) -> None:
+        self._write(
+            "UPDATE runs SET state = ?, result = ?, finished_at = ? WHERE id = ?",
+            (state, result, self._clock(), run_id),
+        )
+
+    def run(self, run_id: str) -> Run | None:
+        rows = self._rows("SELECT * FROM runs WHERE id = ?", (run_id,))
+        return Run(**dict(rows[0])) if rows else None
+
+    def runs_of(self, sender: str, limit: int = 5) -> list[Run]:
+        rows = self._rows(
+            "SELECT * FROM runs WHERE sender = ? ORDER BY started_at DESC, rowid DESC LIMIT ?", (sender, limit)
+        )
+        return [Run(**dict(row)) for row in rows]
+
+    def interrupt_running_runs(self) -> int:
+        """At start-up: runs still 'running' were cut short by a crash or kill."""
+        cursor = self._write(
+            "UPDATE runs SET state = 'interrupted', finished_at = ?, result = 'interrupted by a daemon restart' "
+            "WHERE state = 'running'",
+            (self._clock(),),
+        )
+        return cursor.rowcount
+
+    # ------------------------------------------------------------------------------------------- approvals
+
+    def add_approval(self, approval: Approval) -> None:
+        self._write(
+            "INSERT INTO approvals (id, sender, task, plan, workspace, state, created_at, expires_at, decided_at, "
+            "decided_by, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                approval.id, approval.sender, approval.task, approval.plan, approval.workspace, approval.state,
+                approval.created_at, approval.expires_at, approval.decided_at, approval.decided_by, approval.extra,
+            ),
+        )
+
+    def approval(self, approval_id: str) -> Approval | None:
+        rows = self._rows("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+        return Approval(**dict(rows[0])) if rows else None
+
+    def pending_approvals(self, sender: str) -> list[Approval]:
+        rows = self._rows(
+            "SELECT * FROM approvals WHERE sender = ? AND state = 'pending' ORDER BY created_at", (sender,)
+        )
+        return [Approval(**dict(row)) for row in rows]
+
+    def decide_approval(self, approval_id: str, state: str, decided_by: str, extra: str | None = None) -> None:
+        self._write(
+            "UPDATE approvals SET state = ?, decided_at = ?, decided_by = ?, extra = ? WHERE id = ?",
+            (state, self._clock(), decided_by, extra, approval_id),
+        )
+
+    # ------------------------------------------------------------------------------------------- events
+
+    def log_event(self, kind: str, detail: str, sender: str | None = None) -> None:
+        self._write(
+            "INSERT INTO events (at, kind, sender, detail) VALUES (?, ?, ?, ?)", (self._clock(), kind, sender, detail)
+        )
+
+    def events(self, limit: int = 50, kind: str | None = None) -> list[Event]:
+        if kind is None:
+            rows = self._rows("SELECT at, kind, sender, detail FROM events ORDER BY id DESC LIMIT ?", (limit,))
+        else:
+            rows = self._rows(
+                "SELECT at, kind, sender, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?", (kind, limit)
+            )
+        return [Event(*row) for row in reversed(rows)]
+
+
+def _statements(script: str) -> list[str]:
+    """Splits a migration into statements (``executescript`` would commit the surrounding transaction)."""
+    lines = [line.split("--", 1)[0] for line in script.splitlines()]
+    return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]

@@ -1,0 +1,91 @@
+"""Fixtures for the iMessage channel: a real-schema chat.db and a fake ``osascript`` on PATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apple_flow.config import Settings, load_settings
+from support.chatdb import ChatDbWriter
+
+# Records argv and stdin of every call, then behaves as FAKE_OSASCRIPT_MODE says:
+#   ok | fail | fail-participant (the participant form fails, the buddy form works) | deny (no Automation
+#   permission) | hang | fail-once (fails the first call only) | fail-after-first (only the first call works).
+FAKE_OSASCRIPT = """#!{python}
+import json, os, sys, time
+script = sys.stdin.read()
+log = os.environ["FAKE_OSASCRIPT_LOG"]
+with open(log, "a", encoding="utf-8") as f:
+    f.write(json.dumps({{"argv": sys.argv[1:], "stdin": script}}) + "\\n")
+mode = os.environ.get("FAKE_OSASCRIPT_MODE", "ok")
+calls = sum(1 for _ in open(log, encoding="utf-8"))
+if mode == "hang":
+    time.sleep(120)
+failing = (
+    mode == "fail"
+    or (mode == "fail-participant" and "participant" in script)
+    or (mode == "fail-once" and calls == 1)
+    or (mode == "fail-after-first" and calls > 1)
+)
+if failing:
+    sys.stderr.write("execution error: Messages got an error: Can't get participant. (-1728)\\n")
+    sys.exit(1)
+if mode == "deny":
+    sys.stderr.write("execution error: Not authorized to send Apple events to Messages. (-1743)\\n")
+    sys.exit(1)
+"""
+
+
+class FakeOsascript:
+    def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.log = folder / "calls.jsonl"
+        self.path = folder / "osascript"
+        self.path.write_text(FAKE_OSASCRIPT.format(python=sys.executable), encoding="utf-8")
+        self.path.chmod(0o755)
+        self._monkeypatch = monkeypatch
+        monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+        monkeypatch.setenv("FAKE_OSASCRIPT_LOG", str(self.log))
+        self.mode("ok")
+
+    def mode(self, mode: str) -> None:
+        self._monkeypatch.setenv("FAKE_OSASCRIPT_MODE", mode)
+
+    def calls(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture
+def fake_osascript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeOsascript:
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    return FakeOsascript(folder, monkeypatch)
+
+
+@pytest.fixture
+def chat_db(tmp_path: Path) -> Iterator[ChatDbWriter]:
+    writer = ChatDbWriter(tmp_path / "Messages" / "chat.db")
+    yield writer
+    writer.close()
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> Any:
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "messages_db_path": tmp_path / "Messages" / "chat.db",
+            "poll_interval_seconds": 0.2,
+            "send_retry_backoff_seconds": 0,
+            "send_timeout_seconds": 5,
+        }
+        values.update(overrides)
+        return load_settings(env_file=None, **values)
+
+    return make

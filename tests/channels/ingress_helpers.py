@@ -1,0 +1,27 @@
+"""Running an ingress generator in a test without ever hanging it."""
+
+from __future__ import annotations
+
+import threading
+
+from apple_flow.channels.base import InboundMessage
+from apple_flow.channels.imessage.ingress import IMessageIngress
+
+
+def take(ingress: IMessageIngress, after: int, count: int, timeout: float = 5.0) -> list[InboundMessage]:
+    """Up to ``count`` messages after ``after``; gives up (stopping the ingress) after ``timeout`` seconds."""
+    stop = threading.Event()
+    timer = threading.Timer(timeout, stop.set)
+    timer.start()
+    got: list[InboundMessage] = []
+    try:
+        if count == 0:
+            return got
+        for message in ingress.messages(after, stop):
+            got.append(message)
+            if len(got) >= count:
+                break
+    finally:
+        stop.set()
+        timer.cancel()
+    return got

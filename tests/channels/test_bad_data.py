@@ -1,0 +1,167 @@
+"""Bad data never stops the channel and never moves the cursor wrongly: each case from the issue."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from apple_flow.channels.imessage import ChatDBError, ChatDBProblem, Skipped
+from apple_flow.channels.imessage.chatdb import ChatDB, python_binary
+from apple_flow.channels.imessage.ingress import IMessageIngress
+from channels.ingress_helpers import take
+from support.chatdb import SCHEMA, ChatDbWriter, make_body
+
+
+def ingress_at(path: Path, **kwargs: object) -> IMessageIngress:
+    return IMessageIngress(path, default_region="US", sent=None, poll_seconds=0.1, **kwargs)  # type: ignore[arg-type]
+
+
+def test_null_text_and_null_body_is_skipped_as_empty(chat_db: ChatDbWriter) -> None:
+    empty = chat_db.message(None, body=None)
+    after = chat_db.message("next")
+    skipped: list[Skipped] = []
+    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=1)
+    assert [(s.rowid, s.reason) for s in skipped] == [(empty, "empty")]
+    assert [m.rowid for m in got] == [after]
+
+
+@pytest.mark.parametrize("blob", [b"\x04\x0bstreamtyped\x81\xe8\x03\x84\x01@\x84\x84\x84", b"\xff" * 64, b"\x00"])
+def test_corrupt_blob_is_skipped_and_the_next_message_read(chat_db: ChatDbWriter, blob: bytes) -> None:
+    bad = chat_db.message(None, body=blob)
+    after = chat_db.message(None, body=make_body("still here"))
+    skipped: list[Skipped] = []
+    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=1)
+    assert [(s.rowid, s.reason) for s in skipped] == [(bad, "undecodable body")]
+    assert [m.text for m in got] == ["still here"]
+    assert got[0].rowid == after
+
+
+def test_a_one_megabyte_message_arrives_whole(chat_db: ChatDbWriter) -> None:
+    big_text = ("0123456789abcdef👋🏽" * 60000)[: 1024 * 1024]
+    big_body = "中" * (1024 * 1024 // 3)
+    chat_db.message(big_text)
+    chat_db.message(None, body=make_body(big_body))
+    chat_db.message("small one after")
+    got = take(ingress_at(chat_db.path), after=0, count=3)
+    assert [m.text for m in got] == [big_text, big_body, "small one after"]
+
+
+def test_missing_handle_row_falls_back_to_the_direct_chat_or_is_skipped(chat_db: ChatDbWriter) -> None:
+    via_chat = chat_db.message("dangling handle, direct chat", handle_id=999, chat="+15550001111")
+    no_sender = chat_db.message("dangling handle, group chat", handle_id=998, chat="chat123456789")
+    none_at_all = chat_db.message("no handle, no chat", handle_id=997, sender=None)
+    after = chat_db.message("fine")
+    skipped: list[Skipped] = []
+    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=2)
+    assert [(m.rowid, m.sender) for m in got] == [(via_chat, "+15550001111"), (after, "+15551234567")]
+    assert [(s.rowid, s.reason) for s in skipped] == [(no_sender, "no sender"), (none_at_all, "no sender")]
+
+
+def test_a_missing_database_is_reported_retried_and_read_once_it_appears(tmp_path: Path) -> None:
+    path = tmp_path / "Messages" / "chat.db"
+    errors: list[ChatDBError] = []
+    ingress = ingress_at(path, on_error=errors.append)
+    with pytest.raises(ChatDBError) as caught:
+        ingress.latest_rowid()
+    assert caught.value.problem is ChatDBProblem.MISSING
+    assert "APPLE_FLOW_MESSAGES_DB_PATH" in str(caught.value)
+
+    def create_later() -> None:
+        writer = ChatDbWriter(path)
+        writer.message("first ever")
+        writer.close()
+
+    timer = threading.Timer(0.5, create_later)
+    timer.start()
+    got = take(ingress, after=0, count=1, timeout=10)
+    timer.join()
+    assert [m.text for m in got] == ["first ever"]
+    assert errors and errors[0].problem is ChatDBProblem.MISSING
+    assert ingress.last_error is None  # healthy again
+
+
+def test_a_locked_database_keeps_the_cursor_and_is_read_when_released(tmp_path: Path) -> None:
+    # A rollback-journal database with an exclusive writer is the case where readers really are locked out.
+    path = tmp_path / "chat.db"
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.executescript(SCHEMA.read_text())
+    conn.execute("INSERT INTO message (guid, text, handle_id) VALUES ('a', 'before the lock', 0)")
+    conn.execute("BEGIN EXCLUSIVE")
+    conn.execute("INSERT INTO handle (id, service) VALUES ('+15551234567', 'iMessage')")
+    conn.execute("INSERT INTO message (guid, text, handle_id) VALUES ('b', 'written under the lock', 1)")
+    errors: list[ChatDBError] = []
+    ingress = ingress_at(path, on_error=errors.append)
+
+    timer = threading.Timer(0.8, lambda: conn.execute("COMMIT"))
+    timer.start()
+    got = take(ingress, after=1, count=1, timeout=10)
+    timer.join()
+    conn.close()
+
+    assert errors and errors[0].problem is ChatDBProblem.LOCKED
+    assert [(m.rowid, m.text) for m in got] == [(2, "written under the lock")]
+
+
+def test_a_file_that_is_not_a_database_is_reported_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "chat.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(ChatDBError) as caught:
+        ChatDB(path).latest_rowid()
+    assert caught.value.problem is ChatDBProblem.CORRUPT
+
+
+def _unreadable_error(path: Path, platform: str) -> tuple[str, str]:
+    """Reads ``path`` as a user who may not: as root (who may read anything) in a forked child that drops to
+    nobody first; otherwise with the file's permissions removed."""
+    if os.geteuid() != 0:
+        path.chmod(0)
+        try:
+            ChatDB(path, platform=platform).latest_rowid()
+        except ChatDBError as exc:
+            return exc.problem.value, str(exc)
+        finally:
+            path.chmod(0o644)
+        raise AssertionError("read an unreadable database")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(read_end)
+        result = "no error"
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            ChatDB(path, platform=platform).latest_rowid()
+        except ChatDBError as exc:
+            result = f"{exc.problem.value}\n{exc}"
+        except BaseException as exc:
+            result = f"unexpected\n{exc!r}"
+        os.write(write_end, result.encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read().decode()
+    os.waitpid(pid, 0)
+    problem, _, message = data.partition("\n")
+    return problem, message
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_no_permission_on_macos_names_full_disk_access_and_the_python_binary(chat_db: ChatDbWriter) -> None:
+    chat_db.message("secret")
+    problem, message = _unreadable_error(chat_db.path, platform="darwin")
+    assert problem == "no-permission"
+    assert "Full Disk Access" in message
+    assert str(python_binary()) in message
+    assert python_binary() == Path(os.path.realpath(sys.executable))
+
+
+def test_no_permission_elsewhere_says_to_fix_file_permissions(chat_db: ChatDbWriter) -> None:
+    problem, message = _unreadable_error(chat_db.path, platform="linux")
+    assert problem == "no-permission"
+    assert "readable by the user running apple-flow" in message
+    assert "Full Disk Access" not in message

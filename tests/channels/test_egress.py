@@ -1,0 +1,131 @@
+"""The AppleScript egress, with a fake osascript on PATH recording argv and stdin."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from apple_flow.channels.base import SendError
+from apple_flow.channels.imessage import build_imessage_egress
+from apple_flow.channels.imessage.echo import SentLog
+from apple_flow.channels.imessage.egress import BUDDY_SCRIPT, PARTICIPANT_SCRIPT
+from channels.conftest import FakeOsascript
+
+NASTY = [
+    'He said "hi"',
+    "back\\slash \\n not a newline",
+    '" & (do shell script "id") & "',
+    "'; do shell script \"touch /tmp/pwned\" --",
+    "line one\nline two\r\nline three",
+    "emoji 👋🏽 中文 𝐁 café",
+    "-e starts like an option",
+    'end run\non run argv\ndo shell script "id"',
+]
+
+
+@pytest.mark.parametrize("text", NASTY)
+def test_text_and_handle_are_arguments_never_script_source(
+    text: str, make_settings: Any, fake_osascript: FakeOsascript
+) -> None:
+    egress = build_imessage_egress(make_settings())
+
+    egress.send("+1 (555) 123-4567", text)
+
+    (call,) = fake_osascript.calls()
+    assert call["argv"] == ["-", "+15551234567", text]
+    assert call["stdin"] == PARTICIPANT_SCRIPT
+    assert text not in call["stdin"]
+
+
+def test_participant_form_falls_back_to_buddy_and_remembers_it(
+    make_settings: Any, fake_osascript: FakeOsascript
+) -> None:
+    fake_osascript.mode("fail-participant")
+    egress = build_imessage_egress(make_settings())
+
+    egress.send("someone@example.com", "first")
+    egress.send("someone@example.com", "second")
+
+    calls = fake_osascript.calls()
+    assert [c["stdin"] for c in calls] == [PARTICIPANT_SCRIPT, BUDDY_SCRIPT, BUDDY_SCRIPT]
+    assert [c["argv"] for c in calls][1:] == [
+        ["-", "someone@example.com", "first"],
+        ["-", "someone@example.com", "second"],
+    ]
+
+
+def test_failures_are_retried_a_bounded_number_of_times(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    fake_osascript.mode("fail")
+    egress = build_imessage_egress(make_settings(send_retries=2))
+
+    with pytest.raises(SendError, match=r"after 3 attempts.*-1728"):
+        egress.send("+15551234567", "hello")
+
+    assert len(fake_osascript.calls()) == 6  # 3 attempts, each trying both forms
+
+
+def test_a_transient_failure_is_retried_and_succeeds(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    fake_osascript.mode("fail-once")
+    build_imessage_egress(make_settings()).send("+15551234567", "hello")
+    assert [c["stdin"] for c in fake_osascript.calls()] == [PARTICIPANT_SCRIPT, BUDDY_SCRIPT]
+
+
+def test_retries_back_off(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    fake_osascript.mode("fail")
+    waits: list[float] = []
+    egress = build_imessage_egress(make_settings(send_retries=2, send_retry_backoff_seconds=0.5))
+    egress._sleep = waits.append  # the backoff schedule, without waiting for it
+    with pytest.raises(SendError):
+        egress.send("+15551234567", "hello")
+    assert waits == [0.5, 1.0]
+
+
+def test_missing_automation_permission_is_named_and_not_retried(
+    make_settings: Any, fake_osascript: FakeOsascript
+) -> None:
+    fake_osascript.mode("deny")
+    with pytest.raises(SendError, match=r"Automation"):
+        build_imessage_egress(make_settings()).send("+15551234567", "hello")
+    assert len(fake_osascript.calls()) == 1
+
+
+def test_a_hanging_osascript_is_killed_at_the_timeout(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    fake_osascript.mode("hang")
+    egress = build_imessage_egress(make_settings(send_timeout_seconds=0.5))
+    started = time.monotonic()
+    with pytest.raises(SendError, match=r"did not finish within 0.5s"):
+        egress.send("+15551234567", "hello")
+    assert time.monotonic() - started < 5
+    assert len(fake_osascript.calls()) == 1  # a hang is not retried: the text may already have gone out
+
+
+def test_missing_osascript_says_it_needs_macos(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    with pytest.raises(SendError, match=r"needs macOS"):
+        build_imessage_egress(make_settings(osascript_command="no-such-osascript")).send("+15551234567", "x")
+
+
+def test_long_replies_go_out_as_numbered_parts_each_recorded_for_echoes(
+    make_settings: Any, fake_osascript: FakeOsascript
+) -> None:
+    sent = SentLog(600)
+    egress = build_imessage_egress(make_settings(reply_chunk_chars=200), sent)
+    text = "\n\n".join(f"Step {i}: " + "do the thing carefully. " * 5 for i in range(5))
+
+    egress.send("+15551234567", text)
+
+    texts = [c["argv"][2] for c in fake_osascript.calls()]
+    assert len(texts) > 1
+    assert all(len(t) <= 200 for t in texts)
+    assert texts[0].startswith(f"(1/{len(texts)}) ") and texts[-1].startswith(f"({len(texts)}/{len(texts)}) ")
+    assert all(sent.take_echo("+15551234567", t) for t in texts)
+
+
+def test_a_failed_part_says_how_many_went_out(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    fake_osascript.mode("fail-after-first")
+    egress = build_imessage_egress(make_settings(reply_chunk_chars=100, send_retries=0))
+
+    with pytest.raises(SendError, match=r"part 2 of \d+; 1 sent"):
+        egress.send("+15551234567", "First sentence here is long enough. " * 10)
+    assert len(fake_osascript.calls()) == 3  # part 1, then part 2 in both forms

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""A fake ``apple-code`` that follows the CLI contract (version 1) for the connector tests.
+
+Options are parsed as the contract defines them (a bad option or a bad ``--cwd`` is a usage error, exit 2); the
+prompt is read from stdin for ``-`` (or when absent). Every run appends ``{"argv", "cwd", "stdin"}`` as one JSON
+line to ``$FAKE_APPLE_CODE_RECORD`` when set. What the run does is chosen by ``$FAKE_APPLE_CODE_MODE``:
+
+answer (default)  a start event, two tool calls (readFile src/app.py, runCommand make test), a text delta, and a
+                  success result whose text is $FAKE_APPLE_CODE_ANSWER (default "fake answer")
+echo              a success result whose text is the prompt it received
+empty             a success result with an empty answer
+fail              "backend error: connection refused" on stderr, result error_backend, exit 1
+unavailable       result error_model_unavailable ("Apple Intelligence is not enabled"), exit 3
+timeout           honours --timeout: waits it out, then result error_timeout with a partial answer, exit 124
+hang              prints a start event and never ends (ignores --timeout and SIGTERM)
+no-result         a start event and a tool call, then exit 0 without a result event
+quick             only the result event, at once (for the benchmark)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+VERSION = "1.2.0"
+VALUE_OPTIONS = {
+    "--cwd", "--system", "--system-file", "--timeout", "--backend", "--base-url", "--model", "--api-key",
+    "--output-format", "--max-turns", "--context-tokens", "--max-subtasks",
+}
+FLAG_OPTIONS = {"--read-only", "--no-commands", "--plan", "--check", "--verbose", "--version", "--help"}
+
+
+def emit(event: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def result(subtype: str, text: str, code: int) -> None:
+    emit({
+        "type": "result", "subtype": subtype, "is_error": subtype != "success", "result": text, "num_turns": 1,
+        "duration_ms": 5, "usage": {"input_tokens": 10, "output_tokens": 5, "estimated": True},
+        "files_changed": [], "commands_run": 0, "backend": "openai", "model": "fake",
+    })
+    sys.exit(code)
+
+
+def usage_error(message: str) -> None:
+    sys.stderr.write(f"apple-code: {message}\n")
+    result("error_usage", message, 2)
+
+
+def parse(argv: list[str]) -> tuple[dict[str, str], set[str], str | None]:
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    prompt: str | None = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            prompt = " ".join(argv[i + 1 :])
+            break
+        if arg in VALUE_OPTIONS:
+            if i + 1 >= len(argv):
+                usage_error(f"{arg} needs a value")
+            values[arg] = argv[i + 1]
+            i += 2
+            continue
+        if arg in FLAG_OPTIONS:
+            flags.add(arg)
+        elif arg == "-" or not arg.startswith("-"):
+            prompt = arg
+        else:
+            usage_error(f"unknown option {arg}")
+        i += 1
+    return values, flags, prompt
+
+
+def main() -> None:
+    values, flags, prompt = parse(sys.argv[1:])
+    if "--version" in flags:
+        print(f"apple-code {VERSION}")
+        return
+    mode = os.environ.get("FAKE_APPLE_CODE_MODE", "answer")
+    if "--check" in flags:
+        if mode == "unavailable":
+            print(json.dumps({"backend": "fm", "available": False, "reason": "Apple Intelligence is not enabled"}))
+            sys.exit(3)
+        print(json.dumps({"backend": values.get("--backend", "openai"), "available": True, "reason": None}))
+        return
+    stdin_text = ""
+    if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
+        stdin_text = sys.stdin.read()
+        prompt = stdin_text
+    record = os.environ.get("FAKE_APPLE_CODE_RECORD")
+    if record:
+        with open(record, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": stdin_text}) + "\n")
+    cwd = values.get("--cwd", os.getcwd())
+    if not os.path.isdir(cwd):
+        usage_error(f"--cwd {cwd} is not a directory")
+    if not prompt:
+        usage_error("no prompt")
+    if mode == "quick":
+        result("success", "ok", 0)
+    emit({"type": "start", "version": VERSION, "backend": "openai", "model": "fake", "cwd": cwd,
+          "context_tokens": 4096, "tools": ["readFile", "runCommand"]})
+    if mode == "hang":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(1)
+    if mode == "answer":
+        emit({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "src/app.py"}})
+        emit({"type": "tool_result", "id": "c1", "name": "readFile", "ok": True, "summary": "src/app.py lines 1-3",
+              "truncated": False})
+        emit({"type": "tool_call", "id": "c2", "name": "runCommand", "arguments": {"command": "make test"}})
+        emit({"type": "tool_result", "id": "c2", "name": "runCommand", "ok": True, "summary": "exit 0",
+              "truncated": False})
+        answer = os.environ.get("FAKE_APPLE_CODE_ANSWER", "fake answer")
+        emit({"type": "text", "delta": answer})
+        result("success", answer, 0)
+    if mode == "echo":
+        result("success", prompt, 0)
+    if mode == "empty":
+        result("success", "", 0)
+    if mode == "fail":
+        sys.stderr.write("warming up\nbackend error: connection refused\n")
+        result("error_backend", "backend error: connection refused", 1)
+    if mode == "unavailable":
+        result("error_model_unavailable", "Apple Intelligence is not enabled", 3)
+    if mode == "timeout":
+        time.sleep(float(values.get("--timeout", "120")))
+        result("error_timeout", "partial: read 2 files", 124)
+    if mode == "no-result":
+        emit({"type": "tool_call", "id": "c1", "name": "listDirectory", "arguments": {}})
+        sys.exit(0)
+    usage_error(f"fake: unknown FAKE_APPLE_CODE_MODE {mode}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Codex and Claude connectors against fake binaries that record argv, cwd and stdin (tests/connectors/fake_cli.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apple_flow.config import Settings
+from apple_flow.connectors import ClaudeConnector, CodexConnector, Connector, ConnectorError, build_connector
+
+Runs = Callable[[], list[dict[str, Any]]]
+MakeSettings = Callable[..., Settings]
+
+
+@pytest.fixture
+def cli_settings(make_settings: MakeSettings, fake_bin: Path) -> Callable[..., Settings]:
+    def make(**overrides: Any) -> Settings:
+        values = {"codex_command": str(fake_bin / "codex"), "claude_command": str(fake_bin / "claude")}
+        return make_settings(**(values | overrides))
+
+    return make
+
+
+# --- codex ---------------------------------------------------------------------------------------------------
+
+
+def test_codex_argv_cwd_and_stdin(cli_settings: Callable[..., Settings], workspace: Path, record: Runs) -> None:
+    connector = build_connector(cli_settings(connector="codex-cli", codex_model="gpt-5-codex"))
+    assert isinstance(connector, CodexConnector)
+    assert isinstance(connector, Connector)
+    assert connector.run_turn("alice", "fix the test") == "codex answer"
+    (run,) = record()
+    assert run["argv"] == [
+        "exec", "--skip-git-repo-check", "--sandbox", "workspace-write", "--cd", str(workspace),
+        "--model", "gpt-5-codex", "-",
+    ]
+    assert run["cwd"] == str(workspace)
+    assert run["stdin"] == "fix the test"
+
+
+def test_codex_read_only_turn_uses_the_read_only_sandbox(cli_settings: Callable[..., Settings], record: Runs) -> None:
+    CodexConnector(cli_settings()).run_turn("alice", "plan", {"allow_tools": False})
+    argv = record()[0]["argv"]
+    assert argv[argv.index("--sandbox") + 1] == "read-only"
+
+
+def test_codex_soul_prompt_and_history_lead_the_prompt(cli_settings: Callable[..., Settings], record: Runs) -> None:
+    connector = CodexConnector(cli_settings(soul_prompt="Be brief.", codex_context_window=3))
+    connector.run_turn("alice", "first")
+    connector.run_turn("alice", "second")
+    second = record()[1]["stdin"]
+    assert second.startswith("Be brief.\n\n")
+    assert "User: first\nAssistant: codex answer" in second
+    assert second.endswith("second")
+
+
+def test_codex_failure_and_empty_answer(
+    cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    connector = CodexConnector(cli_settings())
+    monkeypatch.setenv("FAKE_CLI_MODE", "fail")
+    assert connector.run_turn("alice", "x") == "Error: Codex execution failed (exit code 2). error: not logged in"
+    monkeypatch.setenv("FAKE_CLI_MODE", "empty")
+    assert connector.run_turn("alice", "x") == "No response generated."
+
+
+def test_codex_missing_binary(cli_settings: Callable[..., Settings], tmp_path: Path) -> None:
+    missing = str(tmp_path / "codex-missing")
+    connector = CodexConnector(cli_settings(codex_command=missing))
+    assert connector.run_turn("alice", "x") == (
+        f"Error: Codex CLI not found at '{missing}'. Check apple_flow_codex_command setting."
+    )
+    with pytest.raises(ConnectorError, match="APPLE_FLOW_CODEX_COMMAND"):
+        connector.ensure_started()
+
+
+def test_codex_ensure_started_runs_version(cli_settings: Callable[..., Settings]) -> None:
+    CodexConnector(cli_settings()).ensure_started()
+
+
+# --- claude --------------------------------------------------------------------------------------------------
+
+
+def test_claude_argv_cwd_stdin_and_progress(
+    cli_settings: Callable[..., Settings], workspace: Path, record: Runs
+) -> None:
+    connector = build_connector(cli_settings(connector="claude-cli", claude_model="sonnet", soul_prompt="Be kind."))
+    assert isinstance(connector, ClaudeConnector)
+    progress: list[str] = []
+    assert connector.run_turn_streaming("alice", "fix the test", progress.append) == "claude answer"
+    (run,) = record()
+    assert run["argv"] == [
+        "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits",
+        "--model", "sonnet", "--append-system-prompt", "Be kind.",
+    ]
+    assert run["cwd"] == str(workspace)
+    assert run["stdin"] == "fix the test"
+    assert progress == ["reading src/app.py", "running: pytest -q"]
+
+
+def test_claude_read_only_turn_uses_plan_mode(cli_settings: Callable[..., Settings], record: Runs) -> None:
+    ClaudeConnector(cli_settings()).run_turn("alice", "plan", {"allow_tools": False})
+    argv = record()[0]["argv"]
+    assert argv[argv.index("--permission-mode") + 1] == "plan"
+
+
+def test_claude_is_error_with_exit_zero_is_a_failure(
+    cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_CLI_MODE", "error-result")
+    reply = ClaudeConnector(cli_settings()).run_turn("alice", "x")
+    assert reply == "Error: Claude execution failed (exit code 0). error_max_turns: stopped after 10 turns"
+
+
+def test_claude_failure_exit(cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_CLI_MODE", "fail")
+    reply = ClaudeConnector(cli_settings()).run_turn("alice", "x")
+    assert reply == "Error: Claude execution failed (exit code 2). error: not logged in"
+
+
+def test_claude_empty_answer(cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_CLI_MODE", "empty")
+    assert ClaudeConnector(cli_settings()).run_turn("alice", "x") == "No response generated."

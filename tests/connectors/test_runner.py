@@ -1,0 +1,205 @@
+"""ProcessRunner against real child processes that misbehave the ways agent CLIs do (field notes §3)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from apple_flow.connectors.runner import ProcessRunner, SpawnError
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+# A child that starts a grandchild which ignores SIGTERM and inherits (so holds open) stdout and stderr.
+GRANDCHILD = textwrap.dedent("""
+    import signal, subprocess, sys, time
+    grandchild = subprocess.Popen([sys.executable, "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('grandchild up', flush=True); "
+        "time.sleep(60)"])
+    print(grandchild.pid, flush=True)
+    time.sleep(0.3)
+""")
+
+
+@pytest.fixture
+def runner() -> ProcessRunner:
+    return ProcessRunner(drain_seconds=0.5, kill_grace_seconds=0.5)
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_prompt_goes_to_stdin_and_is_closed(runner: ProcessRunner, tmp_path: Path) -> None:
+    # The child reads stdin to EOF: it only finishes if stdin is closed after the prompt.
+    result = runner.run(
+        python("import sys, os; data = sys.stdin.read(); print(len(data)); print(data.upper()); print(os.getcwd())"),
+        "héllo wörld",
+        cwd=tmp_path,
+        timeout=10,
+    )
+    assert result.exit_code == 0
+    assert result.stdout_lines == ["11", "HÉLLO WÖRLD", str(tmp_path)]
+    assert not result.timed_out
+
+
+def test_child_runs_in_its_own_session(runner: ProcessRunner) -> None:
+    result = runner.run(python("import os; print(os.getsid(0) == os.getpid(), os.getpgid(0) == os.getpid())"),
+                        timeout=10)
+    assert result.stdout_lines == ["True True"]
+
+
+def test_child_never_has_a_terminal_on_stdin(runner: ProcessRunner) -> None:
+    result = runner.run(python("import sys; print(sys.stdin.isatty())"), timeout=10)
+    assert result.stdout_lines == ["False"]
+
+
+def test_five_megabyte_line_arrives_whole(runner: ProcessRunner) -> None:
+    result = runner.run(python("import sys; sys.stdout.write('x' * 5_000_000 + '\\nend\\n')"), timeout=20)
+    assert result.exit_code == 0
+    assert len(result.stdout_lines) == 2
+    assert len(result.stdout_lines[0]) == 5_000_000
+    assert result.stdout_lines[1] == "end"
+
+
+def test_child_that_never_reads_stdin_still_finishes(runner: ProcessRunner) -> None:
+    # 1 MB of prompt cannot fit the pipe buffer; the writer blocks, the turn must not.
+    result = runner.run(python("print('done without reading')"), "p" * 1_000_000, timeout=10)
+    assert result.exit_code == 0
+    assert result.stdout_lines == ["done without reading"]
+
+
+def test_child_that_never_reads_stdin_and_hangs_is_killed_at_the_deadline(runner: ProcessRunner) -> None:
+    started = time.monotonic()
+    result = runner.run(python("import time; print('up', flush=True); time.sleep(60)"), "p" * 1_000_000, timeout=1)
+    assert result.timed_out
+    assert result.exit_code is not None and result.exit_code < 0  # died of our signal
+    assert result.stdout_lines == ["up"]
+    assert time.monotonic() - started < 5
+
+
+def test_non_zero_exit_keeps_the_stderr_tail(runner: ProcessRunner) -> None:
+    started = time.monotonic()
+    result = runner.run(
+        python("import sys; sys.stderr.write('noise\\n' * 100000 + 'fatal: it broke\\n'); sys.exit(7)"), timeout=10
+    )
+    assert result.exit_code == 7
+    assert result.last_stderr_line == "fatal: it broke"
+    assert len(result.stderr_tail) <= 8192
+    assert time.monotonic() - started < 0.4  # a child that is done is not waited on for the drain time
+
+
+def test_missing_command_raises_spawn_error(runner: ProcessRunner, tmp_path: Path) -> None:
+    with pytest.raises(SpawnError) as info:
+        runner.run([str(tmp_path / "nope")], timeout=5)
+    assert info.value.reason == "not_found"
+
+
+def test_non_executable_file_raises_spawn_error(runner: ProcessRunner, tmp_path: Path) -> None:
+    script = tmp_path / "agent"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o644)
+    with pytest.raises(SpawnError) as info:
+        runner.run([str(script)], timeout=5)
+    assert info.value.reason == "not_executable"
+
+
+def test_missing_working_directory_is_named(runner: ProcessRunner, tmp_path: Path) -> None:
+    with pytest.raises(SpawnError) as info:
+        runner.run(python("print(1)"), cwd=tmp_path / "missing", timeout=5)
+    assert info.value.reason == "bad_cwd"
+
+
+def test_timeout_kills_child_and_sigterm_ignoring_grandchild(runner: ProcessRunner) -> None:
+    started = time.monotonic()
+    result = runner.run(python(GRANDCHILD + "time.sleep(60)\n"), timeout=2)
+    elapsed = time.monotonic() - started
+    assert result.timed_out
+    grandchild = int(result.stdout_lines[0])
+    assert "grandchild up" in result.stdout_lines
+    assert elapsed < 2 + 0.5 * 3 + 1.5, elapsed  # deadline + kill grace + bounded drain
+    deadline = time.monotonic() + 3
+    while not gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(grandchild)
+    assert runner.active_count() == 0
+
+
+def test_child_that_exits_while_grandchild_holds_the_pipes_returns(runner: ProcessRunner) -> None:
+    started = time.monotonic()
+    result = runner.run(python(GRANDCHILD), timeout=30)
+    assert not result.timed_out
+    assert result.exit_code == 0
+    assert time.monotonic() - started < 5  # bounded drain, not the grandchild's 60 s
+    grandchild = int(result.stdout_lines[0])
+    deadline = time.monotonic() + 3
+    while not gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(grandchild)
+
+
+def test_lines_reach_the_callback_as_they_arrive(runner: ProcessRunner) -> None:
+    seen: list[tuple[str, float]] = []
+    started = time.monotonic()
+    runner.run(
+        python("import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second', flush=True)"),
+        timeout=10,
+        on_line=lambda line: seen.append((line, time.monotonic() - started)),
+    )
+    assert [line for line, _ in seen] == ["first", "second"]
+    assert seen[0][1] < seen[1][1] - 0.5  # the first line was handed over before the child slept
+
+
+def test_callback_error_still_kills_the_child(runner: ProcessRunner) -> None:
+    def explode(line: str) -> None:
+        raise RuntimeError(f"bad line {line}")
+
+    with pytest.raises(RuntimeError):
+        runner.run(python("import time; print('x', flush=True); time.sleep(60)"), timeout=30, on_line=explode)
+    assert runner.active_count() == 0
+
+
+def run_in_background(runner: ProcessRunner, thread_id: str, results: dict[str, object]) -> threading.Thread:
+    def work() -> None:
+        results[thread_id] = runner.run(
+            python("import time; print('up', flush=True); time.sleep(60)"), timeout=30, thread_id=thread_id
+        )
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    return thread
+
+
+def wait_for(condition: object, seconds: float = 5) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.02)
+
+
+def test_cancel_by_thread_id_kills_only_that_thread(runner: ProcessRunner) -> None:
+    results: dict[str, object] = {}
+    alice = run_in_background(runner, "alice", results)
+    bob = run_in_background(runner, "bob", results)
+    wait_for(lambda: runner.active_count() == 2)
+    assert runner.cancel("alice") == 1
+    alice.join(5)
+    assert not alice.is_alive()
+    assert results["alice"].cancelled  # type: ignore[attr-defined]
+    assert bob.is_alive()
+    assert runner.cancel("nobody") == 0
+    runner.shutdown()
+    bob.join(5)
+    assert not bob.is_alive()
+    assert results["bob"].cancelled  # type: ignore[attr-defined]
+    assert runner.active_count() == 0

@@ -1,0 +1,60 @@
+"""The connector group of Settings: defaults, and errors that name the variable and what it accepts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from apple_flow.config import SettingsError, load_settings
+from apple_flow.connectors import REGISTRY, build_connector
+
+
+def test_connector_defaults_match_the_seed_plan() -> None:
+    s = load_settings(env_file=None)
+    assert s.connector == "afm"
+    assert s.afm_command == "apple-code"
+    assert s.afm_context_window == 1
+    assert s.afm_max_prompt_chars == 3000
+    assert s.afm_soul_max_chars == 500
+    assert s.afm_timeout_seconds == 120
+    assert s.afm_backend == "auto"
+    assert s.afm_model is None and s.afm_base_url is None
+    assert s.afm_plan_tasks is True
+    assert s.turn_timeout_seconds == 300
+
+
+def test_environment_and_env_file_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = tmp_path / ".env"
+    env.write_text("APPLE_FLOW_AFM_MAX_PROMPT_CHARS=2000\nAPPLE_FLOW_CONNECTOR=claude-cli\n")
+    monkeypatch.setenv("APPLE_FLOW_AFM_BACKEND", "openai")
+    s = load_settings(env_file=env)
+    assert (s.afm_max_prompt_chars, s.connector, s.afm_backend) == (2000, "claude-cli", "openai")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("connector", "gemini", "APPLE_FLOW_CONNECTOR: Value error, unknown connector; accepted: afm, codex-cli, "
+                                "claude-cli (got 'gemini')"),
+        ("afm_backend", "cloud", "APPLE_FLOW_AFM_BACKEND: Input should be 'auto', 'fm' or 'openai' (got 'cloud')"),
+        ("afm_max_prompt_chars", "10", "APPLE_FLOW_AFM_MAX_PROMPT_CHARS: Input should be greater than or equal to 200"),
+        ("afm_timeout_seconds", "0", "APPLE_FLOW_AFM_TIMEOUT_SECONDS: Input should be greater than 0"),
+        ("afm_context_window", "-1", "APPLE_FLOW_AFM_CONTEXT_WINDOW: Input should be greater than or equal to 0"),
+        ("afm_context_tokens", "100", "APPLE_FLOW_AFM_CONTEXT_TOKENS: Input should be greater than or equal to 256"),
+        ("afm_plan_tasks", "maybe", "APPLE_FLOW_AFM_PLAN_TASKS: Input should be a valid boolean"),
+        ("turn_timeout_seconds", "soon", "APPLE_FLOW_TURN_TIMEOUT_SECONDS: Input should be a valid number"),
+    ],
+)
+def test_bad_values_name_the_variable_and_what_it_accepts(
+    field: str, value: str, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(f"APPLE_FLOW_{field.upper()}", value)
+    with pytest.raises(SettingsError) as info:
+        load_settings(env_file=None)
+    assert expected in str(info.value)
+
+
+def test_every_accepted_connector_builds(tmp_path: Path) -> None:
+    for name, cls in REGISTRY.items():
+        assert type(build_connector(load_settings(env_file=None, connector=name))) is cls

@@ -1,0 +1,187 @@
+"""task: -> read-only plan -> approval request -> approve (same sender only) -> run with tools; deny, expiry."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apple_flow.config import Settings
+from apple_flow.connectors.base import TurnOptions
+from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.store import Store
+from support.daemon_fakes import FakeConnector
+from support.daemon_harness import ANA, BOB, Harness
+
+
+def planner(prompt: str, options: TurnOptions) -> str:
+    if options.get("allow_tools") is False:
+        return "1. Edit a.py\n2. Run the tests"
+    return "Changed a.py; tests pass."
+
+
+@pytest.fixture
+def run_daemon(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
+    made: list[Harness] = []
+
+    def make(**overrides: Any) -> Harness:
+        h = Harness(make_settings(**overrides), FakeConnector(answer=planner)).start()
+        made.append(h)
+        return h
+
+    yield make
+    for h in made:
+        h.daemon.request_stop()
+
+
+def request_id(reply: str) -> str:
+    match = re.search(r"approve (req_[0-9a-f]{8})", reply)
+    assert match, reply
+    return match.group(1)
+
+
+def test_a_task_is_planned_read_only_then_runs_with_tools_once_approved(run_daemon: Callable[..., Harness]) -> None:
+    h = run_daemon()
+    h.ingress.add(ANA, "task: fix the parser")
+    plan_reply = _wait_for_replies(h, ANA, 1)[0]
+    assert "1. Edit a.py" in plan_reply and "Expires in 20 minutes" in plan_reply
+    plan_call = h.connector.calls[0]
+    assert plan_call.options == {"allow_tools": False, "cwd": str(h.settings.default_workspace)}
+    assert "fix the parser" in plan_call.prompt
+    rid = request_id(plan_reply)
+    h.ingress.add(ANA, f"approve {rid} keep the old API")
+    h.finish()
+    replies = h.egress.to(ANA)
+    assert replies[1].startswith(f"Done ({rid}, run_") and "Changed a.py" in replies[1]
+    assert (ANA, f"Approved {rid}: working on it in {h.settings.default_workspace}.") in h.egress.progress
+    run_call = h.connector.calls[1]
+    assert run_call.options == {"allow_tools": True, "cwd": str(h.settings.default_workspace), "plan": True}
+    assert "fix the parser" in run_call.prompt and "1. Edit a.py" in run_call.prompt
+    assert "keep the old API" in run_call.prompt
+    approval = h.store.approval(rid)
+    assert approval is not None and approval.state == "approved"
+
+
+def test_only_the_requesting_sender_may_approve(run_daemon: Callable[..., Harness]) -> None:
+    h = run_daemon()
+    h.ingress.add(ANA, "task: fix the parser")
+    rid = request_id(_wait_for_replies(h, ANA, 1)[0])
+    h.ingress.add(BOB, f"approve {rid}")
+    h.finish()
+    assert h.egress.to(BOB) == [f"No approval request {rid}. You have none pending."]
+    assert len(h.connector.calls) == 1
+    approval = h.store.approval(rid)
+    assert approval is not None and approval.state == "pending"
+
+
+def test_deny_unknown_and_repeated_decisions(run_daemon: Callable[..., Harness]) -> None:
+    h = run_daemon()
+    h.ingress.add(ANA, "task: fix the parser")
+    rid = request_id(_wait_for_replies(h, ANA, 1)[0])
+    h.ingress.add(ANA, f"deny {rid}")
+    h.ingress.add(ANA, f"approve {rid}")
+    h.ingress.add(ANA, "approve req_00000000")
+    h.ingress.add(ANA, "approve")
+    h.finish()
+    assert h.egress.to(ANA)[1:] == [
+        f"Denied {rid}; nothing was changed.",
+        f"{rid} was already denied.",
+        "No approval request req_00000000. You have none pending.",
+        "You have no pending approval requests.",
+    ]
+    assert len(h.connector.calls) == 1
+
+
+def test_deny_all_denies_every_pending_request_of_the_sender(run_daemon: Callable[..., Harness]) -> None:
+    h = run_daemon()
+    h.ingress.add(ANA, "task: one")
+    h.ingress.add(ANA, "task: two")
+    replies = _wait_for_replies(h, ANA, 2)
+    ids = sorted(request_id(r) for r in replies)
+    h.ingress.add(ANA, "approve")
+    h.ingress.add(ANA, "deny all")
+    h.ingress.add(ANA, "deny all")
+    h.finish()
+    which, denied, none = h.egress.to(ANA)[2:]
+    assert which.startswith("Which one? Pending:") and all(i in which for i in ids)
+    assert denied.startswith("Denied 2 request(s)")
+    assert none == "You have no pending approval requests."
+    assert all(h.store.approval(i).state == "denied" for i in ids)  # type: ignore[union-attr]
+
+
+def test_an_expired_request_cannot_be_approved(tmp_path: Path) -> None:
+    now = [1000.0]
+    store = Store(tmp_path / "relay.db")
+    approvals = Approvals(store, ttl_minutes=20, clock=lambda: now[0])
+    request = approvals.create(ANA, "task", "plan", "/ws")
+    store.add_approval(request)
+    now[0] += 20 * 60 + 1
+    decision = approvals.approve(ANA, request.id, "imessage:9")
+    assert decision.approval is None
+    assert decision.message == f"{request.id} expired (requests last 20 minutes). Send the task again."
+    assert approvals.pending(ANA) == []
+
+
+def test_replaying_the_approving_message_after_a_crash_runs_the_task_again(tmp_path: Path) -> None:
+    store = Store(tmp_path / "relay.db")
+    approvals = Approvals(store, ttl_minutes=20)
+    request = approvals.create(ANA, "task", "plan", "/ws")
+    store.add_approval(request)
+    first = approvals.approve(ANA, request.id, "imessage:9")
+    replay = approvals.approve(ANA, request.id, "imessage:9")
+    other = approvals.approve(ANA, request.id, "imessage:10")
+    assert first.approval is not None and replay.approval is not None and replay.approval.id == request.id
+    assert other.approval is None and other.message == f"{request.id} was already approved."
+
+
+def test_a_workspace_alias_inside_the_allowed_workspaces_is_used(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    site = tmp_path / "ws" / "site"
+    site.mkdir(parents=True)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    settings = make_settings(workspace_aliases={"site": str(site), "out": str(outside)})
+    h = Harness(settings, FakeConnector(answer=planner)).start()
+    h.ingress.add(ANA, "@site what is here")
+    h.ingress.add(ANA, "@out what is here")
+    h.ingress.add(ANA, "@nope what is here")
+    h.finish()
+    assert h.connector.calls[0].options["cwd"] == str(site)
+    assert len(h.connector.calls) == 1
+    assert sorted(h.egress.to(ANA)) == [
+        "@out points outside the allowed workspaces; ask the owner to allow it.",
+        "Changed a.py; tests pass.",
+        "Unknown workspace @nope (known: @out, @site).",
+    ]
+
+
+def test_status_names_running_pending_and_recent_work(run_daemon: Callable[..., Harness]) -> None:
+    h = run_daemon()
+    h.ingress.add(ANA, "task: fix the parser")
+    rid = request_id(_wait_for_replies(h, ANA, 1)[0])
+    h.ingress.add(ANA, "status")
+    status = _wait_for_replies(h, ANA, 2)[1]
+    assert f"Awaiting approval: {rid}" in status and "fix the parser" in status and "task done" in status
+    run_id = h.store.runs_of(ANA)[0].id
+    h.ingress.add(ANA, f"status {run_id}")
+    h.ingress.add(ANA, f"status {rid}")
+    h.ingress.add(BOB, f"status {run_id}")
+    h.finish()
+    assert h.egress.to(ANA)[2].startswith(f"{run_id} (task) done: 1. Edit a.py")
+    assert h.egress.to(ANA)[3] == f"{rid} pending: fix the parser"
+    assert h.egress.to(BOB) == [f"No run or request {run_id}. Send `status` for yours."]
+
+
+def _wait_for_replies(h: Harness, sender: str, count: int, timeout: float = 5) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        replies = h.egress.to(sender)
+        if len(replies) >= count:
+            return replies
+        time.sleep(0.01)
+    raise AssertionError(f"expected {count} replies, got {h.egress.to(sender)}")

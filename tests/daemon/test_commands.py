@@ -1,0 +1,43 @@
+"""Message text -> command."""
+
+from __future__ import annotations
+
+import pytest
+
+from apple_flow.daemon.commands import FAST, Command, Kind, parse
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("help", Command(Kind.HELP)),
+        ("  Help ", Command(Kind.HELP)),
+        ("status", Command(Kind.STATUS)),
+        ("status run_abc123", Command(Kind.STATUS, target="run_abc123")),
+        ("health", Command(Kind.HEALTH)),
+        ("clear context", Command(Kind.CLEAR)),
+        ("New chat", Command(Kind.CLEAR)),
+        ("reset   context", Command(Kind.CLEAR)),
+        ("approve req_12345678", Command(Kind.APPROVE, target="req_12345678")),
+        ("approve req_12345678 but skip the docs", Command(Kind.APPROVE, "but skip the docs", "req_12345678")),
+        ("approve", Command(Kind.APPROVE)),
+        ("deny req_1", Command(Kind.DENY, target="req_1")),
+        ("deny all", Command(Kind.DENY_ALL)),
+        ("cancel", Command(Kind.CANCEL)),
+        ("idea: a name for the app", Command(Kind.IDEA, "a name for the app")),
+        ("PLAN:migrate the db", Command(Kind.PLAN, "migrate the db")),
+        ("task: add a test\nfor parse()", Command(Kind.TASK, "add a test\nfor parse()")),
+        ("what does status mean here?", Command(Kind.CHAT, "what does status mean here?")),
+        ("deny that I said it", Command(Kind.CHAT, "deny that I said it")),
+        ("@site task: fix the tests", Command(Kind.TASK, "fix the tests", alias="site")),
+        ("task: @Site fix the tests", Command(Kind.TASK, "fix the tests", alias="site")),
+        ("@site what is in here", Command(Kind.CHAT, "what is in here", alias="site")),
+    ],
+)
+def test_parse(text: str, expected: Command) -> None:
+    assert parse(text) == expected
+
+
+def test_only_commands_are_fast() -> None:
+    assert Kind.CHAT not in FAST and Kind.TASK not in FAST and Kind.IDEA not in FAST and Kind.PLAN not in FAST
+    assert {Kind.STATUS, Kind.CANCEL, Kind.APPROVE, Kind.HELP} <= FAST

@@ -1,0 +1,74 @@
+"""`apple-flow run --channel console` in-process (the connector is the test's fake; the end-to-end tests run the
+real one): one message per line, replies on stdout, exits 0 after finishing pending turns at end of input."""
+
+from __future__ import annotations
+
+import io
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import apple_flow.connectors
+from apple_flow.channels.console import ConsoleIngress, PlainConsoleEgress
+from apple_flow.cli import app
+from apple_flow.daemon.lock import InstanceLock
+from support.daemon_fakes import FakeConnector
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    made: list[FakeConnector] = []
+
+    def build(settings: Any, history: Any = None) -> FakeConnector:
+        connector = FakeConnector()
+        made.append(connector)
+        return connector
+
+    monkeypatch.setattr(apple_flow.connectors, "build_connector", build, raising=False)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    return {
+        "APPLE_FLOW_DB_PATH": str(tmp_path / "relay.db"),
+        "APPLE_FLOW_DEFAULT_WORKSPACE": str(tmp_path),
+        "APPLE_FLOW_ALLOWED_SENDERS": "",
+    }
+
+
+def test_run_on_the_console_answers_each_line_and_exits_0(env: dict[str, str]) -> None:
+    result = CliRunner().invoke(app, ["run", "--channel", "console"], input="hello\n\n  \nsecond line\n", env=env)
+    assert result.exit_code == 0, result.output
+    assert "echo: hello\n\n" in result.stdout and "echo: second line\n\n" in result.stdout
+    assert result.stdout.index("echo: hello") < result.stdout.index("echo: second line")
+
+
+def test_a_second_daemon_on_the_same_database_is_refused(env: dict[str, str], tmp_path: Path) -> None:
+    with InstanceLock(tmp_path / "relay.db"):
+        result = CliRunner().invoke(app, ["run", "--channel", "console"], input="hello\n", env=env)
+    assert result.exit_code == 1
+    assert "Another apple-flow daemon" in result.output and "APPLE_FLOW_DB_PATH" in result.output
+
+
+def test_a_bad_setting_is_named_with_exit_2(env: dict[str, str]) -> None:
+    env["APPLE_FLOW_MAX_CONCURRENT_AI_CALLS"] = "zero"
+    result = CliRunner().invoke(app, ["run", "--channel", "console"], input="hello\n", env=env)
+    assert result.exit_code == 2
+    assert "APPLE_FLOW_MAX_CONCURRENT_AI_CALLS" in result.output
+
+
+def test_console_ingress_numbers_lines_and_skips_blank_ones() -> None:
+    ingress = ConsoleIngress.from_stream(io.StringIO("a\n\nb\nc\n"))
+    messages = list(ingress.messages(0, threading.Event()))
+    assert [(m.rowid, m.sender, m.text) for m in messages] == [(1, "console", "a"), (3, "console", "b"),
+                                                               (4, "console", "c")]
+    assert [m.text for m in ConsoleIngress.from_stream(io.StringIO("a\nb\n")).messages(1, threading.Event())] == ["b"]
+
+
+def test_plain_egress_keeps_replies_on_stdout_and_progress_on_stderr() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    egress = PlainConsoleEgress(out, err)
+    egress.send("console", "two\nlines\n")
+    egress.send_progress("console", "… readFile a.py")
+    assert out.getvalue() == "two\nlines\n\n"
+    assert err.getvalue() == "… readFile a.py\n"

@@ -1,0 +1,339 @@
+"""The daemon loop with a real store (SQLite) and an in-process connector the test controls."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from apple_flow.config import Settings
+from apple_flow.daemon.store import Store
+from support.daemon_fakes import FakeConnector
+from support.daemon_harness import ANA, BOB, Harness, wait_until
+
+
+@pytest.fixture
+def harness(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
+    made: list[Harness] = []
+
+    def make(connector: FakeConnector | None = None, **overrides: Any) -> Harness:
+        h = Harness(make_settings(**overrides), connector)
+        made.append(h)
+        return h
+
+    yield make
+    for h in made:
+        h.connector.release.set()
+        h.daemon.request_stop()
+
+
+def test_a_chat_message_is_answered_and_recorded(harness: Callable[..., Harness]) -> None:
+    h = harness().start()
+    h.ingress.add(ANA, "hello there")
+    assert h.finish() == 0
+    assert h.egress.to(ANA) == ["echo: hello there"]
+    record = h.store.message("imessage", 1)
+    assert record is not None and record.state == "sent" and record.reply == "echo: hello there"
+    assert h.store.cursor("imessage") == 1
+    assert h.connector.calls[0].options["allow_tools"] is True
+    assert h.connector.shut_down
+
+
+def test_an_unknown_sender_gets_nothing_and_is_logged(harness: Callable[..., Harness]) -> None:
+    h = harness().start()
+    h.ingress.add("+15550000000", "let me in")
+    h.finish()
+    assert h.egress.sent == [] and h.connector.calls == []
+    record = h.store.message("imessage", 1)
+    assert record is not None and (record.state, record.note) == ("ignored", "unknown sender")
+    assert [e.sender for e in h.store.events(kind="ignored")] == ["+15550000000"]
+
+
+def test_unknown_senders_are_answered_only_when_configured(harness: Callable[..., Harness]) -> None:
+    h = harness(reply_to_unknown_senders=True).start()
+    h.ingress.add("+15550000000", "let me in")
+    h.finish()
+    assert h.egress.to("+15550000000") == ["Sorry, this Mac does not take requests from you. Ask its owner to add you."]
+    assert h.connector.calls == []
+
+
+def test_messages_sent_by_this_mac_are_skipped(harness: Callable[..., Harness]) -> None:
+    h = harness().start()
+    h.ingress.add(ANA, "echo: hello", is_from_me=True)
+    h.finish()
+    assert h.egress.sent == []
+
+
+def test_a_fresh_install_starts_at_the_newest_message_without_replaying_history(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness()
+    h.ingress.add(ANA, "old message from last week")
+    h.start()
+    h.ingress.add(ANA, "new")
+    h.finish()
+    assert h.egress.to(ANA) == ["echo: new"]
+
+
+def test_fast_commands_answer_while_a_long_turn_runs(harness: Callable[..., Harness]) -> None:
+    h = harness().start()
+    h.ingress.add(ANA, "SLOW: refactor everything")
+    wait_until(lambda: h.connector.running == 1)
+    h.ingress.add(ANA, "status")
+    status = wait_until(lambda: h.egress.to(ANA))
+    assert status[0].startswith("Running for") and "refactor everything" in status[0]
+    h.ingress.add(ANA, "help")
+    wait_until(lambda: len(h.egress.to(ANA)) == 2)
+    assert h.store.cursor("imessage") == 0  # the running turn holds the cursor back
+    h.connector.release.set()
+    h.finish()
+    assert h.egress.to(ANA)[2] == "echo: SLOW: refactor everything"
+    assert h.store.cursor("imessage") == 3
+
+
+def test_one_turn_at_a_time_per_sender_in_order(harness: Callable[..., Harness]) -> None:
+    h = harness(max_concurrent_ai_calls=4).start()
+    for i in range(5):
+        h.ingress.add(ANA, f"m{i}")
+    h.finish()
+    assert h.egress.to(ANA) == [f"echo: m{i}" for i in range(5)]
+    calls = h.connector.calls
+    for before, after in itertools.pairwise(calls):
+        assert before.finished <= after.started
+
+
+def test_turns_of_different_senders_run_side_by_side_within_the_bound(harness: Callable[..., Harness]) -> None:
+    senders = [f"+1555000000{i}" for i in range(4)]
+    h = harness(max_concurrent_ai_calls=2, allowed_senders=senders).start()
+    for sender in senders:
+        h.ingress.add(sender, "SLOW")
+    wait_until(lambda: h.connector.running == 2)
+    time.sleep(0.1)
+    assert h.connector.running == 2  # the pool is the bound
+    h.connector.release.set()
+    h.finish()
+    assert h.connector.max_running == 2
+    assert all(h.egress.to(s) == ["echo: SLOW"] for s in senders)
+
+
+def test_progress_is_throttled_to_one_message_per_interval(harness: Callable[..., Harness]) -> None:
+    connector = FakeConnector(progress=("readFile a.py", "editFile a.py", "runCommand pytest"))
+    h = harness(connector, progress_interval_seconds=3600).start()
+    h.ingress.add(ANA, "fix it")
+    h.finish()
+    assert h.egress.progress == []  # a quick turn sends no progress
+    connector2 = FakeConnector(progress=("readFile a.py", "editFile a.py"))
+    h2 = harness(connector2, progress_interval_seconds=0, db_path=h.settings.db_path.with_name("two.db")).start()
+    h2.ingress.add(ANA, "fix it")
+    h2.finish()
+    assert h2.egress.progress == [(ANA, "… readFile a.py"), (ANA, "… editFile a.py")]
+
+
+def test_cancel_stops_the_running_turn_and_the_sender_hears_once(harness: Callable[..., Harness]) -> None:
+    h = harness().start()
+    h.ingress.add(ANA, "SLOW forever")
+    wait_until(lambda: h.connector.running == 1)
+    h.ingress.add(ANA, "cancel")
+    h.finish()
+    assert h.egress.to(ANA) == ["Stopped your running request."]
+    assert h.connector.cancelled == [ANA]
+    run = h.store.runs_of(ANA)[0]
+    assert run.state == "cancelled"
+    record = h.store.message("imessage", 1)
+    assert record is not None and record.state == "sent" and record.note == "cancelled"
+
+
+def test_cancel_with_nothing_running_says_so(harness: Callable[..., Harness]) -> None:
+    h = harness().start()
+    h.ingress.add(ANA, "cancel")
+    h.finish()
+    assert h.egress.to(ANA) == ["Nothing of yours is running."]
+
+
+def test_a_turn_past_the_timeout_is_killed_and_the_sender_told(harness: Callable[..., Harness]) -> None:
+    h = harness(turn_timeout_seconds=0.3).start()
+    h.ingress.add(ANA, "SLOW hang")
+    h.finish()
+    assert h.connector.cancelled == [ANA]
+    [reply] = h.egress.to(ANA)
+    assert "took too long and was stopped after 0.3 s" in reply
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        ("Error: Request timed out after 120s. The agent was stopped.", "took too long and was stopped after 120 s"),
+        ("Error: AFM CLI not found at 'apple-code'. Check apple_flow_afm_command setting.", "cannot start"),
+        (
+            "Error: apple-code execution failed (exit code 3). No model available: Apple Intelligence is off. "
+            "Turn on Apple Intelligence (macOS 26), or set APPLE_FLOW_AFM_BACKEND=openai",
+            "no model is available: Apple Intelligence is off. Turn on Apple Intelligence",
+        ),
+        ("Error: apple-code execution failed (exit code 1). error_max_turns", "the agent failed: apple-code"),
+        ("No response generated.", "without an answer"),
+    ],
+)
+def test_failures_get_short_honest_replies(harness: Callable[..., Harness], result: str, expected: str) -> None:
+    h = harness(FakeConnector(answer=lambda prompt, options: result)).start()
+    h.ingress.add(ANA, "hi")
+    h.finish()
+    [reply] = h.egress.to(ANA)
+    assert expected in reply and "Traceback" not in reply and len(reply) < 400
+    assert h.store.runs_of(ANA)[0].state == "failed"
+
+
+def test_a_connector_exception_becomes_a_reply_not_a_crash(harness: Callable[..., Harness]) -> None:
+    def explode(prompt: str, options: Any) -> str:
+        raise ValueError("bad json from the agent")
+
+    h = harness(FakeConnector(answer=explode)).start()
+    h.ingress.add(ANA, "hi")
+    h.ingress.add(ANA, "again")
+    h.finish()
+    replies = h.egress.to(ANA)
+    assert len(replies) == 2 and all("ValueError: bad json from the agent" in r for r in replies)
+
+
+def test_a_failed_send_is_recorded_and_does_not_block_the_cursor(harness: Callable[..., Harness]) -> None:
+    h = harness().start()
+    h.egress.fail_for.add(ANA)
+    h.ingress.add(ANA, "hi")
+    h.ingress.add(BOB, "hello")
+    h.finish()
+    assert h.egress.to(BOB) == ["echo: hello"]
+    record = h.store.message("imessage", 1)
+    assert record is not None and record.state == "send_failed" and "refused" in (record.note or "")
+    assert h.store.cursor("imessage") == 2
+
+
+def test_rate_limited_messages_are_skipped_after_one_notice(harness: Callable[..., Harness]) -> None:
+    h = harness(max_messages_per_minute=2).start()
+    for i in range(5):
+        h.ingress.add(ANA, f"m{i}")
+    h.finish()
+    replies = h.egress.to(ANA)
+    assert [r for r in replies if r.startswith("echo")] == ["echo: m0", "echo: m1"]
+    assert sum("too fast" in r for r in replies) == 1
+    assert len(replies) == 3
+    assert [h.store.message("imessage", i).note for i in (4, 5)] == ["rate limited", "rate limited"]  # type: ignore[union-attr]
+
+
+def test_sigterm_style_stop_kills_turns_past_the_grace_and_leaves_them_for_the_restart(
+    harness: Callable[..., Harness], make_settings: Callable[..., Settings]
+) -> None:
+    h = harness(shutdown_grace_seconds=0.2).start()
+    h.ingress.add(ANA, "SLOW one")
+    h.ingress.add(ANA, "queued two")
+    wait_until(lambda: h.connector.running == 1)
+    began = time.monotonic()
+    h.stop()
+    assert time.monotonic() - began < 3
+    assert h.connector.cancelled == [None]  # every running turn killed
+    assert h.egress.sent == []
+    first = h.store.message("imessage", 1)
+    assert first is not None and first.state == "taken"
+    h.store.close()
+
+    # The restart redoes both, in order, and answers each once.
+    again = Harness(h.settings)
+    again.start()
+    again.ingress.add(ANA, "SLOW one", rowid=1)
+    again.ingress.add(ANA, "queued two", rowid=2)
+    again.connector.release.set()
+    again.finish()
+    assert again.ingress.read_from == 0
+    assert again.egress.to(ANA) == ["echo: SLOW one", "echo: queued two"]
+    assert again.store.runs_of(ANA, 5)[-1].state == "interrupted"
+
+
+def test_a_restart_sends_a_recorded_reply_and_skips_finished_messages(make_settings: Callable[..., Settings]) -> None:
+    settings = make_settings()
+    store = Store(settings.db_path)
+    store.set_cursor("imessage", 0)
+    store.take("imessage", 1, ANA, "done before")
+    store.record_reply("imessage", 1, "old answer")
+    store.mark_sent("imessage", 1)
+    store.take("imessage", 2, ANA, "answered, not sent")
+    store.record_reply("imessage", 2, "recorded answer")
+    store.take("imessage", 3, ANA, "taken, not answered")
+    store.close()
+    h = Harness(settings).start()
+    for rowid, text in [(1, "done before"), (2, "answered, not sent"), (3, "taken, not answered")]:
+        h.ingress.add(ANA, text, rowid=rowid)
+    h.finish()
+    assert h.egress.to(ANA) == ["recorded answer", "echo: taken, not answered"]
+    assert h.connector.prompts() == ["taken, not answered"]
+    assert h.store.cursor("imessage") == 3
+
+
+def test_the_ingress_failing_stops_the_daemon_with_status_1(harness: Callable[..., Harness]) -> None:
+    h = harness()
+
+    def broken(after_rowid: int, stop: threading.Event) -> Iterator[Any]:
+        raise PermissionError("authorization denied: grant Full Disk Access")
+        yield
+
+    h.ingress.messages = broken  # type: ignore[method-assign]
+    h.start()
+    h._thread.join(5)
+    assert h.status == 1
+    assert "Full Disk Access" in h.store.events(kind="ingress_error")[0].detail
+
+
+def test_health_reports_an_unready_connector(harness: Callable[..., Harness]) -> None:
+    connector = FakeConnector()
+    connector.fail_start = "apple-code not found: run scripts/setup.sh"
+    h = harness(connector).start()
+    h.ingress.add(ANA, "health")
+    h.finish()
+    [reply] = h.egress.to(ANA)
+    assert "not ready: apple-code not found: run scripts/setup.sh" in reply
+
+
+def test_clear_context_resets_the_thread_and_the_stored_history(harness: Callable[..., Harness]) -> None:
+    from apple_flow.connectors.base import Exchange
+
+    h = harness()
+    h.store.append(ANA, Exchange("q", "a"))
+    h.start()
+    h.ingress.add(ANA, "new chat")
+    h.finish()
+    assert h.connector.resets == [ANA]
+    assert h.store.history(ANA, 5) == []
+    assert h.egress.to(ANA) == ["Context cleared: the next message starts a new conversation."]
+
+
+def test_rows_the_ingress_skips_move_the_cursor_once_earlier_messages_are_done(
+    harness: Callable[..., Harness],
+) -> None:
+    from apple_flow.channels.imessage import Skipped
+
+    h = harness()
+    skips: list[Any] = []
+    h.ingress.on_skip = skips.append  # type: ignore[attr-defined]
+    h.start()
+    assert h.ingress.on_skip is not skips.append  # type: ignore[attr-defined]
+    h.ingress.add(ANA, "SLOW", rowid=1)
+    wait_until(lambda: h.connector.running == 1)
+    h.ingress.on_skip(Skipped(2, "echo"))  # type: ignore[attr-defined]
+    assert h.store.cursor("imessage") == 0
+    h.connector.release.set()
+    h.finish()
+    assert h.store.cursor("imessage") == 2
+
+
+def test_an_unreadable_source_at_first_start_is_a_start_error(harness: Callable[..., Harness]) -> None:
+    from apple_flow.daemon.runtime import StartError
+
+    h = harness()
+
+    def unreadable() -> int:
+        raise PermissionError("chat.db: authorization denied; grant Full Disk Access to python3")
+
+    h.ingress.latest_rowid = unreadable  # type: ignore[method-assign]
+    with pytest.raises(StartError, match="Full Disk Access"):
+        h.daemon.run()

@@ -1,0 +1,91 @@
+"""The store: created on first use, migrated by version, durable across reopen, clear about bad files."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from apple_flow.connectors.base import Exchange
+from apple_flow.daemon.store import HISTORY_KEEP, SCHEMA_VERSION, Store, StoreError
+
+
+def test_first_open_creates_the_database_in_wal_mode_at_the_current_version(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "relay.db"
+    store = Store(path)
+    assert path.exists()
+    assert store.schema_version == SCHEMA_VERSION >= 1
+    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def test_everything_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "relay.db"
+    store = Store(path)
+    store.set_cursor("imessage", 41)
+    store.take("imessage", 42, "+15551234567", "hi")
+    store.record_reply("imessage", 42, "hello")
+    store.append("+15551234567", Exchange("hi", "hello"))
+    store.log_event("start", "test")
+    store.close()
+    again = Store(path)
+    assert again.cursor("imessage") == 41
+    record = again.message("imessage", 42)
+    assert record is not None and (record.state, record.reply) == ("replied", "hello")
+    assert again.history("+15551234567", 5) == [Exchange("hi", "hello")]
+    assert [e.kind for e in again.events()] == ["start"]
+
+
+def test_a_database_from_a_newer_version_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "relay.db"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(StoreError, match="newer than this apple-flow"):
+        Store(path)
+
+
+def test_a_file_that_is_not_a_database_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "relay.db"
+    path.write_text("not sqlite at all, just some notes " * 100)
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="APPLE_FLOW_DB_PATH"):
+        Store(path)
+    assert path.read_bytes() == before
+
+
+def test_history_is_newest_last_limited_and_capped(tmp_path: Path) -> None:
+    store = Store(tmp_path / "relay.db")
+    for i in range(HISTORY_KEEP + 5):
+        store.append("a", Exchange(f"q{i}", f"a{i}"))
+    store.append("b", Exchange("other", "thread"))
+    assert store.history("a", 2) == [Exchange(f"q{HISTORY_KEEP + 3}", f"a{HISTORY_KEEP + 3}"),
+                                      Exchange(f"q{HISTORY_KEEP + 4}", f"a{HISTORY_KEEP + 4}")]
+    assert len(store.history("a", 1000)) == HISTORY_KEEP
+    assert store.history("a", 0) == []
+    store.clear("a")
+    assert store.history("a", 5) == []
+    assert store.history("b", 5) == [Exchange("other", "thread")]
+
+
+def test_a_failed_transaction_writes_nothing(tmp_path: Path) -> None:
+    store = Store(tmp_path / "relay.db")
+    with pytest.raises(RuntimeError), store.transaction():
+        store.take("imessage", 1, "x", "hi")
+        store.set_cursor("imessage", 1)
+        raise RuntimeError("boom")
+    assert store.message("imessage", 1) is None
+    assert store.cursor("imessage") is None
+
+
+def test_runs_left_running_are_marked_interrupted(tmp_path: Path) -> None:
+    store = Store(tmp_path / "relay.db")
+    store.start_run("run_a", "x", "chat", "/ws", "hi")
+    store.start_run("run_b", "x", "chat", "/ws", "hi")
+    store.finish_run("run_b", "done", "ok")
+    assert store.interrupt_running_runs() == 1
+    run = store.run("run_a")
+    assert run is not None and run.state == "interrupted"
+    done = store.run("run_b")
+    assert done is not None and done.state == "done"

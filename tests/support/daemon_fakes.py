@@ -1,0 +1,173 @@
+"""In-process stand-ins for the daemon's unit tests: a connector whose turns the test controls, a list ingress and
+a recording egress. End-to-end tests use the real connector, apple-code and chat.db instead."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from apple_flow.channels.base import InboundMessage, SendError
+from apple_flow.connectors.base import ProgressCallback, TurnOptions
+
+
+@dataclass
+class Call:
+    thread_id: str
+    prompt: str
+    options: TurnOptions
+    started: float = field(default_factory=time.monotonic)
+    finished: float = 0.0
+
+
+class FakeConnector:
+    """Answers with ``answer(prompt, options)`` (default: "echo: <prompt>"). A prompt containing ``SLOW`` waits
+    until ``release`` is set (or the turn is cancelled); ``progress`` lines are reported before answering."""
+
+    def __init__(
+        self,
+        answer: Callable[[str, TurnOptions], str] | None = None,
+        progress: tuple[str, ...] = (),
+    ) -> None:
+        self.answer = answer or (lambda prompt, options: f"echo: {prompt}")
+        self.progress = progress
+        self.calls: list[Call] = []
+        self.release = threading.Event()
+        self.cancelled: list[str | None] = []
+        self.resets: list[str] = []
+        self.soul: str | None = None
+        self.shut_down = False
+        self.fail_start: str | None = None
+        self._cancel_events: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+        self.running = 0
+        self.max_running = 0
+
+    def ensure_started(self) -> None:
+        if self.fail_start:
+            from apple_flow.connectors.base import ConnectorError
+
+            raise ConnectorError(self.fail_start)
+
+    def get_or_create_thread(self, sender: str) -> str:
+        return sender
+
+    def reset_thread(self, sender: str) -> str:
+        self.resets.append(sender)
+        return sender
+
+    def run_turn(self, thread_id: str, prompt: str, options: TurnOptions | None = None) -> str:
+        return self.run_turn_streaming(thread_id, prompt, None, options)
+
+    def run_turn_streaming(
+        self,
+        thread_id: str,
+        prompt: str,
+        on_progress: ProgressCallback | None = None,
+        options: TurnOptions | None = None,
+    ) -> str:
+        call = Call(thread_id, prompt, dict(options or {}))  # type: ignore[arg-type]
+        cancel = threading.Event()
+        with self._lock:
+            self.calls.append(call)
+            self._cancel_events[thread_id] = cancel
+            self.running += 1
+            self.max_running = max(self.max_running, self.running)
+        try:
+            for line in self.progress:
+                if on_progress:
+                    on_progress(line)
+            if "SLOW" in prompt:
+                while not (self.release.is_set() or cancel.is_set()):
+                    time.sleep(0.01)
+                if cancel.is_set():
+                    return "Error: AFM execution failed (exit code -15). The turn was stopped."
+            return self.answer(prompt, call.options)
+        finally:
+            call.finished = time.monotonic()
+            with self._lock:
+                self.running -= 1
+
+    def shutdown(self) -> None:
+        self.shut_down = True
+
+    def set_soul_prompt(self, text: str) -> None:
+        self.soul = text
+
+    def cancel_active_processes(self, thread_id: str | None = None) -> int:
+        self.cancelled.append(thread_id)
+        with self._lock:
+            events = [e for t, e in self._cancel_events.items() if thread_id is None or t == thread_id]
+        for event in events:
+            event.set()
+        return len(events)
+
+    def prompts(self) -> list[str]:
+        return [c.prompt for c in self.calls]
+
+
+class ListIngress:
+    """Messages added by the test; ends (like piped input) once ``close`` is called and all were read."""
+
+    def __init__(self) -> None:
+        self._messages: list[InboundMessage] = []
+        self._closed = False
+        self._cond = threading.Condition()
+        self.read_from: int | None = None
+
+    def add(self, sender: str, text: str, rowid: int | None = None, is_from_me: bool = False) -> InboundMessage:
+        with self._cond:
+            number = rowid if rowid is not None else (self._messages[-1].rowid + 1 if self._messages else 1)
+            message = InboundMessage(number, sender, text, datetime.now(UTC), is_from_me=is_from_me)
+            self._messages.append(message)
+            self._cond.notify_all()
+            return message
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage]:
+        self.read_from = after_rowid
+        index = 0
+        while not stop.is_set():
+            with self._cond:
+                pending = [m for m in self._messages[index:]]
+                if not pending:
+                    if self._closed:
+                        return
+                    self._cond.wait(0.05)
+                    continue
+                index += len(pending)
+            for message in pending:
+                if message.rowid > after_rowid:
+                    yield message
+
+    def latest_rowid(self) -> int:
+        with self._cond:
+            return self._messages[-1].rowid if self._messages else 0
+
+
+class RecordingEgress:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+        self.progress: list[tuple[str, str]] = []
+        self.fail_for: set[str] = set()
+        self._lock = threading.Lock()
+
+    def send(self, recipient: str, text: str) -> None:
+        if recipient in self.fail_for:
+            raise SendError(f"Messages refused to send to {recipient}")
+        with self._lock:
+            self.sent.append((recipient, text))
+
+    def send_progress(self, recipient: str, text: str) -> None:
+        with self._lock:
+            self.progress.append((recipient, text))
+
+    def to(self, recipient: str) -> list[str]:
+        with self._lock:
+            return [text for who, text in self.sent if who == recipient]

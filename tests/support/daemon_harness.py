@@ -1,0 +1,60 @@
+"""Runs the daemon in a thread of the test process with the fakes of ``daemon_fakes`` and a real store."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from apple_flow.config import Settings
+from apple_flow.daemon.runtime import Daemon
+from apple_flow.daemon.store import Store
+from support.daemon_fakes import FakeConnector, ListIngress, RecordingEgress
+
+ANA = "+15551234567"
+BOB = "ana@example.com"  # second allowed sender
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 5.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError("condition not met in time")
+
+
+class Harness:
+    def __init__(self, settings: Settings, connector: FakeConnector | None = None, channel: str = "imessage") -> None:
+        self.settings = settings
+        self.store = Store(settings.db_path)
+        self.connector = connector or FakeConnector()
+        self.ingress = ListIngress()
+        self.egress = RecordingEgress()
+        self.daemon = Daemon(settings, self.store, self.connector, self.ingress, self.egress, channel)
+        self.status: int | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        self.status = self.daemon.run()
+
+    def start(self) -> Harness:
+        self._thread.start()
+        wait_until(self.daemon.ready.is_set)
+        return self
+
+    def finish(self, timeout: float = 10) -> int | None:
+        """Ends the input and waits for the daemon to drain and return."""
+        self.ingress.close()
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the daemon did not finish"
+        return self.status
+
+    def stop(self, timeout: float = 10) -> None:
+        self.daemon.request_stop()
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the daemon did not stop"
+
+

@@ -1,0 +1,114 @@
+"""A real `apple-flow run --channel imessage` process on a chat.db built from the real schema, with a fake
+`osascript` on PATH that records every send (argv and script) instead of driving Messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from apple_flow.paths import PROJECT_ROOT
+
+FAKE_OSASCRIPT = """#!{python}
+import json, os, sys, time
+script = sys.stdin.read()
+delay = float(os.environ.get("FAKE_OSASCRIPT_DELAY", "0"))
+if delay:
+    time.sleep(delay)
+with open(os.environ["FAKE_OSASCRIPT_LOG"], "a", encoding="utf-8") as log:
+    log.write(json.dumps({{"argv": sys.argv[1:], "script": script}}) + "\\n")
+"""
+
+READY = "apple-flow daemon ready"
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+class DaemonProcess:
+    """One folder with the daemon's database, logs and fake osascript; ``start`` may be called again after
+    ``kill`` (a restart on the same state)."""
+
+    def __init__(self, root: Path, chat_db: Path, env: dict[str, str]) -> None:
+        self.root = root
+        self.bin = root / "bin"
+        self.bin.mkdir(parents=True, exist_ok=True)
+        fake = self.bin / "osascript"
+        fake.write_text(FAKE_OSASCRIPT.format(python=sys.executable))
+        fake.chmod(0o755)
+        self.sends_log = root / "osascript.jsonl"
+        self.db_path = root / "state" / "relay.db"
+        self.env = {
+            **os.environ,
+            "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
+            # This checkout's code, whatever the venv has installed.
+            "PYTHONPATH": str(PROJECT_ROOT / "src"),
+            "FAKE_OSASCRIPT_LOG": str(self.sends_log),
+            "APPLE_FLOW_MESSAGES_DB_PATH": str(chat_db),
+            "APPLE_FLOW_DB_PATH": str(self.db_path),
+            "APPLE_FLOW_POLL_INTERVAL_SECONDS": "0.1",
+            "APPLE_FLOW_SEND_RETRIES": "0",
+            "APPLE_FLOW_PROGRESS_INTERVAL_SECONDS": "0",
+            **env,
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / f"daemon-{self.starts}.log"
+
+    def start(self, extra_env: dict[str, str] | None = None, timeout: float = 30) -> DaemonProcess:
+        self.starts += 1
+        log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "apple_flow", "run", "--channel", "imessage"],
+            env={**self.env, **(extra_env or {})}, cwd=self.root, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        )
+        log.close()
+        wait_for(lambda: READY in self.log() or self.process is None or self.process.poll() is not None,
+                 timeout, "the daemon to start")
+        if self.process.poll() is not None:
+            raise AssertionError(f"the daemon exited with {self.process.returncode}:\n{self.log()}")
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill9(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def terminate(self, timeout: float = 30) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+    def sends(self) -> list[tuple[str, str]]:
+        """(recipient, text) of every osascript call, in order."""
+        if not self.sends_log.exists():
+            return []
+        entries = [json.loads(line) for line in self.sends_log.read_text().splitlines() if line.strip()]
+        return [(e["argv"][1], e["argv"][2]) for e in entries]
+
+    def sends_to(self, recipient: str) -> list[str]:
+        return [text for who, text in self.sends() if who == recipient]
