@@ -29,7 +29,8 @@ from rich.console import Console
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.plan_runs import Run, estimated_tokens, lines_seen, run_apple_code  # noqa: E402
+from support.apple_code_run import request_tokens  # noqa: E402
+from support.plan_runs import Run, lines_seen, run_apple_code  # noqa: E402
 from support.scripted_server import ScriptedServer, Step, answer, tool_call  # noqa: E402
 
 FILE_COUNT = 6
@@ -105,7 +106,7 @@ def measure(binary: Path, mode: str, script: list[Step], options: list[str]) -> 
     full = sum(1 for name, text in files.items() if seen[name] == len([x for x in text.splitlines() if x.strip()]))
     condensed = sum(1 for event in run.events() if event["type"] == "notice" and "condensed" in event["message"])
     return Measurement(mode=mode, exit_code=run.returncode, subtype=result["subtype"], requests=len(requests),
-                       largest_request=max((estimated_tokens(r) for r in requests), default=0), condensed=condensed,
+                       largest_request=max((request_tokens(r) for r in requests), default=0), condensed=condensed,
                        files_in_full=full, lines_shown=sum(seen.values()))
 
 
@@ -116,7 +117,8 @@ def report(rows: list[Measurement]) -> str:
         "",
         f"Task: read {FILE_COUNT} files of {FILE_LINES} lines (about 6 KB each) to their end. Scripted "
         "OpenAI-compatible server, real `apple-code` binary, `--context-tokens 4096`; both runs issue the same "
-        "reads (lines 1-100, then 101-150 of each file). Tokens are the project's estimate (3 bytes a token).",
+        "reads (lines 1-100, then 101-150 of each file). Request size is the project's documented estimate "
+        "(messages and tool definitions at 3 bytes a token, plus the answer reserve `max_tokens`).",
         "",
         "| mode | exit | requests | largest request (est. tokens) | condensed windows | lines shown "
         f"(of {total_lines}) | every file read in full |",

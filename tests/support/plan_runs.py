@@ -4,11 +4,12 @@ Shared by the plan integration tests and scripts/bench_plan.py."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from support import apple_code_run
 
 READ_ONLY_TOOLS = {"readFile", "listDirectory", "searchFiles", "searchContent"}
 
@@ -20,8 +21,8 @@ class Run:
     stderr: str
 
     def events(self) -> list[dict[str, Any]]:
-        """stream-json lines as objects."""
-        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+        """stream-json lines as objects (each checked against the 16 KiB line limit)."""
+        return apple_code_run.events(self.stdout)
 
     def result(self) -> dict[str, Any]:
         """The `result` object: the only line in json mode, the last in stream-json."""
@@ -34,10 +35,9 @@ class Run:
 
 def run_apple_code(binary: Path, url: str, workspace: Path, prompt: str, *options: str,
                    output_format: str = "stream-json", timeout: float = 60) -> Run:
-    command = [str(binary), "--backend", "openai", "--base-url", url, "--model", "scripted",
-               "--cwd", str(workspace), "--output-format", output_format, *options, "--", prompt]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(workspace)})
+    done = apple_code_run.run_apple_code(
+        binary, "--backend", "openai", "--base-url", url, "--model", "scripted", "--cwd", str(workspace),
+        "--output-format", output_format, *options, "--", prompt, timeout=timeout)
     return Run(done.returncode, done.stdout, done.stderr)
 
 
@@ -62,22 +62,6 @@ def tool_results(request: dict[str, Any]) -> str:
 
 def tool_names(request: dict[str, Any]) -> set[str]:
     return {tool["function"]["name"] for tool in request.get("tools") or []}
-
-
-def estimated_tokens(request: dict[str, Any]) -> int:
-    """The project's estimator (TokenEstimator: one token per 3 UTF-8 bytes, plus one per text) over what the
-    model reads: every message's text and tool-call arguments, and the tool definitions."""
-    def estimate(text: str) -> int:
-        return (len(text.encode()) + 2) // 3 + 1
-
-    total = 0
-    for message in request.get("messages", []):
-        total += estimate(text_of(message))
-        for call in message.get("tool_calls") or []:
-            total += estimate(call["function"]["name"] + call["function"].get("arguments", ""))
-    if request.get("tools"):
-        total += estimate(json.dumps(request["tools"]))
-    return total
 
 
 def lines_seen(path_lines: Sequence[str], requests: Sequence[dict[str, Any]]) -> int:
