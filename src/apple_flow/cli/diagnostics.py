@@ -2,8 +2,288 @@
 
 from __future__ import annotations
 
+import json
+import re
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from apple_flow.channels.base import SendError
+from apple_flow.channels.imessage import build_imessage_egress
+from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_binary
+from apple_flow.channels.imessage.classify import Skipped, classify
+from apple_flow.channels.imessage.probe import probe_messages_automation
+from apple_flow.config import Settings, SettingsError, load_settings
+from apple_flow.handles import normalize_handle
+
+out = Console()
+err = Console(stderr=True)
+
+_SECRET_NAME = re.compile(r"(key|token|secret|password)", re.IGNORECASE)
+_PROBE_TIMEOUT = 30.0
+
+
+def is_macos() -> bool:
+    return sys.platform == "darwin"
+
+
+class Status(StrEnum):
+    OK = "ok"
+    FAIL = "FAIL"
+    WARN = "warn"
+    NA = "n/a"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+# --- doctor -------------------------------------------------------------------------------------------------
+
+
+def check_settings() -> tuple[Settings, Check]:
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        # The other checks still run, on the defaults, so one bad variable does not hide the rest.
+        return Settings.model_construct(), Check("settings", Status.FAIL, str(exc), "fix the variables named above")
+    return settings, Check("settings", Status.OK, "valid (.env and APPLE_FLOW_* variables)")
+
+
+def check_chat_db(path: Path, given: bool) -> tuple[Check, ChatDBError | None]:
+    if not is_macos() and not given and not path.exists():
+        return Check("chat.db", Status.NA, f"{path}: not on macOS (pass --db PATH to check a copy)"), None
+    try:
+        newest = ChatDB(path, platform="darwin" if is_macos() else sys.platform).latest_rowid()
+    except ChatDBError as exc:
+        return Check("chat.db", Status.FAIL, exc.what, exc.fix), exc
+    return Check("chat.db", Status.OK, f"{path} readable (newest message rowid {newest})"), None
+
+
+def check_full_disk_access(chat_error: ChatDBError | None, chat_check: Check) -> Check:
+    if not is_macos():
+        return Check("Full Disk Access", Status.NA, "macOS only")
+    if chat_error is not None and chat_error.problem is ChatDBProblem.NO_PERMISSION:
+        return Check("Full Disk Access", Status.FAIL, f"not granted to {python_binary()}", chat_error.fix)
+    if chat_check.status is Status.OK:
+        return Check("Full Disk Access", Status.OK, f"granted ({python_binary()} can read chat.db)")
+    return Check("Full Disk Access", Status.WARN, "cannot tell until chat.db exists", "see the chat.db line")
+
+
+def check_automation(settings: Settings) -> Check:
+    if not is_macos():
+        return Check("Messages automation", Status.NA, "macOS only (AppleScript)")
+    result = probe_messages_automation(settings.osascript_command, _PROBE_TIMEOUT)
+    return Check("Messages automation", Status.OK if result.ok else Status.FAIL, result.detail, result.fix)
+
+
+def check_agent(settings: Settings) -> Check:
+    from apple_flow.connectors import build_connector
+    from apple_flow.connectors.base import ConnectorError
+
+    name = f"agent ({settings.connector})"
+    try:
+        connector = build_connector(settings)
+        connector.ensure_started()
+    except (ConnectorError, SettingsError) as exc:
+        return Check(name, Status.FAIL, str(exc), "see above; scripts/setup.sh builds apple-code")
+    resolve = getattr(connector, "resolve_command", None)
+    where = resolve() if callable(resolve) else None
+    return Check(name, Status.OK, f"{where or 'found'}: --check passed")
+
+
+def check_allowlist(settings: Settings) -> Check:
+    senders = [normalize_handle(s, settings.default_region) for s in settings.allowed_senders]
+    if not senders:
+        return Check(
+            "allowed senders", Status.FAIL, "empty: nobody can use the daemon",
+            "set APPLE_FLOW_ALLOWED_SENDERS=+15551234567,you@example.com (your own handles) in .env",
+        )
+    return Check("allowed senders", Status.OK, ", ".join(senders))
+
+
+def run_doctor(db: Path | None) -> list[Check]:
+    settings, settings_check = check_settings()
+    path = db or settings.messages_db_path
+    chat_check, chat_error = check_chat_db(path.expanduser(), given=db is not None)
+    return [
+        settings_check,
+        chat_check,
+        check_full_disk_access(chat_error, chat_check),
+        check_automation(settings),
+        check_agent(settings),
+        check_allowlist(settings),
+    ]
+
+
+_STYLE = {Status.OK: "green", Status.FAIL: "bold red", Status.WARN: "yellow", Status.NA: "dim"}
+
+
+def print_checks(checks: list[Check]) -> None:
+    table = Table(title="apple-flow doctor", show_lines=False)
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    for check in checks:
+        style = _STYLE[check.status]
+        detail = escape(check.detail) + (f"\n[bold]fix:[/bold] {escape(check.fix)}" if check.fix else "")
+        table.add_row(check.name, f"[{style}]{check.status.value}[/{style}]", detail)
+    out.print(table)
+
+
+# --- inbox --------------------------------------------------------------------------------------------------
+
+
+def inbox_rows(db: Path, limit: int, settings: Settings) -> list[dict[str, Any]]:
+    allowed = {normalize_handle(s, settings.default_region) for s in settings.allowed_senders}
+    rows = ChatDB(db).newest_rows(limit)
+    listing: list[dict[str, Any]] = []
+    for row in rows:
+        item = classify(row, None, settings.default_region)
+        skipped = item.reason if isinstance(item, Skipped) else None
+        sender = item.sender
+        listing.append(
+            {
+                "rowid": row.rowid,
+                "date": row.date.isoformat(),
+                "sender": sender,
+                "chat": row.chat_identifier,
+                "text": item.text,
+                "skipped": skipped,
+                "allowed": sender in allowed if sender else False,
+            }
+        )
+    return listing
+
+
+def print_inbox(listing: list[dict[str, Any]]) -> None:
+    table = Table(title="newest messages, as the daemon sees them")
+    for column in ("rowid", "date", "sender", "text", "daemon"):
+        table.add_column(column, overflow="fold")
+    for entry in listing:
+        text = entry["text"].replace("\n", " ⏎ ")
+        text = text if len(text) <= 80 else text[:79] + "…"
+        if entry["skipped"]:
+            verdict = f"[dim]skipped: {escape(entry['skipped'])}[/dim]"
+        elif entry["allowed"]:
+            verdict = "[green]handled[/green]"
+        else:
+            verdict = "[yellow]not on the allowlist[/yellow]"
+        table.add_row(str(entry["rowid"]), entry["date"][:19], escape(entry["sender"] or "?"), escape(text), verdict)
+    out.print(table)
+
+
+# --- config -------------------------------------------------------------------------------------------------
+
+
+def masked_settings(settings: Settings) -> dict[str, Any]:
+    values: dict[str, Any] = json.loads(settings.model_dump_json())
+    for name, value in values.items():
+        if value in (None, "", [], {}):
+            continue
+        if _SECRET_NAME.search(name):
+            values[name] = "********"
+        elif isinstance(value, str) and "://" in value:
+            values[name] = _mask_url(value)
+    return values
+
+
+def _mask_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:********@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+# --- commands -----------------------------------------------------------------------------------------------
+
+
+def _settings_or_exit() -> Settings:
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        err.print(f"[red]{escape(str(exc))}[/red]")
+        raise typer.Exit(2) from exc
 
 
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to ``app``."""
+
+    @app.command()
+    def doctor(
+        db: Path = typer.Option(None, "--db", help="Check this chat.db instead of APPLE_FLOW_MESSAGES_DB_PATH."),  # noqa: B008
+    ) -> None:
+        """Check everything the daemon needs and say how to fix what is missing (exit 1 when something fails)."""
+        with err.status("Checking the set-up ..."):
+            checks = run_doctor(db)
+        print_checks(checks)
+        failed = [c.name for c in checks if c.status is Status.FAIL]
+        if failed:
+            err.print(f"[red]{len(failed)} check(s) failed:[/red] {', '.join(failed)}")
+            raise typer.Exit(1)
+        err.print("[green]All checks passed[/green] (n/a: not needed on this system).")
+
+    @app.command()
+    def inbox(
+        db: Path = typer.Option(None, "--db", help="Read this chat.db instead of APPLE_FLOW_MESSAGES_DB_PATH."),  # noqa: B008
+        limit: int = typer.Option(20, "--limit", "-n", min=1, max=10000, help="How many of the newest rows."),
+        as_json: bool = typer.Option(False, "--json", help="One JSON array on stdout, full texts."),
+    ) -> None:
+        """List the newest messages as the daemon would see them: sender, text, rowid, and why one is skipped."""
+        settings = _settings_or_exit()
+        path = (db or settings.messages_db_path).expanduser()
+        try:
+            listing = inbox_rows(path, limit, settings)
+        except ChatDBError as exc:
+            err.print(f"[red]{escape(str(exc))}[/red]")
+            raise typer.Exit(1) from exc
+        if as_json:
+            typer.echo(json.dumps(listing, ensure_ascii=False, indent=2))
+        else:
+            print_inbox(listing)
+
+    @app.command()
+    def send(
+        handle: str = typer.Argument(..., help="Phone number or email to send to."),
+        text: str = typer.Argument(..., help="The message."),
+    ) -> None:
+        """Send one message through the iMessage egress (tests Automation permission and delivery)."""
+        settings = _settings_or_exit()
+        egress = build_imessage_egress(settings)
+        try:
+            with err.status(f"Sending to {handle} ..."):
+                egress.send(handle, text)
+        except SendError as exc:
+            prefix = "" if is_macos() else "not applicable on this system: "
+            err.print(f"[red]{prefix}{escape(str(exc))}[/red]")
+            raise typer.Exit(1) from exc
+        err.print(f"[green]Sent[/green] to {normalize_handle(handle, settings.default_region)}.")
+
+    @app.command("config")
+    def show_config(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.")) -> None:
+        """Print the effective settings (defaults, .env, APPLE_FLOW_* variables), secrets masked."""
+        values = masked_settings(_settings_or_exit())
+        if as_json:
+            typer.echo(json.dumps(values, ensure_ascii=False, indent=2))
+            return
+        table = Table(title="effective settings")
+        table.add_column("variable")
+        table.add_column("value", overflow="fold")
+        for name, value in values.items():
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            table.add_row(f"APPLE_FLOW_{name.upper()}", escape(shown))
+        out.print(table)

@@ -53,11 +53,13 @@ class ChatDBProblem(Enum):
 
 
 class ChatDBError(RuntimeError):
-    """chat.db cannot be read now. ``problem`` classifies it; the message says what to do."""
+    """chat.db cannot be read now: ``problem`` classifies it, ``what`` says what is wrong, ``fix`` what to do."""
 
-    def __init__(self, problem: ChatDBProblem, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, problem: ChatDBProblem, what: str, fix: str) -> None:
+        super().__init__(f"{what}: {fix}")
         self.problem = problem
+        self.what = what
+        self.fix = fix
 
 
 def python_binary() -> Path:
@@ -138,33 +140,36 @@ class ChatDB:
         if "locked" in text or "busy" in text:
             return ChatDBError(
                 ChatDBProblem.LOCKED,
-                f"{self.path} is locked by another process (Messages writing); retrying shortly",
+                f"{self.path} is locked by another process",
+                "usually Messages writing; apple-flow retries shortly (if it persists, quit and reopen Messages)",
             )
         access = _probe_access(self.path)
         if access == errno.ENOENT:
             return ChatDBError(
                 ChatDBProblem.MISSING,
-                f"{self.path} does not exist: sign in to Messages on this Mac, or set APPLE_FLOW_MESSAGES_DB_PATH "
-                "to the right chat.db",
+                f"{self.path} does not exist",
+                "sign in to Messages on this Mac, or set APPLE_FLOW_MESSAGES_DB_PATH to the right chat.db",
             )
         if access in (errno.EPERM, errno.EACCES):
-            if self._platform == "darwin":
-                fix = full_disk_access_hint()
-                return ChatDBError(ChatDBProblem.NO_PERMISSION, f"cannot read {self.path} (permission denied): {fix}")
-            return ChatDBError(
-                ChatDBProblem.NO_PERMISSION,
-                f"cannot read {self.path} (permission denied): make it readable by the user running apple-flow",
+            fix = (
+                full_disk_access_hint()
+                if self._platform == "darwin"
+                else "make it readable by the user running apple-flow"
             )
+            return ChatDBError(ChatDBProblem.NO_PERMISSION, f"cannot read {self.path} (permission denied)", fix)
         if "not a database" in text or "malformed" in text:
             return ChatDBError(
-                ChatDBProblem.CORRUPT, f"{self.path} is not a readable SQLite database ({text}); check the path"
+                ChatDBProblem.CORRUPT, f"{self.path} is not a readable SQLite database ({text})", "check the path"
             )
         if "no such table" in text or "no such column" in text:
             return ChatDBError(
                 ChatDBProblem.CORRUPT,
-                f"{self.path} is not a Messages database ({text}); check APPLE_FLOW_MESSAGES_DB_PATH",
+                f"{self.path} is not a Messages database ({text})",
+                "check APPLE_FLOW_MESSAGES_DB_PATH",
             )
-        return ChatDBError(ChatDBProblem.OTHER, f"cannot read {self.path}: {text}")
+        return ChatDBError(
+            ChatDBProblem.OTHER, f"cannot read {self.path} ({text})", "see the error; apple-flow retries"
+        )
 
 
 def _probe_access(path: Path) -> int | None:

@@ -40,16 +40,19 @@ def classify(row: MessageRow, sent: SentLog | None, default_region: str) -> Inbo
     """The message the daemon should handle, or why it skips this row. Never raises for bad data."""
     sender_raw = row.handle or _direct_chat_handle(row.chat_identifier)
     sender = normalize_handle(sender_raw, default_region) if sender_raw else None
-    if row.is_from_me:
-        return Skipped(row.rowid, "from me", sender)
-    if row.associated_message_type != 0:
-        return Skipped(row.rowid, "reaction", sender)
-    if row.item_type != 0:
-        return Skipped(row.rowid, "system event", sender)
     try:
-        text = message_text(row)
+        text: str | None = message_text(row)
     except UndecodableBody as exc:
-        log.warning("chat.db row %d: attributedBody could not be decoded (%s); skipped", row.rowid, exc)
+        log.warning("chat.db row %d: attributedBody could not be decoded (%s)", row.rowid, exc)
+        text = None
+    shown = text or ""  # skipped rows carry their text too, for `apple-flow inbox`
+    if row.is_from_me:
+        return Skipped(row.rowid, "from me", sender, shown)
+    if row.associated_message_type != 0:
+        return Skipped(row.rowid, "reaction", sender, shown)
+    if row.item_type != 0:
+        return Skipped(row.rowid, "system event", sender, shown)
+    if text is None:
         return Skipped(row.rowid, "undecodable body", sender)
     # An attachment alone arrives as U+FFFC: nothing for the agent to read.
     if not text.replace(OBJECT_REPLACEMENT, "").strip():

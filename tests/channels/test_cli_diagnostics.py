@@ -1,0 +1,142 @@
+"""`apple-flow doctor`, `inbox`, `send`, `config` on Linux against real-schema databases (macOS-only checks are
+reported as not applicable; the macOS paths run with a fake osascript)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from apple_flow.cli import app, diagnostics
+from channels.conftest import FakeOsascript
+from support.chatdb import ChatDbWriter, make_body
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    for name in ("APPLE_FLOW_ALLOWED_SENDERS", "APPLE_FLOW_MESSAGES_DB_PATH", "APPLE_FLOW_AFM_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(tmp_path / "no-apple-code"))
+    monkeypatch.setattr(diagnostics, "is_macos", lambda: False)
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Any:
+        return runner.invoke(app, list(args))
+
+    return invoke
+
+
+@pytest.fixture
+def inbox_db(chat_db: ChatDbWriter) -> ChatDbWriter:
+    chat_db.message("please fix the tests 👋🏽", sender="+1 (555) 123-4567")
+    chat_db.message(None, body=make_body("中文 𝐁 café"), sender="stranger@example.com")
+    chat_db.message("my reply", is_from_me=True)
+    chat_db.message('Loved "please fix"', associated_message_type=2000)
+    chat_db.message(None, body=b"\xff\xfe garbage")
+    return chat_db
+
+
+def test_inbox_json_lists_what_the_daemon_sees(cli: Any, inbox_db: ChatDbWriter, monkeypatch: Any) -> None:
+    monkeypatch.setenv("APPLE_FLOW_ALLOWED_SENDERS", "15551234567")
+    result = cli("inbox", "--db", str(inbox_db.path), "--json")
+    assert result.exit_code == 0, result.output
+    listing = json.loads(result.stdout)
+    assert [(e["rowid"], e["sender"], e["skipped"], e["allowed"]) for e in listing] == [
+        (1, "+15551234567", None, True),
+        (2, "stranger@example.com", None, False),
+        (3, "+15551234567", "from me", True),
+        (4, "+15551234567", "reaction", True),
+        (5, "+15551234567", "undecodable body", True),
+    ]
+    assert listing[0]["text"] == "please fix the tests 👋🏽"
+    assert listing[1]["text"] == "中文 𝐁 café"
+
+
+def test_inbox_limit_and_table(cli: Any, inbox_db: ChatDbWriter) -> None:
+    result = cli("inbox", "--db", str(inbox_db.path), "--limit", "2")
+    assert result.exit_code == 0, result.output
+    assert "skipped: reaction" in result.stdout and "skipped: undecodable body" in result.stdout
+    assert "please fix the tests" not in result.stdout  # only the newest two
+
+
+def test_inbox_on_a_missing_database_says_what_to_do(cli: Any, tmp_path: Path) -> None:
+    result = cli("inbox", "--db", str(tmp_path / "nope" / "chat.db"))
+    assert result.exit_code == 1
+    assert "does not exist" in result.output and "APPLE_FLOW_MESSAGES_DB_PATH" in result.output
+
+
+def test_doctor_on_linux_reports_macos_checks_as_not_applicable(
+    cli: Any, inbox_db: ChatDbWriter, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("APPLE_FLOW_ALLOWED_SENDERS", "+1 (555) 123-4567")
+    result = cli("doctor", "--db", str(inbox_db.path))
+    lines = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.count("│") >= 3}
+    assert "ok" in lines["settings"] and "ok" in lines["chat.db"] and "rowid 5" in lines["chat.db"]
+    assert "n/a" in lines["Full Disk Access"] and "n/a" in lines["Messages automation"]
+    assert "ok" in lines["allowed senders"] and "+15551234567" in lines["allowed senders"]
+    assert "FAIL" in lines["agent (afm)"] and "no-apple-code" in result.stdout
+    assert result.exit_code == 1  # the missing agent binary
+    assert "1 check(s) failed: agent (afm)" in result.output
+
+
+def test_doctor_fails_an_empty_allowlist_and_invalid_settings_with_fixes(cli: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("APPLE_FLOW_POLL_INTERVAL_SECONDS", "-1")
+    result = cli("doctor")
+    assert result.exit_code == 1
+    assert "APPLE_FLOW_POLL_INTERVAL_SECONDS" in result.stdout
+    assert "set APPLE_FLOW_ALLOWED_SENDERS=" in result.stdout
+    assert "not on macOS" in result.stdout  # the default chat.db path, not given and not here
+
+
+def test_doctor_on_macos_checks_automation_and_names_full_disk_access_problems(
+    cli: Any, inbox_db: ChatDbWriter, fake_osascript: FakeOsascript, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(diagnostics, "is_macos", lambda: True)
+    fake_osascript.mode("deny")
+    result = cli("doctor", "--db", str(inbox_db.path))
+    assert "Messages automation" in result.stdout and "Privacy & Security > Automation" in result.stdout
+    (call,) = fake_osascript.calls()
+    assert call["argv"] == ["-"] and 'tell application "Messages" to get name' in call["stdin"]
+
+    fake_osascript.mode("ok")
+    missing = cli("doctor", "--db", str(inbox_db.path.parent / "missing.db"))
+    assert "cannot tell until chat.db exists" in missing.stdout
+
+
+def test_send_goes_through_the_egress(cli: Any, fake_osascript: FakeOsascript) -> None:
+    result = cli("send", "(555) 123-4567", 'hi " & (do shell script "id") & "')
+    assert result.exit_code == 0, result.output
+    assert [c["argv"] for c in fake_osascript.calls()] == [["-", "+15551234567", 'hi " & (do shell script "id") & "']]
+    assert "Sent" in result.output
+
+
+def test_send_without_osascript_is_not_applicable_here(cli: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("APPLE_FLOW_OSASCRIPT_COMMAND", "no-such-osascript-here")
+    result = cli("send", "+15551234567", "hello")
+    assert result.exit_code == 1
+    assert "not applicable" in result.output and "needs macOS" in result.output
+
+
+def test_config_prints_effective_settings_with_secrets_masked(cli: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("APPLE_FLOW_AFM_BASE_URL", "http://me:hunter2@127.0.0.1:11434/v1")
+    monkeypatch.setenv("APPLE_FLOW_REPLY_CHUNK_CHARS", "900")
+    result = cli("config", "--json")
+    assert result.exit_code == 0, result.output
+    values = json.loads(result.stdout)
+    assert values["reply_chunk_chars"] == 900
+    assert values["afm_base_url"] == "http://me:********@127.0.0.1:11434/v1"
+    assert "hunter2" not in result.stdout
+    table = cli("config")
+    assert "APPLE_FLOW_REPLY_CHUNK_CHARS" in table.stdout and "hunter2" not in table.stdout
+
+
+def test_secret_named_settings_are_masked() -> None:
+    class WithToken(diagnostics.Settings):
+        api_token: str = "s3cret"
+
+    assert diagnostics.masked_settings(WithToken(_env_file=None))["api_token"] == "********"  # type: ignore[call-arg]
