@@ -167,6 +167,22 @@ def test_new_rows_from_another_process_are_picked_up_by_watching(chat_db: ChatDb
     finally:
         proc.wait(timeout=10)
     assert [m.text for m in got] == ["from another process"]
+    assert ingress.watching is False  # reset when the generator ends
+
+
+def test_the_ingress_watches_the_database_folder_while_waiting(chat_db: ChatDbWriter) -> None:
+    ingress = IMessageIngress(chat_db.path, default_region="US", sent=None, poll_seconds=0.1)
+    stop = threading.Event()
+    states: list[bool] = []
+    messages = ingress.messages(0, stop)
+    chat_db.message("one")
+    next(messages)
+    chat_db.message("two")
+    next(messages)  # the generator waited once in between
+    states.append(ingress.watching)
+    stop.set()
+    list(messages)
+    assert states == [True]
 
 
 def test_build_imessage_channel_shares_the_sent_record(make_settings, chat_db, fake_osascript) -> None:  # type: ignore[no-untyped-def]

@@ -34,7 +34,10 @@ public struct ToolSpec: Sendable, Equatable {
     public var jsonSchema: JSONValue {
         var properties = JSONObject()
         for p in parameters {
-            properties[p.name] = .object(["type": .string(p.type.rawValue), "description": .string(p.description)])
+            var property: JSONObject = ["type": .string(p.type.rawValue)]
+            // An empty description is left out: most names say it all, and every token counts on a 4K window.
+            if !p.description.isEmpty { property["description"] = .string(p.description) }
+            properties[p.name] = .object(property)
         }
         var schema: JSONObject = ["type": "object", "properties": .object(properties)]
         let required = parameters.filter(\.required).map { JSONValue.string($0.name) }

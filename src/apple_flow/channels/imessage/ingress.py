@@ -46,6 +46,7 @@ class IMessageIngress:
         self.on_error = on_error
         self.scanned_rowid = 0
         self.last_error: ChatDBError | None = None  # the current problem reading chat.db, None when healthy
+        self.watching = False  # True while new rows are noticed by file events (else only the poll finds them)
 
     def latest_rowid(self) -> int:
         """The newest ROWID now. Raises ``ChatDBError`` (with the fix in its message) when chat.db is unreadable."""
@@ -73,8 +74,10 @@ class IMessageIngress:
                         return
                 if len(rows) < _BATCH:
                     waiter.wait()
+                    self.watching = waiter.watching
         finally:
             waiter.close()
+            self.watching = False
             self.db.close()
 
     def _read(self, cursor: int) -> list[MessageRow] | None:

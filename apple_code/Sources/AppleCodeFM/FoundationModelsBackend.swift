@@ -1,0 +1,305 @@
+#if canImport(FoundationModels)
+import FoundationModels
+#else
+import FoundationModelsMirror
+#endif
+import AppleCodeCore
+
+/// Apple's on-device model through FoundationModels: one `LanguageModelSession` per context window, the seven
+/// tools bridged through runtime schemas, text streamed from cumulative snapshots.
+///
+/// Written against the 26.0-26.3 SDK surface. Building with `-Xswiftc -DFM_SDK_26_4` (scripts/check-macos.sh
+/// does this when `xcrun --show-sdk-version` is 26.4 or later) also reads the model's real window size.
+public struct FoundationModelsBackend: AgentBackend {
+    public let name = "fm"
+    public let model = "apple-on-device"
+    public let contextTokens: Int
+
+    /// At most this many fresh windows after `exceededContextWindowSize`.
+    static let maxRestarts = 3
+    /// Low temperature: tool calls and code want the likely answer. (No `sampling:`: it warns on the 27 SDK.)
+    static let temperature = 0.2
+
+    let languageModel: SystemLanguageModel
+    let retry: RetryPolicy
+    /// Set where this build has no FoundationModels framework: why the backend can never run here.
+    let missingFramework: String?
+
+    public init(contextTokens: Int? = nil) {
+        #if canImport(FoundationModels)
+        self.init(contextTokens: contextTokens, languageModel: .default)
+        #else
+        self.init(contextTokens: contextTokens, languageModel: .default, missingFramework: """
+            Apple's on-device model needs macOS 26 on a Mac with Apple silicon; this build has no FoundationModels \
+            framework. Use --backend openai with an OpenAI-compatible server
+            """)
+        #endif
+    }
+
+    init(contextTokens: Int? = nil, languageModel: SystemLanguageModel, retry: RetryPolicy = .standard,
+         missingFramework: String? = nil) {
+        self.languageModel = languageModel
+        self.retry = retry
+        self.missingFramework = missingFramework
+        self.contextTokens = contextTokens ?? Self.modelWindow(languageModel)
+    }
+
+    /// The model's context window: 4096 on the 26.x models. `contextSize` exists only in the 26.4+ SDK (back-deployed
+    /// to 26.0), and has been seen to report 0 while assets are broken.
+    static func modelWindow(_ languageModel: SystemLanguageModel) -> Int {
+        #if FM_SDK_26_4
+        let size = languageModel.contextSize
+        return size > 0 ? size : 4096
+        #else
+        return 4096
+        #endif
+    }
+
+    public func availability() async -> Availability {
+        if let missingFramework { return Availability(available: false, reason: missingFramework) }
+        return Self.describe(languageModel.availability)
+    }
+
+    /// The framework's availability in the words of `--check`: what is wrong and what the user should do.
+    static func describe(_ availability: SystemLanguageModel.Availability) -> Availability {
+        switch availability {
+        case .available:
+            return Availability(available: true, reason: "Apple's on-device model is ready")
+        case .unavailable(let reason):
+            switch reason {
+            case .deviceNotEligible:
+                return Availability(available: false, reason: """
+                    this device cannot run Apple Intelligence (it needs a Mac with Apple silicon and macOS 26); \
+                    use --backend openai with an OpenAI-compatible server
+                    """)
+            case .appleIntelligenceNotEnabled:
+                return Availability(available: false, reason: """
+                    Apple Intelligence is turned off: turn it on in System Settings > Apple Intelligence & Siri, \
+                    wait for the model to download, then run apple-code --check again
+                    """)
+            case .modelNotReady:
+                return Availability(available: false, reason: """
+                    the on-device model is not ready yet (it is still downloading or being prepared): keep the Mac \
+                    online and on power, wait a few minutes, then run apple-code --check again
+                    """)
+            @unknown default:
+                return Availability(available: false, reason: """
+                    Apple's on-device model is unavailable (\(String(describing: reason))): check System Settings \
+                    > Apple Intelligence & Siri, then run apple-code --check again
+                    """)
+            }
+        @unknown default:
+            return Availability(available: false, reason: "Apple's on-device model is unavailable (\(availability))")
+        }
+    }
+
+    public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
+        let availability = await availability()
+        guard availability.available else { throw AgentError(.modelUnavailable, availability.reason) }
+
+        let plan = ContextPlan(window: request.contextTokens, instructions: request.instructions,
+                               tools: request.tools.map(\.spec))
+        if request.verbose { request.log(plan.figures) }
+        try plan.check()
+
+        let ledger = RunLedger(plan: plan, maxToolCalls: request.maxTurns)
+        let tools: [any Tool]
+        do {
+            tools = try request.tools.map { try FrameworkTool($0, ledger: ledger, events: events, request: request) }
+        } catch {
+            throw AgentError(.backendError, "a tool's parameters could not be turned into a schema: \(error)")
+        }
+
+        var prompt = request.prompt
+        if TokenEstimator.estimate(prompt) > plan.promptLimit {
+            prompt = TokenEstimator.cut(prompt, toTokens: plan.promptLimit).text
+            events.notice("the task was cut to fit the \(plan.window)-token context window")
+        }
+
+        let attempts = Attempts(backend: self, request: request, events: events, ledger: ledger, tools: tools,
+                                firstPrompt: prompt)
+        do {
+            return try await withDeadline(request.deadline) { try await attempts.run() }
+        } catch let error as AgentError {
+            throw error
+        } catch {
+            // The deadline expired, or the caller cancelled the run (a signal): stop with what was said so far.
+            let expired = error is DeadlineExpired || request.deadline.map { .now >= $0 } == true
+            let outcome: RunOutcome = expired ? .timeout : .interrupted
+            let message = expired ? "the task did not finish before --timeout" : "the run was cancelled"
+            throw AgentError(outcome, message, partialAnswer: ledger.answer, progress: ledger.progress())
+        }
+    }
+}
+
+/// The windows of one run: a fresh session per attempt, restarted with a condensed prompt after an overflow and
+/// retried after a busy or rate-limited model.
+private struct Attempts: Sendable {
+    let backend: FoundationModelsBackend
+    let request: AgentRequest
+    let events: any EventSink
+    let ledger: RunLedger
+    let tools: [any Tool]
+    let firstPrompt: String
+
+    func run() async throws -> AgentAnswer {
+        var prompt = firstPrompt
+        var restarts = 0
+        var retries = 0
+        while true {
+            try Task.checkCancellation()
+            ledger.startWindow(prompt: prompt)
+            let session = LanguageModelSession(model: backend.languageModel, tools: tools,
+                                               instructions: request.instructions)
+            let failure: Failure
+            do {
+                let text = try await respond(session, prompt: prompt)
+                return AgentAnswer(text: text, progress: ledger.progress(answered: true))
+            } catch {
+                // A cancelled stream may fail with any error; cancellation is what happened.
+                failure = Task.isCancelled ? .cancelled : Failure(error)
+            }
+            switch failure {
+            case .overflow(let detail):
+                restarts += 1
+                if request.verbose {
+                    request.log("fm context overflow (window \(ledger.plan.window), about \(ledger.windowTokens) "
+                                + "tokens estimated in use): \(detail)")
+                }
+                guard restarts <= FoundationModelsBackend.maxRestarts else {
+                    throw failed(.backendError, """
+                        the task did not fit Apple's \(ledger.plan.window)-token context window even after \
+                        \(FoundationModelsBackend.maxRestarts) fresh windows; split it into smaller tasks or use --plan
+                        """)
+                }
+                events.notice("context full: continued in a new window with a condensed history "
+                              + "(\(restarts) of \(FoundationModelsBackend.maxRestarts))")
+                prompt = condensedPrompt()
+            case .busy(let detail):
+                retries += 1
+                if request.verbose { request.log("fm busy: \(detail)") }
+                guard let delay = backend.retry.delay(retry: retries, deadline: request.deadline) else {
+                    throw failed(.backendError, """
+                        Apple's on-device model stayed busy or rate-limited after \(retries - 1) retries; \
+                        try again in a minute (\(detail))
+                        """)
+                }
+                events.notice("Apple's on-device model is busy or rate-limited; retrying in \(delay)")
+                try await Task.sleep(for: delay)
+                // Tools may have run before the failure: continue from the journal rather than from scratch.
+                if !ledger.journal.isEmpty { prompt = condensedPrompt() }
+            case .fatal(let outcome, let message):
+                if request.verbose { request.log("fm error: \(message)") }
+                throw failed(outcome, message)
+            case .cancelled:
+                throw CancellationError()
+            }
+        }
+    }
+
+    /// Streams one response, sending each snapshot's new text as a `text` event.
+    private func respond(_ session: LanguageModelSession, prompt: String) async throws -> String {
+        let options = GenerationOptions(temperature: FoundationModelsBackend.temperature,
+                                        maximumResponseTokens: ledger.plan.answerReserve)
+        var deltas = SnapshotDeltas()
+        for try await snapshot in session.streamResponse(to: prompt, options: options) {
+            switch deltas.next(snapshot.content) {
+            case .none:
+                continue
+            case .append(let delta):
+                events.emit(.text(delta: delta))
+            case .restart(let text):
+                events.notice("the model revised its answer; the text starts again")
+                events.emit(.text(delta: text))
+            }
+            ledger.noteAnswer(deltas.text)
+        }
+        // A cancelled stream may simply end: do not take a cut-off answer for a finished one.
+        try Task.checkCancellation()
+        return deltas.text
+    }
+
+    private func condensedPrompt() -> String {
+        let progress = ledger.progress()
+        return CondensedPrompt.make(task: request.prompt, journal: ledger.journal,
+                                    filesChanged: progress.filesChanged, partialAnswer: ledger.answer,
+                                    maxTokens: ledger.plan.promptLimit)
+    }
+
+    private func failed(_ outcome: RunOutcome, _ message: String) -> AgentError {
+        AgentError(outcome, message, partialAnswer: ledger.answer, progress: ledger.progress())
+    }
+}
+
+/// What a failed response means for the run.
+enum Failure: Equatable {
+    /// `exceededContextWindowSize`: start a new window with a condensed prompt.
+    case overflow(String)
+    /// `rateLimited` or `concurrentRequests`: wait and retry.
+    case busy(String)
+    /// Ends the run with this outcome and message.
+    case fatal(RunOutcome, String)
+    case cancelled
+
+    init(_ error: any Error) {
+        do {
+            throw error
+        } catch let error as LanguageModelSession.GenerationError {
+            self = Self.classify(error)
+        } catch let error as LanguageModelSession.ToolCallError {
+            if error.underlyingError is MaxTurnsReached {
+                self = .fatal(.maxTurns, "the model kept calling tools past --max-turns")
+            } else {
+                self = .fatal(.backendError, "the tool \(error.tool.name) failed: \(error.underlyingError)")
+            }
+        } catch is CancellationError {
+            self = .cancelled
+        } catch {
+            // Some failures arrive as plain NSErrors, and newer SDKs add error types this build cannot name.
+            self = Self.classify(description: String(describing: error))
+        }
+    }
+
+    private static func classify(_ error: LanguageModelSession.GenerationError) -> Failure {
+        switch error {
+        case .exceededContextWindowSize(let context):
+            return .overflow(context.debugDescription)
+        case .rateLimited(let context), .concurrentRequests(let context):
+            return .busy(context.debugDescription)
+        case .guardrailViolation:
+            return .fatal(.guardrail, """
+                Apple's on-device model refused this request: its safety guardrail was triggered. Rephrase the \
+                task, or use --backend openai
+                """)
+        case .refusal:
+            return .fatal(.guardrail, """
+                Apple's on-device model declined to answer this request. Rephrase the task, or use --backend openai
+                """)
+        case .assetsUnavailable(let context):
+            return .fatal(.modelUnavailable, """
+                the on-device model's files are not available (still downloading, or removed to free space): \
+                wait, then run apple-code --check again (\(context.debugDescription))
+                """)
+        case .unsupportedLanguageOrLocale(let context):
+            return .fatal(.backendError, """
+                Apple's on-device model does not support this language or the Mac's locale; write the task in a \
+                supported language such as English (\(context.debugDescription))
+                """)
+        case .decodingFailure(let context), .unsupportedGuide(let context):
+            return .fatal(.backendError, "Apple's on-device model produced unusable output: \(context.debugDescription)")
+        @unknown default:
+            return classify(description: String(describing: error))
+        }
+    }
+
+    /// Recognises failures by their text, for errors without a typed case in this SDK.
+    static func classify(description: String) -> Failure {
+        let overflowMarks = ["exceededContextWindowSize", "contextSizeExceeded", "exceeds the maximum allowed context"]
+        if overflowMarks.contains(where: description.contains) { return .overflow(description) }
+        if ["rateLimited", "concurrentRequests"].contains(where: description.contains) { return .busy(description) }
+        if ["guardrailViolation", "refusal"].contains(where: description.contains) {
+            return .fatal(.guardrail, "Apple's on-device model refused this request (\(description))")
+        }
+        return .fatal(.backendError, "Apple's on-device model failed: \(description)")
+    }
+}

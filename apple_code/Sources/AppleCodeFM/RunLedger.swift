@@ -1,0 +1,105 @@
+import AppleCodeCore
+import Synchronization
+
+/// What one Foundation Models run has done so far. The framework runs the tool loop itself and may call tools
+/// concurrently, so the tool bridges and the run loop share this behind a lock.
+final class RunLedger: Sendable {
+    /// What the bridge should do with the next tool call.
+    enum Admission: Sendable, Equatable {
+        /// Run it; its result may take at most `budget` tokens.
+        case run(id: String, budget: Int)
+        /// The call limit is reached: answer the model with this text instead of running the tool.
+        case refuse(id: String, message: String)
+        /// The model kept calling tools after being told to stop: end the turn (`MaxTurnsReached`).
+        case abort
+    }
+
+    private struct State {
+        var calls = 0
+        /// Tokens the current window holds before any tool call: instructions, tools and the prompt.
+        var baseTokens = 0
+        /// Tokens tool calls and results added to the current window.
+        var toolTokens = 0
+        var inputTokens = 0
+        var outputTokens = 0
+        var answer = ""
+        var journal: [JournalEntry] = []
+        var progress = RunProgress()
+    }
+
+    let plan: ContextPlan
+    let maxToolCalls: Int
+    private let state = Mutex(State())
+
+    init(plan: ContextPlan, maxToolCalls: Int) {
+        self.plan = plan
+        self.maxToolCalls = max(0, maxToolCalls)
+    }
+
+    /// A new window starts with this prompt.
+    func startWindow(prompt: String) {
+        let base = plan.fixedTokens + TokenEstimator.estimate(prompt)
+        state.withLock { state in
+            state.baseTokens = base
+            state.toolTokens = 0
+            state.inputTokens += base
+            state.answer = ""
+        }
+    }
+
+    func admitCall() -> Admission {
+        state.withLock { state in
+            state.calls += 1
+            let id = "c\(state.calls)"
+            if state.calls > maxToolCalls + 1 { return .abort }
+            if state.calls > maxToolCalls {
+                return .refuse(id: id, message: """
+                    Error: the limit of \(maxToolCalls) tool calls is reached. Do not call any tool again; \
+                    answer now with what you have.
+                    """)
+            }
+            let left = plan.window - plan.answerReserve - state.baseTokens - state.toolTokens
+            return .run(id: id, budget: max(32, min(plan.resultCap, left)))
+        }
+    }
+
+    /// Records a finished (or refused) call: its cost in the window, the journal, files and commands.
+    func finishCall(tool: String, arguments: String, result: ToolResult) {
+        let callTokens = TokenEstimator.estimate(tool + arguments) + 8
+        let resultTokens = TokenEstimator.estimate(result.text)
+        state.withLock { state in
+            state.toolTokens += callTokens + resultTokens
+            state.inputTokens += resultTokens
+            state.outputTokens += callTokens
+            state.progress.turns += 1
+            state.progress.record(result)
+            state.journal.append(JournalEntry(tool: tool, arguments: arguments, summary: result.summary, ok: result.ok))
+        }
+    }
+
+    /// The answer streamed so far in the current window (the partial answer on timeout).
+    func noteAnswer(_ text: String) {
+        state.withLock { $0.answer = text }
+    }
+
+    var answer: String { state.withLock { $0.answer } }
+    var journal: [JournalEntry] { state.withLock { $0.journal } }
+
+    /// Estimated tokens the current window holds (for `--verbose` after an overflow).
+    var windowTokens: Int { state.withLock { $0.baseTokens + $0.toolTokens + TokenEstimator.estimate($0.answer) } }
+
+    /// The counters of the run so far; `answered` counts the final response as one more turn.
+    func progress(answered: Bool = false) -> RunProgress {
+        state.withLock { state in
+            var progress = state.progress
+            if answered { progress.turns += 1 }
+            progress.usage = Usage(inputTokens: state.inputTokens,
+                                   outputTokens: state.outputTokens + TokenEstimator.estimate(state.answer),
+                                   estimated: true)
+            return progress
+        }
+    }
+}
+
+/// Thrown from a tool call to end a turn whose model ignores the tool-call limit.
+struct MaxTurnsReached: Error, Sendable {}

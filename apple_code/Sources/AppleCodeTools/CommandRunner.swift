@@ -1,0 +1,270 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Synchronization
+
+/// What a finished command left behind.
+public struct CommandOutcome: Sendable, Equatable {
+    public enum Ending: Sendable, Equatable {
+        case exited(Int32)
+        case signalled(Int32)
+        /// The per-command timeout expired; the whole process group was killed.
+        case timedOut
+        /// The task was cancelled or the run's deadline passed; the whole process group was killed.
+        case stopped
+    }
+
+    public var ending: Ending
+    public var output: CapturedOutput
+    public var seconds: Double
+}
+
+/// The head and tail of a command's combined stdout and stderr, with the count of everything in between.
+public struct CapturedOutput: Sendable, Equatable {
+    public static let defaultHeadBytes = 6000
+    public static let defaultTailBytes = 4000
+
+    public private(set) var head: [UInt8] = []
+    public private(set) var tail: [UInt8] = []
+    public private(set) var totalBytes = 0
+    let headLimit: Int
+    let tailLimit: Int
+
+    public init(headBytes: Int = defaultHeadBytes, tailBytes: Int = defaultTailBytes) {
+        headLimit = headBytes
+        tailLimit = tailBytes
+    }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        totalBytes += bytes.count
+        var rest = bytes[...]
+        if head.count < headLimit {
+            let take = min(headLimit - head.count, rest.count)
+            head.append(contentsOf: rest.prefix(take))
+            rest = rest.dropFirst(take)
+        }
+        guard !rest.isEmpty else { return }
+        tail.append(contentsOf: rest.suffix(tailLimit))
+        if tail.count > 2 * tailLimit { tail.removeFirst(tail.count - tailLimit) }
+    }
+
+    /// The kept text; when output was cut, a marker between head and tail says how much.
+    public var text: String {
+        let keptTail = tail.suffix(tailLimit)
+        let omitted = totalBytes - head.count - keptTail.count
+        let headText = String(decoding: head, as: UTF8.self)
+        guard omitted > 0 else { return headText + String(decoding: keptTail, as: UTF8.self) }
+        return headText + "\n[... \(omitted) bytes of output cut ...]\n" + String(decoding: keptTail, as: UTF8.self)
+    }
+
+    public var isEmpty: Bool { totalBytes == 0 }
+}
+
+/// Runs a program in its own process group with stdin on /dev/null and stdout+stderr on one pipe, and never
+/// hangs: the timeout, the run's deadline and task cancellation each SIGTERM the whole group, SIGKILL it a
+/// second later, and stop draining the pipe half a second after that, even if a grandchild still holds it.
+/// Supervision runs on its own thread so a long command never blocks Swift's cooperative thread pool.
+public enum CommandRunner {
+    /// SIGTERM-to-SIGKILL grace.
+    static let killGrace: Duration = .seconds(1)
+    /// How long output is still drained after the group was SIGKILLed or the leader exited.
+    static let drainGrace: Duration = .milliseconds(500)
+    static let pollMilliseconds: Int32 = 50
+
+    public static func run(_ argv: [String], in directory: String, timeout: Duration,
+                           deadline: ContinuousClock.Instant? = nil,
+                           capture: CapturedOutput = CapturedOutput()) async throws -> CommandOutcome {
+        let control = RunControl()
+        let start = ContinuousClock.now
+        var limit = start + timeout
+        if let deadline, deadline < limit { limit = deadline }
+        let fixedLimit = limit
+        let result: Result<CommandOutcome, ToolFailure> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let thread = Thread {
+                    continuation.resume(returning: Result {
+                        try supervise(argv, directory: directory, limit: fixedLimit,
+                                      timedOutByTimeout: fixedLimit == start + timeout,
+                                      capture: capture, control: control)
+                    }.mapError { $0 as? ToolFailure ?? ToolFailure("\($0)") })
+                }
+                thread.start()
+            }
+        } onCancel: {
+            control.cancel()
+        }
+        return try result.get()
+    }
+
+    /// Sends SIGKILL to the process group of every command still running (for the CLI's signal handling:
+    /// children are killed before the process exits).
+    public static func killAllRunning() {
+        for group in running.withLock({ $0 }) { _ = killpg(group, SIGKILL) }
+    }
+
+    static let running = Mutex<Set<pid_t>>([])
+
+    static func supervise(_ argv: [String], directory: String, limit: ContinuousClock.Instant,
+                                  timedOutByTimeout: Bool, capture: CapturedOutput,
+                                  control: RunControl) throws -> CommandOutcome {
+        let start = ContinuousClock.now
+        let (pid, readEnd) = try spawn(argv, directory: directory)
+        running.withLock { _ = $0.insert(pid) }
+        defer {
+            close(readEnd)
+            running.withLock { _ = $0.remove(pid) }
+        }
+        var output = capture
+        var endOfOutput = false
+        var leaderExited = false
+        var stopReason: CommandOutcome.Ending?
+        var terminatedAt: ContinuousClock.Instant?
+        var killedAt: ContinuousClock.Instant?
+        var exitedAt: ContinuousClock.Instant?
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+
+        while true {
+            if !endOfOutput {
+                var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+                _ = poll(&poller, 1, pollMilliseconds)
+                endOfOutput = drain(readEnd, into: &output, buffer: &buffer)
+            } else {
+                usleep(UInt32(pollMilliseconds) * 1000)
+            }
+            if !leaderExited, hasExited(pid) {
+                leaderExited = true
+                exitedAt = .now
+            }
+            let now = ContinuousClock.now
+            if leaderExited, endOfOutput { break }
+            if stopReason == nil, now >= limit || control.isCancelled {
+                stopReason = control.isCancelled || !timedOutByTimeout ? .stopped : .timedOut
+                terminatedAt = now
+                _ = killpg(pid, SIGTERM)
+            }
+            if killedAt == nil {
+                let graceOver = terminatedAt.map { now - $0 >= killGrace } ?? false
+                // The leader is done but something it started still holds the pipe: the command is over.
+                let leftovers = exitedAt.map { now - $0 >= drainGrace } ?? false
+                if graceOver || leftovers {
+                    _ = killpg(pid, SIGKILL)
+                    killedAt = now
+                }
+            } else if let killedAt, now - killedAt >= drainGrace {
+                break
+            }
+        }
+        // Whatever is left of the group (background jobs that closed the pipe) goes too. The leader is a zombie
+        // until reaped below, so its process group id cannot have been reused.
+        _ = killpg(pid, SIGKILL)
+        let status = reap(pid)
+        let seconds = Double((ContinuousClock.now - start).components.attoseconds) / 1e18
+            + Double((ContinuousClock.now - start).components.seconds)
+        let ending: CommandOutcome.Ending
+        if let stopReason {
+            ending = stopReason
+        } else if let status, status & 0x7f == 0 {
+            ending = .exited((status >> 8) & 0xff)
+        } else {
+            ending = .signalled(status.map { $0 & 0x7f } ?? SIGKILL)
+        }
+        return CommandOutcome(ending: ending, output: output, seconds: seconds)
+    }
+
+    /// Reads everything available now; true at end of file.
+    private static func drain(_ fd: Int32, into output: inout CapturedOutput, buffer: inout [UInt8]) -> Bool {
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                buffer.withUnsafeBytes { output.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                continue
+            }
+            if count == 0 { return true }
+            if errno == EINTR { continue }
+            return errno != EAGAIN && errno != EWOULDBLOCK
+        }
+    }
+
+    /// Whether the leader has exited, leaving it a zombie (WNOWAIT) so its pid and group stay reserved.
+    private static func hasExited(_ pid: pid_t) -> Bool {
+        var info = siginfo_t()
+        guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 else { return true }
+        return info.si_signo == SIGCHLD
+    }
+
+    /// Reaps the leader (waiting at most about a second after SIGKILL) and returns its wait status.
+    private static func reap(_ pid: pid_t) -> Int32? {
+        var status: Int32 = 0
+        for _ in 0..<100 {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid { return status }
+            if result < 0, errno != EINTR { return nil }
+            usleep(10_000)
+        }
+        return nil
+    }
+
+    /// Starts `argv` in a new process group: stdin /dev/null, stdout and stderr on one pipe, default signal
+    /// dispositions (the parent may ignore SIGPIPE), working directory `directory`.
+    private static func spawn(_ argv: [String], directory: String) throws -> (pid_t, Int32) {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw ToolFailure("cannot create a pipe (\(FileIO.errorText(errno)))") }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
+
+        #if os(Linux)
+        var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        #else
+        var actions: posix_spawn_file_actions_t?
+        var attributes: posix_spawnattr_t?
+        #endif
+        posix_spawn_file_actions_init(&actions)
+        posix_spawnattr_init(&attributes)
+        defer {
+            posix_spawn_file_actions_destroy(&actions)
+            posix_spawnattr_destroy(&attributes)
+        }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        var defaults = sigset_t()
+        var mask = sigset_t()
+        sigfillset(&defaults)
+        sigemptyset(&mask)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF
+                                                    | POSIX_SPAWN_SETSIGMASK))
+
+        // posix_spawn_file_actions_addchdir_np is not visible through Swift's Glibc module: a one-line shell
+        // changes directory and then execs the real program (same process, same group).
+        let wrapped = ["/bin/sh", "-c", "cd -- \"$0\" && exec \"$@\"", directory] + argv
+        var cArguments = wrapped.map { strdup($0) } + [nil]
+        defer { for pointer in cArguments { free(pointer) } }
+        var pid: pid_t = 0
+        #if canImport(Darwin)
+        let environment = _NSGetEnviron().pointee
+        #else
+        let environment = environ
+        #endif
+        let code = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &cArguments, environment)
+        close(fds[1])
+        guard code == 0 else {
+            close(fds[0])
+            throw ToolFailure("cannot start \(argv[0]) (\(FileIO.errorText(code)))")
+        }
+        return (pid, fds[0])
+    }
+}
+
+/// Cancellation signal from the awaiting task to the supervising thread.
+final class RunControl: Sendable {
+    private let cancelled = Atomic<Bool>(false)
+    func cancel() { cancelled.store(true, ordering: .relaxed) }
+    var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
+}

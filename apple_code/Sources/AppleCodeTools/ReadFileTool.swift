@@ -1,0 +1,69 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import AppleCodeCore
+
+/// `readFile(path, startLine?, endLine?)`: numbered lines in a window of at most 100 lines that also fits the
+/// budget, with the file's line count and where to read on. Streams the file, so a 50 MB file costs one chunk.
+public struct ReadFileTool: WorkspaceTool {
+    public static let windowLines = 100
+
+    public let spec = ToolSpec(
+        name: "readFile",
+        description: "Read a text file (numbered lines).",
+        parameters: [
+            ParameterSpec("path", .string, ""),
+            ParameterSpec("startLine", .integer, "", required: false),
+            ParameterSpec("endLine", .integer, "", required: false),
+        ])
+
+    public init() {}
+
+    public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
+        -> ToolResult {
+        let target = try workspace.resolve(arguments.string("path") ?? "")
+        try target.requireFile()
+        let name = target.relative
+        let first = max(1, arguments.int("startLine") ?? 1)
+        let requestedLast = arguments.int("endLine")
+        if let requestedLast, requestedLast < first {
+            throw ToolFailure("endLine \(requestedLast) is before startLine \(first)")
+        }
+        let last = min(requestedLast ?? Int.max, first + Self.windowLines - 1)
+
+        let fd = try FileIO.openForReading(target.absolute, shown: name)
+        defer { close(fd) }
+        if FileIO.looksBinary(fd: fd) {
+            let size = Workspace.fileSize(target.absolute)
+            throw ToolFailure("\(name) is a binary file (\(size) bytes); only text files can be read")
+        }
+
+        var window = BudgetedLines(tokens: context.maxResultTokens)
+        var shownLast = first - 1
+        let scan = try FileIO.scanLines(fd: fd, from: first, countAll: true) { number, text, cut in
+            guard number <= last else { return false }
+            let line = "\(number)\t\(text)" + (cut ? " [... line cut]" : "")
+            guard window.add(line) else { return false }
+            shownLast = number
+            return true
+        }
+        let total = scan.lines
+        if total == 0 {
+            return ToolResult(text: "(\(name) is empty)", summary: "\(name) is empty")
+        }
+        if first > total {
+            throw ToolFailure("startLine \(first) is past the end of \(name) (\(total) lines)")
+        }
+        if shownLast < first {
+            throw ToolFailure("line \(first) of \(name) does not fit the remaining context budget")
+        }
+        let note = shownLast < total
+            ? "[\(name) lines \(first)-\(shownLast) of \(total); read on with startLine \(shownLast + 1)]"
+            : "[\(name) lines \(first)-\(shownLast) of \(total); end of file]"
+        return ToolResult(text: window.text + "\n" + note,
+                          summary: "\(name) lines \(first)-\(shownLast) of \(total)",
+                          truncated: window.full)
+    }
+}

@@ -1,0 +1,113 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import AppleCodeCore
+import Foundation
+
+/// `searchContent(pattern, path=".", filePattern="*")`: `file:line:text` for lines matching a regular
+/// expression (or, when the pattern is not a valid one, the literal text); at most 100 matches, fewer when the
+/// budget is short. Binary files, symlinks and very large files are not searched.
+public struct SearchContentTool: WorkspaceTool {
+    public static let maxMatches = 100
+    /// Files above this size are skipped (and counted), to bound the time one search takes.
+    public static let maxFileBytes = 20 << 20
+    /// A matching line is shown up to this many characters.
+    static let maxShownCharacters = 200
+
+    public let spec = ToolSpec(
+        name: "searchContent",
+        description: "Search files for a regex.",
+        parameters: [
+            ParameterSpec("pattern", .string, ""),
+            ParameterSpec("path", .string, "", required: false),
+            ParameterSpec("filePattern", .string, "", required: false),
+        ])
+
+    public init() {}
+
+    public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
+        -> ToolResult {
+        let pattern = arguments.string("pattern") ?? ""
+        if pattern.isEmpty { throw ToolFailure("the pattern is empty") }
+        let matcher = LineMatcher(pattern)
+        let files = Glob(arguments.string("filePattern") ?? "*")
+        let folder = try workspace.resolve(arguments.string("path") ?? ".")
+        let walker = TreeWalker(workspace: workspace, recursive: true)
+        var lines = BudgetedLines(tokens: context.maxResultTokens)
+        var total = 0
+        var largeFiles = 0
+
+        func search(_ absolute: String, shown: String) {
+            guard let fd = try? FileIO.openForReading(absolute, shown: shown) else { return }
+            defer { close(fd) }
+            guard !FileIO.looksBinary(fd: fd) else { return }
+            _ = try? FileIO.scanLines(fd: fd, countAll: false) { number, text, _ in
+                guard matcher.matches(text) else { return true }
+                total += 1
+                if lines.count < Self.maxMatches {
+                    let trimmed = text.trimmingCharacters(in: .whitespaces)
+                    let cut = trimmed.count > Self.maxShownCharacters
+                        ? String(trimmed.prefix(Self.maxShownCharacters)) + " [...]" : trimmed
+                    _ = lines.add("\(shown):\(number):\(cut)")
+                }
+                return true
+            }
+        }
+
+        var stats = TreeWalker.Stats()
+        switch folder.kind {
+        case .file:
+            search(folder.absolute, shown: folder.relative)
+        case .directory:
+            let prefix = folder.absolute == "/" ? "/" : folder.absolute + "/"
+            stats = walker.walk(folder.absolute) { entry in
+                guard entry.kind == .file,
+                      files.matches(name: entry.name, pathBelowRoot: String(entry.absolute.dropFirst(prefix.count)))
+                else { return true }
+                if Workspace.fileSize(entry.absolute) > Self.maxFileBytes {
+                    largeFiles += 1
+                    return true
+                }
+                search(entry.absolute, shown: entry.relative)
+                return true
+            }
+        default:
+            try folder.requireDirectory()
+        }
+
+        let shown = lines.count
+        var note = "[\(total) matches in \(folder.relative)"
+        if shown < total { note += "; \(shown) shown, \(total - shown) left out" }
+        if largeFiles > 0 { note += "; \(largeFiles) files over \(Self.maxFileBytes >> 20) MB not searched" }
+        if stats.capped { note += "; stopped after \(TreeWalker.maxVisits) entries" }
+        if matcher.literal { note += "; searched as plain text (not a valid regex)" }
+        note += "]"
+        let body = shown > 0 ? lines.text + "\n" : ""
+        return ToolResult(text: body + note, summary: "\(total) matches for \(pattern)",
+                          truncated: shown < total || stats.capped)
+    }
+}
+
+/// A line test: a regular expression, or the literal text when the pattern does not compile. Lower-case
+/// patterns match any case (as ripgrep's smart case), which helps small models that guess the case wrong.
+struct LineMatcher {
+    let regex: NSRegularExpression?
+    let text: String
+    let ignoreCase: Bool
+    var literal: Bool { regex == nil }
+
+    init(_ pattern: String) {
+        text = pattern
+        ignoreCase = pattern == pattern.lowercased()
+        regex = try? NSRegularExpression(pattern: pattern, options: ignoreCase ? [.caseInsensitive] : [])
+    }
+
+    func matches(_ line: String) -> Bool {
+        if let regex {
+            return regex.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)) != nil
+        }
+        return line.range(of: text, options: ignoreCase ? [.caseInsensitive] : []) != nil
+    }
+}

@@ -1,0 +1,67 @@
+import AppleCodeCore
+
+/// A tool that works inside the workspace. Its `run` resolves the workspace, turns any failure into an
+/// `Error:` result (never a throw), and cuts the result to the budget the context allows; so each tool only
+/// writes `perform`.
+public protocol WorkspaceTool: AgentTool {
+    func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws -> ToolResult
+}
+
+extension WorkspaceTool {
+    public func run(_ arguments: ToolArguments, context: ToolContext) async -> ToolResult {
+        let result: ToolResult
+        do {
+            let workspace = try Workspace(context.workspace)
+            result = try await perform(arguments, in: workspace, context: context)
+        } catch let failure as ToolFailure {
+            result = .failure("Error: \(spec.name): \(failure.message)")
+        } catch {
+            result = .failure("Error: \(spec.name) failed: \(error)")
+        }
+        return result.fitted(toTokens: context.maxResultTokens)
+    }
+}
+
+extension ToolResult {
+    /// Cuts the text to `tokens` with a marker (head and tail kept) and sets `truncated`. A failure stays
+    /// recognisable as one: it keeps its `Error:` start.
+    public func fitted(toTokens tokens: Int) -> ToolResult {
+        let (text, cut) = TokenEstimator.cut(self.text, toTokens: max(tokens, 1))
+        guard cut else { return self }
+        var copy = self
+        copy.truncated = true
+        copy.text = text
+        if !ok, !text.hasPrefix("Error:") {
+            // Only a budget under ~32 tokens leaves no room for the head: keep the start of the error itself.
+            copy.text = TokenEstimator.prefix(self.text, bytes: TokenEstimator.bytes(forTokens: max(tokens, 1)))
+        }
+        return copy
+    }
+}
+
+/// Collects lines of a result until the token budget is spent, keeping room for a closing note.
+struct BudgetedLines {
+    private(set) var lines: [String] = []
+    private var bytes = 0
+    private let limit: Int
+    /// Set once a line did not fit.
+    private(set) var full = false
+
+    /// `tokens`: what the whole result may take; `reserve`: bytes kept for the note under the lines.
+    init(tokens: Int, reserveBytes: Int = 200) {
+        limit = max(0, TokenEstimator.bytes(forTokens: tokens) - reserveBytes)
+    }
+
+    /// Adds the line if it fits; returns false (and stays full) when it does not.
+    mutating func add(_ line: String) -> Bool {
+        guard !full else { return false }
+        let size = line.utf8.count + 1
+        guard bytes + size <= limit else { full = true; return false }
+        bytes += size
+        lines.append(line)
+        return true
+    }
+
+    var count: Int { lines.count }
+    var text: String { lines.joined(separator: "\n") }
+}

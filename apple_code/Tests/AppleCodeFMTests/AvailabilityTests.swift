@@ -1,0 +1,45 @@
+import AppleCodeCore
+import FoundationModelsMirror
+import Testing
+@testable import AppleCodeFM
+
+@Suite struct AvailabilityTests {
+    @Test func availableModelIsReady() {
+        let result = FoundationModelsBackend.describe(.available)
+        #expect(result.available)
+        #expect(result.checkJSON(backend: "fm").jsonText
+            == #"{"backend":"fm","available":true,"reason":"Apple's on-device model is ready"}"#)
+    }
+
+    @Test(arguments: [
+        (SystemLanguageModel.Availability.UnavailableReason.deviceNotEligible, "Apple silicon"),
+        (.appleIntelligenceNotEnabled, "turn it on in System Settings > Apple Intelligence & Siri"),
+        (.modelNotReady, "wait a few minutes"),
+    ])
+    func unavailableReasonsSayWhatToDo(reason: SystemLanguageModel.Availability.UnavailableReason, advice: String) {
+        let result = FoundationModelsBackend.describe(.unavailable(reason))
+        #expect(!result.available)
+        #expect(result.reason.contains(advice))
+        #expect(result.checkJSON(backend: "fm")["available"] == .bool(false))
+    }
+
+    @Test func runOnUnavailableModelIsExit3AndSendsNothing() async {
+        let (backend, script) = scriptedBackend([[.snapshots(["never"])]],
+                                                availability: .unavailable(.appleIntelligenceNotEnabled))
+        #expect(await backend.availability().available == false)
+        let error = await runFailure(backend, request())
+        #expect(error?.outcome == .modelUnavailable)
+        #expect(error?.outcome.exitCode == 3)
+        #expect(error?.message.contains("Apple Intelligence is turned off") == true)
+        #expect(script.requests.isEmpty)
+    }
+
+    @Test func buildWithoutTheFrameworkIsNeverAvailable() async {
+        let backend = FoundationModelsBackend()
+        let result = await backend.availability()
+        #expect(!result.available)
+        #expect(result.reason.contains("macOS 26"))
+        #expect(backend.contextTokens == 4096)
+        #expect(FoundationModelsBackend(contextTokens: 2000).contextTokens == 2000)
+    }
+}

@@ -1,0 +1,126 @@
+import AppleCodeCore
+import FoundationModelsMirror
+import Testing
+@testable import AppleCodeFM
+
+@Suite struct ErrorTests {
+    @Test(arguments: [
+        LanguageModelSession.GenerationError.rateLimited(context("rate limited")),
+        .concurrentRequests(context("busy")),
+    ])
+    func busyModelIsRetriedWithTheSamePrompt(error: LanguageModelSession.GenerationError) async throws {
+        let (backend, script) = scriptedBackend([[.fail(error)], [.fail(error)], [.snapshots(["ok"])]])
+        let sink = RecordingSink()
+        let answer = try await backend.run(request(), events: sink)
+        #expect(answer.text == "ok")
+        #expect(script.requests.map(\.prompt) == Array(repeating: "Fix the bug in a.py", count: 3))
+        #expect(sink.notices.count == 2)
+        #expect(sink.notices.allSatisfy { $0.hasPrefix("Apple's on-device model is busy or rate-limited; retrying") })
+    }
+
+    @Test func aRetryAfterToolsRanContinuesFromTheJournal() async throws {
+        let (backend, script) = scriptedBackend([
+            [.callTool("readFile", args(#"{"path":"a.py"}"#)), .fail(.rateLimited(context("slow down")))],
+            [.snapshots(["ok"])],
+        ])
+        _ = try await backend.run(request(), events: RecordingSink())
+        #expect(script.requests[1].prompt.contains("1. readFile"))
+    }
+
+    @Test func rateLimitedBeyondTheRetriesIsExit1() async {
+        let limited = MirrorStep.fail(.rateLimited(context("rate limited")))
+        let (backend, script) = scriptedBackend(Array(repeating: [limited], count: 10))
+        let error = await runFailure(backend, request())
+        #expect(error?.outcome == .backendError)
+        #expect(error?.outcome.exitCode == 1)
+        #expect(error?.message.contains("after 3 retries") == true)
+        #expect(script.requests.count == 4)
+    }
+
+    @Test func retriesStopBeforeTheDeadline() {
+        let policy = RetryPolicy(firstDelay: .seconds(1), maxDelay: .seconds(8), maxRetries: 6)
+        let now = ContinuousClock.now
+        #expect(policy.delay(retry: 1, deadline: nil, now: now) == .seconds(1))
+        #expect(policy.delay(retry: 3, deadline: nil, now: now) == .seconds(4))
+        #expect(policy.delay(retry: 5, deadline: nil, now: now) == .seconds(8))
+        #expect(policy.delay(retry: 7, deadline: nil, now: now) == nil)
+        #expect(policy.delay(retry: 3, deadline: now + .seconds(3), now: now) == nil)
+    }
+
+    @Test(arguments: [
+        LanguageModelSession.GenerationError.guardrailViolation(context("unsafe")),
+        .refusal(.init(transcriptEntries: []), context("refused")),
+    ])
+    func guardrailAndRefusalAreErrorGuardrail(error: LanguageModelSession.GenerationError) async {
+        let (backend, _) = scriptedBackend([[.fail(error)]])
+        let failure = await runFailure(backend, request())
+        #expect(failure?.outcome == .guardrail)
+        #expect(failure?.outcome.subtype == "error_guardrail")
+        #expect(failure?.message.hasPrefix("Apple's on-device model") == true)
+        #expect(failure?.message.contains("Rephrase the task") == true)
+    }
+
+    @Test func missingAssetsAreModelUnavailable() async {
+        let (backend, _) = scriptedBackend([[.fail(.assetsUnavailable(context("no assets")))]])
+        let failure = await runFailure(backend, request())
+        #expect(failure?.outcome == .modelUnavailable)
+        #expect(failure?.message.contains("apple-code --check") == true)
+    }
+
+    @Test func unsupportedLanguageSaysSo() async {
+        let (backend, _) = scriptedBackend([[.fail(.unsupportedLanguageOrLocale(context("xx")))]])
+        let failure = await runFailure(backend, request())
+        #expect(failure?.outcome == .backendError)
+        #expect(failure?.message.contains("does not support this language") == true)
+    }
+
+    @Test func anUnknownErrorIsABackendErrorWithItsText() async {
+        struct Odd: Error, CustomStringConvertible { var description: String { "ModelManagerError -1" } }
+        let (backend, _) = scriptedBackend([[.failWith(Odd())]])
+        let failure = await runFailure(backend, request())
+        #expect(failure?.outcome == .backendError)
+        #expect(failure?.message == "Apple's on-device model failed: ModelManagerError -1")
+    }
+
+    @Test func timeoutStopsTheTurnAndKeepsThePartialAnswer() async {
+        let (backend, _) = scriptedBackend([[.snapshots(["Working on", "Working on it"]), .hang]])
+        let sink = RecordingSink()
+        let started = ContinuousClock.now
+        let failure = await runFailure(backend, request(deadline: .now + .milliseconds(300)), sink)
+        #expect(failure?.outcome == .timeout)
+        #expect(failure?.outcome.exitCode == 124)
+        #expect(failure?.partialAnswer == "Working on it")
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    @Test func cancellingTheRunIsInterrupted() async {
+        let (backend, _) = scriptedBackend([[.snapshots(["Part"]), .hang]])
+        let task = Task { await runFailure(backend, request()) }
+        try? await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        let failure = await task.value
+        #expect(failure?.outcome == .interrupted)
+        #expect(failure?.partialAnswer == "Part")
+    }
+
+    @Test func toolCallsPastMaxTurnsAreRefusedThenEndTheRun() async throws {
+        let read = FakeTool("readFile")
+        let call = MirrorStep.callTool("readFile", args(#"{"path":"a.py"}"#))
+        let (backend, script) = scriptedBackend([[call, call, call, .snapshots(["never"])]])
+        let sink = RecordingSink()
+        let failure = await runFailure(backend, request(tools: [read], maxTurns: 1), sink)
+        #expect(failure?.outcome == .maxTurns)
+        #expect(read.arguments.count == 1)
+        let outputs = try #require(script.requests.first?.toolExchanges.map(\.output))
+        #expect(outputs.count == 2)
+        #expect(outputs[1].hasPrefix("Error: the limit of 1 tool calls is reached"))
+        #expect(failure?.progress.turns == 2)
+    }
+
+    @Test func textFallbackClassifiesUntypedErrors() {
+        #expect(Failure.classify(description: "GenerationError.rateLimited") == .busy("GenerationError.rateLimited"))
+        #expect(Failure.classify(description: "x guardrailViolation y")
+            == .fatal(.guardrail, "Apple's on-device model refused this request (x guardrailViolation y)"))
+        #expect(Failure(CancellationError()) == .cancelled)
+    }
+}

@@ -1,0 +1,48 @@
+import AppleCodeCore
+import FoundationModelsMirror
+import Testing
+@testable import AppleCodeFM
+
+@Suite struct StreamingTests {
+    @Test func cumulativeSnapshotsBecomeDeltas() {
+        var deltas = SnapshotDeltas()
+        #expect(deltas.next("Hel") == .append("Hel"))
+        #expect(deltas.next("Hello") == .append("lo"))
+        #expect(deltas.next("Hello") == .none)
+        #expect(deltas.next("Hello world") == .append(" world"))
+        #expect(deltas.next("Hi there") == .restart("Hi there"))
+        #expect(deltas.next("Hi there!") == .append("!"))
+        #expect(deltas.text == "Hi there!")
+    }
+
+    @Test func aRunStreamsTextEventsAndAnswersTheLastSnapshot() async throws {
+        let (backend, _) = scriptedBackend([[.snapshots(["The", "The README", "The README", "The README says hi"])]])
+        let sink = RecordingSink()
+        let answer = try await backend.run(request(tools: []), events: sink)
+        #expect(sink.texts == ["The", " README", " says hi"])
+        #expect(answer.text == "The README says hi")
+        #expect(sink.texts.joined() == answer.text)
+    }
+
+    @Test func aRevisedSnapshotIsAnnouncedAndSentWhole() async throws {
+        let (backend, _) = scriptedBackend([[.snapshots(["Hello wor", "Hi", "Hi!"])]])
+        let sink = RecordingSink()
+        let answer = try await backend.run(request(tools: []), events: sink)
+        #expect(answer.text == "Hi!")
+        #expect(sink.kinds == [
+            .text(delta: "Hello wor"),
+            .notice("the model revised its answer; the text starts again"),
+            .text(delta: "Hi"),
+            .text(delta: "!"),
+        ])
+    }
+
+    @Test func optionsCapTheAnswerAndLeaveSamplingAlone() async throws {
+        let (backend, script) = scriptedBackend([[.snapshots(["ok"])]])
+        _ = try await backend.run(request(tools: []), events: RecordingSink())
+        let options = try #require(script.requests.first?.options)
+        #expect(options.maximumResponseTokens == ContextPlan(window: 4096, instructions: "", tools: []).answerReserve)
+        #expect(options.sampling == nil)
+        #expect(options.temperature == 0.2)
+    }
+}

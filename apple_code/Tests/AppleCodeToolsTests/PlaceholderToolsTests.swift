@@ -1,2 +1,0 @@
-import Testing
-@testable import AppleCodeTools

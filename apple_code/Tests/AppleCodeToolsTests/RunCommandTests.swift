@@ -1,0 +1,259 @@
+import AppleCodeCore
+import Foundation
+import Testing
+@testable import AppleCodeTools
+
+/// The sandboxes to run command tests under: always none, and bwrap where this machine has a working one.
+let commandSandboxes: [CommandSandbox] = {
+    var list: [CommandSandbox] = [.none(reason: "test")]
+    if case .bubblewrap = CommandSandbox.detected { list.append(.detected) }
+    return list
+}()
+
+/// Whether a process is gone: no such pid, or a zombie nobody reaped yet (in a container PID 1 may not reap).
+func processIsGone(_ pid: pid_t) -> Bool {
+    if kill(pid, 0) != 0 { return errno == ESRCH }
+    #if os(Linux)
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.lastIndex(of: ")") else { return true }
+    return stat[stat.index(close, offsetBy: 2)] == "Z"
+    #else
+    return false
+    #endif
+}
+
+@Suite struct RunCommandTests {
+    @Test(arguments: commandSandboxes)
+    func outputAndExitCode(sandbox: CommandSandbox) async throws {
+        let ws = try TempWorkspace()
+        try ws.write("a.txt", "hello")
+        let result = await ws.call(RunCommandTool(sandbox: sandbox), ["command": "cat a.txt; echo; echo err >&2; pwd"])
+        #expect(result.ok)
+        #expect(result.text == "exit code 0\nhello\nerr\n\(ws.path)\n")
+        #expect(result.commandsRun == 1)
+        let failed = await ws.call(RunCommandTool(sandbox: sandbox), ["command": "echo nope; exit 3"])
+        #expect(!failed.ok)
+        #expect(failed.text == "exit code 3\nnope\n")
+        #expect(failed.commandsRun == 1)
+    }
+
+    @Test(arguments: commandSandboxes)
+    func emptyOutputIsStated(sandbox: CommandSandbox) async throws {
+        let ws = try TempWorkspace()
+        let ok = await ws.call(RunCommandTool(sandbox: sandbox), ["command": "true"])
+        #expect(ok.text == "Command succeeded with no output (exit code 0).")
+        let failed = await ws.call(RunCommandTool(sandbox: sandbox), ["command": "exit 2"])
+        #expect(failed.text == "Command failed with exit code 2 and no output.")
+    }
+
+    @Test func stdinIsClosed() async throws {
+        let ws = try TempWorkspace()
+        // `cat` with no file reads stdin: with /dev/null it ends at once instead of waiting for a terminal.
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "cat; echo done"])
+        #expect(result.text == "exit code 0\ndone\n")
+    }
+
+    @Test func commandRunsInItsOwnProcessGroup() async throws {
+        let ws = try TempWorkspace()
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")),
+                                   ["command": "ps -o pgid= -p $$; echo $$"])
+        let numbers = result.text.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
+        #expect(numbers.count == 3)  // exit code 0, pgid, pid
+        #expect(numbers.count == 3 && numbers[1] == numbers[2] && numbers[1] != getpgrp())
+    }
+
+    @Test(arguments: commandSandboxes)
+    func timeoutKillsTheGroup(sandbox: CommandSandbox) async throws {
+        let ws = try TempWorkspace()
+        let start = ContinuousClock.now
+        let result = await ws.call(RunCommandTool(sandbox: sandbox), ["command": "echo before; sleep 30", "timeout": 1])
+        let elapsed = ContinuousClock.now - start
+        #expect(!result.ok)
+        #expect(result.text == "Command timed out after 1 s; it and everything it started were killed.\nbefore\n")
+        #expect(elapsed < .seconds(3), "took \(elapsed)")
+    }
+
+    /// Issue 3 item 5: a grandchild that ignores SIGTERM and keeps the output pipe open cannot hang the tool;
+    /// it returns within timeout + 2 s and nothing of the command is left running.
+    @Test(arguments: commandSandboxes)
+    func grandchildIgnoringTermAndHoldingThePipeIsKilled(sandbox: CommandSandbox) async throws {
+        let ws = try TempWorkspace()
+        let command = #"sh -c 'trap "" TERM; echo $$ > grandchild.pid; exec sleep 60' & sleep 60"#
+        let start = ContinuousClock.now
+        let result = await ws.call(RunCommandTool(sandbox: sandbox), ["command": .string(command), "timeout": 1])
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed < .seconds(3), "took \(elapsed)")
+        #expect(result.text.hasPrefix("Command timed out after 1 s"))
+        let pidText = try #require(ws.read("grandchild.pid")?.trimmingCharacters(in: .whitespacesAndNewlines))
+        let pid = try #require(pid_t(pidText))
+        var gone = processIsGone(pid)
+        for _ in 0..<20 where !gone {
+            try await Task.sleep(for: .milliseconds(50))
+            gone = processIsGone(pid)
+        }
+        #expect(gone, "grandchild \(pid) is still running")
+    }
+
+    @Test func backgroundJobHoldingThePipeDoesNotHangAFinishedCommand() async throws {
+        let ws = try TempWorkspace()
+        let start = ContinuousClock.now
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")),
+                                   ["command": "(sleep 60; echo late) & echo $! > bg.pid; echo quick", "timeout": 30])
+        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(result.text == "exit code 0\nquick\n")
+        let pid = try #require(pid_t(ws.read("bg.pid")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(processIsGone(pid))
+    }
+
+    @Test func longOutputKeepsHeadAndTail() async throws {
+        let ws = try TempWorkspace()
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "seq 1 100000"],
+                                   tokens: 5000)
+        #expect(result.ok)
+        #expect(result.text.hasPrefix("exit code 0\n1\n2\n3\n"))
+        #expect(result.text.hasSuffix("99999\n100000\n"))
+        #expect(result.text.contains("bytes of output cut ...]"))
+        #expect(TokenEstimator.estimate(result.text) <= 5000)
+        let small = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "seq 1 100000"],
+                                  tokens: 300)
+        #expect(small.truncated)
+        #expect(small.text.hasPrefix("exit code 0\n1\n"))
+        #expect(small.text.hasSuffix("100000\n"))
+        #expect(TokenEstimator.estimate(small.text) <= 300)
+    }
+
+    @Test func capturedOutputCountsWhatItCut() {
+        var output = CapturedOutput(headBytes: 4, tailBytes: 3)
+        for piece in ["ab", "cdef", "ghij", "kl"] {
+            Array(piece.utf8).withUnsafeBytes { output.append($0) }
+        }
+        #expect(output.totalBytes == 12)
+        #expect(output.text == "abcd\n[... 5 bytes of output cut ...]\njkl")
+    }
+
+    @Test func taskCancellationKillsTheCommand() async throws {
+        let ws = try TempWorkspace()
+        let tool = RunCommandTool(sandbox: .none(reason: "test"))
+        let context = ws.context()
+        let start = ContinuousClock.now
+        let task = Task { await tool.call(raw: ["command": "sleep 30"], context: context) }
+        try await Task.sleep(for: .milliseconds(300))
+        task.cancel()
+        let result = await task.value
+        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(result.text.hasPrefix("Command stopped"))
+    }
+
+    @Test func runDeadlineStopsTheCommand() async throws {
+        let ws = try TempWorkspace()
+        let context = ws.context(deadline: .now + .milliseconds(500))
+        let start = ContinuousClock.now
+        let result = await RunCommandTool(sandbox: .none(reason: "test")).call(raw: ["command": "sleep 30"],
+                                                                               context: context)
+        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(result.text.hasPrefix("Command stopped"))
+        let late = await RunCommandTool(sandbox: .none(reason: "test")).call(
+            raw: ["command": "true"], context: ws.context(deadline: .now - .seconds(1)))
+        #expect(late.text == "Error: runCommand: no time is left in this run to start a command")
+        #expect(late.commandsRun == 0)
+    }
+
+    @Test(arguments: ["rm -rf /", "rm -rf ~", "rm -fr $HOME/", "sudo ls", "echo x; shutdown -h now",
+                      ":(){ :|:& };:", "mkfs.ext4 /dev/sda1", "dd if=/dev/zero of=/dev/sda"])
+    func courtesyBlocklistRefusesTheObvious(command: String) async throws {
+        let ws = try TempWorkspace()
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": .string(command)])
+        #expect(result.text.hasPrefix("Error: runCommand: refused:"))
+        #expect(result.commandsRun == 0)
+    }
+
+    @Test(arguments: ["rm -rf build", "rm -rf ./dist/*", "grep -r sudo .", "echo reboot"])
+    func blocklistLeavesOrdinaryCommandsAlone(command: String) {
+        #expect(CommandPolicy.refusal(for: command) == nil)
+    }
+
+    @Test func missingCommandArgumentIsAnError() async throws {
+        let ws = try TempWorkspace()
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), [:])
+        #expect(result.text == "Error: runCommand: missing required argument 'command'")
+        let blank = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "  "])
+        #expect(blank.text == "Error: runCommand: the command is empty")
+    }
+
+    @Test func sandboxChoiceIsLogged() async throws {
+        let ws = try TempWorkspace()
+        let lines = LogLines()
+        _ = await RunCommandTool(sandbox: .none(reason: "bwrap not installed")).call(
+            raw: ["command": "true"], context: ws.context(log: { lines.append($0) }))
+        #expect(lines.all == ["runCommand sandbox: none (bwrap not installed)"])
+    }
+}
+
+final class LogLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
+}
+
+@Suite struct SandboxTests {
+    /// bwrap: writes inside the workspace work; writes anywhere else on the host are refused or land in the
+    /// sandbox's private /tmp and vanish; there is no network but loopback.
+    @Test func bubblewrapRefusesWritesOutsideTheWorkspace() async throws {
+        guard case .bubblewrap = CommandSandbox.detected else {
+            print("SKIPPED bubblewrapRefusesWritesOutsideTheWorkspace: \(CommandSandbox.detected.label)")
+            return
+        }
+        let ws = try TempWorkspace()
+        let probe = "/var/tmp/apple-code-sandbox-\(UUID().uuidString)"
+        defer { unlink(probe) }  // only there if the sandbox failed
+        let command = """
+            echo in > inside.txt; echo out > \(ws.outside)/escaped.txt; echo var > \(probe); \
+            echo tmp > /tmp/private.txt && cat /tmp/private.txt; grep -c : /proc/net/dev; true
+            """
+        let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": .string(command)])
+        #expect(ws.read("inside.txt") == "in\n")
+        #expect(ws.outsideEntries() == ["secret.txt"])
+        #expect(!ws.exists(probe))
+        #expect(!ws.exists("/tmp/private.txt"))
+        #expect(result.text.contains("Read-only file system"))
+        #expect(result.text.contains("tmp\n1\n"), "only the loopback interface: \(result.text)")
+    }
+
+    @Test func bubblewrapArguments() {
+        let argv = CommandSandbox.bubblewrap(executable: "/usr/bin/bwrap").argv(command: "make test", workspace: "/w s")
+        #expect(argv == ["/usr/bin/bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--bind", "/w s", "/w s",
+                         "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--die-with-parent",
+                         "--setenv", "TMPDIR", "/tmp", "--chdir", "/w s", "/bin/sh", "-c", "make test"])
+        #expect(CommandSandbox.none(reason: "x").argv(command: "ls", workspace: "/w") == ["/bin/sh", "-c", "ls"])
+    }
+
+    @Test func seatbeltProfileAllowsWritesOnlyToWorkspaceAndTemp() {
+        let profile = SeatbeltProfile.text(workspace: "/Users/me/code/site",
+                                           tempFolders: ["/private/tmp", "/private/var/folders/xy/T"])
+        let lines = profile.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(lines.first == "(version 1)")
+        #expect(lines.contains("(allow default)"))
+        #expect(lines.contains("(deny network*)"))
+        #expect(lines.contains("(deny file-write*)"))
+        let subpaths = lines.filter { $0.hasPrefix("(subpath") }
+        #expect(subpaths == ["(subpath \"/Users/me/code/site\")", "(subpath \"/private/tmp\")",
+                             "(subpath \"/private/var/folders/xy/T\")"])
+        // Deny comes before the allow list: in SBPL the last matching rule wins.
+        let deny = lines.firstIndex(of: "(deny file-write*)") ?? 99
+        let allow = lines.firstIndex(of: "(allow file-write*") ?? -1
+        #expect(deny < allow)
+        #expect(profile.filter { $0 == "(" }.count == profile.filter { $0 == ")" }.count)
+    }
+
+    @Test func seatbeltProfileEscapesPaths() {
+        let profile = SeatbeltProfile.text(workspace: #"/Users/me/we"ird\dir"#, tempFolders: [])
+        #expect(profile.contains(#"(subpath "/Users/me/we\"ird\\dir")"#))
+        #expect(SeatbeltProfile.quoted("a\u{1}b") == #""a\x1b""#)
+        let argv = CommandSandbox.seatbelt.argv(command: "ls", workspace: "/w")
+        #expect(argv.first == "/usr/bin/sandbox-exec")
+        #expect(argv[1] == "-p")
+        #expect(argv.suffix(3) == ["/bin/sh", "-c", "ls"])
+    }
+}

@@ -1,0 +1,203 @@
+"""The whole path with real parts: a real `apple-flow run` process, its SQLite store, the real `apple-code` binary
+against the scripted OpenAI-compatible server, a chat.db built from the real Messages schema, and a fake
+`osascript` on PATH recording what would be sent."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from support.chatdb import ChatDbWriter
+from support.daemon_process import DaemonProcess, wait_for
+from support.scripted_server import ScriptedServer, answer, hang, tool_call
+
+ANA = "+15551234567"
+STRANGER = "+15550001111"
+
+
+@pytest.fixture
+def chat_db(tmp_path: Path) -> Iterator[ChatDbWriter]:
+    writer = ChatDbWriter(tmp_path / "Messages" / "chat.db")
+    yield writer
+    writer.close()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "README.md").write_text("# demo\n")
+    return folder
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, chat_db: ChatDbWriter, workspace: Path, apple_code_bin: Path) -> Iterator[DaemonProcess]:
+    process = DaemonProcess(
+        tmp_path / "daemon",
+        chat_db.path,
+        {
+            "APPLE_FLOW_ALLOWED_SENDERS": "(555) 123-4567",
+            "APPLE_FLOW_DEFAULT_WORKSPACE": str(workspace),
+            "APPLE_FLOW_ALLOWED_WORKSPACES": str(workspace),
+            "APPLE_FLOW_AFM_COMMAND": str(apple_code_bin),
+            "APPLE_FLOW_AFM_BACKEND": "openai",
+            "APPLE_FLOW_AFM_MODEL": "scripted",
+            # One agent loop per approved task (plan-and-execute has its own tests in apple-code).
+            "APPLE_FLOW_AFM_PLAN_TASKS": "false",
+            "APPLE_FLOW_AFM_TIMEOUT_SECONDS": "30",
+            "APPLE_FLOW_SHUTDOWN_GRACE_SECONDS": "1",
+        },
+    )
+    yield process
+    process.stop()
+
+
+def served(server: ScriptedServer) -> dict[str, str]:
+    return {"APPLE_FLOW_AFM_BASE_URL": server.url}
+
+
+def final_replies(daemon: DaemonProcess, recipient: str) -> list[str]:
+    """What the recipient got, without progress lines and approval acknowledgements."""
+    return [t for t in daemon.sends_to(recipient) if not t.startswith(("… ", "Approved req_"))]
+
+
+def message_states(daemon: DaemonProcess) -> dict[int, str]:
+    with sqlite3.connect(daemon.db_path) as db:
+        return dict(db.execute("SELECT rowid, state FROM messages WHERE channel = 'imessage'").fetchall())
+
+
+def test_a_chat_message_is_answered_and_a_stranger_gets_nothing(
+    daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    with ScriptedServer([answer("Hello from the agent")]) as server:
+        daemon.start(served(server))
+        chat_db.message("let me in", sender=STRANGER)
+        chat_db.message("hi there", sender="15551234567")
+        wait_for(lambda: final_replies(daemon, ANA), 20, "the reply")
+        time.sleep(0.3)
+        assert final_replies(daemon, ANA) == ["Hello from the agent"]
+        assert daemon.sends_to(STRANGER) == []
+        [request] = server.requests()
+        assert "hi there" in str(request["messages"])
+        assert "let me in" not in str(request["messages"])
+    assert daemon.terminate() == 0
+
+
+def test_a_task_is_planned_read_only_approved_and_changes_files(
+    daemon: DaemonProcess, chat_db: ChatDbWriter, workspace: Path
+) -> None:
+    script = [
+        tool_call("listDirectory", {"path": "."}),
+        answer("1. Create hello.txt with a greeting."),
+        tool_call("writeFile", {"path": "hello.txt", "content": "hello, world\n"}),
+        answer("Created hello.txt."),
+    ]
+    with ScriptedServer(script) as server:
+        daemon.start(served(server))
+        chat_db.message("task: add a hello.txt", sender=ANA)
+        plan = wait_for(lambda: final_replies(daemon, ANA), 20, "the plan")[0]
+        assert "1. Create hello.txt" in plan
+        assert not (workspace / "hello.txt").exists()
+        planning_tools = {t["function"]["name"] for t in server.requests()[0].get("tools", [])}
+        assert "writeFile" not in planning_tools and "readFile" in planning_tools  # --read-only
+        request_id = re.search(r"approve (req_[0-9a-f]{8})", plan)
+        assert request_id, plan
+        chat_db.message(f"approve {request_id.group(1)}", sender=ANA)
+        done = wait_for(lambda: final_replies(daemon, ANA)[1:], 20, "the task's reply")[0]
+        assert done.startswith(f"Done ({request_id.group(1)}") and "Created hello.txt." in done
+        assert (workspace / "hello.txt").read_text() == "hello, world\n"
+        execution_tools = {t["function"]["name"] for t in server.requests()[2].get("tools", [])}
+        assert "writeFile" in execution_tools
+        assert f"Approved {request_id.group(1)}" in " ".join(daemon.sends_to(ANA))
+        progress = [t for t in daemon.sends_to(ANA) if t.startswith("… ")]
+        assert any("hello.txt" in line for line in progress), progress  # the agent's tool activity
+
+
+def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
+    daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    # 1. One message answered, a second in the middle of its turn (the model has not answered): kill -9.
+    with ScriptedServer([answer("answer one"), hang()]) as first:
+        daemon.start(served(first))
+        chat_db.message("one", sender=ANA)
+        wait_for(lambda: final_replies(daemon, ANA) == ["answer one"], 20, "the first answer")
+        chat_db.message("two", sender=ANA)
+        wait_for(lambda: len(first.requests()) == 2, 20, "the second turn to start")
+        daemon.kill9()
+    assert message_states(daemon) == {1: "sent", 2: "taken"}
+
+    # 2. Restart: "two" is handled again (once); "three" arrives and the daemon is killed at once.
+    with ScriptedServer([answer("answer two"), answer("answer three (second daemon)", delay=5)]) as second:
+        daemon.start(served(second))
+        wait_for(lambda: "answer two" in final_replies(daemon, ANA), 20, "the redone answer")
+        chat_db.message("three", sender=ANA)
+        time.sleep(0.05)
+        daemon.kill9()
+
+    # 3. Restart: "three" is answered once; "four" is killed mid-turn (the model takes 5 s).
+    with ScriptedServer([answer("answer three"), answer("answer four (slow)", delay=5)]) as third:
+        daemon.start(served(third))
+        wait_for(lambda: "answer three" in final_replies(daemon, ANA), 20, "the third answer")
+        chat_db.message("four", sender=ANA)
+        wait_for(lambda: len(third.requests()) == 2, 20, "the fourth turn to start")
+        daemon.kill9()
+
+    # 4. Restart: "four" answered; everything answered exactly once, in order.
+    with ScriptedServer([answer("answer four")]) as fourth:
+        daemon.start(served(fourth))
+        wait_for(lambda: "answer four" in final_replies(daemon, ANA), 20, "the fourth answer")
+        time.sleep(0.3)
+        assert daemon.terminate() == 0
+    assert final_replies(daemon, ANA) == ["answer one", "answer two", "answer three", "answer four"]
+    assert message_states(daemon) == {1: "sent", 2: "sent", 3: "sent", 4: "sent"}
+
+
+def test_a_hung_agent_is_killed_at_the_timeout_and_the_sender_told(
+    daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    with ScriptedServer([hang()]) as server:
+        daemon.start({**served(server), "APPLE_FLOW_AFM_TIMEOUT_SECONDS": "2"})
+        chat_db.message("do something slow", sender=ANA)
+        reply = wait_for(lambda: final_replies(daemon, ANA), 30, "the timeout reply")[0]
+        assert "took too long and was stopped after 2 s" in reply
+        assert daemon.process is not None
+        children = psutil.Process(daemon.process.pid).children(recursive=True)
+        assert [c for c in children if c.is_running() and "apple-code" in " ".join(c.cmdline())] == []
+
+
+def test_sigterm_stops_a_running_turn_within_the_bound_and_kills_its_process(
+    daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    with ScriptedServer([hang()]) as server:
+        daemon.start(served(server))
+        chat_db.message("long job", sender=ANA)
+        wait_for(lambda: server.requests(), 20, "the turn to start")
+        assert daemon.process is not None
+        agents = [c for c in psutil.Process(daemon.process.pid).children(recursive=True)
+                  if "apple-code" in " ".join(c.cmdline())]
+        assert agents
+        began = time.monotonic()
+        assert daemon.terminate() == 0
+        assert time.monotonic() - began < 10  # grace 1 s + killing the agent
+        _gone, alive = psutil.wait_procs(agents, timeout=5)
+        assert alive == []
+    assert message_states(daemon) == {1: "taken"}  # redone at the next start
+    assert final_replies(daemon, ANA) == []
+
+
+def test_a_second_daemon_on_the_same_database_refuses_to_start(
+    daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    with ScriptedServer([]) as server:
+        daemon.start(served(server))
+        first = daemon.process
+        with pytest.raises(AssertionError, match="Another apple-flow daemon"):
+            daemon.start(served(server))
+        assert first is not None and first.poll() is None
+        daemon.process = first
