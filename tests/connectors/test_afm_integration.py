@@ -13,7 +13,7 @@ import pytest
 from apple_flow.config import Settings, load_settings
 from apple_flow.connectors import AfmConnector, ConnectorError
 from apple_flow.connectors.runner import ProcessRunner
-from support.scripted_server import ScriptedServer, answer, hang, http_error
+from support.scripted_server import ScriptedServer, answer, hang, http_error, tool_call
 
 GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
 
@@ -115,3 +115,62 @@ def test_missing_workspace_option_is_refused_before_running(
         reply = AfmConnector(settings_for(server)).run_turn("alice", "hi", {"cwd": str(tmp_path / "missing")})
         assert server.requests() == []
     assert reply.startswith("Error: workspace ")
+
+
+def test_turn_reads_a_file_and_answers_with_progress(settings_for: Callable[..., Settings]) -> None:
+    script = [tool_call("readFile", {"path": "greet.py"}), answer("greet() returns a greeting.")]
+    with ScriptedServer(script) as server:
+        connector = AfmConnector(settings_for(server, soul_prompt="You are Flow, a terse assistant."))
+        progress: list[str] = []
+        reply = connector.run_turn_streaming("alice", "What does greet.py do?", progress.append)
+        requests = server.requests()
+    assert reply == "greet() returns a greeting."
+    assert progress == ["reading greet.py"]
+    assert len(requests) == 2
+    system, user = system_and_user(requests[0])
+    assert "You are Flow, a terse assistant." in system  # --system reached the model's instructions
+    assert "You are Flow" not in user
+    assert user == "What does greet.py do?"  # no tools context, no history: the message alone
+    assert "Hello, {name}!" in str(requests[1]["messages"])  # the tool really read the workspace file
+
+
+def test_planning_turn_is_read_only_for_real(settings_for: Callable[..., Settings], project: Path) -> None:
+    script = [tool_call("writeFile", {"path": "greet.py", "content": "broken"}), answer("Plan: edit greet.py.")]
+    with ScriptedServer(script) as server:
+        reply = AfmConnector(settings_for(server)).run_turn("alice", "plan: rename greet", {"allow_tools": False})
+        tools = offered_tools(server.requests()[0])
+    assert reply == "Plan: edit greet.py."
+    assert "writeFile" not in tools and "runCommand" not in tools and "readFile" in tools
+    assert (project / "greet.py").read_text(encoding="utf-8") == GREET  # the write was refused
+
+
+def test_task_turn_edits_the_workspace(settings_for: Callable[..., Settings], project: Path) -> None:
+    script = [
+        tool_call("editFile", {"path": "greet.py", "oldText": "Hello", "newText": "Hi"}),
+        answer("Changed the greeting."),
+    ]
+    with ScriptedServer(script) as server:
+        progress: list[str] = []
+        reply = AfmConnector(settings_for(server)).run_turn_streaming("alice", "say Hi", progress.append)
+    assert reply == "Changed the greeting."
+    assert progress == ["editing greet.py"]
+    assert "Hi, {name}!" in (project / "greet.py").read_text(encoding="utf-8")
+
+
+def test_plan_option_runs_apple_code_plan_mode(settings_for: Callable[..., Settings]) -> None:
+    script = [
+        answer('["Read greet.py and say what it does"]'),  # the planner
+        tool_call("readFile", {"path": "greet.py"}),  # the one worker
+        answer("greet() returns Hello plus the name."),
+        answer("Overall: greet.py greets by name."),  # the summary
+    ]
+    with ScriptedServer(script) as server:
+        progress: list[str] = []
+        reply = AfmConnector(settings_for(server)).run_turn_streaming(
+            "alice", "task: explain greet.py", progress.append, {"plan": True}
+        )
+        requests = server.requests()
+    assert "greet() returns Hello plus the name." in reply
+    assert "Overall: greet.py greets by name." in reply
+    assert len(requests) == 4
+    assert progress == ["[1] reading greet.py"]  # tool calls of plan workers carry their subtask id
