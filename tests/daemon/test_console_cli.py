@@ -72,3 +72,11 @@ def test_plain_egress_keeps_replies_on_stdout_and_progress_on_stderr() -> None:
     egress.send_progress("console", "… readFile a.py")
     assert out.getvalue() == "two\nlines\n\n"
     assert err.getvalue() == "… readFile a.py\n"
+
+
+def test_chat_renders_replies_in_a_panel_and_exits_0_at_end_of_input(env: dict[str, str]) -> None:
+    result = CliRunner().invoke(app, ["chat"], input="hello\nhelp\n", env=env)
+    assert result.exit_code == 0, result.output
+    assert "apple-flow" in result.stdout and "echo: hello" in result.stdout
+    assert "╭" in result.stdout  # the rich panel
+    assert "• task: WORK" in result.stdout  # help as a rendered Markdown list

@@ -4,6 +4,7 @@ against the scripted OpenAI-compatible server, a chat.db built from the real Mes
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ import pytest
 
 from support.chatdb import ChatDbWriter
 from support.daemon_process import DaemonProcess, wait_for
-from support.scripted_server import ScriptedServer, answer, hang
+from support.scripted_server import ScriptedServer, answer, hang, tool_call
 
 ANA = "+15551234567"
 STRANGER = "+15550001111"
@@ -86,6 +87,36 @@ def test_a_chat_message_is_answered_and_a_stranger_gets_nothing(
         assert "hi there" in str(request["messages"])
         assert "let me in" not in str(request["messages"])
     assert daemon.terminate() == 0
+
+
+def test_a_task_is_planned_read_only_approved_and_changes_files(
+    daemon: DaemonProcess, chat_db: ChatDbWriter, workspace: Path
+) -> None:
+    script = [
+        tool_call("listDirectory", {"path": "."}),
+        answer("1. Create hello.txt with a greeting."),
+        tool_call("writeFile", {"path": "hello.txt", "content": "hello, world\n"}),
+        answer("Created hello.txt."),
+    ]
+    with ScriptedServer(script) as server:
+        daemon.start(served(server))
+        chat_db.message("task: add a hello.txt", sender=ANA)
+        plan = wait_for(lambda: final_replies(daemon, ANA), 20, "the plan")[0]
+        assert "1. Create hello.txt" in plan
+        assert not (workspace / "hello.txt").exists()
+        planning_tools = {t["function"]["name"] for t in server.requests()[0].get("tools", [])}
+        assert "writeFile" not in planning_tools and "readFile" in planning_tools  # --read-only
+        request_id = re.search(r"approve (req_[0-9a-f]{8})", plan)
+        assert request_id, plan
+        chat_db.message(f"approve {request_id.group(1)}", sender=ANA)
+        done = wait_for(lambda: final_replies(daemon, ANA)[1:], 20, "the task's reply")[0]
+        assert done.startswith(f"Done ({request_id.group(1)}") and "Created hello.txt." in done
+        assert (workspace / "hello.txt").read_text() == "hello, world\n"
+        execution_tools = {t["function"]["name"] for t in server.requests()[2].get("tools", [])}
+        assert "writeFile" in execution_tools
+        assert f"Approved {request_id.group(1)}" in " ".join(daemon.sends_to(ANA))
+        progress = [t for t in daemon.sends_to(ANA) if t.startswith("… ")]
+        assert any("hello.txt" in line for line in progress), progress  # the agent's tool activity
 
 
 def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(

@@ -337,3 +337,13 @@ def test_an_unreadable_source_at_first_start_is_a_start_error(harness: Callable[
     h.ingress.latest_rowid = unreadable  # type: ignore[method-assign]
     with pytest.raises(StartError, match="Full Disk Access"):
         h.daemon.run()
+
+
+@pytest.mark.parametrize("text", ["task:", "idea:   ", "plan:"])
+def test_a_prefix_without_text_gets_an_example_and_runs_nothing(harness: Callable[..., Harness], text: str) -> None:
+    h = harness().start()
+    h.ingress.add(ANA, text)
+    h.finish()
+    [reply] = h.egress.to(ANA)
+    assert "needs some text, e.g." in reply
+    assert h.connector.calls == []

@@ -247,7 +247,12 @@ public enum CommandRunner {
         var cArguments = wrapped.map { strdup($0) } + [nil]
         defer { for pointer in cArguments { free(pointer) } }
         var pid: pid_t = 0
-        let code = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &cArguments, environ)
+        #if canImport(Darwin)
+        let environment = _NSGetEnviron().pointee
+        #else
+        let environment = environ
+        #endif
+        let code = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &cArguments, environment)
         close(fds[1])
         guard code == 0 else {
             close(fds[0])

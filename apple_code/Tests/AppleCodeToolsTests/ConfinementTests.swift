@@ -28,10 +28,13 @@ import Testing
         #expect(read.text.contains("1\thello"))
     }
 
+    /// Escape targets are always the test's own `outside` folder, never a system file: if confinement ever
+    /// broke, a write test aimed at /etc would damage the machine it runs on (as root here).
     @Test(arguments: ["../outside/secret.txt", "sub/../../outside/secret.txt", "./../outside/secret.txt",
-                      "missing/../../outside/secret.txt", "../../../../../../../../etc/passwd"])
-    func dotDotEscapesAreRefused(path: String) async throws {
+                      "missing/../../outside/secret.txt", "../../../../../../../../../../OUTSIDE/secret.txt"])
+    func dotDotEscapesAreRefused(template: String) async throws {
         let ws = try TempWorkspace()
+        let path = template.replacingOccurrences(of: "/OUTSIDE", with: ws.outside)
         try ws.write("sub/keep.txt", "k")
         let read = await ws.call(ReadFileTool(), ["path": .string(path)])
         #expect(read.text.hasPrefix("Error:"), "\(read.text)")

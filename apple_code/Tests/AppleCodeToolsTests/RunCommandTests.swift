@@ -207,6 +207,7 @@ final class LogLines: @unchecked Sendable {
         }
         let ws = try TempWorkspace()
         let probe = "/var/tmp/apple-code-sandbox-\(UUID().uuidString)"
+        defer { unlink(probe) }  // only there if the sandbox failed
         let command = """
             echo in > inside.txt; echo out > \(ws.outside)/escaped.txt; echo var > \(probe); \
             echo tmp > /tmp/private.txt && cat /tmp/private.txt; grep -c : /proc/net/dev; true

@@ -7,6 +7,7 @@ progress)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -71,8 +72,10 @@ class RichConsoleChannel:
         self._lock = threading.Lock()
 
     def read_line(self) -> str:
+        # The prompt only where someone types; piped input gets none.
+        prompt = "[bold cyan]you ›[/] " if sys.stdin.isatty() else ""
         try:
-            return self._console.input("[bold cyan]you ›[/] ") + "\n"
+            return self._console.input(prompt) + "\n"
         except EOFError:
             return ""
 

@@ -36,16 +36,16 @@ class Command:
 
 
 HELP_TEXT = """Commands:
-• just write: chat with the agent
-• idea: <topic> — brainstorm (no changes)
-• plan: <goal> — a plan (no changes)
-• task: <work> — a plan first; you approve, then it runs with tools
-• approve <id> [notes] / deny <id> / deny all
-• status [run id] — what is running, pending approvals
-• cancel — stop your running request
-• clear context (or new chat, reset context) — forget the conversation
-• health — is the daemon and its model working
-• @alias at the start picks a configured workspace, e.g. "@site task: fix the tests\""""
+- just write: chat with the agent
+- idea: TOPIC — brainstorm (no changes)
+- plan: GOAL — a plan (no changes)
+- task: WORK — a plan first; you approve, then it runs with tools
+- approve ID [notes] / deny ID / deny all
+- status [ID] — what is running, pending approvals
+- cancel — stop your running request
+- clear context (or new chat, reset context) — forget the conversation
+- health — is the daemon and its model working
+- @alias at the start picks a configured workspace, e.g. `@site task: fix the tests`"""
 
 _ALIAS = re.compile(r"^@([A-Za-z0-9_.-]+)\s*(.*)$", re.DOTALL)
 _PREFIX = re.compile(r"^(idea|plan|task)\s*:\s*(.*)$", re.DOTALL | re.IGNORECASE)

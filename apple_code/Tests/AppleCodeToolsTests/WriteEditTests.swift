@@ -1,0 +1,135 @@
+import AppleCodeCore
+import Foundation
+import Testing
+@testable import AppleCodeTools
+
+@Suite struct WriteFileTests {
+    @Test func createsParentsAndReportsBytesAndChangedFile() async throws {
+        let ws = try TempWorkspace()
+        let result = await ws.call(WriteFileTool(), ["path": "src/deep/new.py", "content": "print('hé')\n"])
+        #expect(result.ok)
+        #expect(result.text == "Created src/deep/new.py (13 bytes written)")
+        #expect(result.filesChanged == ["src/deep/new.py"])
+        #expect(ws.read("src/deep/new.py") == "print('hé')\n")
+        let again = await ws.call(WriteFileTool(), ["path": "./src/deep/new.py", "content": ""])
+        #expect(again.text == "Replaced src/deep/new.py (0 bytes written)")
+        #expect(ws.read("src/deep/new.py") == "")
+    }
+
+    @Test func absolutePathInsideIsReportedRelative() async throws {
+        let ws = try TempWorkspace()
+        let result = await ws.call(WriteFileTool(), ["path": .string(ws.path + "/a.txt"), "content": "x"])
+        #expect(result.filesChanged == ["a.txt"])
+    }
+
+    @Test func folderOrFileInTheWayIsAClearError() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("dir/x", "x")
+        try ws.write("file.txt", "f")
+        let onFolder = await ws.call(WriteFileTool(), ["path": "dir", "content": "x"])
+        #expect(onFolder.text == "Error: writeFile: dir is a folder, not a file (use listDirectory)")
+        let underFile = await ws.call(WriteFileTool(), ["path": "file.txt/child", "content": "x"])
+        #expect(underFile.text.hasPrefix("Error: writeFile: file.txt/child: a parent is not a folder"))
+        #expect(ws.read("file.txt") == "f")
+        let missingContent = await ws.call(WriteFileTool(), ["path": "a.txt"])
+        #expect(missingContent.text == "Error: writeFile: missing required argument 'content'")
+        #expect(!ws.exists(ws.path + "/a.txt"))
+    }
+
+    @Test func symlinkInsideTheWorkspaceIsWrittenThrough() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("real.txt", "old")
+        try FileManager.default.createSymbolicLink(atPath: ws.path + "/alias.txt", withDestinationPath: "real.txt")
+        let result = await ws.call(WriteFileTool(), ["path": "alias.txt", "content": "new"])
+        #expect(result.filesChanged == ["real.txt"])
+        #expect(ws.read("real.txt") == "new")
+    }
+}
+
+@Suite struct EditFileTests {
+    static let source = """
+        def greet(name):
+            print("Hello, " + name)
+
+        def main():
+            greet("world")
+        """
+
+    @Test func replacesTheOneExactMatch() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("app.py", Self.source)
+        let result = await ws.call(EditFileTool(), [
+            "path": "app.py", "oldText": "    print(\"Hello, \" + name)", "newText": "    print(f\"Hi, {name}\")",
+        ])
+        #expect(result.ok)
+        #expect(result.text == "Edited app.py: replaced 1 occurrence at line 2")
+        #expect(result.filesChanged == ["app.py"])
+        #expect(ws.read("app.py") == Self.source.replacingOccurrences(of: "print(\"Hello, \" + name)",
+                                                                       with: "print(f\"Hi, {name}\")"))
+    }
+
+    @Test func noMatchChangesNothingAndSuggestsTheNearestLines() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("app.py", Self.source)
+        let result = await ws.call(EditFileTool(), [
+            "path": "app.py", "oldText": "print('Hello, ' + name)", "newText": "x",
+        ])
+        #expect(!result.ok)
+        #expect(result.text.hasPrefix("Error: editFile: oldText not found in app.py; nothing changed."))
+        #expect(result.text.contains("Did you mean these lines?\n2\t    print(\"Hello, \" + name)"))
+        #expect(result.filesChanged.isEmpty)
+        #expect(ws.read("app.py") == Self.source)
+    }
+
+    @Test func indentationOnlyMissSaysSo() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("app.py", Self.source)
+        let result = await ws.call(EditFileTool(), [
+            "path": "app.py", "oldText": "def main():\n  greet(\"world\")", "newText": "x",
+        ])
+        #expect(result.text.contains("(whitespace differs)"))
+        #expect(result.text.hasSuffix("4\tdef main():\n5\t    greet(\"world\")"))
+    }
+
+    @Test func nothingSimilarSaysSo() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("app.py", Self.source)
+        let result = await ws.call(EditFileTool(), ["path": "app.py", "oldText": "zzzz qqqq", "newText": "x"])
+        #expect(result.text.hasSuffix("No similar lines found; read the file first."))
+    }
+
+    @Test func severalMatchesChangeNothingAndNameTheLines() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("app.py", Self.source)
+        let result = await ws.call(EditFileTool(), ["path": "app.py", "oldText": "greet(", "newText": "hello("])
+        #expect(result.text == "Error: editFile: oldText occurs 2 times in app.py (lines 1, 5); nothing changed. "
+            + "Include more surrounding lines to make it unique.")
+        #expect(ws.read("app.py") == Self.source)
+    }
+
+    @Test func crlfFileMatchesPlainNewlines() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("win.txt", "one\r\ntwo\r\nthree\r\n")
+        let result = await ws.call(EditFileTool(), ["path": "win.txt", "oldText": "two\nthree", "newText": "2\n3"])
+        #expect(result.ok)
+        #expect(ws.read("win.txt") == "one\r\n2\r\n3\r\n")
+    }
+
+    @Test func emptyOldTextAndMissingFileAreErrors() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("a.txt", "a")
+        let empty = await ws.call(EditFileTool(), ["path": "a.txt", "oldText": "", "newText": "b"])
+        #expect(empty.text == "Error: editFile: oldText is empty; use writeFile to create a file")
+        let missing = await ws.call(EditFileTool(), ["path": "b.txt", "oldText": "a", "newText": "b"])
+        #expect(missing.text == "Error: editFile: b.txt does not exist")
+        #expect(ws.read("a.txt") == "a")
+    }
+
+    @Test func matchingIsExactByteForByte() {
+        // "é" precomposed vs "e" + combining accent: equal as Swift Strings, different bytes.
+        let text = "caf\u{E9} and cafe\u{301}"
+        #expect(EditFileTool.occurrences(of: "cafe\u{301}", in: text).count == 1)
+        #expect(EditFileTool.occurrences(of: "aa", in: "aaaa").count == 2)
+        #expect(EditFileTool.occurrences(of: "x", in: "").isEmpty)
+    }
+}
