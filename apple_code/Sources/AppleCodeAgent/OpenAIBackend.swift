@@ -196,11 +196,3 @@ public struct OpenAIBackend: AgentBackend {
         return try await loop.run(request, events: events)
     }
 }
-
-extension Duration {
-    /// Whole and fractional seconds.
-    public var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
-    }
-}

@@ -51,11 +51,11 @@ public struct ContextBudget: Sendable, Equatable {
 /// The built-in instructions (kept short: on the on-device model they share 4,096 tokens with everything else).
 public enum BuiltInInstructions {
     public static let text = """
-        You are apple-code, a coding agent working in one workspace folder. Use the tools to look before you \
-        answer: list and search to find files, readFile before editing, editFile for small changes, writeFile \
-        for new files, runCommand to build or test. Paths are relative to the workspace. A tool result that \
-        starts with "Error:" explains what went wrong; fix the call instead of repeating it. When the task is \
-        done, answer briefly in plain text: what you found or changed.
+        You are apple-code, a coding agent in one workspace folder. Use the tools before answering: list and \
+        search to find files, readFile before editing, editFile for small changes, writeFile for new files, \
+        runCommand to build or test. Paths are relative to the workspace. A result starting with "Error:" says \
+        what went wrong: fix the call, do not repeat it. When done, answer briefly in plain text: what you \
+        found or changed.
         """
 
     /// Built-in instructions followed by the user's extra instructions (`--system`, `--system-file`).

@@ -191,9 +191,3 @@ final class RunControl: @unchecked Sendable {
         return outcome.exitCode
     }
 }
-
-extension Duration {
-    fileprivate var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
