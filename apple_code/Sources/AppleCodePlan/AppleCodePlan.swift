@@ -174,7 +174,7 @@ public struct PlanRunner: Sendable {
                 prompts: prompts, maxTurns: budget.workerTurns(used: progress.turns, workersLeft: workersLeft),
                 deadline: budget.workerDeadline(workersLeft: workersLeft))
             sink.notice("subtask \(record.index) of \(records.count): \(record.subtask)")
-            let outcome = await runWorker(worker, events: sink)
+            let outcome = await runWorker(worker, budget: budget, events: sink)
             records[position].progress = outcome.progress
             progress.merge(outcome.progress)
             records[position].status = outcome.status
@@ -207,7 +207,7 @@ public struct PlanRunner: Sendable {
                 let record = snapshot[position]
                 let sink = SubtaskEventSink(base: events, subtask: record.index)
                 sink.notice("subtask \(record.index) of \(snapshot.count): \(record.subtask)")
-                group.addTask { (position, await self.runWorker(worker, events: sink)) }
+                group.addTask { (position, await self.runWorker(worker, budget: budget, events: sink)) }
             }
             var collected: [Int: WorkerOutcome] = [:]
             for await (position, outcome) in group { collected[position] = outcome }
@@ -236,12 +236,17 @@ public struct PlanRunner: Sendable {
     }
 
     /// Never throws: a failed worker is a record, and the caller decides whether the run goes on.
-    private func runWorker(_ request: AgentRequest, events: any EventSink) async -> WorkerOutcome {
+    private func runWorker(_ request: AgentRequest, budget: PlanBudget, events: any EventSink) async -> WorkerOutcome {
         do {
             let answer = try await runBounded(request, events: events)
             return WorkerOutcome(status: .done(answer: answer.text), progress: answer.progress)
         } catch {
-            let failure = AgentError.from(error)
+            var failure = AgentError.from(error)
+            if failure.outcome == .interrupted && budget.expired() {
+                // Cancelled because the run's time ran out (the CLI's --timeout watch): that is a timeout.
+                failure = AgentError(.timeout, "the run timed out", partialAnswer: failure.partialAnswer,
+                                     progress: failure.progress)
+            }
             return WorkerOutcome(status: .failed(outcome: failure.outcome, message: failure.message,
                                                  partial: failure.partialAnswer),
                                  progress: failure.progress)
@@ -298,20 +303,41 @@ public struct PlanRunner: Sendable {
     // MARK: - Deadlines
 
     /// Runs one backend request, cancelling it when it overruns its deadline by `watchdogGrace`: backends stop
-    /// by themselves at the deadline, and this makes sure a plan never waits on one that does not.
+    /// by themselves at the deadline, and this makes sure a plan never waits on one that does not. When the
+    /// whole run is cancelled (timeout, signal), the backend's own error is awaited: it carries the progress.
     private func runBounded(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
         let backend = self.backend
         guard let deadline = request.deadline else { return try await backend.run(request, events: events) }
         let cutoff = deadline + watchdogGrace
-        return try await withThrowingTaskGroup(of: AgentAnswer?.self) { group in
-            group.addTask { try await backend.run(request, events: events) }
+        return try await withThrowingTaskGroup(of: Finish.self) { group in
+            group.addTask { .answer(try await backend.run(request, events: events)) }
             group.addTask {
-                try await Task.sleep(until: cutoff, clock: .continuous)
-                return nil
+                do {
+                    try await Task.sleep(until: cutoff, clock: .continuous)
+                    return .overrun
+                } catch {
+                    return .cancelled
+                }
             }
-            defer { group.cancelAll() }
-            if let answer = try await group.next() ?? nil { return answer }
-            throw AgentError(.timeout, "no answer by the deadline")
+            while let finish = try await group.next() {
+                switch finish {
+                case .answer(let answer):
+                    group.cancelAll()
+                    return answer
+                case .overrun:
+                    group.cancelAll()
+                    throw AgentError(.timeout, "no answer by the deadline")
+                case .cancelled:
+                    continue
+                }
+            }
+            throw AgentError(.interrupted, "cancelled")
         }
+    }
+
+    private enum Finish: Sendable {
+        case answer(AgentAnswer)
+        case overrun
+        case cancelled
     }
 }

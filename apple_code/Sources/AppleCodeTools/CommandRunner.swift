@@ -78,16 +78,12 @@ public enum CommandRunner {
                            deadline: ContinuousClock.Instant? = nil,
                            capture: CapturedOutput = CapturedOutput()) async throws -> CommandOutcome {
         let control = RunControl()
-        let start = ContinuousClock.now
-        var limit = start + timeout
-        if let deadline, deadline < limit { limit = deadline }
-        let fixedLimit = limit
+        let timeoutAt = ContinuousClock.now + timeout
         let result: Result<CommandOutcome, ToolFailure> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let thread = Thread {
                     continuation.resume(returning: Result {
-                        try supervise(argv, directory: directory, limit: fixedLimit,
-                                      timedOutByTimeout: fixedLimit == start + timeout,
+                        try supervise(argv, directory: directory, timeoutAt: timeoutAt, deadline: deadline,
                                       capture: capture, control: control)
                     }.mapError { $0 as? ToolFailure ?? ToolFailure("\($0)") })
                 }
@@ -107,9 +103,9 @@ public enum CommandRunner {
 
     static let running = Mutex<Set<pid_t>>([])
 
-    static func supervise(_ argv: [String], directory: String, limit: ContinuousClock.Instant,
-                                  timedOutByTimeout: Bool, capture: CapturedOutput,
-                                  control: RunControl) throws -> CommandOutcome {
+    static func supervise(_ argv: [String], directory: String, timeoutAt: ContinuousClock.Instant,
+                          deadline: ContinuousClock.Instant?, capture: CapturedOutput,
+                          control: RunControl) throws -> CommandOutcome {
         let start = ContinuousClock.now
         let (pid, readEnd) = try spawn(argv, directory: directory)
         running.withLock { _ = $0.insert(pid) }
@@ -140,10 +136,16 @@ public enum CommandRunner {
             }
             let now = ContinuousClock.now
             if leaderExited, endOfOutput { break }
-            if stopReason == nil, now >= limit || control.isCancelled {
-                stopReason = control.isCancelled || !timedOutByTimeout ? .stopped : .timedOut
-                terminatedAt = now
-                _ = killpg(pid, SIGTERM)
+            if stopReason == nil {
+                if control.isCancelled || deadline.map({ now >= $0 }) == true {
+                    stopReason = .stopped
+                } else if now >= timeoutAt {
+                    stopReason = .timedOut
+                }
+                if stopReason != nil {
+                    terminatedAt = now
+                    _ = killpg(pid, SIGTERM)
+                }
             }
             if killedAt == nil {
                 let graceOver = terminatedAt.map { now - $0 >= killGrace } ?? false
@@ -161,8 +163,8 @@ public enum CommandRunner {
         // until reaped below, so its process group id cannot have been reused.
         _ = killpg(pid, SIGKILL)
         let status = reap(pid)
-        let seconds = Double((ContinuousClock.now - start).components.attoseconds) / 1e18
-            + Double((ContinuousClock.now - start).components.seconds)
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let ending: CommandOutcome.Ending
         if let stopReason {
             ending = stopReason

@@ -37,7 +37,7 @@ public struct ReadFileTool: WorkspaceTool {
         defer { close(fd) }
         if FileIO.looksBinary(fd: fd) {
             let size = Workspace.fileSize(target.absolute)
-            throw ToolFailure("\(name) is a binary file (\(size) bytes); only text files can be read")
+            throw ToolFailure("\(name) is a binary file (\(size) bytes); only UTF-8 text can be read")
         }
 
         var window = BudgetedLines(tokens: context.maxResultTokens)

@@ -277,6 +277,27 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(5))
     }
 
+    @Test(arguments: [true, false])
+    func cancellingTheRunIsATimeoutOnlyOnceTheDeadlinePassed(atDeadline: Bool) async throws {
+        // The CLI cancels the run when --timeout expires or a signal arrives; the worker's backend then stops.
+        let deadline = ContinuousClock.now + .milliseconds(atDeadline ? 200 : 30_000)
+        let stopsWhenCancelled: ScriptedBackend.Step = { _, _ in
+            try await Task.sleep(for: .seconds(30))
+            return AgentAnswer(text: "never", progress: RunProgress())
+        }
+        let backend = ScriptedBackend([answer(#"["a", "b"]"#), answer("did a"), stopsWhenCancelled])
+        let runner = PlanRunner(backend: backend)
+        let run = Task { try await runner.run(makeRequest(deadline: deadline), events: EventLog()) }
+        try await Task.sleep(for: .milliseconds(atDeadline ? 250 : 100))
+        run.cancel()
+        let error = await #expect(throws: AgentError.self) { _ = try await run.value }
+        let failure = try #require(error)
+        #expect(failure.outcome == (atDeadline ? .timeout : .interrupted))
+        #expect(failure.partialAnswer.contains("1. a\ndid a"))
+        #expect(failure.partialAnswer.contains(atDeadline ? "2. b\nFAILED (error_timeout): the run timed out"
+                                                            : "2. b\nFAILED (error_interrupted)"))
+    }
+
     @Test func aWorkerOutOfItsTimeShareFailsAloneWhileTheRunHasTime() async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         let backend = ScriptedBackend([

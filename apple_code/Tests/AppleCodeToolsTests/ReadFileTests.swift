@@ -71,7 +71,7 @@ import Testing
         bytes += (0..<5000).map { UInt8($0 % 256) }
         #expect(FileManager.default.createFile(atPath: ws.path + "/image.png", contents: Data(bytes)))
         let result = await ws.call(ReadFileTool(), ["path": "image.png"])
-        #expect(result.text == "Error: readFile: image.png is a binary file (5012 bytes); only text files can be read")
+        #expect(result.text == "Error: readFile: image.png is a binary file (5012 bytes); only UTF-8 text can be read")
         let edit = await ws.call(EditFileTool(), ["path": "image.png", "oldText": "PNG", "newText": "x"])
         #expect(edit.text.contains("binary"))
         let search = await ws.call(SearchContentTool(), ["pattern": "PNG"])

@@ -14,8 +14,13 @@ let commandSandboxes: [CommandSandbox] = {
 func processIsGone(_ pid: pid_t) -> Bool {
     if kill(pid, 0) != 0 { return errno == ESRCH }
     #if os(Linux)
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = stat.lastIndex(of: ")") else { return true }
+    // /proc files report size 0, so read them through a handle rather than String(contentsOfFile:).
+    guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/stat") else { return true }
+    defer { try? handle.close() }
+    let stat = String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
+    guard let close = stat.lastIndex(of: ")"), stat.distance(from: close, to: stat.endIndex) > 2 else {
+        return false  // unreadable while the process exists: count it as running
+    }
     return stat[stat.index(close, offsetBy: 2)] == "Z"
     #else
     return false
@@ -23,6 +28,11 @@ func processIsGone(_ pid: pid_t) -> Bool {
 }
 
 @Suite struct RunCommandTests {
+    @Test func processIsGoneSeesLiveAndDeadProcesses() {
+        #expect(!processIsGone(getpid()))
+        #expect(processIsGone(99_999_999))
+    }
+
     @Test(arguments: commandSandboxes)
     func outputAndExitCode(sandbox: CommandSandbox) async throws {
         let ws = try TempWorkspace()
@@ -143,6 +153,28 @@ func processIsGone(_ pid: pid_t) -> Bool {
         let result = await task.value
         #expect(ContinuousClock.now - start < .seconds(3))
         #expect(result.text.hasPrefix("Command stopped"))
+    }
+
+    /// The CLI's SIGINT/SIGTERM path (`killAllRunning`) relies on every running command's group being
+    /// registered while it runs and removed after. (Calling killAllRunning here would kill the commands of
+    /// tests running in parallel.)
+    @Test func runningCommandsAreRegisteredForKillAll() async throws {
+        let ws = try TempWorkspace()
+        let tool = RunCommandTool(sandbox: .none(reason: "test"))
+        let context = ws.context()
+        let start = ContinuousClock.now
+        let task = Task { await tool.call(raw: ["command": "echo $$ > leader.pid; sleep 30"], context: context) }
+        var leader: pid_t?
+        while leader == nil, ContinuousClock.now - start < .seconds(5) {
+            try await Task.sleep(for: .milliseconds(20))
+            leader = ws.read("leader.pid").flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        let pid = try #require(leader)
+        #expect(CommandRunner.running.withLock { $0.contains(pid) })
+        #expect(killpg(pid, SIGKILL) == 0)
+        let result = await task.value
+        #expect(result.text == "Command was killed by signal 9.")
+        #expect(!CommandRunner.running.withLock { $0.contains(pid) })
     }
 
     @Test func runDeadlineStopsTheCommand() async throws {
