@@ -62,6 +62,47 @@ struct BudgetedLines {
         return true
     }
 
+    /// Adds as much of the line as still fits, ending in `marker`; false when not even that fits.
+    mutating func addCut(_ line: String, marker: String) -> Bool {
+        let room = limit - bytes - marker.utf8.count - 1
+        full = true
+        guard room > 0 else { return false }
+        let cut = TokenEstimator.prefix(line, bytes: room) + marker
+        bytes += cut.utf8.count + 1
+        lines.append(cut)
+        return true
+    }
+
     var count: Int { lines.count }
     var text: String { lines.joined(separator: "\n") }
+}
+
+/// The lines of a listing or search: at most `cap` of them and what the budget allows, with every offered
+/// line counted, so the closing note can say how many were left out.
+struct CappedLines {
+    private var lines: BudgetedLines
+    let cap: Int
+    private(set) var total = 0
+
+    init(cap: Int, tokens: Int) {
+        self.cap = cap
+        lines = BudgetedLines(tokens: tokens)
+    }
+
+    mutating func offer(_ line: @autoclosure () -> String) {
+        total += 1
+        if lines.count < cap { _ = lines.add(line()) }
+    }
+
+    var shown: Int { lines.count }
+
+    /// The lines, then `[headline; N shown, M left out; notes...]`; truncated when anything was left out.
+    func result(headline: String, notes: [String], incomplete: Bool = false, summary: String) -> ToolResult {
+        var parts = [headline]
+        if shown < total { parts.append("\(shown) shown, \(total - shown) left out") }
+        parts += notes
+        let body = shown > 0 ? lines.text + "\n" : ""
+        return ToolResult(text: body + "[" + parts.joined(separator: "; ") + "]", summary: summary,
+                          truncated: shown < total || incomplete)
+    }
 }
