@@ -25,9 +25,9 @@ public struct ListDirectoryTool: WorkspaceTool {
             lines.offer(Self.describe(entry))
             return true
         }
-        return lines.result(headline: "\(lines.total) entries in \(folder.relative)",
+        return lines.result(headline: counted(lines.total, "entry", "entries") + " in \(folder.relative)",
                             notes: stats.notes(namingSkipped: true), incomplete: stats.capped,
-                            summary: "\(folder.relative): \(lines.total) entries")
+                            summary: "\(folder.relative): " + counted(lines.total, "entry", "entries"))
     }
 
     static func describe(_ entry: TreeWalker.Entry) -> String {

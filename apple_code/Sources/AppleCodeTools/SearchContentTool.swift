@@ -72,8 +72,8 @@ public struct SearchContentTool: WorkspaceTool {
         var notes = stats.notes(namingSkipped: false)
         if largeFiles > 0 { notes.append("\(largeFiles) files over \(Self.maxFileBytes >> 20) MB not searched") }
         if matcher.literal { notes.append("searched as plain text (not a valid regex)") }
-        return lines.result(headline: "\(lines.total) matches in \(folder.relative)", notes: notes,
-                            incomplete: stats.capped, summary: "\(lines.total) matches for \(pattern)")
+        return lines.result(headline: counted(lines.total, "match", "matches") + " in \(folder.relative)", notes: notes,
+                            incomplete: stats.capped, summary: counted(lines.total, "match", "matches") + " for \(pattern)")
     }
 
     /// A matching line as shown: without its indentation, at most `maxShownCharacters`.

@@ -29,8 +29,8 @@ public struct SearchFilesTool: WorkspaceTool {
             }
             return true
         }
-        return lines.result(headline: "\(lines.total) paths match \(glob.pattern) in \(folder.relative)",
+        return lines.result(headline: counted(lines.total, "path matches", "paths match") + " \(glob.pattern) in \(folder.relative)",
                             notes: stats.notes(namingSkipped: false), incomplete: stats.capped,
-                            summary: "\(lines.total) paths match \(glob.pattern)")
+                            summary: counted(lines.total, "path matches", "paths match") + " \(glob.pattern)")
     }
 }

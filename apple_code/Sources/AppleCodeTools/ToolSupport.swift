@@ -23,15 +23,15 @@ extension WorkspaceTool {
 }
 
 extension ToolResult {
-    /// Cuts the text to `tokens` with a marker (head and tail kept) and sets `truncated`. A failure stays
-    /// recognisable as one: it keeps its `Error:` start.
+    /// Cuts the text to `tokens` with a marker (head and tail kept) and sets `truncated`. An `Error:` text
+    /// stays recognisable as one: it keeps its `Error:` start.
     public func fitted(toTokens tokens: Int) -> ToolResult {
         let (text, cut) = TokenEstimator.cut(self.text, toTokens: max(tokens, 1))
         guard cut else { return self }
         var copy = self
         copy.truncated = true
         copy.text = text
-        if !ok, !text.hasPrefix("Error:") {
+        if self.text.hasPrefix("Error:"), !text.hasPrefix("Error:") {
             // Only a budget under ~32 tokens leaves no room for the head: keep the start of the error itself.
             copy.text = TokenEstimator.prefix(self.text, bytes: TokenEstimator.bytes(forTokens: max(tokens, 1)))
         }
@@ -105,4 +105,9 @@ struct CappedLines {
         return ToolResult(text: body + "[" + parts.joined(separator: "; ") + "]", summary: summary,
                           truncated: shown < total || incomplete)
     }
+}
+
+/// "1 entry", "3 entries": counts in result notes read naturally.
+func counted(_ count: Int, _ singular: String, _ plural: String) -> String {
+    "\(count) \(count == 1 ? singular : plural)"
 }
