@@ -40,7 +40,7 @@ let package = Package(
         .testTarget(
             name: "AppleCodeFMTests",
             dependencies: [
-                "AppleCodeFM", "AppleCodeCore",
+                "AppleCodeFM", "AppleCodeCore", "AppleCodeTools",
                 .target(name: "FoundationModelsMirror", condition: .when(platforms: [.linux])),
             ]
         ),

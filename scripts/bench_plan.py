@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from support.apple_code_run import request_tokens  # noqa: E402
-from support.plan_runs import Run, lines_seen, run_apple_code  # noqa: E402
+from support.plan_runs import Run, lines_seen, run_apple_code, tool_results  # noqa: E402
 from support.scripted_server import ScriptedServer, Step, answer, tool_call  # noqa: E402
 
 FILE_COUNT = 6
@@ -81,9 +81,11 @@ class Measurement:
     subtype: str
     requests: int
     largest_request: int
+    total_sent: int
     condensed: int
     files_in_full: int
     lines_shown: int
+    checksums_in_view: int
 
     @property
     def all_read(self) -> str:
@@ -101,17 +103,23 @@ def measure(binary: Path, mode: str, script: list[Step], options: list[str]) -> 
                                       "--max-turns", "40", "--timeout", "120", *options, timeout=180)
             requests: list[dict[str, Any]] = server.requests()
     result = run.result()
-    seen = {name: lines_seen([line for line in text.splitlines() if line.strip()], requests)
-            for name, text in files.items()}
-    full = sum(1 for name, text in files.items() if seen[name] == len([x for x in text.splitlines() if x.strip()]))
+    wanted = {name: [line for line in text.splitlines() if line.strip()] for name, text in files.items()}
+    seen = {name: lines_seen(lines, requests) for name, lines in wanted.items()}
+    full = sum(1 for name, lines in wanted.items() if seen[name] == len(lines))
+    # The requests whose reply was an answer: what the model could see when it wrote it (step i answers request i).
+    answering = [tool_results(request) for request, step in zip(requests, script, strict=False)
+                 if step["kind"] == "answer"]
+    checksums = sum(1 for lines in wanted.values() if any(lines[-1] in shown for shown in answering))
     condensed = sum(1 for event in run.events() if event["type"] == "notice" and "condensed" in event["message"])
     return Measurement(mode=mode, exit_code=run.returncode, subtype=result["subtype"], requests=len(requests),
-                       largest_request=max((request_tokens(r) for r in requests), default=0), condensed=condensed,
-                       files_in_full=full, lines_shown=sum(seen.values()))
+                       largest_request=max((request_tokens(r) for r in requests), default=0),
+                       total_sent=sum(request_tokens(r) for r in requests), condensed=condensed,
+                       files_in_full=full, lines_shown=sum(seen.values()),
+                       checksums_in_view=checksums)
 
 
 def report(rows: list[Measurement]) -> str:
-    total_lines = FILE_COUNT * FILE_LINES
+    total_lines = sum(1 for n in range(1, FILE_COUNT + 1) for line in module_text(n).splitlines() if line.strip())
     out = [
         "# apple-code --plan: six files of 150 lines in a 4,096-token window",
         "",
@@ -120,13 +128,15 @@ def report(rows: list[Measurement]) -> str:
         "reads (lines 1-100, then 101-150 of each file). Request size is the project's documented estimate "
         "(messages and tool definitions at 3 bytes a token, plus the answer reserve `max_tokens`).",
         "",
-        "| mode | exit | requests | largest request (est. tokens) | condensed windows | lines shown "
-        f"(of {total_lines}) | every file read in full |",
-        "|---|---|---|---|---|---|---|",
+        "| mode | exit | requests | largest request (est. tokens) | all requests (est. tokens) | history "
+        f"condensed (notices) | file lines shown to the model (of {total_lines}) | every file read in full | "
+        f"CHECKSUM lines in view when an answer was written (of {FILE_COUNT}) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         out.append(f"| {row.mode} | {row.exit_code} ({row.subtype}) | {row.requests} | {row.largest_request} | "
-                   f"{row.condensed} | {row.lines_shown} | {row.all_read} |")
+                   f"{row.total_sent} | {row.condensed} | {row.lines_shown} | {row.all_read} | "
+                   f"{row.checksums_in_view} |")
     out += ["", "Command: `/work/main/.venv/bin/python scripts/bench_plan.py`", ""]
     return "\n".join(out)
 

@@ -100,7 +100,7 @@ public struct FoundationModelsBackend: AgentBackend {
         let plan = ContextPlan(window: request.contextTokens, instructions: request.instructions,
                                tools: request.tools.map(\.spec))
         if request.verbose { request.log(plan.figures) }
-        try plan.check()
+        try plan.check(task: request.prompt)
 
         let ledger = RunLedger(plan: plan, maxToolCalls: request.maxTurns)
         let tools: [any Tool]
