@@ -201,3 +201,21 @@ def test_a_second_daemon_on_the_same_database_refuses_to_start(
             daemon.start(served(server))
         assert first is not None and first.poll() is None
         daemon.process = first
+
+
+def test_no_model_and_a_missing_binary_get_short_replies_that_say_what_to_do(
+    daemon: DaemonProcess, chat_db: ChatDbWriter, tmp_path: Path
+) -> None:
+    # Nothing listens on the configured server: apple-code exits 3 (no model available).
+    daemon.start({"APPLE_FLOW_AFM_BASE_URL": "http://127.0.0.1:9/v1"})
+    chat_db.message("hi", sender=ANA)
+    reply = wait_for(lambda: final_replies(daemon, ANA), 30, "the no-model reply")[0]
+    assert reply.startswith("Sorry, no model is available:") and "APPLE_FLOW_AFM_BASE_URL" in reply
+    assert "Traceback" not in reply and len(reply) < 600
+    daemon.terminate()
+
+    daemon.start({"APPLE_FLOW_AFM_COMMAND": str(tmp_path / "nowhere" / "apple-code")})
+    chat_db.message("hi again", sender=ANA)
+    wait_for(lambda: len(final_replies(daemon, ANA)) == 2, 30, "the missing-binary reply")
+    missing = final_replies(daemon, ANA)[1]
+    assert missing.startswith("Sorry, the agent cannot start:") and "apple_flow_afm_command" in missing

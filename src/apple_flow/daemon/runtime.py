@@ -78,6 +78,7 @@ class Daemon:
         self._abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
         self._inbox: queue.Queue[InboundMessage | _End | BaseException] = queue.Queue()
         self._tracker: CursorTracker | None = None
+        self._catchup: tuple[int, float] | None = None  # first start: (up to this rowid, skip if older than)
         self._send_lock = threading.Lock()
         self.ready = threading.Event()
 
@@ -97,12 +98,7 @@ class Daemon:
         self._check_connector()
         start = self._store.cursor(self._channel)
         if start is None:
-            try:
-                start = self._ingress.latest_rowid()
-            except Exception as exc:
-                self._store.log_event("ingress_error", str(exc))
-                raise StartError(str(exc)) from exc
-            self._store.set_cursor(self._channel, start)
+            start = self._first_start()
         tracker = CursorTracker(start, lambda position: self._store.set_cursor(self._channel, position))
         self._tracker = tracker
         if hasattr(self._ingress, "on_skip"):
@@ -130,9 +126,29 @@ class Daemon:
                 self._store.log_event("ingress_error", str(item))
                 status = 1
                 break
-            self._dispatch(item)
+            try:
+                self._dispatch(item)
+            except Exception as exc:  # e.g. the database cannot be written: stop; a restart redoes the message
+                log.exception("handling message %d failed; stopping", item.rowid)
+                self._store_event_quietly("dispatch_error", f"{type(exc).__name__}: {exc}")
+                status = 1
+                break
         self._shutdown()
         return status
+
+    def _first_start(self) -> int:
+        """A fresh install does not answer history: it starts at the newest row, less the last few rows that
+        are recent enough to be waiting for it (``startup_catchup_window_seconds``, at most
+        ``max_startup_replay_rows``)."""
+        try:
+            latest = self._ingress.latest_rowid()
+        except Exception as exc:
+            self._store.log_event("ingress_error", str(exc))
+            raise StartError(str(exc)) from exc
+        start = max(0, latest - self._settings.max_startup_replay_rows)
+        self._catchup = (latest, time.time() - self._settings.startup_catchup_window_seconds)
+        self._store.set_cursor(self._channel, start)
+        return start
 
     def _read(self, after: int) -> None:
         try:
@@ -183,7 +199,7 @@ class Daemon:
             return
         key = f"{self._channel}:{message.rowid}"
         try:
-            decision = self.orchestrator.decide(message, key)
+            decision = self._stale(message) or self.orchestrator.decide(message, key)
         except Exception as exc:
             log.exception("handling message %s failed", key)
             decision = Reply(failures.explain_exception(exc))
@@ -202,6 +218,14 @@ class Daemon:
             if decision.ack:
                 self._progress(message.sender, decision.ack)
             self._scheduler.submit(Job(message.sender, Work(message, decision)))
+
+    def _stale(self, message: InboundMessage) -> Ignore | None:
+        if self._catchup is None:
+            return None
+        up_to, oldest = self._catchup
+        if message.rowid <= up_to and message.date.timestamp() < oldest:
+            return Ignore("sent before the daemon was first started")
+        return None
 
     def _run_job(self, job: Job[Work]) -> None:
         message, turn = job.payload.message, job.payload.turn
@@ -227,7 +251,9 @@ class Daemon:
         try:
             with self._send_lock:
                 self._egress.send(message.sender, reply)
-        except SendError as exc:
+        except Exception as exc:  # SendError, or a channel bug: recorded, never fatal
+            if not isinstance(exc, SendError):
+                log.exception("the channel failed sending to %s", message.sender)
             log.error("could not send the reply to %s: %s", message.sender, exc)
             self._store.mark_sent(self._channel, message.rowid, failed=str(exc))
             self._store.log_event("send_failed", str(exc), message.sender)
@@ -255,6 +281,12 @@ class Daemon:
                     job.timed_out.set()
                     job.cancelled.set()
                     self._connector.cancel_active_processes(self._connector.get_or_create_thread(job.sender))
+
+    def _store_event_quietly(self, kind: str, detail: str) -> None:
+        try:
+            self._store.log_event(kind, detail)
+        except Exception:
+            log.exception("could not record the %s event", kind)
 
     def _require_tracker(self) -> CursorTracker:
         if self._tracker is None:

@@ -15,25 +15,22 @@ from apple_flow.handles import normalize_handle
 
 log = logging.getLogger(__name__)
 
+def _send_script(target: str) -> str:
+    """A script sending ``item 2 of argv`` to ``target`` (an expression using ``targetHandle``). Data never
+    enters the source: the handle and text are only ever ``argv`` items."""
+    return f"""on run argv
+	set targetHandle to item 1 of argv
+	set messageText to item 2 of argv
+	tell application "Messages"
+		send messageText to {target}
+	end tell
+end run
+"""
+
+
 # `participant` works on current macOS (11+); `buddy` of a service is the older form, kept as the fallback.
-PARTICIPANT_SCRIPT = """on run argv
-	set targetHandle to item 1 of argv
-	set messageText to item 2 of argv
-	tell application "Messages"
-		set targetAccount to 1st account whose service type = iMessage
-		send messageText to participant targetHandle of targetAccount
-	end tell
-end run
-"""
-BUDDY_SCRIPT = """on run argv
-	set targetHandle to item 1 of argv
-	set messageText to item 2 of argv
-	tell application "Messages"
-		set targetService to 1st service whose service type = iMessage
-		send messageText to buddy targetHandle of targetService
-	end tell
-end run
-"""
+PARTICIPANT_SCRIPT = _send_script("participant targetHandle of (1st account whose service type = iMessage)")
+BUDDY_SCRIPT = _send_script("buddy targetHandle of (1st service whose service type = iMessage)")
 SEND_FORMS = (("participant", PARTICIPANT_SCRIPT), ("buddy", BUDDY_SCRIPT))
 
 AUTOMATION_HINT = (
