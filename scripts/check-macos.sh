@@ -3,15 +3,19 @@
 # available (`apple-code --check`), then runs one small real task on it in a temporary workspace and says
 # what worked. Exit 0 when all of that worked, 3 when the model is not available, 1 for anything else.
 #
-#   scripts/check-macos.sh [--timeout SECONDS]     (default 180 for the task)
+#   scripts/check-macos.sh [--timeout SECONDS] [--tests]
+#   --timeout: for the task (default 180); --tests: also run the backend's tests that use the real framework
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 timeout=180
+run_tests=0
+tests_failed=0
 while [ $# -gt 0 ]; do
     case $1 in
         --timeout) timeout=${2:?--timeout needs a number of seconds}; shift 2 ;;
-        -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --tests) run_tests=1; shift ;;
+        -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option $1 (see --help)" ;;
     esac
 done
@@ -73,6 +77,18 @@ fi
 bin="$(swift build --package-path "$ROOT/apple_code" -c release ${flags[@]+"${flags[@]}"} --show-bin-path)/apple-code"
 [ -x "$bin" ] || { miss "no binary at $bin"; summary; exit 1; }
 
+if [ $run_tests = 1 ]; then
+    say "Running the backend's tests on the real framework (schemas of the seven tools, availability texts)"
+    if build_with_progress "$log" swift test --package-path "$ROOT/apple_code" ${flags[@]+"${flags[@]}"} \
+        --filter 'PlatformTests|LogicTests|MirrorDeclarationTests'; then
+        pass "Foundation Models backend tests"
+    else
+        tail -n 30 "$log" >&2
+        miss "Foundation Models backend tests failed (full log: $log)"
+        tests_failed=1
+    fi
+fi
+
 say "Asking for Apple's on-device model (apple-code --check --backend fm)"
 check=$("$bin" --check --backend fm 2>&1); check_status=$?
 printf '    %s\n' "$check" >&2
@@ -102,5 +118,5 @@ fi
 printf '    workspace kept for inspection: %s\n' "$workspace" >&2
 
 summary
-[ $task_status -eq 0 ] || exit 1
+[ $task_status -eq 0 ] && [ $tests_failed = 0 ] || exit 1
 exit 0

@@ -55,9 +55,9 @@ def fake_mac(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def run_script(project_root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_script(project_root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", str(project_root / "scripts" / "check-macos.sh")],
+        ["bash", str(project_root / "scripts" / "check-macos.sh"), *args],
         env=env, capture_output=True, text=True, timeout=60,
     )
 
@@ -113,3 +113,22 @@ def test_not_a_mac_says_so(project_root: Path, fake_mac: dict[str, str]) -> None
     result = run_script(project_root, {**fake_mac, "FAKE_OS": "Linux"})
     assert result.returncode == 1
     assert "this is Linux, not macOS" in result.stderr
+
+
+def test_tests_option_runs_the_framework_tests(project_root: Path, fake_mac: dict[str, str]) -> None:
+    result = run_script(project_root, fake_mac, "--tests")
+    assert result.returncode == 0, result.stderr
+    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    package = str(project_root / "apple_code")
+    assert swift[2] == (f"test --package-path {package} -Xswiftc -DFM_SDK_26_4 "
+                        "--filter PlatformTests|LogicTests|MirrorDeclarationTests")
+    assert "ok    Foundation Models backend tests" in result.stderr
+
+
+def test_failing_framework_tests_fail_the_check(project_root: Path, fake_mac: dict[str, str]) -> None:
+    fake_swift = Path(fake_mac["PATH"].split(":")[0]) / "swift"
+    fake_swift.write_text(fake_swift.read_text().replace('exit "${FAKE_BUILD_EXIT:-0}"',
+                                                         '[ "$1" = test ] && exit 1; exit 0'))
+    result = run_script(project_root, fake_mac, "--tests")
+    assert result.returncode == 1
+    assert "FAIL  Foundation Models backend tests failed" in result.stderr

@@ -5,6 +5,7 @@ and answer, then the summary, exactly in the order a sequential plan run asks fo
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -175,3 +176,43 @@ def test_timeout_in_the_middle_of_a_worker_exits_124_with_the_partial_answer(
     assert result["files_changed"] == ["a.py"]
     assert "'hello from A'" in (workspace / "a.py").read_text()
     assert elapsed < 15
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="on a Mac the framework exists")
+def test_plan_on_a_missing_on_device_model_exits_3_without_running_anything(
+    apple_code_bin: Path, workspace: Path
+) -> None:
+    run = run_apple_code(apple_code_bin, "http://127.0.0.1:9/v1", workspace, TASK, "--plan", "--backend", "fm",
+                         output_format="json")
+    assert run.returncode == 3, run.stderr
+    assert run.result()["subtype"] == "error_model_unavailable"
+    assert sorted(path.name for path in workspace.iterdir()) == sorted(FILES)
+
+
+def test_parallel_read_only_workers_get_no_digest_and_the_run_combines_them(
+    apple_code_bin: Path, workspace: Path
+) -> None:
+    # Workers run at once, so which one gets which scripted reply is not fixed: they all get the same one.
+    plan = '["Describe a.py", "Describe b.py", "Describe c.py"]'
+    script = [answer(plan), answer("It greets."), answer("It greets."), answer("It greets."), answer("Three greeters.")]
+    with ScriptedServer(script) as server:
+        run = run_apple_code(apple_code_bin, server.url, workspace, "Describe the modules.", "--plan", "--parallel",
+                             "--read-only")
+        requests = server.requests()
+
+    assert run.returncode == 0, run.stderr
+    assert len(requests) == 5
+    workers = requests[1:4]
+    assert sorted(user_text(r).split("Your subtask: ")[1].splitlines()[0] for r in workers) == [
+        "Describe a.py", "Describe b.py", "Describe c.py"]
+    assert all("Earlier subtasks" not in user_text(r) and tool_names(r) <= READ_ONLY_TOOLS for r in workers)
+    text = run.result()["result"]
+    assert text.index("1. Describe a.py\nIt greets.") < text.index("3. Describe c.py\nIt greets.")
+    assert text.rstrip().endswith("Summary: Three greeters.")
+
+
+def test_parallel_without_read_only_is_a_usage_error(apple_code_bin: Path, workspace: Path) -> None:
+    run = run_apple_code(apple_code_bin, "http://127.0.0.1:9/v1", workspace, TASK, "--plan", "--parallel",
+                         output_format="json")
+    assert run.returncode == 2
+    assert "--read-only" in run.result()["result"]

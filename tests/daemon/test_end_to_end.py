@@ -67,6 +67,12 @@ def final_replies(daemon: DaemonProcess, recipient: str) -> list[str]:
     return [t for t in daemon.sends_to(recipient) if not t.startswith(("… ", "Approved req_"))]
 
 
+def agent_processes(daemon: DaemonProcess) -> list[psutil.Process]:
+    assert daemon.process is not None
+    children = psutil.Process(daemon.process.pid).children(recursive=True)
+    return [c for c in children if "apple-code" in " ".join(c.cmdline())]
+
+
 def message_states(daemon: DaemonProcess) -> dict[int, str]:
     with sqlite3.connect(daemon.db_path) as db:
         return dict(db.execute("SELECT rowid, state FROM messages WHERE channel = 'imessage'").fetchall())
@@ -129,12 +135,16 @@ def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
         wait_for(lambda: final_replies(daemon, ANA) == ["answer one"], 20, "the first answer")
         chat_db.message("two", sender=ANA)
         wait_for(lambda: len(first.requests()) == 2, 20, "the second turn to start")
+        agents = agent_processes(daemon)
         daemon.kill9()
+        assert agents and all(a.is_running() for a in agents)  # orphaned: kill -9 gave no chance to stop them
     assert message_states(daemon) == {1: "sent", 2: "taken"}
 
     # 2. Restart: "two" is handled again (once); "three" arrives and the daemon is killed at once.
     with ScriptedServer([answer("answer two"), answer("answer three (second daemon)", delay=5)]) as second:
         daemon.start(served(second))
+        _gone, alive = psutil.wait_procs(agents, timeout=5)
+        assert alive == []  # the restart killed the previous daemon's agent before redoing its message
         wait_for(lambda: "answer two" in final_replies(daemon, ANA), 20, "the redone answer")
         chat_db.message("three", sender=ANA)
         time.sleep(0.05)
@@ -178,9 +188,7 @@ def test_sigterm_stops_a_running_turn_within_the_bound_and_kills_its_process(
         daemon.start(served(server))
         chat_db.message("long job", sender=ANA)
         wait_for(lambda: server.requests(), 20, "the turn to start")
-        assert daemon.process is not None
-        agents = [c for c in psutil.Process(daemon.process.pid).children(recursive=True)
-                  if "apple-code" in " ".join(c.cmdline())]
+        agents = agent_processes(daemon)
         assert agents
         began = time.monotonic()
         assert daemon.terminate() == 0

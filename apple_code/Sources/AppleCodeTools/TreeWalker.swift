@@ -29,6 +29,14 @@ struct TreeWalker {
         var skipped: Set<String> = []
         /// True when the walk stopped at `maxVisits`.
         var capped = false
+
+        /// Notes for a result: where the walk stopped early and, if wanted, which folders it skipped.
+        func notes(namingSkipped: Bool) -> [String] {
+            var notes: [String] = []
+            if capped { notes.append("stopped after \(TreeWalker.maxVisits) entries") }
+            if namingSkipped, !skipped.isEmpty { notes.append("skipped " + skipped.sorted().joined(separator: ", ")) }
+            return notes
+        }
     }
 
     let workspace: Workspace

@@ -6,25 +6,6 @@ import Testing
 @testable import AppleCodeFM
 
 @Suite struct AvailabilityTests {
-    @Test func availableModelIsReady() {
-        let result = FoundationModelsBackend.describe(.available)
-        #expect(result.available)
-        #expect(result.checkJSON(backend: "fm").jsonText
-            == #"{"backend":"fm","available":true,"reason":"Apple's on-device model is ready"}"#)
-    }
-
-    @Test(arguments: [
-        (SystemLanguageModel.Availability.UnavailableReason.deviceNotEligible, "Apple silicon"),
-        (.appleIntelligenceNotEnabled, "turn it on in System Settings > Apple Intelligence & Siri"),
-        (.modelNotReady, "wait a few minutes"),
-    ])
-    func unavailableReasonsSayWhatToDo(reason: SystemLanguageModel.Availability.UnavailableReason, advice: String) {
-        let result = FoundationModelsBackend.describe(.unavailable(reason))
-        #expect(!result.available)
-        #expect(result.reason.contains(advice))
-        #expect(result.checkJSON(backend: "fm")["available"] == .bool(false))
-    }
-
     @Test func runOnUnavailableModelIsExit3AndSendsNothing() async {
         let (backend, script) = scriptedBackend([[.snapshots(["never"])]],
                                                 availability: .unavailable(.appleIntelligenceNotEnabled))

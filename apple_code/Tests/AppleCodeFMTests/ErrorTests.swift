@@ -78,7 +78,7 @@ import Testing
         let (backend, _) = scriptedBackend([[.snapshots(["Working on", "Working on it"]), .hang]])
         let sink = RecordingSink()
         let started = ContinuousClock.now
-        let failure = await runFailure(backend, request(deadline: .now + .milliseconds(300)), sink)
+        let failure = await runFailure(backend, request(deadline: .now + .seconds(1)), sink)
         #expect(failure?.outcome == .timeout)
         #expect(failure?.outcome.exitCode == 124)
         #expect(failure?.partialAnswer == "Working on it")
@@ -87,8 +87,10 @@ import Testing
 
     @Test func cancellingTheRunIsInterrupted() async {
         let (backend, _) = scriptedBackend([[.snapshots(["Part"]), .hang]])
-        let task = Task { await runFailure(backend, request()) }
-        try? await Task.sleep(for: .milliseconds(100))
+        let sink = RecordingSink()
+        let task = Task { await runFailure(backend, request(), sink) }
+        // Cancel once the first text is out (polling: the machine may be busy).
+        for _ in 0..<500 where sink.texts.isEmpty { try? await Task.sleep(for: .milliseconds(10)) }
         task.cancel()
         let failure = await task.value
         #expect(failure?.outcome == .interrupted)

@@ -39,9 +39,10 @@ import Testing
     }
 
     @Test func textFallbackClassifiesUntypedErrors() {
-        #expect(Failure.classify(description: "GenerationError.rateLimited") == .busy("GenerationError.rateLimited"))
-        #expect(Failure.classify(description: "x guardrailViolation y")
+        #expect(ResponseFailure.classify(description: "GenerationError.rateLimited")
+            == .busy("GenerationError.rateLimited"))
+        #expect(ResponseFailure.classify(description: "x guardrailViolation y")
             == .fatal(.guardrail, "Apple's on-device model refused this request (x guardrailViolation y)"))
-        #expect(Failure(CancellationError()) == .cancelled)
+        #expect(ResponseFailure(CancellationError()) == .cancelled)
     }
 }

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError
 from apple_flow.config import Settings
 from apple_flow.connectors.base import Connector, ConnectorError
-from apple_flow.daemon import failures
+from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.cursor import CursorTracker
 from apple_flow.daemon.orchestrator import Ignore, Orchestrator, Reply, Turn
@@ -30,6 +30,7 @@ from apple_flow.daemon.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
 
+CHILD_TOKEN_KEY = "child_token"
 FINISHED = frozenset({"sent", "ignored", "send_failed"})
 KILL_WAIT_SECONDS = 5.0  # after killing turns at shutdown, how long to wait for their threads to notice
 
@@ -91,6 +92,10 @@ class Daemon:
     def run(self) -> int:
         """Runs until the input ends (then drains every pending turn) or a stop is requested. Returns the exit
         status: 0, or 1 when the ingress failed."""
+        previous = self._store.meta(CHILD_TOKEN_KEY)
+        if previous:
+            orphans.kill_orphans(previous)
+        self._store.set_meta(CHILD_TOKEN_KEY, orphans.mark_children())
         interrupted = self._store.interrupt_running_runs()
         if interrupted:
             log.warning("%d run(s) were cut short by the previous shutdown; their messages are handled again",

@@ -4,6 +4,7 @@ recorded for echo suppression before it is sent."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -65,10 +66,16 @@ class IMessageEgress:
         self._sent = sent
         self._sleep = sleep
         self._first_form = 0  # the form that worked last is tried first next time
+        # One reply at a time: the daemon answers from several threads, and parts must not interleave.
+        self._lock = threading.Lock()
 
     def send(self, recipient: str, text: str) -> None:
         handle = normalize_handle(recipient, self._region)
         parts = split_reply(text, self._chunk_chars)
+        with self._lock:
+            self._send_parts(handle, parts)
+
+    def _send_parts(self, handle: str, parts: list[str]) -> None:
         for index, part in enumerate(parts, start=1):
             if self._sent is not None:
                 self._sent.record(handle, part)  # before sending: the echo can land before osascript returns
