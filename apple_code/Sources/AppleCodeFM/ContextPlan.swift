@@ -13,8 +13,12 @@ struct ContextPlan: Sendable, Equatable {
     var window: Int { budget.contextTokens }
     var instructionsTokens: Int { budget.instructionTokens }
     var toolTokens: Int { budget.toolTokens }
-    /// Kept free for the answer; also the `maximumResponseTokens` of each response.
+    /// Kept free for the answer when budgeting tool results.
     var answerReserve: Int { budget.answerReserve }
+
+    /// `maximumResponseTokens`: stops a runaway response, yet leaves room for a tool call that writes a whole
+    /// file (its arguments are generated under the same limit). Working agents use about 1,500.
+    var responseTokenLimit: Int { min(1500, max(answerReserve, workingTokens / 2)) }
     /// Instructions plus tool definitions: what every session costs before the prompt.
     var fixedTokens: Int { budget.fixedTokens }
 
@@ -37,6 +41,7 @@ struct ContextPlan: Sendable, Equatable {
     var figures: String {
         "fm budget (estimated tokens): window \(window), instructions \(instructionsTokens), "
             + "tool definitions \(toolTokens), answer reserve \(answerReserve), "
-            + "left for the task and tool results \(workingTokens), per result at most \(resultCap)"
+            + "left for the task and tool results \(workingTokens), per result at most \(resultCap), "
+            + "response limit \(responseTokenLimit)"
     }
 }

@@ -200,7 +200,7 @@ private struct Attempts: Sendable {
     /// Streams one response, sending each snapshot's new text as a `text` event.
     private func respond(_ session: LanguageModelSession, prompt: String) async throws -> String {
         let options = GenerationOptions(temperature: FoundationModelsBackend.temperature,
-                                        maximumResponseTokens: ledger.plan.answerReserve)
+                                        maximumResponseTokens: ledger.plan.responseTokenLimit)
         var deltas = SnapshotDeltas()
         for try await snapshot in session.streamResponse(to: prompt, options: options) {
             switch deltas.next(snapshot.content) {

@@ -43,7 +43,7 @@ public struct PlanRunner: Sendable {
             progress.merge(plan.progress)
             subtasks = plan.subtasks
         } catch {
-            let failure = AgentError.from(error)
+            let failure = budget.failure(error)
             progress.merge(failure.progress)
             guard Self.plannerFailureAllowsFallback(failure, budget: budget) else {
                 throw AgentError(failure.outcome, "planner: \(failure.message)", progress: progress)
@@ -134,13 +134,10 @@ public struct PlanRunner: Sendable {
             answer.progress = total
             return answer
         } catch {
-            var failure = AgentError.from(error)
+            var failure = budget.failure(error)
             var total = progress
             total.merge(failure.progress)
             failure.progress = total
-            if budget.expired() && failure.outcome != .timeout {
-                throw AgentError(.timeout, failure.message, partialAnswer: failure.partialAnswer, progress: total)
-            }
             throw failure
         }
     }
@@ -241,12 +238,7 @@ public struct PlanRunner: Sendable {
             let answer = try await runBounded(request, events: events)
             return WorkerOutcome(status: .done(answer: answer.text), progress: answer.progress)
         } catch {
-            var failure = AgentError.from(error)
-            if failure.outcome == .interrupted && budget.expired() {
-                // Cancelled because the run's time ran out (the CLI's --timeout watch): that is a timeout.
-                failure = AgentError(.timeout, "the run timed out", partialAnswer: failure.partialAnswer,
-                                     progress: failure.progress)
-            }
+            let failure = budget.failure(error)
             return WorkerOutcome(status: .failed(outcome: failure.outcome, message: failure.message,
                                                  partial: failure.partialAnswer),
                                  progress: failure.progress)
@@ -288,7 +280,7 @@ public struct PlanRunner: Sendable {
             progress.merge(answer.progress)
             return answer.text
         } catch {
-            let failure = AgentError.from(error)
+            let failure = budget.failure(error)
             progress.merge(failure.progress)
             if budget.expired() || failure.outcome == .interrupted {
                 throw AgentError(budget.expired() ? .timeout : .interrupted,

@@ -66,6 +66,17 @@ import Testing
         #expect(failure?.message.contains("does not support this language") == true)
     }
 
+    @Test(arguments: [
+        LanguageModelSession.GenerationError.decodingFailure(context("bad json")),
+        .unsupportedGuide(context("no guide")),
+    ])
+    func unusableOutputIsABackendError(error: LanguageModelSession.GenerationError) async {
+        let (backend, _) = scriptedBackend([[.fail(error)]])
+        let failure = await runFailure(backend, request())
+        #expect(failure?.outcome == .backendError)
+        #expect(failure?.message.hasPrefix("Apple's on-device model produced unusable output") == true)
+    }
+
     @Test func anUnknownErrorIsABackendErrorWithItsText() async {
         struct Odd: Error, CustomStringConvertible { var description: String { "ModelManagerError -1" } }
         let (backend, _) = scriptedBackend([[.failWith(Odd())]])

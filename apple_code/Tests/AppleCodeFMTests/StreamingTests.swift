@@ -32,7 +32,9 @@ import Testing
         let (backend, script) = scriptedBackend([[.snapshots(["ok"])]])
         _ = try await backend.run(request(tools: []), events: RecordingSink())
         let options = try #require(script.requests.first?.options)
-        #expect(options.maximumResponseTokens == ContextPlan(window: 4096, instructions: "", tools: []).answerReserve)
+        let plan = ContextPlan(window: 4096, instructions: "You are a careful coding agent.", tools: [])
+        #expect(options.maximumResponseTokens == plan.responseTokenLimit)
+        #expect(plan.responseTokenLimit == 1500)
         #expect(options.sampling == nil)
         #expect(options.temperature == 0.2)
     }

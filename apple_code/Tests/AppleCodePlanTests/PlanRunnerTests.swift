@@ -122,6 +122,47 @@ import Testing
         #expect(unavailable.requests.count == 1)
     }
 
+    @Test func aPlannerOutOfItsTimeShareFallsBackButOutOfTheRunsTimeStops() async throws {
+        let honoursDeadline: ScriptedBackend.Step = { request, _ in
+            let end = try #require(request.deadline)
+            try await Task.sleep(until: end, clock: .continuous)
+            throw AgentError(.timeout, "timed out", progress: RunProgress(turns: 1))
+        }
+        // Its quarter of 2 s runs out: the task runs directly in the time left.
+        let share = ScriptedBackend([honoursDeadline, answer("direct")])
+        let events = EventLog()
+        let result = try await PlanRunner(backend: share)
+            .run(makeRequest(deadline: .now + .seconds(2)), events: events)
+        #expect(result.text == "direct")
+        #expect(result.progress.turns == 2)
+        #expect(events.notices.contains { $0.hasPrefix("plan: the planner failed (error_timeout") })
+
+        // The run's own time is gone (the CLI cancels the run at --timeout): no direct run, a timeout.
+        let deadline = ContinuousClock.now + .milliseconds(100)
+        let hangs: ScriptedBackend.Step = { _, _ in
+            try await Task.sleep(for: .seconds(30))
+            return AgentAnswer(text: "never", progress: RunProgress())
+        }
+        let out = ScriptedBackend([hangs, answer("direct")])
+        let run = Task { try await PlanRunner(backend: out).run(makeRequest(deadline: deadline), events: EventLog()) }
+        try await Task.sleep(until: deadline + .milliseconds(20), clock: .continuous)
+        run.cancel()
+        let error = await #expect(throws: AgentError.self) { _ = try await run.value }
+        #expect(error?.outcome == .timeout)
+        #expect(out.requests.count == 1)
+    }
+
+    @Test func aLongTaskIsCutToAShareOfTheWindowInEveryPrompt() async throws {
+        let longTask = "Refactor everything. " + String(repeating: "Lots of detail about the code base. ", count: 2000)
+        let backend = ScriptedBackend([answer(#"["a", "b"]"#), answer("did a"), answer("did b"), answer("sum")])
+        _ = try await PlanRunner(backend: backend).run(makeRequest(longTask), events: EventLog())
+        for sent in backend.requests {
+            #expect(TokenEstimator.estimate(sent.prompt) < 4096 / 4 + 400)
+            #expect(sent.prompt.contains("Refactor everything."))
+            #expect(sent.prompt.contains("cut to fit the context budget"))
+        }
+    }
+
     @Test func failingWorkerIsReportedAndTheRunContinues() async throws {
         let backend = ScriptedBackend([
             answer(#"["Fix a.py", "Fix b.py", "Fix c.py"]"#),
