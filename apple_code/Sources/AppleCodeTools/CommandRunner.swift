@@ -107,8 +107,12 @@ public enum CommandRunner {
                           deadline: ContinuousClock.Instant?, capture: CapturedOutput,
                           control: RunControl) throws -> CommandOutcome {
         let start = ContinuousClock.now
-        let (pid, readEnd) = try spawn(argv, directory: directory)
-        running.withLock { _ = $0.insert(pid) }
+        // Spawned under the registry's lock, so killAllRunning cannot miss a command that has just started.
+        let (pid, readEnd) = try running.withLock { groups in
+            let started = try spawn(argv, directory: directory)
+            groups.insert(started.0)
+            return started
+        }
         defer {
             close(readEnd)
             running.withLock { _ = $0.remove(pid) }
@@ -176,9 +180,10 @@ public enum CommandRunner {
         return CommandOutcome(ending: ending, output: output, seconds: seconds)
     }
 
-    /// Reads everything available now; true at end of file.
+    /// Reads what is available now, at most 16 chunks so a command that writes without pause (`yes`) cannot
+    /// keep the loop from checking its timeout; true at end of file.
     private static func drain(_ fd: Int32, into output: inout CapturedOutput, buffer: inout [UInt8]) -> Bool {
-        while true {
+        for _ in 0..<16 {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count > 0 {
                 buffer.withUnsafeBytes { output.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
@@ -188,6 +193,7 @@ public enum CommandRunner {
             if errno == EINTR { continue }
             return errno != EAGAIN && errno != EWOULDBLOCK
         }
+        return false
     }
 
     /// Whether the leader has exited, leaving it a zombie (WNOWAIT) so its pid and group stay reserved.

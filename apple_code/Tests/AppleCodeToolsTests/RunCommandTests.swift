@@ -133,6 +133,18 @@ func processIsGone(_ pid: pid_t) -> Bool {
         #expect(TokenEstimator.estimate(small.text) <= 300)
     }
 
+    /// A command that writes without pause must still be stopped at its timeout, with bounded memory.
+    @Test func endlessOutputStillTimesOut() async throws {
+        let ws = try TempWorkspace()
+        let start = ContinuousClock.now
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "yes", "timeout": 1],
+                                   tokens: 5000)
+        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(result.text.hasPrefix("Command timed out after 1 s; it and everything it started were killed.\ny\ny\n"))
+        #expect(result.text.contains("bytes of output cut ...]"))
+        #expect(TokenEstimator.estimate(result.text) <= 5000)
+    }
+
     @Test func capturedOutputCountsWhatItCut() {
         var output = CapturedOutput(headBytes: 4, tailBytes: 3)
         for piece in ["ab", "cdef", "ghij", "kl"] {
