@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from apple_flow.cli import app, diagnostics
+from apple_flow.config import Settings
 from channels.conftest import FakeOsascript
 from support.chatdb import ChatDbWriter, make_body
 
@@ -136,7 +137,7 @@ def test_config_prints_effective_settings_with_secrets_masked(cli: Any, monkeypa
 
 
 def test_secret_named_settings_are_masked() -> None:
-    class WithToken(diagnostics.Settings):
+    class WithToken(Settings):
         api_token: str = "s3cret"
 
     assert diagnostics.masked_settings(WithToken(_env_file=None))["api_token"] == "********"  # type: ignore[call-arg]
