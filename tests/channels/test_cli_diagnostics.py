@@ -14,6 +14,7 @@ from apple_flow.cli import app, diagnostics
 from apple_flow.config import Settings
 from channels.conftest import FakeOsascript
 from support.chatdb import ChatDbWriter, make_body
+from support.scripted_server import MODEL_ID, ScriptedServer
 
 
 @pytest.fixture
@@ -141,3 +142,22 @@ def test_secret_named_settings_are_masked() -> None:
         api_token: str = "s3cret"
 
     assert diagnostics.masked_settings(WithToken(_env_file=None))["api_token"] == "********"  # type: ignore[call-arg]
+
+
+def test_doctor_runs_the_real_apple_code_check_against_a_server(
+    cli: Any, inbox_db: ChatDbWriter, apple_code_bin: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("APPLE_FLOW_ALLOWED_SENDERS", "+15551234567")
+    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code_bin))
+    monkeypatch.setenv("APPLE_FLOW_AFM_BACKEND", "openai")
+    monkeypatch.setenv("APPLE_FLOW_AFM_MODEL", MODEL_ID)
+    with ScriptedServer([]) as server:
+        monkeypatch.setenv("APPLE_FLOW_AFM_BASE_URL", server.url)
+        result = cli("doctor", "--db", str(inbox_db.path))
+    assert result.exit_code == 0, result.output
+    assert "--check passed" in result.stdout and "All checks passed" in result.output
+
+    monkeypatch.setenv("APPLE_FLOW_AFM_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    down = cli("doctor", "--db", str(inbox_db.path))
+    assert down.exit_code == 1
+    assert "no model available" in down.stdout and "cannot connect" in down.stdout
