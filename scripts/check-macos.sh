@@ -102,20 +102,23 @@ fi
 say "Running one small task in a temporary workspace"
 workspace=$(mktemp -d -t apple-code-check.XXXXXX)
 printf 'apples\npears\nplums\n' >"$workspace/fruit.txt"
-events="$workspace/.events.jsonl"
-"$bin" --backend fm --cwd "$workspace" --timeout "$timeout" --output-format stream-json \
+# The event log stays outside the workspace, where the model would see it.
+events=$(mktemp -t apple-code-events.XXXXXX)
+task_start=$SECONDS
+"$bin" --backend fm --cwd "$workspace" --timeout "$timeout" --output-format stream-json --verbose \
     "Read fruit.txt, then write the number of lines it has (just the number) to count.txt." \
-    >"$events" 2>"$workspace/.stderr"
+    >"$events" 2>"$events.stderr"
 task_status=$?
 tool_calls=$(grep -c '"type":"tool_call"' "$events" 2>/dev/null || true)
-if [ $task_status -eq 0 ]; then pass "task finished (exit 0)"; else miss "task ended with exit $task_status: $(tail -n 1 "$events" 2>/dev/null | cut -c1-300)"; fi
+if [ $task_status -eq 0 ]; then pass "task finished (exit 0) in $((SECONDS - task_start)) s"; else miss "task ended with exit $task_status: $(tail -n 1 "$events" 2>/dev/null | cut -c1-300)"; fi
 if [ "${tool_calls:-0}" -gt 0 ]; then pass "the model called tools ($tool_calls calls)"; else miss "the model called no tool"; fi
 if [ "$(tr -d '[:space:]' <"$workspace/count.txt" 2>/dev/null)" = 3 ]; then
     pass "count.txt says 3"
 else
     miss "count.txt is missing or wrong (a 3B model can get this wrong; see $events)"
 fi
-printf '    workspace kept for inspection: %s\n' "$workspace" >&2
+printf '    workspace kept for inspection: %s\n    events: %s (diagnostics: %s.stderr)\n' \
+    "$workspace" "$events" "$events" >&2
 
 summary
 [ $task_status -eq 0 ] && [ $tests_failed = 0 ] || exit 1

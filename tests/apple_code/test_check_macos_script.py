@@ -80,6 +80,8 @@ def test_builds_release_checks_the_model_and_runs_a_task(project_root: Path, fak
     assert task[-1].startswith("Read fruit.txt")
     workspace = Path(task[task.index("--cwd") + 1])
     assert (workspace / "fruit.txt").read_text() == "apples\npears\nplums\n"
+    assert sorted(p.name for p in workspace.iterdir()) == ["count.txt", "fruit.txt"]
+    assert "ok    task finished (exit 0) in " in result.stderr
     for line in ("ok    release build", "ok    Apple's on-device model is available", "ok    count.txt says 3",
                  "ok    the model called tools (1 calls)"):
         assert line in result.stderr

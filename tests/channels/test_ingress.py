@@ -207,7 +207,7 @@ def test_texting_yourself_never_loops(make_settings, chat_db, fake_osascript) ->
 
     stop = threading.Event()
     answered: list[str] = []
-    timer = threading.Timer(3.0, stop.set)
+    timer = threading.Timer(1.5, stop.set)  # every echo row exists before send() returns
     timer.start()
     for message in ingress.messages(0, stop):
         answered.append(message.text)
@@ -218,3 +218,10 @@ def test_texting_yourself_never_loops(make_settings, chat_db, fake_osascript) ->
     parts = [c["argv"][2] for c in fake_osascript.calls()]
     assert len(parts) > 1
     assert ingress.latest_rowid() == 2 + 2 * len(parts)
+
+
+def test_a_backlog_larger_than_one_read_comes_in_order_without_waiting(chat_db: ChatDbWriter) -> None:
+    rowids = [chat_db.message(f"backlog {i}") for i in range(250)]
+    ingress = IMessageIngress(chat_db.path, default_region="US", sent=None, poll_seconds=30)  # no poll to rescue it
+    got = take(ingress, after=0, count=250, timeout=10)
+    assert [m.rowid for m in got] == rowids

@@ -210,6 +210,8 @@ def test_a_turn_past_the_timeout_is_killed_and_the_sender_told(harness: Callable
     assert h.connector.cancelled == [ANA]
     [reply] = h.egress.to(ANA)
     assert "took too long and was stopped after 0.3 s" in reply
+    run = h.store.runs_of(ANA)[0]
+    assert run.state == "failed" and run.result == reply
 
 
 @pytest.mark.parametrize(

@@ -196,6 +196,16 @@ import Testing
         #expect(backend.requests.count == 3)  // no summary request
     }
 
+    @Test(arguments: [(RunOutcome.maxTurns, RunOutcome.maxTurns), (.timeout, .backendError), (.guardrail, .guardrail)])
+    func allWorkersFailingForOneReasonReportsIt(failed: RunOutcome, reported: RunOutcome) async throws {
+        let backend = ScriptedBackend([answer(#"["a", "b"]"#), failure(failed, "no"), failure(failed, "no")])
+        let error = await #expect(throws: AgentError.self) {
+            _ = try await PlanRunner(backend: backend).run(makeRequest(deadline: .now + .seconds(30)),
+                                                           events: EventLog())
+        }
+        #expect(error?.outcome == reported)
+    }
+
     @Test func maxSubtasksIsClampedAndExtraSubtasksAreMerged() async throws {
         #expect(PlanRunner(backend: ScriptedBackend([]), maxSubtasks: 0).maxSubtasks == 1)
         #expect(PlanRunner(backend: ScriptedBackend([]), maxSubtasks: -3).maxSubtasks == 1)

@@ -237,12 +237,12 @@ class Daemon:
         throttle = ProgressThrottle(
             self._settings.progress_interval_seconds, lambda text: self._progress(message.sender, text)
         )
-        result = self.orchestrator.execute(turn, throttle, job.cancelled.is_set)
+        result = self.orchestrator.execute(
+            turn, throttle, lambda: job.stop_reply if job.cancelled.is_set() else None
+        )
         if self._abandon.is_set():
             return
         reply = result.reply
-        if job.timed_out.is_set():
-            reply = failures.explain(f"Error: Request timed out after {self._settings.turn_timeout_seconds:g}s.")
         with self._store.transaction():
             if result.commit is not None:
                 result.commit()
@@ -281,9 +281,9 @@ class Daemon:
         while not self._stop.wait(0.5):
             now = time.time()
             for job in self._scheduler.running():
-                if job.started_at is not None and now - job.started_at > limit and not job.timed_out.is_set():
+                if job.started_at is not None and now - job.started_at > limit and not job.cancelled.is_set():
                     log.warning("a turn of %s exceeded %g s: stopping it", job.sender, limit)
-                    job.timed_out.set()
+                    job.stop_reply = failures.explain(f"Error: Request timed out after {limit:g}s.")
                     job.cancelled.set()
                     self._connector.cancel_active_processes(self._connector.get_or_create_thread(job.sender))
 

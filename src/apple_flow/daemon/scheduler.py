@@ -21,7 +21,7 @@ class Job(Generic[T]):
     payload: T
     started_at: float | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
-    timed_out: threading.Event = field(default_factory=threading.Event)
+    stop_reply: str = ""  # set with ``cancelled``: what to tell the sender ("" when they already know)
 
 
 class Scheduler(Generic[T]):

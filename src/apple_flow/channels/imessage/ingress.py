@@ -24,10 +24,10 @@ log = logging.getLogger(__name__)
 
 SkipListener = Callable[[Skipped], None]
 ErrorListener = Callable[[ChatDBError], None]
-_BATCH = 200
+_BATCH = 100  # rows per read: bounds memory when many large messages arrive at once
 # A WAL commit becomes visible only when SQLite updates the memory-mapped -shm index, which raises no file event;
-# the -wal write that does can come an fsync earlier. So after an event that found no new row, look again
-# shortly a few times before going back to the long wait.
+# the -wal write that does can come an fsync earlier. So after each event, look again shortly a few times before
+# going back to the long wait (without this, about one row in a hundred waited for the 2 s poll).
 _RECHECK_AFTER_EVENT = (0.02, 0.05, 0.1, 0.25, 0.5)
 
 
