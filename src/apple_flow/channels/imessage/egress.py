@@ -23,7 +23,8 @@ def _send_script(target: str) -> str:
 	set targetHandle to item 1 of argv
 	set messageText to item 2 of argv
 	tell application "Messages"
-		send messageText to {target}
+		set targetRecipient to {target}
+		send messageText to targetRecipient
 	end tell
 end run
 """
