@@ -227,3 +227,61 @@ def test_no_model_and_a_missing_binary_get_short_replies_that_say_what_to_do(
     wait_for(lambda: len(final_replies(daemon, ANA)) == 2, 30, "the missing-binary reply")
     missing = final_replies(daemon, ANA)[1]
     assert missing.startswith("Sorry, the agent cannot start:") and "apple_flow_afm_command" in missing
+
+
+def test_the_console_channel_answers_piped_lines_and_exits_0_after_the_last_turn(
+    tmp_path: Path, workspace: Path, apple_code_bin: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from apple_flow.paths import PROJECT_ROOT
+
+    with ScriptedServer([answer("first answer", delay=1), answer("second answer")]) as server:
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(PROJECT_ROOT / "src"),
+            "APPLE_FLOW_DB_PATH": str(tmp_path / "console.db"),
+            "APPLE_FLOW_DEFAULT_WORKSPACE": str(workspace),
+            "APPLE_FLOW_ALLOWED_SENDERS": "",
+            "APPLE_FLOW_AFM_COMMAND": str(apple_code_bin),
+            "APPLE_FLOW_AFM_BACKEND": "openai",
+            "APPLE_FLOW_AFM_MODEL": "scripted",
+            "APPLE_FLOW_AFM_BASE_URL": server.url,
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "apple_flow", "run", "--channel", "console"],
+            input="hello\nstatus\nand again\n", capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+        )
+        assert len(server.requests()) == 2
+    assert done.returncode == 0, done.stderr
+    replies = done.stdout.split("\n\n")
+    assert replies[0].startswith("Running for") or replies[0].startswith("Queued")  # answered at once
+    assert replies[1:3] == ["first answer", "second answer"]
+
+
+def test_an_approved_task_runs_plan_and_execute_by_default(
+    daemon: DaemonProcess, chat_db: ChatDbWriter, workspace: Path
+) -> None:
+    script = [
+        answer("1. Create hello.txt\n2. Create bye.txt"),  # the daemon's read-only planning turn
+        answer('["Create hello.txt", "Create bye.txt"]'),  # apple-code --plan: the planner
+        tool_call("writeFile", {"path": "hello.txt", "content": "hello\n"}),
+        answer("Created hello.txt."),
+        tool_call("writeFile", {"path": "bye.txt", "content": "bye\n"}),
+        answer("Created bye.txt."),
+        answer("Both files exist."),  # the summary
+    ]
+    with ScriptedServer(script) as server:
+        daemon.start({**served(server), "APPLE_FLOW_AFM_PLAN_TASKS": "true"})
+        chat_db.message("task: add hello.txt and bye.txt", sender=ANA)
+        plan = wait_for(lambda: final_replies(daemon, ANA), 20, "the plan")[0]
+        request_id = re.search(r"approve (req_[0-9a-f]{8})", plan)
+        assert request_id, plan
+        chat_db.message(f"approve {request_id.group(1)}", sender=ANA)
+        done = wait_for(lambda: final_replies(daemon, ANA)[1:], 30, "the task's reply")[0]
+        assert len(server.requests()) == len(script)
+    assert "Created hello.txt." in done and "Created bye.txt." in done and "Both files exist." in done
+    assert (workspace / "hello.txt").read_text() == "hello\n"
+    assert (workspace / "bye.txt").read_text() == "bye\n"
