@@ -3,10 +3,11 @@ import Foundation
 import Testing
 @testable import AppleCodeTools
 
-/// The sandboxes to run command tests under: always none, and bwrap where this machine has a working one.
+/// The sandboxes to run command tests under: always none, and the machine's own where it has a working one
+/// (bwrap on Linux, sandbox-exec on macOS).
 let commandSandboxes: [CommandSandbox] = {
     var list: [CommandSandbox] = [.none(reason: "test")]
-    if case .bubblewrap = CommandSandbox.detected { list.append(.detected) }
+    if case .none = CommandSandbox.detected {} else { list.append(.detected) }
     return list
 }()
 
@@ -263,6 +264,22 @@ final class LogLines: @unchecked Sendable {
         #expect(!ws.exists("/tmp/private.txt"))
         #expect(result.text.contains("Read-only file system"))
         #expect(result.text.contains("tmp\n1\n"), "only the loopback interface: \(result.text)")
+    }
+
+    /// sandbox-exec (macOS): the workspace is writable, a folder outside the workspace and temp is not.
+    @Test func seatbeltRefusesWritesOutsideTheWorkspace() async throws {
+        guard case .seatbelt = CommandSandbox.detected else {
+            print("SKIPPED seatbeltRefusesWritesOutsideTheWorkspace: \(CommandSandbox.detected.label)")
+            return
+        }
+        let ws = try TempWorkspace()
+        let probe = NSHomeDirectory() + "/.apple-code-sandbox-probe-\(UUID().uuidString)"
+        defer { unlink(probe) }  // only there if the sandbox failed
+        let result = await ws.call(RunCommandTool(sandbox: .detected),
+                                   ["command": .string("echo in > inside.txt; echo out > \(probe); true")])
+        #expect(ws.read("inside.txt") == "in\n")
+        #expect(!ws.exists(probe))
+        #expect(result.text.contains("Operation not permitted"), "\(result.text)")
     }
 
     @Test func bubblewrapArguments() {
