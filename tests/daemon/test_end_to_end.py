@@ -227,3 +227,35 @@ def test_no_model_and_a_missing_binary_get_short_replies_that_say_what_to_do(
     wait_for(lambda: len(final_replies(daemon, ANA)) == 2, 30, "the missing-binary reply")
     missing = final_replies(daemon, ANA)[1]
     assert missing.startswith("Sorry, the agent cannot start:") and "apple_flow_afm_command" in missing
+
+
+def test_the_console_channel_answers_piped_lines_and_exits_0_after_the_last_turn(
+    tmp_path: Path, workspace: Path, apple_code_bin: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from apple_flow.paths import PROJECT_ROOT
+
+    with ScriptedServer([answer("first answer", delay=1), answer("second answer")]) as server:
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(PROJECT_ROOT / "src"),
+            "APPLE_FLOW_DB_PATH": str(tmp_path / "console.db"),
+            "APPLE_FLOW_DEFAULT_WORKSPACE": str(workspace),
+            "APPLE_FLOW_ALLOWED_SENDERS": "",
+            "APPLE_FLOW_AFM_COMMAND": str(apple_code_bin),
+            "APPLE_FLOW_AFM_BACKEND": "openai",
+            "APPLE_FLOW_AFM_MODEL": "scripted",
+            "APPLE_FLOW_AFM_BASE_URL": server.url,
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "apple_flow", "run", "--channel", "console"],
+            input="hello\nstatus\nand again\n", capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+        )
+        assert len(server.requests()) == 2
+    assert done.returncode == 0, done.stderr
+    replies = done.stdout.split("\n\n")
+    assert replies[0].startswith("Running for") or replies[0].startswith("Queued")  # answered at once
+    assert replies[1:3] == ["first answer", "second answer"]
