@@ -259,3 +259,29 @@ def test_the_console_channel_answers_piped_lines_and_exits_0_after_the_last_turn
     replies = done.stdout.split("\n\n")
     assert replies[0].startswith("Running for") or replies[0].startswith("Queued")  # answered at once
     assert replies[1:3] == ["first answer", "second answer"]
+
+
+def test_an_approved_task_runs_plan_and_execute_by_default(
+    daemon: DaemonProcess, chat_db: ChatDbWriter, workspace: Path
+) -> None:
+    script = [
+        answer("1. Create hello.txt\n2. Create bye.txt"),  # the daemon's read-only planning turn
+        answer('["Create hello.txt", "Create bye.txt"]'),  # apple-code --plan: the planner
+        tool_call("writeFile", {"path": "hello.txt", "content": "hello\n"}),
+        answer("Created hello.txt."),
+        tool_call("writeFile", {"path": "bye.txt", "content": "bye\n"}),
+        answer("Created bye.txt."),
+        answer("Both files exist."),  # the summary
+    ]
+    with ScriptedServer(script) as server:
+        daemon.start({**served(server), "APPLE_FLOW_AFM_PLAN_TASKS": "true"})
+        chat_db.message("task: add hello.txt and bye.txt", sender=ANA)
+        plan = wait_for(lambda: final_replies(daemon, ANA), 20, "the plan")[0]
+        request_id = re.search(r"approve (req_[0-9a-f]{8})", plan)
+        assert request_id, plan
+        chat_db.message(f"approve {request_id.group(1)}", sender=ANA)
+        done = wait_for(lambda: final_replies(daemon, ANA)[1:], 30, "the task's reply")[0]
+        assert len(server.requests()) == len(script)
+    assert "Created hello.txt." in done and "Created bye.txt." in done and "Both files exist." in done
+    assert (workspace / "hello.txt").read_text() == "hello\n"
+    assert (workspace / "bye.txt").read_text() == "bye\n"
