@@ -120,7 +120,8 @@ def check_agent(settings: Settings) -> Check:
         return Check(name, Status.FAIL, str(exc), "see above; scripts/setup.sh builds apple-code")
     resolve = getattr(connector, "resolve_command", None)
     where = resolve() if callable(resolve) else None
-    return Check(name, Status.OK, f"{where or 'found'}: --check passed")
+    how = "--check passed" if settings.connector == "afm" else "ready"
+    return Check(name, Status.OK, f"{where or 'found'}: {how}")
 
 
 def check_allowlist(settings: Settings) -> Check:
@@ -135,8 +136,7 @@ def check_allowlist(settings: Settings) -> Check:
 
 def run_doctor(db: Path | None) -> list[Check]:
     settings, settings_check = check_settings()
-    path = db or settings.messages_db_path
-    path = path.expanduser()
+    path = (db or settings.messages_db_path).expanduser()
     chat_check, chat_error = check_chat_db(path, given=db is not None)
     return [
         settings_check,
