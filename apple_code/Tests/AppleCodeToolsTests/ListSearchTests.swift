@@ -69,6 +69,17 @@ import Testing
         #expect(none.text == "[0 paths match *.rs in .]")
     }
 
+    @Test func braceAlternativesMatch() async throws {
+        let ws = try TempWorkspace()
+        for name in ["a.js", "b.ts", "c.py", "src/d.ts"] { try ws.write(name, "") }
+        let result = await ws.call(SearchFilesTool(), ["pattern": "*.{js,ts}"])
+        #expect(result.text == "a.js\nb.ts\nsrc/d.ts\n[3 paths match *.{js,ts} in .]")
+        #expect(Glob.expandBraces("{a,b}/*.{c,d}") == ["a/*.c", "a/*.d", "b/*.c", "b/*.d"])
+        #expect(Glob.expandBraces("x{y}z") == ["x{y}z"])
+        #expect(Glob.expandBraces("{a,{b,c}}") == ["{a,{b,c}}"])
+        #expect(Glob.expandBraces(String(repeating: "{a,b}", count: 200)).count == 64)  // no 2^200 blow-up
+    }
+
     @Test func doesNotFollowSymlinksOut() async throws {
         let ws = try TempWorkspace()
         try FileManager.default.createSymbolicLink(atPath: ws.path + "/out", withDestinationPath: ws.outside)
