@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from support.apple_code_run import events, run_apple_code
+from support.apple_code_run import clean_env, events, run_apple_code
 from support.scripted_server import ScriptedServer, answer, tool_call
 
 
@@ -74,3 +74,17 @@ def test_run_command_is_sandboxed_and_says_so(apple_code_bin: Path, layout: tupl
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
     assert sent[0].startswith("exit code 0\n") and sent[0].rstrip().endswith("done")
     assert lines[-1]["commands_run"] == 1
+
+
+def test_commands_do_not_see_the_api_key(apple_code_bin: Path, tmp_path: Path) -> None:
+    with ScriptedServer([tool_call("runCommand", {"command": "env"}), answer("ok")]) as server:
+        done = run_apple_code(apple_code_bin, "--backend", "openai", "--base-url", server.url, "--model", "scripted",
+                              "--cwd", str(tmp_path), "--output-format", "json", "Show the environment.",
+                              env=clean_env(APPLE_CODE_API_KEY="sk-must-not-leak"))
+        sent = str(server.requests()[1]["messages"][-1]["content"])
+        headers = [str(entry.get("headers")) for entry in server.request_log()]
+    assert done.returncode == 0, done.stderr
+    assert "PATH=" in sent
+    assert "sk-must-not-leak" not in sent
+    # apple-code itself had the key (it sent it to the server); only the command did not get it.
+    assert any("sk-must-not-leak" in text for text in headers)

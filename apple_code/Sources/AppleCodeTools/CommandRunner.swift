@@ -255,18 +255,26 @@ public enum CommandRunner {
         var cArguments = wrapped.map { strdup($0) } + [nil]
         defer { for pointer in cArguments { free(pointer) } }
         var pid: pid_t = 0
-        #if canImport(Darwin)
-        let environment = _NSGetEnviron().pointee
-        #else
-        let environment = environ
-        #endif
-        let code = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &cArguments, environment)
+        var cEnvironment = commandEnvironment().map { strdup($0) } + [nil]
+        defer { for pointer in cEnvironment { free(pointer) } }
+        let code = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &cArguments, &cEnvironment)
         close(fds[1])
         guard code == 0 else {
             close(fds[0])
             throw ToolFailure("cannot start \(argv[0]) (\(FileIO.errorText(code)))")
         }
         return (pid, fds[0])
+    }
+}
+
+extension CommandRunner {
+    /// Variables a command does not inherit: apple-code's own secret, which a model could otherwise print.
+    static let withheldVariables: Set<String> = ["APPLE_CODE_API_KEY"]
+
+    /// `environment` as `NAME=value` entries, without the withheld variables (default: this process's).
+    static func commandEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> [String] {
+        environment.filter { !withheldVariables.contains($0.key) }.map { "\($0.key)=\($0.value)" }.sorted()
     }
 }
 

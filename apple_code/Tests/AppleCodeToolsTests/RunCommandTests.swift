@@ -64,6 +64,15 @@ func processIsGone(_ pid: pid_t) -> Bool {
         #expect(result.text == "exit code 0\ndone\n")
     }
 
+    @Test func apiKeyIsNotPassedToCommands() async throws {
+        // A pure check: setenv here would race with commands other tests start concurrently.
+        let entries = CommandRunner.commandEnvironment(["PATH": "/bin", "APPLE_CODE_API_KEY": "sk-x", "HOME": "/h"])
+        #expect(entries == ["HOME=/h", "PATH=/bin"])
+        let ws = try TempWorkspace()
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "echo \"$PATH\""])
+        #expect(result.text == "exit code 0\n\(ProcessInfo.processInfo.environment["PATH"] ?? "")\n")
+    }
+
     @Test func commandRunsInItsOwnProcessGroup() async throws {
         let ws = try TempWorkspace()
         let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")),
