@@ -36,11 +36,18 @@ let package = Package(
         .testTarget(name: "AppleCodeCoreTests", dependencies: ["AppleCodeCore"]),
         .testTarget(name: "AppleCodeToolsTests", dependencies: ["AppleCodeTools", "AppleCodeCore"]),
         .testTarget(name: "AppleCodeAgentTests", dependencies: ["AppleCodeAgent", "AppleCodeCore", "AppleCodeTools"]),
-        .testTarget(name: "AppleCodePlanTests", dependencies: ["AppleCodePlan", "AppleCodeCore"]),
+        // Also the FM backend on the Linux mirror and the real tools: a plan run with one session per worker.
+        .testTarget(
+            name: "AppleCodePlanTests",
+            dependencies: [
+                "AppleCodePlan", "AppleCodeCore", "AppleCodeFM", "AppleCodeTools",
+                .target(name: "FoundationModelsMirror", condition: .when(platforms: [.linux])),
+            ]
+        ),
         .testTarget(
             name: "AppleCodeFMTests",
             dependencies: [
-                "AppleCodeFM", "AppleCodeCore",
+                "AppleCodeFM", "AppleCodeCore", "AppleCodeTools",
                 .target(name: "FoundationModelsMirror", condition: .when(platforms: [.linux])),
             ]
         ),

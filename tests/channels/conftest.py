@@ -39,6 +39,15 @@ if failing:
 if mode == "deny":
     sys.stderr.write("execution error: Not authorized to send Apple events to Messages. (-1743)\\n")
     sys.exit(1)
+# Like Messages when you text yourself: the sent message is stored, and comes back as an incoming copy.
+if len(sys.argv) > 3 and os.environ.get("FAKE_OSASCRIPT_SELF_HANDLE") == sys.argv[2]:
+    sys.path.insert(0, os.environ["FAKE_OSASCRIPT_TESTS"])
+    from pathlib import Path
+    from support.chatdb import ChatDbWriter
+    db = ChatDbWriter(Path(os.environ["FAKE_OSASCRIPT_CHATDB"]))
+    db.message(sys.argv[3], sender=sys.argv[2], is_from_me=True)
+    db.message(sys.argv[3], sender=sys.argv[2])
+    db.close()
 """
 
 
@@ -55,6 +64,12 @@ class FakeOsascript:
 
     def mode(self, mode: str) -> None:
         self._monkeypatch.setenv("FAKE_OSASCRIPT_MODE", mode)
+
+    def store_self_messages(self, handle: str, chat_db: Path) -> None:
+        """Messages sent to ``handle`` are written to ``chat_db`` twice, as Messages does for your own handle."""
+        self._monkeypatch.setenv("FAKE_OSASCRIPT_SELF_HANDLE", handle)
+        self._monkeypatch.setenv("FAKE_OSASCRIPT_CHATDB", str(chat_db))
+        self._monkeypatch.setenv("FAKE_OSASCRIPT_TESTS", str(Path(__file__).resolve().parents[1]))
 
     def calls(self) -> list[dict[str, Any]]:
         if not self.log.exists():

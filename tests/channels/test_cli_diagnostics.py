@@ -11,8 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from apple_flow.cli import app, diagnostics
+from apple_flow.config import Settings
 from channels.conftest import FakeOsascript
 from support.chatdb import ChatDbWriter, make_body
+from support.scripted_server import MODEL_ID, ScriptedServer
 
 
 @pytest.fixture
@@ -78,6 +80,7 @@ def test_doctor_on_linux_reports_macos_checks_as_not_applicable(
     lines = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.count("│") >= 3}
     assert "ok" in lines["settings"] and "ok" in lines["chat.db"] and "rowid 5" in lines["chat.db"]
     assert "n/a" in lines["Full Disk Access"] and "n/a" in lines["Messages automation"]
+    assert "ok" in lines["new-message pickup"] and "file events" in lines["new-message pickup"]
     assert "ok" in lines["allowed senders"] and "+15551234567" in lines["allowed senders"]
     assert "FAIL" in lines["agent (afm)"] and "no-apple-code" in result.stdout
     assert result.exit_code == 1  # the missing agent binary
@@ -91,6 +94,7 @@ def test_doctor_fails_an_empty_allowlist_and_invalid_settings_with_fixes(cli: An
     assert "APPLE_FLOW_POLL_INTERVAL_SECONDS" in result.stdout
     assert "set APPLE_FLOW_ALLOWED_SENDERS=" in result.stdout
     assert "not on macOS" in result.stdout  # the default chat.db path, not given and not here
+    assert "no chat.db here" in result.stdout
 
 
 def test_doctor_on_macos_checks_automation_and_names_full_disk_access_problems(
@@ -104,8 +108,9 @@ def test_doctor_on_macos_checks_automation_and_names_full_disk_access_problems(
     assert call["argv"] == ["-"] and 'tell application "Messages" to get name' in call["stdin"]
 
     fake_osascript.mode("ok")
-    missing = cli("doctor", "--db", str(inbox_db.path.parent / "missing.db"))
+    missing = cli("doctor", "--db", str(inbox_db.path.parent / "nowhere" / "chat.db"))
     assert "cannot tell until chat.db exists" in missing.stdout
+    assert "only the poll every" in missing.stdout  # its folder does not exist either
 
 
 def test_send_goes_through_the_egress(cli: Any, fake_osascript: FakeOsascript) -> None:
@@ -136,7 +141,26 @@ def test_config_prints_effective_settings_with_secrets_masked(cli: Any, monkeypa
 
 
 def test_secret_named_settings_are_masked() -> None:
-    class WithToken(diagnostics.Settings):
+    class WithToken(Settings):
         api_token: str = "s3cret"
 
     assert diagnostics.masked_settings(WithToken(_env_file=None))["api_token"] == "********"  # type: ignore[call-arg]
+
+
+def test_doctor_runs_the_real_apple_code_check_against_a_server(
+    cli: Any, inbox_db: ChatDbWriter, apple_code_bin: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("APPLE_FLOW_ALLOWED_SENDERS", "+15551234567")
+    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code_bin))
+    monkeypatch.setenv("APPLE_FLOW_AFM_BACKEND", "openai")
+    monkeypatch.setenv("APPLE_FLOW_AFM_MODEL", MODEL_ID)
+    with ScriptedServer([]) as server:
+        monkeypatch.setenv("APPLE_FLOW_AFM_BASE_URL", server.url)
+        result = cli("doctor", "--db", str(inbox_db.path))
+    assert result.exit_code == 0, result.output
+    assert "--check passed" in result.stdout and "All checks passed" in result.output
+
+    monkeypatch.setenv("APPLE_FLOW_AFM_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    down = cli("doctor", "--db", str(inbox_db.path))
+    assert down.exit_code == 1
+    assert "no model available" in down.stdout and "cannot connect" in down.stdout

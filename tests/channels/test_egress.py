@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import threading
 import time
 from typing import Any
 
@@ -129,3 +131,20 @@ def test_a_failed_part_says_how_many_went_out(make_settings: Any, fake_osascript
     with pytest.raises(SendError, match=r"part 2 of \d+; 1 sent"):
         egress.send("+15551234567", "First sentence here is long enough. " * 10)
     assert len(fake_osascript.calls()) == 3  # part 1, then part 2 in both forms
+
+
+def test_concurrent_replies_do_not_interleave_their_parts(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    egress = build_imessage_egress(make_settings(reply_chunk_chars=100))
+    texts = {who: " ".join(f"{who} sentence {i}." for i in range(20)) for who in ("alice", "bob")}
+    threads = [
+        threading.Thread(target=egress.send, args=(f"{who}@example.com", text)) for who, text in texts.items()
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    recipients = [c["argv"][1] for c in fake_osascript.calls()]
+    assert len(recipients) > 4
+    switches = sum(1 for a, b in itertools.pairwise(recipients) if a != b)
+    assert switches == 1  # all of one reply, then all of the other

@@ -195,3 +195,33 @@ def test_build_imessage_channel_shares_the_sent_record(make_settings, chat_db, f
 
     assert [m.rowid for m in got] == [real] and echo < real
     assert ingress.latest_rowid() == real
+
+
+def test_texting_yourself_never_loops(make_settings, chat_db, fake_osascript) -> None:  # type: ignore[no-untyped-def]
+    # The usual smoke test: you text your own handle; every reply comes back as a sent row and an incoming copy.
+    me = "+15551234567"
+    fake_osascript.store_self_messages(me, chat_db.path)
+    ingress, egress = build_imessage_channel(make_settings(reply_chunk_chars=120))
+    chat_db.message("hello agent", sender=me, is_from_me=True)  # what you typed, as Messages stores it
+    chat_db.message("hello agent", sender=me)
+
+    stop = threading.Event()
+    answered: list[str] = []
+    timer = threading.Timer(1.5, stop.set)  # every echo row exists before send() returns
+    timer.start()
+    for message in ingress.messages(0, stop):
+        answered.append(message.text)
+        egress.send(message.sender, "Hi! " + "Here is a long answer in several sentences. " * 5)
+    timer.cancel()
+
+    assert answered == ["hello agent"]  # the reply's parts came back, and none was taken as a new request
+    parts = [c["argv"][2] for c in fake_osascript.calls()]
+    assert len(parts) > 1
+    assert ingress.latest_rowid() == 2 + 2 * len(parts)
+
+
+def test_a_backlog_larger_than_one_read_comes_in_order_without_waiting(chat_db: ChatDbWriter) -> None:
+    rowids = [chat_db.message(f"backlog {i}") for i in range(250)]
+    ingress = IMessageIngress(chat_db.path, default_region="US", sent=None, poll_seconds=30)  # no poll to rescue it
+    got = take(ingress, after=0, count=250, timeout=10)
+    assert [m.rowid for m in got] == rowids

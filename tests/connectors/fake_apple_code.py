@@ -122,7 +122,7 @@ def main() -> None:
         emit({"type": "text", "delta": answer})
         result("success", answer, 0)
     if mode == "echo":
-        result("success", prompt, 0)
+        result("success", prompt or "", 0)
     if mode == "empty":
         result("success", "", 0)
     if mode == "fail":

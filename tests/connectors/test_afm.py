@@ -347,3 +347,12 @@ def test_ensure_started_says_why_the_model_is_unavailable(
     mode(monkeypatch, "unavailable")
     with pytest.raises(ConnectorError, match=r"no model available \(backend fm\): Apple Intelligence is not enabled"):
         connector.ensure_started()
+
+
+def test_relative_command_path_still_runs_in_another_workspace(
+    make_settings: MakeSettings, fake_apple_code: Path, monkeypatch: pytest.MonkeyPatch, record: Runs
+) -> None:
+    monkeypatch.chdir(fake_apple_code.parent.parent)  # the command is relative to here, the workspace is not
+    connector = AfmConnector(make_settings(afm_command=f"{fake_apple_code.parent.name}/apple-code"))
+    assert connector.run_turn("alice", "hi") == "fake answer"
+    connector.ensure_started()

@@ -36,7 +36,7 @@ def runner() -> ProcessRunner:
 
 def gone(pid: int) -> bool:
     try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return True
 
@@ -203,3 +203,13 @@ def test_cancel_by_thread_id_kills_only_that_thread(runner: ProcessRunner) -> No
     assert not bob.is_alive()
     assert results["bob"].cancelled  # type: ignore[attr-defined]
     assert runner.active_count() == 0
+
+
+def test_kept_stdout_is_bounded_but_every_line_reaches_the_callback() -> None:
+    runner = ProcessRunner(drain_seconds=0.5, kill_grace_seconds=0.5, max_kept_stdout_chars=1000)
+    seen: list[str] = []
+    result = runner.run(python("for n in range(100): print(str(n) * 50)"), timeout=10, on_line=seen.append)
+    assert len(seen) == 100
+    assert result.stdout_truncated
+    assert sum(len(line) for line in result.stdout_lines) <= 1000
+    assert result.stdout_lines == seen[: len(result.stdout_lines)]

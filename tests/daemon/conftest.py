@@ -28,3 +28,11 @@ def make_settings(tmp_path: Path) -> Any:
         return Settings(_env_file=None, **values)  # type: ignore[call-arg]
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _restore_child_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An in-process daemon marks this process's environment for its children; undo it after each test."""
+    from apple_flow.daemon.orphans import TOKEN_VARIABLE
+
+    monkeypatch.setenv(TOKEN_VARIABLE, "pytest")

@@ -185,3 +185,17 @@ def _wait_for_replies(h: Harness, sender: str, count: int, timeout: float = 5) -
             return replies
         time.sleep(0.01)
     raise AssertionError(f"expected {count} replies, got {h.egress.to(sender)}")
+
+
+def test_an_approved_task_runs_in_the_workspace_its_plan_was_made_in(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    site = tmp_path / "ws" / "site"
+    site.mkdir(parents=True)
+    h = Harness(make_settings(workspace_aliases={"site": str(site)}), FakeConnector(answer=planner)).start()
+    h.ingress.add(ANA, "@site task: fix the tests")
+    rid = request_id(_wait_for_replies(h, ANA, 1)[0])
+    h.ingress.add(ANA, f"approve {rid}")
+    h.finish()
+    assert [c.options["cwd"] for c in h.connector.calls] == [str(site), str(site)]
+    assert h.connector.calls[1].options["allow_tools"] is True

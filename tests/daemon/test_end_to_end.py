@@ -67,6 +67,12 @@ def final_replies(daemon: DaemonProcess, recipient: str) -> list[str]:
     return [t for t in daemon.sends_to(recipient) if not t.startswith(("… ", "Approved req_"))]
 
 
+def agent_processes(daemon: DaemonProcess) -> list[psutil.Process]:
+    assert daemon.process is not None
+    children = psutil.Process(daemon.process.pid).children(recursive=True)
+    return [c for c in children if "apple-code" in " ".join(c.cmdline())]
+
+
 def message_states(daemon: DaemonProcess) -> dict[int, str]:
     with sqlite3.connect(daemon.db_path) as db:
         return dict(db.execute("SELECT rowid, state FROM messages WHERE channel = 'imessage'").fetchall())
@@ -129,12 +135,16 @@ def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
         wait_for(lambda: final_replies(daemon, ANA) == ["answer one"], 20, "the first answer")
         chat_db.message("two", sender=ANA)
         wait_for(lambda: len(first.requests()) == 2, 20, "the second turn to start")
+        agents = agent_processes(daemon)
         daemon.kill9()
+        assert agents and all(a.is_running() for a in agents)  # orphaned: kill -9 gave no chance to stop them
     assert message_states(daemon) == {1: "sent", 2: "taken"}
 
     # 2. Restart: "two" is handled again (once); "three" arrives and the daemon is killed at once.
     with ScriptedServer([answer("answer two"), answer("answer three (second daemon)", delay=5)]) as second:
         daemon.start(served(second))
+        _gone, alive = psutil.wait_procs(agents, timeout=5)
+        assert alive == []  # the restart killed the previous daemon's agent before redoing its message
         wait_for(lambda: "answer two" in final_replies(daemon, ANA), 20, "the redone answer")
         chat_db.message("three", sender=ANA)
         time.sleep(0.05)
@@ -178,9 +188,7 @@ def test_sigterm_stops_a_running_turn_within_the_bound_and_kills_its_process(
         daemon.start(served(server))
         chat_db.message("long job", sender=ANA)
         wait_for(lambda: server.requests(), 20, "the turn to start")
-        assert daemon.process is not None
-        agents = [c for c in psutil.Process(daemon.process.pid).children(recursive=True)
-                  if "apple-code" in " ".join(c.cmdline())]
+        agents = agent_processes(daemon)
         assert agents
         began = time.monotonic()
         assert daemon.terminate() == 0
@@ -201,3 +209,79 @@ def test_a_second_daemon_on_the_same_database_refuses_to_start(
             daemon.start(served(server))
         assert first is not None and first.poll() is None
         daemon.process = first
+
+
+def test_no_model_and_a_missing_binary_get_short_replies_that_say_what_to_do(
+    daemon: DaemonProcess, chat_db: ChatDbWriter, tmp_path: Path
+) -> None:
+    # Nothing listens on the configured server: apple-code exits 3 (no model available).
+    daemon.start({"APPLE_FLOW_AFM_BASE_URL": "http://127.0.0.1:9/v1"})
+    chat_db.message("hi", sender=ANA)
+    reply = wait_for(lambda: final_replies(daemon, ANA), 30, "the no-model reply")[0]
+    assert reply.startswith("Sorry, no model is available:") and "APPLE_FLOW_AFM_BASE_URL" in reply
+    assert "Traceback" not in reply and len(reply) < 600
+    daemon.terminate()
+
+    daemon.start({"APPLE_FLOW_AFM_COMMAND": str(tmp_path / "nowhere" / "apple-code")})
+    chat_db.message("hi again", sender=ANA)
+    wait_for(lambda: len(final_replies(daemon, ANA)) == 2, 30, "the missing-binary reply")
+    missing = final_replies(daemon, ANA)[1]
+    assert missing.startswith("Sorry, the agent cannot start:") and "apple_flow_afm_command" in missing
+
+
+def test_the_console_channel_answers_piped_lines_and_exits_0_after_the_last_turn(
+    tmp_path: Path, workspace: Path, apple_code_bin: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from apple_flow.paths import PROJECT_ROOT
+
+    with ScriptedServer([answer("first answer", delay=1), answer("second answer")]) as server:
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(PROJECT_ROOT / "src"),
+            "APPLE_FLOW_DB_PATH": str(tmp_path / "console.db"),
+            "APPLE_FLOW_DEFAULT_WORKSPACE": str(workspace),
+            "APPLE_FLOW_ALLOWED_SENDERS": "",
+            "APPLE_FLOW_AFM_COMMAND": str(apple_code_bin),
+            "APPLE_FLOW_AFM_BACKEND": "openai",
+            "APPLE_FLOW_AFM_MODEL": "scripted",
+            "APPLE_FLOW_AFM_BASE_URL": server.url,
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "apple_flow", "run", "--channel", "console"],
+            input="hello\nstatus\nand again\n", capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+        )
+        assert len(server.requests()) == 2
+    assert done.returncode == 0, done.stderr
+    replies = done.stdout.split("\n\n")
+    assert replies[0].startswith("Running for") or replies[0].startswith("Queued")  # answered at once
+    assert replies[1:3] == ["first answer", "second answer"]
+
+
+def test_an_approved_task_runs_plan_and_execute_by_default(
+    daemon: DaemonProcess, chat_db: ChatDbWriter, workspace: Path
+) -> None:
+    script = [
+        answer("1. Create hello.txt\n2. Create bye.txt"),  # the daemon's read-only planning turn
+        answer('["Create hello.txt", "Create bye.txt"]'),  # apple-code --plan: the planner
+        tool_call("writeFile", {"path": "hello.txt", "content": "hello\n"}),
+        answer("Created hello.txt."),
+        tool_call("writeFile", {"path": "bye.txt", "content": "bye\n"}),
+        answer("Created bye.txt."),
+        answer("Both files exist."),  # the summary
+    ]
+    with ScriptedServer(script) as server:
+        daemon.start({**served(server), "APPLE_FLOW_AFM_PLAN_TASKS": "true"})
+        chat_db.message("task: add hello.txt and bye.txt", sender=ANA)
+        plan = wait_for(lambda: final_replies(daemon, ANA), 20, "the plan")[0]
+        request_id = re.search(r"approve (req_[0-9a-f]{8})", plan)
+        assert request_id, plan
+        chat_db.message(f"approve {request_id.group(1)}", sender=ANA)
+        done = wait_for(lambda: final_replies(daemon, ANA)[1:], 30, "the task's reply")[0]
+        assert len(server.requests()) == len(script)
+    assert "Created hello.txt." in done and "Created bye.txt." in done and "Both files exist." in done
+    assert (workspace / "hello.txt").read_text() == "hello\n"
+    assert (workspace / "bye.txt").read_text() == "bye\n"

@@ -68,15 +68,64 @@ def test_messages_sent_by_this_mac_are_skipped(harness: Callable[..., Harness]) 
     assert h.egress.sent == []
 
 
-def test_a_fresh_install_starts_at_the_newest_message_without_replaying_history(
+def test_a_fresh_install_answers_only_recent_messages_from_before_its_start(
     harness: Callable[..., Harness],
 ) -> None:
-    h = harness()
-    h.ingress.add(ANA, "old message from last week")
+    from datetime import UTC, datetime, timedelta
+
+    h = harness(startup_catchup_window_seconds=60, max_startup_replay_rows=2)
+    h.ingress.add(ANA, "too far back", date=datetime.now(UTC) - timedelta(seconds=5))
+    h.ingress.add(ANA, "last week", date=datetime.now(UTC) - timedelta(days=7))
+    h.ingress.add(ANA, "just before the start", date=datetime.now(UTC) - timedelta(seconds=10))
     h.start()
     h.ingress.add(ANA, "new")
     h.finish()
-    assert h.egress.to(ANA) == ["echo: new"]
+    assert h.ingress.read_from == 1  # the newest two rows are looked at, no more
+    assert h.egress.to(ANA) == ["echo: just before the start", "echo: new"]
+    record = h.store.message("imessage", 2)
+    assert record is not None and record.state == "ignored" and "before the daemon" in (record.note or "")
+
+
+def test_a_restart_answers_everything_since_the_cursor_however_old(harness: Callable[..., Harness]) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    h = harness()
+    h.store.set_cursor("imessage", 0)
+    h.ingress.add(ANA, "sent while the daemon was down", date=datetime.now(UTC) - timedelta(days=2))
+    h.start()
+    h.finish()
+    assert h.egress.to(ANA) == ["echo: sent while the daemon was down"]
+
+
+def test_a_channel_bug_while_sending_is_recorded_and_the_daemon_goes_on(harness: Callable[..., Harness]) -> None:
+    h = harness().start()
+    h.egress.crash_for.add(ANA)
+    h.ingress.add(ANA, "hi")
+    h.ingress.add(ANA, "status")
+    h.ingress.add(BOB, "hello")
+    h.finish()
+    assert h.egress.to(BOB) == ["echo: hello"]
+    assert [h.store.message("imessage", i).state for i in (1, 2)] == ["send_failed"] * 2  # type: ignore[union-attr]
+    assert h.store.cursor("imessage") == 3
+
+
+def test_a_store_failure_while_handling_a_message_stops_the_daemon_with_status_1(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness()
+
+    def full_disk(*args: Any) -> None:
+        import sqlite3
+
+        raise sqlite3.OperationalError("database or disk is full")
+
+    h.store.take = full_disk  # type: ignore[method-assign]
+    h.start()
+    h.ingress.add(ANA, "hi")
+    h._thread.join(10)
+    assert h.status == 1
+    assert "database or disk is full" in h.store.events(kind="dispatch_error")[0].detail
+    assert h.store.cursor("imessage") == 0  # redone after the restart
 
 
 def test_fast_commands_answer_while_a_long_turn_runs(harness: Callable[..., Harness]) -> None:
@@ -161,6 +210,8 @@ def test_a_turn_past_the_timeout_is_killed_and_the_sender_told(harness: Callable
     assert h.connector.cancelled == [ANA]
     [reply] = h.egress.to(ANA)
     assert "took too long and was stopped after 0.3 s" in reply
+    run = h.store.runs_of(ANA)[0]
+    assert run.state == "failed" and run.result == reply
 
 
 @pytest.mark.parametrize(

@@ -89,3 +89,21 @@ def test_runs_left_running_are_marked_interrupted(tmp_path: Path) -> None:
     assert run is not None and run.state == "interrupted"
     done = store.run("run_b")
     assert done is not None and done.state == "done"
+
+
+def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> None:
+    from apple_flow.daemon.store import MIGRATIONS, _statements
+
+    path = tmp_path / "relay.db"
+    db = sqlite3.connect(path)
+    for statement in _statements(MIGRATIONS[0]):
+        db.execute(statement)
+    db.execute("INSERT INTO cursor (channel, last_rowid) VALUES ('imessage', 7)")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    store = Store(path)
+    assert store.schema_version == SCHEMA_VERSION == 2
+    assert store.cursor("imessage") == 7
+    store.set_meta("child_token", "abc")
+    assert store.meta("child_token") == "abc" and store.meta("other") is None

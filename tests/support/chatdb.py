@@ -100,6 +100,7 @@ class ChatDbWriter:
         if handle_id is None:
             handle_id = self.handle(sender) if sender else 0
         date = apple_ns(when or datetime.now(UTC))
+        self.conn.execute("BEGIN")  # the row and its chat join commit together, as Messages writes them
         cur = self.conn.execute(
             "INSERT INTO message (guid, text, attributedBody, handle_id, service, date, is_from_me,"
             " associated_message_type, item_type, is_finished) VALUES (?, ?, ?, ?, 'iMessage', ?, ?, ?, ?, 1)",
@@ -121,6 +122,7 @@ class ChatDbWriter:
                 "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?, ?, ?)",
                 (self.chat(chat_name), rowid, date),
             )
+        self.conn.execute("COMMIT")
         return rowid
 
     def close(self) -> None:

@@ -117,10 +117,13 @@ class ListIngress:
         self._cond = threading.Condition()
         self.read_from: int | None = None
 
-    def add(self, sender: str, text: str, rowid: int | None = None, is_from_me: bool = False) -> InboundMessage:
+    def add(
+        self, sender: str, text: str, rowid: int | None = None, is_from_me: bool = False,
+        date: datetime | None = None,
+    ) -> InboundMessage:
         with self._cond:
             number = rowid if rowid is not None else (self._messages[-1].rowid + 1 if self._messages else 1)
-            message = InboundMessage(number, sender, text, datetime.now(UTC), is_from_me=is_from_me)
+            message = InboundMessage(number, sender, text, date or datetime.now(UTC), is_from_me=is_from_me)
             self._messages.append(message)
             self._cond.notify_all()
             return message
@@ -156,11 +159,14 @@ class RecordingEgress:
         self.sent: list[tuple[str, str]] = []
         self.progress: list[tuple[str, str]] = []
         self.fail_for: set[str] = set()
+        self.crash_for: set[str] = set()
         self._lock = threading.Lock()
 
     def send(self, recipient: str, text: str) -> None:
         if recipient in self.fail_for:
             raise SendError(f"Messages refused to send to {recipient}")
+        if recipient in self.crash_for:
+            raise RuntimeError("a bug in the channel")
         with self._lock:
             self.sent.append((recipient, text))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -11,19 +10,14 @@ from apple_flow.config import Settings
 from apple_flow.daemon.runtime import Daemon
 from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector, ListIngress, RecordingEgress
+from support.daemon_process import wait_for
 
 ANA = "+15551234567"
 BOB = "ana@example.com"  # second allowed sender
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError("condition not met in time")
+    return wait_for(condition, timeout, "the condition")
 
 
 class Harness:

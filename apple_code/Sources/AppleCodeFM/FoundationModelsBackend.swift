@@ -100,7 +100,7 @@ public struct FoundationModelsBackend: AgentBackend {
         let plan = ContextPlan(window: request.contextTokens, instructions: request.instructions,
                                tools: request.tools.map(\.spec))
         if request.verbose { request.log(plan.figures) }
-        try plan.check()
+        try plan.check(task: request.prompt)
 
         let ledger = RunLedger(plan: plan, maxToolCalls: request.maxTurns)
         let tools: [any Tool]
@@ -151,13 +151,13 @@ private struct Attempts: Sendable {
             ledger.startWindow(prompt: prompt)
             let session = LanguageModelSession(model: backend.languageModel, tools: tools,
                                                instructions: request.instructions)
-            let failure: Failure
+            let failure: ResponseFailure
             do {
                 let text = try await respond(session, prompt: prompt)
                 return AgentAnswer(text: text, progress: ledger.progress(answered: true))
             } catch {
                 // A cancelled stream may fail with any error; cancellation is what happened.
-                failure = Task.isCancelled ? .cancelled : Failure(error)
+                failure = Task.isCancelled ? .cancelled : ResponseFailure(error)
             }
             switch failure {
             case .overflow(let detail):
@@ -200,7 +200,7 @@ private struct Attempts: Sendable {
     /// Streams one response, sending each snapshot's new text as a `text` event.
     private func respond(_ session: LanguageModelSession, prompt: String) async throws -> String {
         let options = GenerationOptions(temperature: FoundationModelsBackend.temperature,
-                                        maximumResponseTokens: ledger.plan.answerReserve)
+                                        maximumResponseTokens: ledger.plan.responseTokenLimit)
         var deltas = SnapshotDeltas()
         for try await snapshot in session.streamResponse(to: prompt, options: options) {
             switch deltas.next(snapshot.content) {
@@ -232,7 +232,7 @@ private struct Attempts: Sendable {
 }
 
 /// What a failed response means for the run.
-enum Failure: Equatable {
+enum ResponseFailure: Equatable {
     /// `exceededContextWindowSize`: start a new window with a condensed prompt.
     case overflow(String)
     /// `rateLimited` or `concurrentRequests`: wait and retry.
@@ -260,7 +260,7 @@ enum Failure: Equatable {
         }
     }
 
-    private static func classify(_ error: LanguageModelSession.GenerationError) -> Failure {
+    private static func classify(_ error: LanguageModelSession.GenerationError) -> ResponseFailure {
         switch error {
         case .exceededContextWindowSize(let context):
             return .overflow(context.debugDescription)
@@ -293,7 +293,7 @@ enum Failure: Equatable {
     }
 
     /// Recognises failures by their text, for errors without a typed case in this SDK.
-    static func classify(description: String) -> Failure {
+    static func classify(description: String) -> ResponseFailure {
         let overflowMarks = ["exceededContextWindowSize", "contextSizeExceeded", "exceeds the maximum allowed context"]
         if overflowMarks.contains(where: description.contains) { return .overflow(description) }
         if ["rateLimited", "concurrentRequests"].contains(where: description.contains) { return .busy(description) }

@@ -43,7 +43,7 @@ public struct PlanRunner: Sendable {
             progress.merge(plan.progress)
             subtasks = plan.subtasks
         } catch {
-            let failure = AgentError.from(error)
+            let failure = budget.failure(error)
             progress.merge(failure.progress)
             guard Self.plannerFailureAllowsFallback(failure, budget: budget) else {
                 throw AgentError(failure.outcome, "planner: \(failure.message)", progress: progress)
@@ -77,7 +77,10 @@ public struct PlanRunner: Sendable {
             let outcomes = Set(failures.compactMap { record -> RunOutcome? in
                 if case .failed(let outcome, _, _) = record.status { outcome } else { nil }
             })
-            throw AgentError(outcomes.count == 1 ? outcomes.first ?? .backendError : .backendError,
+            // One shared reason (all out of turns, all refused) is reported as such; anything else (including
+            // time shares that ran out while the run still had time) is a failed run, not a --timeout.
+            let shared = outcomes.count == 1 ? outcomes.first : nil
+            throw AgentError(shared == .maxTurns || shared == .guardrail ? shared ?? .backendError : .backendError,
                              "all \(records.count) subtasks failed",
                              partialAnswer: CombinedAnswer.render(records, summary: nil), progress: progress)
         }
@@ -134,136 +137,12 @@ public struct PlanRunner: Sendable {
             answer.progress = total
             return answer
         } catch {
-            var failure = AgentError.from(error)
+            var failure = budget.failure(error)
             var total = progress
             total.merge(failure.progress)
             failure.progress = total
-            if budget.expired() && failure.outcome != .timeout {
-                throw AgentError(.timeout, failure.message, partialAnswer: failure.partialAnswer, progress: total)
-            }
             throw failure
         }
-    }
-
-    // MARK: - Workers
-
-    private func workerRequest(_ request: AgentRequest, _ record: SubtaskRecord, count: Int, digest: String,
-                               prompts: PlanPrompts, maxTurns: Int, deadline: ContinuousClock.Instant?)
-        -> AgentRequest
-    {
-        var worker = request
-        worker.prompt = prompts.worker(subtask: record.subtask, index: record.index, count: count, digest: digest)
-        worker.maxTurns = maxTurns
-        worker.deadline = deadline
-        return worker
-    }
-
-    private func runWorkersInTurn(_ records: inout [SubtaskRecord], _ request: AgentRequest, prompts: PlanPrompts,
-                                  budget: PlanBudget, progress: inout RunProgress, events: any EventSink)
-        async throws
-    {
-        for position in records.indices {
-            let record = records[position]
-            let sink = SubtaskEventSink(base: events, subtask: record.index)
-            if budget.expired() {
-                throw timeout(during: record, records: records, progress: progress)
-            }
-            let workersLeft = records.count - position
-            let worker = workerRequest(
-                request, record, count: records.count, digest: CombinedAnswer.digest(records[..<position]),
-                prompts: prompts, maxTurns: budget.workerTurns(used: progress.turns, workersLeft: workersLeft),
-                deadline: budget.workerDeadline(workersLeft: workersLeft))
-            sink.notice("subtask \(record.index) of \(records.count): \(record.subtask)")
-            let outcome = await runWorker(worker, events: sink)
-            records[position].progress = outcome.progress
-            progress.merge(outcome.progress)
-            records[position].status = outcome.status
-            if let fatal = Self.fatalOutcome(outcome.status, budget: budget) {
-                if fatal == .timeout { throw timeout(during: records[position], records: records, progress: progress) }
-                throw AgentError(fatal, "subtask \(record.index) of \(records.count): \(outcome.failureMessage)",
-                                 partialAnswer: CombinedAnswer.render(records, summary: nil), progress: progress)
-            }
-            if case .failed(let failedOutcome, let message, _) = outcome.status {
-                sink.notice("subtask \(record.index) failed (\(failedOutcome.subtype)): \(message); continuing")
-            }
-        }
-    }
-
-    /// Read-only workers at once: none can build on another, so none gets a digest; each gets an equal share of
-    /// the turns and all of the time left.
-    private func runWorkersAtOnce(_ records: inout [SubtaskRecord], _ request: AgentRequest, prompts: PlanPrompts,
-                                  budget: PlanBudget, progress: inout RunProgress, events: any EventSink)
-        async throws
-    {
-        let turns = budget.workerTurns(used: progress.turns, workersLeft: records.count)
-        let deadline = budget.workerDeadline(workersLeft: 1)
-        let requests = records.map { record in
-            workerRequest(request, record, count: records.count, digest: "", prompts: prompts,
-                          maxTurns: turns, deadline: deadline)
-        }
-        let snapshot = records
-        let outcomes = await withTaskGroup(of: (Int, WorkerOutcome).self) { group in
-            for (position, worker) in requests.enumerated() {
-                let record = snapshot[position]
-                let sink = SubtaskEventSink(base: events, subtask: record.index)
-                sink.notice("subtask \(record.index) of \(snapshot.count): \(record.subtask)")
-                group.addTask { (position, await self.runWorker(worker, events: sink)) }
-            }
-            var collected: [Int: WorkerOutcome] = [:]
-            for await (position, outcome) in group { collected[position] = outcome }
-            return collected
-        }
-        for position in records.indices {
-            guard let outcome = outcomes[position] else { continue }
-            records[position].status = outcome.status
-            records[position].progress = outcome.progress
-            progress.merge(outcome.progress)
-        }
-        for record in records {
-            guard let fatal = Self.fatalOutcome(record.status, budget: budget) else { continue }
-            if fatal == .timeout { throw timeout(during: record, records: records, progress: progress) }
-            throw AgentError(fatal, "subtask \(record.index) of \(records.count) could not run",
-                             partialAnswer: CombinedAnswer.render(records, summary: nil), progress: progress)
-        }
-    }
-
-    private struct WorkerOutcome: Sendable {
-        var status: SubtaskRecord.Status
-        var progress: RunProgress
-        var failureMessage: String {
-            if case .failed(_, let message, _) = status { message } else { "" }
-        }
-    }
-
-    /// Never throws: a failed worker is a record, and the caller decides whether the run goes on.
-    private func runWorker(_ request: AgentRequest, events: any EventSink) async -> WorkerOutcome {
-        do {
-            let answer = try await runBounded(request, events: events)
-            return WorkerOutcome(status: .done(answer: answer.text), progress: answer.progress)
-        } catch {
-            let failure = AgentError.from(error)
-            return WorkerOutcome(status: .failed(outcome: failure.outcome, message: failure.message,
-                                                 partial: failure.partialAnswer),
-                                 progress: failure.progress)
-        }
-    }
-
-    /// A failure that ends the whole run: the run's own time is up, it was interrupted, or the backend cannot
-    /// run at all (every later worker would fail the same way). Anything else is one worker's failure.
-    private static func fatalOutcome(_ status: SubtaskRecord.Status, budget: PlanBudget) -> RunOutcome? {
-        guard case .failed(let outcome, _, _) = status else { return nil }
-        if budget.expired() { return .timeout }
-        switch outcome {
-        case .interrupted, .modelUnavailable, .context: return outcome
-        default: return nil
-        }
-    }
-
-    private func timeout(during record: SubtaskRecord, records: [SubtaskRecord], progress: RunProgress)
-        -> AgentError
-    {
-        AgentError(.timeout, "the run timed out during subtask \(record.index) of \(records.count)",
-                   partialAnswer: CombinedAnswer.render(records, summary: nil), progress: progress)
     }
 
     // MARK: - Summary
@@ -283,7 +162,7 @@ public struct PlanRunner: Sendable {
             progress.merge(answer.progress)
             return answer.text
         } catch {
-            let failure = AgentError.from(error)
+            let failure = budget.failure(error)
             progress.merge(failure.progress)
             if budget.expired() || failure.outcome == .interrupted {
                 throw AgentError(budget.expired() ? .timeout : .interrupted,
@@ -292,26 +171,6 @@ public struct PlanRunner: Sendable {
             }
             events.notice("plan: the summary request failed (\(failure.outcome.subtype): \(failure.message))")
             return nil
-        }
-    }
-
-    // MARK: - Deadlines
-
-    /// Runs one backend request, cancelling it when it overruns its deadline by `watchdogGrace`: backends stop
-    /// by themselves at the deadline, and this makes sure a plan never waits on one that does not.
-    private func runBounded(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
-        let backend = self.backend
-        guard let deadline = request.deadline else { return try await backend.run(request, events: events) }
-        let cutoff = deadline + watchdogGrace
-        return try await withThrowingTaskGroup(of: AgentAnswer?.self) { group in
-            group.addTask { try await backend.run(request, events: events) }
-            group.addTask {
-                try await Task.sleep(until: cutoff, clock: .continuous)
-                return nil
-            }
-            defer { group.cancelAll() }
-            if let answer = try await group.next() ?? nil { return answer }
-            throw AgentError(.timeout, "no answer by the deadline")
         }
     }
 }

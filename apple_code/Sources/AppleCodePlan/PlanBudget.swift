@@ -28,6 +28,15 @@ struct PlanBudget: Sendable {
     func expired(now: ContinuousClock.Instant = .now) -> Bool {
         deadline.map { now >= $0 } ?? false
     }
+
+    /// Any error of a backend run as an `AgentError`. A run cancelled once its time is up was cancelled by the
+    /// `--timeout` watch, so that is a timeout, not an interruption.
+    func failure(_ error: any Error) -> AgentError {
+        let failure = AgentError.from(error)
+        guard failure.outcome == .interrupted, expired() else { return failure }
+        return AgentError(.timeout, "the run timed out", partialAnswer: failure.partialAnswer,
+                          progress: failure.progress)
+    }
 }
 
 /// Passes events on except text deltas: the planner's reply and the summary are not part of the answer's

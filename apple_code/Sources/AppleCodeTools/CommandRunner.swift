@@ -78,16 +78,12 @@ public enum CommandRunner {
                            deadline: ContinuousClock.Instant? = nil,
                            capture: CapturedOutput = CapturedOutput()) async throws -> CommandOutcome {
         let control = RunControl()
-        let start = ContinuousClock.now
-        var limit = start + timeout
-        if let deadline, deadline < limit { limit = deadline }
-        let fixedLimit = limit
+        let timeoutAt = ContinuousClock.now + timeout
         let result: Result<CommandOutcome, ToolFailure> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let thread = Thread {
                     continuation.resume(returning: Result {
-                        try supervise(argv, directory: directory, limit: fixedLimit,
-                                      timedOutByTimeout: fixedLimit == start + timeout,
+                        try supervise(argv, directory: directory, timeoutAt: timeoutAt, deadline: deadline,
                                       capture: capture, control: control)
                     }.mapError { $0 as? ToolFailure ?? ToolFailure("\($0)") })
                 }
@@ -107,12 +103,16 @@ public enum CommandRunner {
 
     static let running = Mutex<Set<pid_t>>([])
 
-    static func supervise(_ argv: [String], directory: String, limit: ContinuousClock.Instant,
-                                  timedOutByTimeout: Bool, capture: CapturedOutput,
-                                  control: RunControl) throws -> CommandOutcome {
+    static func supervise(_ argv: [String], directory: String, timeoutAt: ContinuousClock.Instant,
+                          deadline: ContinuousClock.Instant?, capture: CapturedOutput,
+                          control: RunControl) throws -> CommandOutcome {
         let start = ContinuousClock.now
-        let (pid, readEnd) = try spawn(argv, directory: directory)
-        running.withLock { _ = $0.insert(pid) }
+        // Spawned under the registry's lock, so killAllRunning cannot miss a command that has just started.
+        let (pid, readEnd) = try running.withLock { groups in
+            let started = try spawn(argv, directory: directory)
+            groups.insert(started.0)
+            return started
+        }
         defer {
             close(readEnd)
             running.withLock { _ = $0.remove(pid) }
@@ -140,10 +140,16 @@ public enum CommandRunner {
             }
             let now = ContinuousClock.now
             if leaderExited, endOfOutput { break }
-            if stopReason == nil, now >= limit || control.isCancelled {
-                stopReason = control.isCancelled || !timedOutByTimeout ? .stopped : .timedOut
-                terminatedAt = now
-                _ = killpg(pid, SIGTERM)
+            if stopReason == nil {
+                if control.isCancelled || deadline.map({ now >= $0 }) == true {
+                    stopReason = .stopped
+                } else if now >= timeoutAt {
+                    stopReason = .timedOut
+                }
+                if stopReason != nil {
+                    terminatedAt = now
+                    _ = killpg(pid, SIGTERM)
+                }
             }
             if killedAt == nil {
                 let graceOver = terminatedAt.map { now - $0 >= killGrace } ?? false
@@ -161,8 +167,8 @@ public enum CommandRunner {
         // until reaped below, so its process group id cannot have been reused.
         _ = killpg(pid, SIGKILL)
         let status = reap(pid)
-        let seconds = Double((ContinuousClock.now - start).components.attoseconds) / 1e18
-            + Double((ContinuousClock.now - start).components.seconds)
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let ending: CommandOutcome.Ending
         if let stopReason {
             ending = stopReason
@@ -174,9 +180,10 @@ public enum CommandRunner {
         return CommandOutcome(ending: ending, output: output, seconds: seconds)
     }
 
-    /// Reads everything available now; true at end of file.
+    /// Reads what is available now, at most 16 chunks so a command that writes without pause (`yes`) cannot
+    /// keep the loop from checking its timeout; true at end of file.
     private static func drain(_ fd: Int32, into output: inout CapturedOutput, buffer: inout [UInt8]) -> Bool {
-        while true {
+        for _ in 0..<16 {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count > 0 {
                 buffer.withUnsafeBytes { output.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
@@ -186,6 +193,7 @@ public enum CommandRunner {
             if errno == EINTR { continue }
             return errno != EAGAIN && errno != EWOULDBLOCK
         }
+        return false
     }
 
     /// Whether the leader has exited, leaving it a zombie (WNOWAIT) so its pid and group stay reserved.
@@ -247,18 +255,26 @@ public enum CommandRunner {
         var cArguments = wrapped.map { strdup($0) } + [nil]
         defer { for pointer in cArguments { free(pointer) } }
         var pid: pid_t = 0
-        #if canImport(Darwin)
-        let environment = _NSGetEnviron().pointee
-        #else
-        let environment = environ
-        #endif
-        let code = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &cArguments, environment)
+        var cEnvironment = commandEnvironment().map { strdup($0) } + [nil]
+        defer { for pointer in cEnvironment { free(pointer) } }
+        let code = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &cArguments, &cEnvironment)
         close(fds[1])
         guard code == 0 else {
             close(fds[0])
             throw ToolFailure("cannot start \(argv[0]) (\(FileIO.errorText(code)))")
         }
         return (pid, fds[0])
+    }
+}
+
+extension CommandRunner {
+    /// Variables a command does not inherit: apple-code's own secret, which a model could otherwise print.
+    static let withheldVariables: Set<String> = ["APPLE_CODE_API_KEY"]
+
+    /// `environment` as `NAME=value` entries, without the withheld variables (default: this process's).
+    static func commandEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> [String] {
+        environment.filter { !withheldVariables.contains($0.key) }.map { "\($0.key)=\($0.value)" }.sorted()
     }
 }
 

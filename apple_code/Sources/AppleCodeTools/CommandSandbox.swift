@@ -74,8 +74,8 @@ public enum CommandSandbox: Sendable, Equatable {
 
     /// Runs a probe on the calling thread; its exit status, or nil when it could not run or took too long.
     private static func runBlocking(_ argv: [String], seconds: Int) -> Int32? {
-        let limit = ContinuousClock.now + .seconds(seconds)
-        guard let outcome = try? CommandRunner.supervise(argv, directory: "/", limit: limit, timedOutByTimeout: true,
+        guard let outcome = try? CommandRunner.supervise(argv, directory: "/",
+                                                         timeoutAt: .now + .seconds(seconds), deadline: nil,
                                                          capture: CapturedOutput(), control: RunControl()),
               case .exited(let code) = outcome.ending else { return nil }
         return code

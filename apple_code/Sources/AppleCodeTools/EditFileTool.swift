@@ -25,17 +25,14 @@ public struct EditFileTool: WorkspaceTool {
     public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
         -> ToolResult {
         let target = try workspace.resolve(arguments.string("path") ?? "")
-        try target.requireFile()
         let name = target.relative
         let oldText = arguments.string("oldText") ?? ""
         let newText = arguments.string("newText") ?? ""
         if oldText.isEmpty { throw ToolFailure("oldText is empty; use writeFile to create a file") }
-
-        let fd = try FileIO.openForReading(target.absolute, shown: name)
+        let fd = try FileIO.openText(target)
         let bytes: [UInt8]
         do {
             defer { close(fd) }
-            if FileIO.looksBinary(fd: fd) { throw ToolFailure("\(name) is a binary file; only text can be edited") }
             bytes = try FileIO.readAll(fd: fd, limit: Self.maxFileBytes)
         }
         let original = String(decoding: bytes, as: UTF8.self)

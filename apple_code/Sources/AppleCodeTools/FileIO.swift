@@ -25,6 +25,18 @@ enum FileIO {
         return fd
     }
 
+    /// Opens a resolved path that must be an existing regular text file (readFile, editFile).
+    static func openText(_ target: Workspace.Resolved) throws -> Int32 {
+        try target.requireFile()
+        let fd = try openForReading(target.absolute, shown: target.relative)
+        if looksBinary(fd: fd) {
+            close(fd)
+            let size = Workspace.fileSize(target.absolute)
+            throw ToolFailure("\(target.relative) is a binary file (\(size) bytes); the file tools handle UTF-8 text only")
+        }
+        return fd
+    }
+
     /// Whether the start of the file looks binary: a NUL byte, or bytes that are not UTF-8.
     static func looksBinary(fd: Int32) -> Bool {
         var sample = [UInt8](repeating: 0, count: sniffBytes)

@@ -20,22 +20,14 @@ public struct ListDirectoryTool: WorkspaceTool {
         let folder = try workspace.resolve(arguments.string("path") ?? ".")
         try folder.requireDirectory()
         let walker = TreeWalker(workspace: workspace, recursive: arguments.bool("recursive") ?? false)
-        var lines = BudgetedLines(tokens: context.maxResultTokens)
-        var total = 0
+        var lines = CappedLines(cap: Self.maxEntries, tokens: context.maxResultTokens)
         let stats = walker.walk(folder.absolute) { entry in
-            total += 1
-            if lines.count < Self.maxEntries { _ = lines.add(Self.describe(entry)) }
+            lines.offer(Self.describe(entry))
             return true
         }
-        let shown = lines.count
-        var note = "[\(total) entries in \(folder.relative)"
-        if shown < total { note += "; \(shown) shown, \(total - shown) left out" }
-        if stats.capped { note += "; stopped after \(TreeWalker.maxVisits) entries" }
-        if !stats.skipped.isEmpty { note += "; skipped \(stats.skipped.sorted().joined(separator: ", "))" }
-        note += "]"
-        let body = shown > 0 ? lines.text + "\n" : ""
-        return ToolResult(text: body + note, summary: "\(folder.relative): \(total) entries",
-                          truncated: shown < total || stats.capped)
+        return lines.result(headline: counted(lines.total, "entry", "entries") + " in \(folder.relative)",
+                            notes: stats.notes(namingSkipped: true), incomplete: stats.capped,
+                            summary: "\(folder.relative): " + counted(lines.total, "entry", "entries"))
     }
 
     static func describe(_ entry: TreeWalker.Entry) -> String {

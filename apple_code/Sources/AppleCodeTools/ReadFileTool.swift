@@ -24,7 +24,6 @@ public struct ReadFileTool: WorkspaceTool {
     public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
         -> ToolResult {
         let target = try workspace.resolve(arguments.string("path") ?? "")
-        try target.requireFile()
         let name = target.relative
         let first = max(1, arguments.int("startLine") ?? 1)
         let requestedLast = arguments.int("endLine")
@@ -32,20 +31,18 @@ public struct ReadFileTool: WorkspaceTool {
             throw ToolFailure("endLine \(requestedLast) is before startLine \(first)")
         }
         let last = min(requestedLast ?? Int.max, first + Self.windowLines - 1)
-
-        let fd = try FileIO.openForReading(target.absolute, shown: name)
+        let fd = try FileIO.openText(target)
         defer { close(fd) }
-        if FileIO.looksBinary(fd: fd) {
-            let size = Workspace.fileSize(target.absolute)
-            throw ToolFailure("\(name) is a binary file (\(size) bytes); only text files can be read")
-        }
 
         var window = BudgetedLines(tokens: context.maxResultTokens)
         var shownLast = first - 1
         let scan = try FileIO.scanLines(fd: fd, from: first, countAll: true) { number, text, cut in
             guard number <= last else { return false }
             let line = "\(number)\t\(text)" + (cut ? " [... line cut]" : "")
-            guard window.add(line) else { return false }
+            // A first line too long for the budget is shown cut rather than not at all.
+            guard window.add(line) || shownLast < first && window.addCut(line, marker: " [... line cut]") else {
+                return false
+            }
             shownLast = number
             return true
         }

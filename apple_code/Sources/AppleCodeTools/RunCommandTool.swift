@@ -74,7 +74,8 @@ public struct RunCommandTool: WorkspaceTool {
         case .timedOut: "timed out"
         case .stopped: "stopped"
         }
-        // A command that ran and failed is still information for the model, not a tool error.
+        // A command that ran and failed is information for the model, not a tool error: no `Error:` text, but
+        // `ok` false so the event shows it failed.
         return ToolResult(text: text, ok: ok, summary: "\(short): \(ending)")
     }
 }

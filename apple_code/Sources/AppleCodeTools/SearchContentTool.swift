@@ -35,8 +35,7 @@ public struct SearchContentTool: WorkspaceTool {
         let files = Glob(arguments.string("filePattern") ?? "*")
         let folder = try workspace.resolve(arguments.string("path") ?? ".")
         let walker = TreeWalker(workspace: workspace, recursive: true)
-        var lines = BudgetedLines(tokens: context.maxResultTokens)
-        var total = 0
+        var lines = CappedLines(cap: Self.maxMatches, tokens: context.maxResultTokens)
         var largeFiles = 0
 
         func search(_ absolute: String, shown: String) {
@@ -44,14 +43,7 @@ public struct SearchContentTool: WorkspaceTool {
             defer { close(fd) }
             guard !FileIO.looksBinary(fd: fd) else { return }
             _ = try? FileIO.scanLines(fd: fd, countAll: false) { number, text, _ in
-                guard matcher.matches(text) else { return true }
-                total += 1
-                if lines.count < Self.maxMatches {
-                    let trimmed = text.trimmingCharacters(in: .whitespaces)
-                    let cut = trimmed.count > Self.maxShownCharacters
-                        ? String(trimmed.prefix(Self.maxShownCharacters)) + " [...]" : trimmed
-                    _ = lines.add("\(shown):\(number):\(cut)")
-                }
+                if matcher.matches(text) { lines.offer("\(shown):\(number):\(Self.shorten(text))") }
                 return true
             }
         }
@@ -77,16 +69,18 @@ public struct SearchContentTool: WorkspaceTool {
             try folder.requireDirectory()
         }
 
-        let shown = lines.count
-        var note = "[\(total) matches in \(folder.relative)"
-        if shown < total { note += "; \(shown) shown, \(total - shown) left out" }
-        if largeFiles > 0 { note += "; \(largeFiles) files over \(Self.maxFileBytes >> 20) MB not searched" }
-        if stats.capped { note += "; stopped after \(TreeWalker.maxVisits) entries" }
-        if matcher.literal { note += "; searched as plain text (not a valid regex)" }
-        note += "]"
-        let body = shown > 0 ? lines.text + "\n" : ""
-        return ToolResult(text: body + note, summary: "\(total) matches for \(pattern)",
-                          truncated: shown < total || stats.capped)
+        var notes = stats.notes(namingSkipped: false)
+        if largeFiles > 0 { notes.append("\(largeFiles) files over \(Self.maxFileBytes >> 20) MB not searched") }
+        if matcher.literal { notes.append("searched as plain text (not a valid regex)") }
+        return lines.result(headline: counted(lines.total, "match", "matches") + " in \(folder.relative)", notes: notes,
+                            incomplete: stats.capped, summary: counted(lines.total, "match", "matches") + " for \(pattern)")
+    }
+
+    /// A matching line as shown: without its indentation, at most `maxShownCharacters`.
+    static func shorten(_ line: String) -> String {
+        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        guard trimmed.count > maxShownCharacters else { return trimmed }
+        return String(trimmed.prefix(maxShownCharacters)) + " [...]"
     }
 }
 

@@ -22,22 +22,15 @@ public struct SearchFilesTool: WorkspaceTool {
         try folder.requireDirectory()
         let walker = TreeWalker(workspace: workspace, recursive: true)
         let prefix = folder.absolute == "/" ? "/" : folder.absolute + "/"
-        var lines = BudgetedLines(tokens: context.maxResultTokens)
-        var total = 0
+        var lines = CappedLines(cap: Self.maxPaths, tokens: context.maxResultTokens)
         let stats = walker.walk(folder.absolute) { entry in
-            guard glob.matches(name: entry.name, pathBelowRoot: String(entry.absolute.dropFirst(prefix.count)))
-            else { return true }
-            total += 1
-            if lines.count < Self.maxPaths { _ = lines.add(entry.relative + (entry.kind == .directory ? "/" : "")) }
+            if glob.matches(name: entry.name, pathBelowRoot: String(entry.absolute.dropFirst(prefix.count))) {
+                lines.offer(entry.relative + (entry.kind == .directory ? "/" : ""))
+            }
             return true
         }
-        let shown = lines.count
-        var note = "[\(total) paths match \(glob.pattern) in \(folder.relative)"
-        if shown < total { note += "; \(shown) shown, \(total - shown) left out" }
-        if stats.capped { note += "; stopped after \(TreeWalker.maxVisits) entries" }
-        note += "]"
-        let body = shown > 0 ? lines.text + "\n" : ""
-        return ToolResult(text: body + note, summary: "\(total) paths match \(glob.pattern)",
-                          truncated: shown < total || stats.capped)
+        return lines.result(headline: counted(lines.total, "path matches", "paths match") + " \(glob.pattern) in \(folder.relative)",
+                            notes: stats.notes(namingSkipped: false), incomplete: stats.capped,
+                            summary: counted(lines.total, "path matches", "paths match") + " \(glob.pattern)")
     }
 }

@@ -29,6 +29,14 @@ struct TreeWalker {
         var skipped: Set<String> = []
         /// True when the walk stopped at `maxVisits`.
         var capped = false
+
+        /// Notes for a result: where the walk stopped early and, if wanted, which folders it skipped.
+        func notes(namingSkipped: Bool) -> [String] {
+            var notes: [String] = []
+            if capped { notes.append("stopped after \(TreeWalker.maxVisits) entries") }
+            if namingSkipped, !skipped.isEmpty { notes.append("skipped " + skipped.sorted().joined(separator: ", ")) }
+            return notes
+        }
     }
 
     let workspace: Workspace
@@ -90,20 +98,49 @@ struct TreeWalker {
     }
 }
 
-/// Shell-style globs (`*`, `?`, `[...]`) for searchFiles and searchContent's filePattern. A pattern without a
-/// slash matches the name; with a slash, the path below the searched folder, where `**/` may also match nothing.
+/// Shell-style globs (`*`, `?`, `[...]`, and `{a,b}` as in shells) for searchFiles and searchContent's
+/// filePattern. A pattern without a slash matches the name; with a slash, the path below the searched folder,
+/// where `**/` may also match nothing.
 struct Glob: Sendable {
+    /// The pattern as given (shown in results).
     let pattern: String
+    /// The fnmatch patterns it stands for after brace expansion.
+    let alternatives: [String]
 
     init(_ pattern: String) {
         var text = pattern
         while text.hasPrefix("./") { text.removeFirst(2) }
         self.pattern = text.isEmpty ? "*" : text
+        alternatives = Self.expandBraces(self.pattern)
     }
 
     func matches(name: String, pathBelowRoot: String) -> Bool {
+        alternatives.contains { Self.matches($0, name: name, pathBelowRoot: pathBelowRoot) }
+    }
+
+    private static func matches(_ pattern: String, name: String, pathBelowRoot: String) -> Bool {
         guard pattern.contains("/") else { return fnmatch(pattern, name, 0) == 0 }
         if fnmatch(pattern, pathBelowRoot, 0) == 0 { return true }
         return pattern.contains("**/") && fnmatch(pattern.replacing("**/", with: ""), pathBelowRoot, 0) == 0
+    }
+
+    /// `*.{js,ts}` -> `*.js`, `*.ts`; groups expand left to right, nested groups are left as written.
+    /// At most `limit` alternatives, reached without building more, so no pattern can blow up.
+    static func expandBraces(_ pattern: String, limit: Int = 64) -> [String] {
+        guard let open = pattern.firstIndex(of: "{"),
+              let close = pattern[open...].firstIndex(of: "}"),
+              !pattern[pattern.index(after: open)..<close].contains("{") else { return [pattern] }
+        let options = pattern[pattern.index(after: open)..<close].split(separator: ",", omittingEmptySubsequences: false)
+        guard options.count > 1 else { return [pattern] }
+        let head = pattern[..<open]
+        let tails = expandBraces(String(pattern[pattern.index(after: close)...]), limit: limit)
+        var alternatives: [String] = []
+        for option in options {
+            for tail in tails {
+                alternatives.append(head + option + tail)
+                if alternatives.count == limit { return alternatives }
+            }
+        }
+        return alternatives
     }
 }

@@ -419,7 +419,12 @@ extension SystemLanguageModel {
     }
 
     /// On Linux there is no on-device model.
-    public static let `default`: SystemLanguageModel = SystemLanguageModel(mirrorAvailability: .unavailable(.deviceNotEligible))
+    private static let linuxDefault = SystemLanguageModel(mirrorAvailability: .unavailable(.deviceNotEligible))
+#if FM_SDK_26_4
+    public static var `default`: SystemLanguageModel { get { linuxDefault } }
+#else
+    public static let `default`: SystemLanguageModel = linuxDefault
+#endif
 }
 
 extension SystemLanguageModel.Availability.UnavailableReason : Hashable {

@@ -1,3 +1,5 @@
+// Linux only: these run the backend on the mirror's scripted model (macOS builds have the real framework).
+#if !canImport(FoundationModels)
 import AppleCodeCore
 import Foundation
 import FoundationModelsMirror
@@ -84,3 +86,4 @@ func runFailure(_ backend: FoundationModelsBackend, _ request: AgentRequest,
         return AgentError(.backendError, "unexpected error type: \(error)")
     }
 }
+#endif

@@ -122,6 +122,47 @@ import Testing
         #expect(unavailable.requests.count == 1)
     }
 
+    @Test func aPlannerOutOfItsTimeShareFallsBackButOutOfTheRunsTimeStops() async throws {
+        let honoursDeadline: ScriptedBackend.Step = { request, _ in
+            let end = try #require(request.deadline)
+            try await Task.sleep(until: end, clock: .continuous)
+            throw AgentError(.timeout, "timed out", progress: RunProgress(turns: 1))
+        }
+        // Its quarter of 2 s runs out: the task runs directly in the time left.
+        let share = ScriptedBackend([honoursDeadline, answer("direct")])
+        let events = EventLog()
+        let result = try await PlanRunner(backend: share)
+            .run(makeRequest(deadline: .now + .seconds(2)), events: events)
+        #expect(result.text == "direct")
+        #expect(result.progress.turns == 2)
+        #expect(events.notices.contains { $0.hasPrefix("plan: the planner failed (error_timeout") })
+
+        // The run's own time is gone (the CLI cancels the run at --timeout): no direct run, a timeout.
+        let deadline = ContinuousClock.now + .milliseconds(100)
+        let hangs: ScriptedBackend.Step = { _, _ in
+            try await Task.sleep(for: .seconds(30))
+            return AgentAnswer(text: "never", progress: RunProgress())
+        }
+        let out = ScriptedBackend([hangs, answer("direct")])
+        let run = Task { try await PlanRunner(backend: out).run(makeRequest(deadline: deadline), events: EventLog()) }
+        try await Task.sleep(until: deadline + .milliseconds(20), clock: .continuous)
+        run.cancel()
+        let error = await #expect(throws: AgentError.self) { _ = try await run.value }
+        #expect(error?.outcome == .timeout)
+        #expect(out.requests.count == 1)
+    }
+
+    @Test func aLongTaskIsCutToAShareOfTheWindowInEveryPrompt() async throws {
+        let longTask = "Refactor everything. " + String(repeating: "Lots of detail about the code base. ", count: 2000)
+        let backend = ScriptedBackend([answer(#"["a", "b"]"#), answer("did a"), answer("did b"), answer("sum")])
+        _ = try await PlanRunner(backend: backend).run(makeRequest(longTask), events: EventLog())
+        for sent in backend.requests {
+            #expect(TokenEstimator.estimate(sent.prompt) < 4096 / 4 + 400)
+            #expect(sent.prompt.contains("Refactor everything."))
+            #expect(sent.prompt.contains("cut to fit the context budget"))
+        }
+    }
+
     @Test func failingWorkerIsReportedAndTheRunContinues() async throws {
         let backend = ScriptedBackend([
             answer(#"["Fix a.py", "Fix b.py", "Fix c.py"]"#),
@@ -153,6 +194,16 @@ import Testing
         #expect(error?.outcome == .backendError)
         #expect(error?.partialAnswer.contains("1. a\nFAILED (error_backend): HTTP 500") == true)
         #expect(backend.requests.count == 3)  // no summary request
+    }
+
+    @Test(arguments: [(RunOutcome.maxTurns, RunOutcome.maxTurns), (.timeout, .backendError), (.guardrail, .guardrail)])
+    func allWorkersFailingForOneReasonReportsIt(failed: RunOutcome, reported: RunOutcome) async throws {
+        let backend = ScriptedBackend([answer(#"["a", "b"]"#), failure(failed, "no"), failure(failed, "no")])
+        let error = await #expect(throws: AgentError.self) {
+            _ = try await PlanRunner(backend: backend).run(makeRequest(deadline: .now + .seconds(30)),
+                                                           events: EventLog())
+        }
+        #expect(error?.outcome == reported)
     }
 
     @Test func maxSubtasksIsClampedAndExtraSubtasksAreMerged() async throws {
@@ -275,6 +326,27 @@ import Testing
         #expect(error?.outcome == .timeout)
         #expect(error?.partialAnswer.contains("1. only\nFAILED (error_timeout)") == true)
         #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    @Test(arguments: [true, false])
+    func cancellingTheRunIsATimeoutOnlyOnceTheDeadlinePassed(atDeadline: Bool) async throws {
+        // The CLI cancels the run when --timeout expires or a signal arrives; the worker's backend then stops.
+        let deadline = ContinuousClock.now + .milliseconds(atDeadline ? 200 : 30_000)
+        let stopsWhenCancelled: ScriptedBackend.Step = { _, _ in
+            try await Task.sleep(for: .seconds(30))
+            return AgentAnswer(text: "never", progress: RunProgress())
+        }
+        let backend = ScriptedBackend([answer(#"["a", "b"]"#), answer("did a"), stopsWhenCancelled])
+        let runner = PlanRunner(backend: backend)
+        let run = Task { try await runner.run(makeRequest(deadline: deadline), events: EventLog()) }
+        try await Task.sleep(for: .milliseconds(atDeadline ? 250 : 100))
+        run.cancel()
+        let error = await #expect(throws: AgentError.self) { _ = try await run.value }
+        let failure = try #require(error)
+        #expect(failure.outcome == (atDeadline ? .timeout : .interrupted))
+        #expect(failure.partialAnswer.contains("1. a\ndid a"))
+        #expect(failure.partialAnswer.contains(atDeadline ? "2. b\nFAILED (error_timeout): the run timed out"
+                                                            : "2. b\nFAILED (error_interrupted)"))
     }
 
     @Test func aWorkerOutOfItsTimeShareFailsAloneWhileTheRunHasTime() async throws {

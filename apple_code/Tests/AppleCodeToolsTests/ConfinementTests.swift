@@ -121,6 +121,19 @@ import Testing
         #expect(out.text.contains("outside the workspace"))
     }
 
+    @Test func symlinkLoopIsAClearErrorAndListingDoesNotLoop() async throws {
+        let ws = try TempWorkspace()
+        try FileManager.default.createSymbolicLink(atPath: ws.path + "/a", withDestinationPath: "b")
+        try FileManager.default.createSymbolicLink(atPath: ws.path + "/b", withDestinationPath: "a")
+        try FileManager.default.createSymbolicLink(atPath: ws.path + "/up", withDestinationPath: ".")
+        let read = await ws.call(ReadFileTool(), ["path": "a"])
+        #expect(read.text == "Error: readFile: a: too many levels of symlinks")
+        let write = await ws.call(WriteFileTool(), ["path": "a/x.txt", "content": "x"])
+        #expect(write.text.hasPrefix("Error:"))
+        let list = await ws.call(ListDirectoryTool(), ["recursive": true])
+        #expect(list.text.hasSuffix("[3 entries in .]"))
+    }
+
     @Test func fifoIsRefusedWithoutBlocking() async throws {
         let ws = try TempWorkspace()
         #expect(mkfifo(ws.path + "/pipe", 0o644) == 0)

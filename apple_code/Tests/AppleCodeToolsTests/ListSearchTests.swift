@@ -23,7 +23,7 @@ import Testing
         #expect(recursive.text.contains("\nsrc/\nsrc/app.py\n[4 entries in ."))
         #expect(!recursive.text.contains("secret"))
         let sub = await ws.call(ListDirectoryTool(), ["path": "src"])
-        #expect(sub.text == "src/app.py\n[1 entries in src]")
+        #expect(sub.text == "src/app.py\n[1 entry in src]")
     }
 
     @Test func capsAtTwoHundredAndSaysHowManyWereLeftOut() async throws {
@@ -64,9 +64,20 @@ import Testing
         let byPath = await ws.call(SearchFilesTool(), ["pattern": "src/**/*.py"])
         #expect(byPath.text == "src/b.py\nsrc/lib/c.py\n[2 paths match src/**/*.py in .]")
         let below = await ws.call(SearchFilesTool(), ["pattern": "*.md", "path": "src"])
-        #expect(below.text == "src/notes.md\n[1 paths match *.md in src]")
+        #expect(below.text == "src/notes.md\n[1 path matches *.md in src]")
         let none = await ws.call(SearchFilesTool(), ["pattern": "*.rs"])
         #expect(none.text == "[0 paths match *.rs in .]")
+    }
+
+    @Test func braceAlternativesMatch() async throws {
+        let ws = try TempWorkspace()
+        for name in ["a.js", "b.ts", "c.py", "src/d.ts"] { try ws.write(name, "") }
+        let result = await ws.call(SearchFilesTool(), ["pattern": "*.{js,ts}"])
+        #expect(result.text == "a.js\nb.ts\nsrc/d.ts\n[3 paths match *.{js,ts} in .]")
+        #expect(Glob.expandBraces("{a,b}/*.{c,d}") == ["a/*.c", "a/*.d", "b/*.c", "b/*.d"])
+        #expect(Glob.expandBraces("x{y}z") == ["x{y}z"])
+        #expect(Glob.expandBraces("{a,{b,c}}") == ["{a,{b,c}}"])
+        #expect(Glob.expandBraces(String(repeating: "{a,b}", count: 200)).count == 64)  // no 2^200 blow-up
     }
 
     @Test func doesNotFollowSymlinksOut() async throws {
@@ -97,7 +108,7 @@ import Testing
         let all = await ws.call(SearchContentTool(), ["pattern": "def"])
         #expect(all.text.hasSuffix("[3 matches in .]"))
         let oneFile = await ws.call(SearchContentTool(), ["pattern": "exit", "path": "a.py"])
-        #expect(oneFile.text == "a.py:3:os.exit(1)\n[1 matches in a.py]")
+        #expect(oneFile.text == "a.py:3:os.exit(1)\n[1 match in a.py]")
     }
 
     @Test func invalidRegexIsSearchedAsTextAndLowerCaseIgnoresCase() async throws {
@@ -106,7 +117,7 @@ import Testing
         let result = await ws.call(SearchContentTool(), ["pattern": "call("])
         #expect(result.text == "a.js:1:call(foo\na.js:2:CALL(bar\n[2 matches in .; searched as plain text (not a valid regex)]")
         let exact = await ws.call(SearchContentTool(), ["pattern": "CALL"])
-        #expect(exact.text == "a.js:2:CALL(bar\n[1 matches in .]")
+        #expect(exact.text == "a.js:2:CALL(bar\n[1 match in .]")
     }
 
     @Test func capsAtOneHundredAndSaysHowManyWereLeftOut() async throws {
@@ -129,6 +140,10 @@ import Testing
 
 @Suite struct ResultBudgetTests {
     @Test func everyResultIsCutToTheBudgetAndSaysSo() {
+        let failedCommand = ToolResult(text: "exit code 1\n" + String(repeating: "log line\n", count: 500) + "FAILED: x",
+                                       ok: false, summary: "s").fitted(toTokens: 200)
+        #expect(failedCommand.text.hasPrefix("exit code 1\n"))
+        #expect(failedCommand.text.hasSuffix("FAILED: x"))  // the tail of a failing command is kept
         let long = ToolResult(text: String(repeating: "word ", count: 2000), summary: "s")
         let cut = long.fitted(toTokens: 200)
         #expect(cut.truncated)

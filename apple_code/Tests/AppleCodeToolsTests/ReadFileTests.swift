@@ -44,6 +44,18 @@ import Testing
         #expect(!result.text.contains("100\tline 100"))
     }
 
+    @Test func aLineLongerThanTheBudgetIsShownCut() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("wide.txt", String(repeating: "y", count: 900) + "\nnext\n")
+        let result = await ws.call(ReadFileTool(), ["path": "wide.txt"], tokens: 150)
+        #expect(result.ok)
+        #expect(result.text.hasPrefix("1\tyyy"))
+        #expect(result.text.contains("yyy [... line cut]\n[wide.txt lines 1-1 of 2; read on with startLine 2]"))
+        #expect(TokenEstimator.estimate(result.text) <= 150)
+        let tiny = await ws.call(ReadFileTool(), ["path": "wide.txt"], tokens: 60)
+        #expect(tiny.text.hasPrefix("Error: readFile: line 1 of wide.txt does not fit"))
+    }
+
     @Test func pastTheEndAndBackwardsRangesAreErrors() async throws {
         let ws = try TempWorkspace()
         try ws.write("a.txt", "x\ny\n")
@@ -71,7 +83,7 @@ import Testing
         bytes += (0..<5000).map { UInt8($0 % 256) }
         #expect(FileManager.default.createFile(atPath: ws.path + "/image.png", contents: Data(bytes)))
         let result = await ws.call(ReadFileTool(), ["path": "image.png"])
-        #expect(result.text == "Error: readFile: image.png is a binary file (5012 bytes); only text files can be read")
+        #expect(result.text == "Error: readFile: image.png is a binary file (5012 bytes); the file tools handle UTF-8 text only")
         let edit = await ws.call(EditFileTool(), ["path": "image.png", "oldText": "PNG", "newText": "x"])
         #expect(edit.text.contains("binary"))
         let search = await ws.call(SearchContentTool(), ["pattern": "PNG"])

@@ -3,10 +3,11 @@ import Foundation
 import Testing
 @testable import AppleCodeTools
 
-/// The sandboxes to run command tests under: always none, and bwrap where this machine has a working one.
+/// The sandboxes to run command tests under: always none, and the machine's own where it has a working one
+/// (bwrap on Linux, sandbox-exec on macOS).
 let commandSandboxes: [CommandSandbox] = {
     var list: [CommandSandbox] = [.none(reason: "test")]
-    if case .bubblewrap = CommandSandbox.detected { list.append(.detected) }
+    if case .none = CommandSandbox.detected {} else { list.append(.detected) }
     return list
 }()
 
@@ -14,8 +15,13 @@ let commandSandboxes: [CommandSandbox] = {
 func processIsGone(_ pid: pid_t) -> Bool {
     if kill(pid, 0) != 0 { return errno == ESRCH }
     #if os(Linux)
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = stat.lastIndex(of: ")") else { return true }
+    // /proc files report size 0, so read them through a handle rather than String(contentsOfFile:).
+    guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/stat") else { return true }
+    defer { try? handle.close() }
+    let stat = String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
+    guard let close = stat.lastIndex(of: ")"), stat.distance(from: close, to: stat.endIndex) > 2 else {
+        return false  // unreadable while the process exists: count it as running
+    }
     return stat[stat.index(close, offsetBy: 2)] == "Z"
     #else
     return false
@@ -23,6 +29,11 @@ func processIsGone(_ pid: pid_t) -> Bool {
 }
 
 @Suite struct RunCommandTests {
+    @Test func processIsGoneSeesLiveAndDeadProcesses() {
+        #expect(!processIsGone(getpid()))
+        #expect(processIsGone(99_999_999))
+    }
+
     @Test(arguments: commandSandboxes)
     func outputAndExitCode(sandbox: CommandSandbox) async throws {
         let ws = try TempWorkspace()
@@ -51,6 +62,15 @@ func processIsGone(_ pid: pid_t) -> Bool {
         // `cat` with no file reads stdin: with /dev/null it ends at once instead of waiting for a terminal.
         let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "cat; echo done"])
         #expect(result.text == "exit code 0\ndone\n")
+    }
+
+    @Test func apiKeyIsNotPassedToCommands() async throws {
+        // A pure check: setenv here would race with commands other tests start concurrently.
+        let entries = CommandRunner.commandEnvironment(["PATH": "/bin", "APPLE_CODE_API_KEY": "sk-x", "HOME": "/h"])
+        #expect(entries == ["HOME=/h", "PATH=/bin"])
+        let ws = try TempWorkspace()
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "echo \"$PATH\""])
+        #expect(result.text == "exit code 0\n\(ProcessInfo.processInfo.environment["PATH"] ?? "")\n")
     }
 
     @Test func commandRunsInItsOwnProcessGroup() async throws {
@@ -124,6 +144,18 @@ func processIsGone(_ pid: pid_t) -> Bool {
         #expect(TokenEstimator.estimate(small.text) <= 300)
     }
 
+    /// A command that writes without pause must still be stopped at its timeout, with bounded memory.
+    @Test func endlessOutputStillTimesOut() async throws {
+        let ws = try TempWorkspace()
+        let start = ContinuousClock.now
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "yes", "timeout": 1],
+                                   tokens: 5000)
+        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(result.text.hasPrefix("Command timed out after 1 s; it and everything it started were killed.\ny\ny\n"))
+        #expect(result.text.contains("bytes of output cut ...]"))
+        #expect(TokenEstimator.estimate(result.text) <= 5000)
+    }
+
     @Test func capturedOutputCountsWhatItCut() {
         var output = CapturedOutput(headBytes: 4, tailBytes: 3)
         for piece in ["ab", "cdef", "ghij", "kl"] {
@@ -144,6 +176,28 @@ func processIsGone(_ pid: pid_t) -> Bool {
         let result = await task.value
         #expect(ContinuousClock.now - start < .seconds(3))
         #expect(result.text.hasPrefix("Command stopped"))
+    }
+
+    /// The CLI's SIGINT/SIGTERM path (`killAllRunning`) relies on every running command's group being
+    /// registered while it runs and removed after. (Calling killAllRunning here would kill the commands of
+    /// tests running in parallel.)
+    @Test func runningCommandsAreRegisteredForKillAll() async throws {
+        let ws = try TempWorkspace()
+        let tool = RunCommandTool(sandbox: .none(reason: "test"))
+        let context = ws.context()
+        let start = ContinuousClock.now
+        let task = Task { await tool.call(raw: ["command": "echo $$ > leader.pid; sleep 30"], context: context) }
+        var leader: pid_t?
+        while leader == nil, ContinuousClock.now - start < .seconds(5) {
+            try await Task.sleep(for: .milliseconds(20))
+            leader = ws.read("leader.pid").flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        let pid = try #require(leader)
+        #expect(CommandRunner.running.withLock { $0.contains(pid) })
+        #expect(killpg(pid, SIGKILL) == 0)
+        let result = await task.value
+        #expect(result.text == "Command was killed by signal 9.")
+        #expect(!CommandRunner.running.withLock { $0.contains(pid) })
     }
 
     @Test func runDeadlineStopsTheCommand() async throws {
@@ -220,6 +274,22 @@ final class LogLines: @unchecked Sendable {
         #expect(!ws.exists("/tmp/private.txt"))
         #expect(result.text.contains("Read-only file system"))
         #expect(result.text.contains("tmp\n1\n"), "only the loopback interface: \(result.text)")
+    }
+
+    /// sandbox-exec (macOS): the workspace is writable, a folder outside the workspace and temp is not.
+    @Test func seatbeltRefusesWritesOutsideTheWorkspace() async throws {
+        guard case .seatbelt = CommandSandbox.detected else {
+            print("SKIPPED seatbeltRefusesWritesOutsideTheWorkspace: \(CommandSandbox.detected.label)")
+            return
+        }
+        let ws = try TempWorkspace()
+        let probe = NSHomeDirectory() + "/.apple-code-sandbox-probe-\(UUID().uuidString)"
+        defer { unlink(probe) }  // only there if the sandbox failed
+        let result = await ws.call(RunCommandTool(sandbox: .detected),
+                                   ["command": .string("echo in > inside.txt; echo out > \(probe); true")])
+        #expect(ws.read("inside.txt") == "in\n")
+        #expect(!ws.exists(probe))
+        #expect(result.text.contains("Operation not permitted"), "\(result.text)")
     }
 
     @Test func bubblewrapArguments() {

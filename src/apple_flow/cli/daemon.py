@@ -11,16 +11,14 @@ from enum import StrEnum
 from types import FrameType
 
 import typer
-from rich.console import Console
 
 from apple_flow.channels.base import Egress, Ingress
 from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
-from apple_flow.config import Settings, SettingsError, load_settings
+from apple_flow.cli.common import err, print_error, settings_or_exit
+from apple_flow.config import Settings, SettingsError
 from apple_flow.daemon.lock import InstanceLock, LockError
 from apple_flow.daemon.runtime import Daemon, StartError
 from apple_flow.daemon.store import Store, StoreError
-
-err = Console(stderr=True)
 
 
 class ChannelChoice(StrEnum):
@@ -36,13 +34,6 @@ def resolve_channel(choice: str) -> str:
     return choice
 
 
-def _settings() -> Settings:
-    try:
-        return load_settings()
-    except SettingsError as exc:
-        err.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from exc
-
 
 def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, channel_key: str) -> int:
     """Opens the store under the single-instance lock, builds the connector, runs the daemon until it ends."""
@@ -54,7 +45,7 @@ def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, c
         store = Store(settings.db_path)
     except (LockError, StoreError) as exc:
         lock.release()
-        err.print(f"[red]{exc}[/red]")
+        print_error(exc)
         return 1
     try:
         connector = build_connector(settings, history=store)
@@ -71,10 +62,10 @@ def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, c
         signal.signal(signal.SIGINT, stop)
         return daemon.run()
     except SettingsError as exc:
-        err.print(f"[red]{exc}[/red]")
+        print_error(exc)
         return 2
     except StartError as exc:
-        err.print(f"[red]Cannot read messages: {exc}[/red]")
+        print_error(f"Cannot read messages: {exc}")
         return 1
     finally:
         store.close()
@@ -100,7 +91,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the daemon. On the console: one message per input line, replies on stdout; at the end of input
         it finishes pending turns and exits."""
-        settings = _settings()
+        settings = settings_or_exit()
         chosen = resolve_channel(channel.value if channel is not None else settings.channel)
         _logging(verbose, quiet_default=chosen == "console")
         if chosen == "console":
@@ -117,7 +108,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def chat(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every step on stderr.")) -> None:
         """Chat with the agent in this terminal (the same daemon, on the console channel). Ctrl-D quits."""
-        settings = _settings()
+        settings = settings_or_exit()
         _logging(verbose, quiet_default=True)
         channel = RichConsoleChannel()
         err.print("[bold]apple-flow chat[/bold]: type a message (`help` lists commands); Ctrl-D to quit.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -21,6 +22,7 @@ from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_binary
 from apple_flow.channels.imessage.classify import Skipped, classify
 from apple_flow.channels.imessage.probe import probe_messages_automation
+from apple_flow.channels.imessage.watcher import DbChangeWaiter
 from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.handles import normalize_handle
 
@@ -82,6 +84,23 @@ def check_full_disk_access(chat_error: ChatDBError | None, chat_check: Check) ->
     return Check("Full Disk Access", Status.WARN, "cannot tell until chat.db exists", "see the chat.db line")
 
 
+def check_pickup(path: Path, settings: Settings, chat_check: Check) -> Check:
+    """Whether new messages will be noticed by file events, or only by the safety-net poll."""
+    name = "new-message pickup"
+    if chat_check.status is Status.NA:
+        return Check(name, Status.NA, "no chat.db here")
+    waiter = DbChangeWaiter(path, settings.poll_interval_seconds, threading.Event())
+    waiter.start()
+    watching = waiter.watching
+    waiter.close()
+    if watching:
+        return Check(name, Status.OK, f"file events on {path.parent} (poll every {settings.poll_interval_seconds:g} s)")
+    return Check(
+        name, Status.WARN, f"cannot watch {path.parent}: only the poll every {settings.poll_interval_seconds:g} s",
+        "make the folder exist and readable (on Linux: raise fs.inotify.max_user_watches if it is exhausted)",
+    )
+
+
 def check_automation(settings: Settings) -> Check:
     if not is_macos():
         return Check("Messages automation", Status.NA, "macOS only (AppleScript)")
@@ -101,7 +120,8 @@ def check_agent(settings: Settings) -> Check:
         return Check(name, Status.FAIL, str(exc), "see above; scripts/setup.sh builds apple-code")
     resolve = getattr(connector, "resolve_command", None)
     where = resolve() if callable(resolve) else None
-    return Check(name, Status.OK, f"{where or 'found'}: --check passed")
+    how = "--check passed" if settings.connector == "afm" else "ready"
+    return Check(name, Status.OK, f"{where or 'found'}: {how}")
 
 
 def check_allowlist(settings: Settings) -> Check:
@@ -116,11 +136,12 @@ def check_allowlist(settings: Settings) -> Check:
 
 def run_doctor(db: Path | None) -> list[Check]:
     settings, settings_check = check_settings()
-    path = db or settings.messages_db_path
-    chat_check, chat_error = check_chat_db(path.expanduser(), given=db is not None)
+    path = (db or settings.messages_db_path).expanduser()
+    chat_check, chat_error = check_chat_db(path, given=db is not None)
     return [
         settings_check,
         chat_check,
+        check_pickup(path, settings, chat_check),
         check_full_disk_access(chat_error, chat_check),
         check_automation(settings),
         check_agent(settings),

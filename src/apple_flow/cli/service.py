@@ -8,25 +8,17 @@ from collections import deque
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from apple_flow.config import Settings, SettingsError, load_settings
+from apple_flow.cli.common import err, print_error, settings_or_exit
+from apple_flow.config import Settings
 from apple_flow.daemon.service import Launchd, ServiceError, build_plist, service_files, systemd_unit
 
 service_app = typer.Typer(help="Run the daemon at login (a launchd agent on macOS).", no_args_is_help=True)
-err = Console(stderr=True)
 
 EnvOption = typer.Option(
     Path(".env"), "--env-file", help="The .env the service reads (its folder is the working folder)."
 )
 
-
-def _settings() -> Settings:
-    try:
-        return load_settings()
-    except SettingsError as exc:
-        err.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from exc
 
 
 def _launchd_or_exit(settings: Settings, env_file: Path) -> Launchd:
@@ -43,14 +35,14 @@ def _launchd_or_exit(settings: Settings, env_file: Path) -> Launchd:
 
 
 def _fail(exc: ServiceError) -> typer.Exit:
-    err.print(f"[red]{exc}[/red]")
+    print_error(exc)
     return typer.Exit(1)
 
 
 @service_app.command()
 def install(env_file: Path = EnvOption) -> None:
     """Write ~/Library/LaunchAgents/<label>.plist and load it (starts now and at every login)."""
-    settings = _settings()
+    settings = settings_or_exit()
     launchd = _launchd_or_exit(settings, env_file)
     files = service_files(settings)
     env_path = env_file.resolve()
@@ -67,7 +59,7 @@ def install(env_file: Path = EnvOption) -> None:
 @service_app.command()
 def uninstall(env_file: Path = EnvOption) -> None:
     """Stop the agent and remove its plist."""
-    settings = _settings()
+    settings = settings_or_exit()
     launchd = _launchd_or_exit(settings, env_file)
     files = service_files(settings)
     try:
@@ -80,7 +72,7 @@ def uninstall(env_file: Path = EnvOption) -> None:
 @service_app.command()
 def status(env_file: Path = EnvOption) -> None:
     """Say whether the agent is installed and running (exit 1 when not running)."""
-    settings = _settings()
+    settings = settings_or_exit()
     launchd = _launchd_or_exit(settings, env_file)
     files = service_files(settings)
     try:
@@ -99,7 +91,7 @@ def status(env_file: Path = EnvOption) -> None:
 @service_app.command()
 def restart(env_file: Path = EnvOption) -> None:
     """Restart the running agent (e.g. after changing .env: reinstall to pick up new values)."""
-    settings = _settings()
+    settings = settings_or_exit()
     launchd = _launchd_or_exit(settings, env_file)
     try:
         launchd.restart()
@@ -114,7 +106,7 @@ def logs(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines (Ctrl-C to stop)."),
 ) -> None:
     """Show the end of the daemon's logs."""
-    settings = _settings()
+    settings = settings_or_exit()
     files = service_files(settings)
     existing = [path for path in (files.stderr_log, files.stdout_log) if path.is_file()]
     if not existing:

@@ -58,7 +58,7 @@ class AfmConnector(CliConnector):
 
     def invocation(self, prompt: str, cwd: Path, options: TurnOptions) -> Invocation:
         s = self.settings
-        argv = [self.resolve_command() or self.command, "--cwd", str(cwd)]
+        argv = [self.executable(), "--cwd", str(cwd)]
         soul = cut_end(self.soul_prompt, s.afm_soul_max_chars)
         if soul:
             argv += ["--system", soul]
@@ -118,7 +118,7 @@ class AfmConnector(CliConnector):
         """``apple-code --version`` then ``--check`` with the configured backend; raises ``ConnectorError`` with
         what to do when the binary is missing or no model is available."""
         self._require_version()
-        executable = self.resolve_command() or self.command
+        executable = self.executable()
         result = self._probe([executable, "--check", *self._backend_flags()])
         check = _parse_check(result.stdout)
         if result.exit_code == 0:

@@ -21,7 +21,7 @@ class ClaudeConnector(CliConnector):
     def invocation(self, prompt: str, cwd: Path, options: TurnOptions) -> Invocation:
         # claude needs --verbose for stream-json in print mode; "plan" mode makes a turn read-only for real.
         mode = "plan" if options.get("allow_tools") is False else "acceptEdits"
-        argv = [self.command, "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
+        argv = [self.executable(), "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
         if self.settings.claude_model:
             argv += ["--model", self.settings.claude_model]
         if self.soul_prompt:

@@ -96,6 +96,12 @@ class CliConnector:
         """The executable to run, or None when it cannot be found."""
         return shutil.which(self.command)
 
+    def executable(self) -> str:
+        """argv[0] for a turn: the resolved command as an absolute path (the child runs in the workspace, where a
+        relative path would mean something else), or the command as configured so the spawn error names it."""
+        found = self.resolve_command()
+        return str(Path(found).absolute()) if found else self.command
+
     def ensure_started(self) -> None:
         self._require_version()
 
@@ -182,12 +188,12 @@ class CliConnector:
 
     def _require_version(self) -> str:
         """Runs ``<command> --version``; returns its output or raises ``ConnectorError`` saying what to do."""
-        executable = self.resolve_command()
-        if executable is None:
+        if self.resolve_command() is None:
             raise ConnectorError(
                 f"{self.display_name} CLI not found at '{self.command}'. Install it or set "
                 f"APPLE_FLOW_{self.command_setting.upper()} to its path."
             )
+        executable = self.executable()
         result = self._probe([executable, "--version"])
         if result.exit_code != 0:
             raise ConnectorError(

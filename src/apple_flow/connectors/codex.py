@@ -23,7 +23,7 @@ class CodexConnector(CliConnector):
         if self.soul_prompt:
             prompt = f"{self.soul_prompt}\n\n{prompt}"
         sandbox = "read-only" if options.get("allow_tools") is False else "workspace-write"
-        argv = [self.command, "exec", "--skip-git-repo-check", "--sandbox", sandbox, "--cd", str(cwd)]
+        argv = [self.executable(), "exec", "--skip-git-repo-check", "--sandbox", sandbox, "--cd", str(cwd)]
         if self.settings.codex_model:
             argv += ["--model", self.settings.codex_model]
         argv.append("-")

@@ -34,6 +34,8 @@ DEFAULT_KILL_GRACE_SECONDS = 1.0
 STDERR_TAIL_CHARS = 8192
 # Prompts up to this size are written on the calling thread: a pipe buffer holds at least 16 KiB everywhere.
 INLINE_STDIN_BYTES = 8192
+# stdout kept in the result (every line still reaches ``on_line``): a runaway child cannot exhaust memory.
+MAX_KEPT_STDOUT_CHARS = 32 * 1024 * 1024
 
 _EOF = object()
 
@@ -57,6 +59,7 @@ class RunResult:
     timed_out: bool
     cancelled: bool
     duration_seconds: float
+    stdout_truncated: bool = False
 
     @property
     def stdout(self) -> str:
@@ -66,6 +69,26 @@ class RunResult:
     def last_stderr_line(self) -> str:
         lines = [line.strip() for line in self.stderr_tail.splitlines() if line.strip()]
         return lines[-1] if lines else ""
+
+
+class _KeptLines:
+    """The stdout lines kept for the result (up to a size), each also handed to the caller's ``on_line``."""
+
+    def __init__(self, limit: int, on_line: LineCallback | None) -> None:
+        self.lines: list[str] = []
+        self.truncated = False
+        self._room = limit
+        self._on_line = on_line
+
+    def add(self, line: str) -> None:
+        if len(line) <= self._room:
+            self.lines.append(line)
+            self._room -= len(line)
+        else:
+            self.truncated = True
+            self._room = 0
+        if self._on_line is not None:
+            self._on_line(line)
 
 
 class _Live:
@@ -130,9 +153,11 @@ class ProcessRunner:
         self,
         drain_seconds: float = DEFAULT_DRAIN_SECONDS,
         kill_grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS,
+        max_kept_stdout_chars: int = MAX_KEPT_STDOUT_CHARS,
     ) -> None:
         self._drain_seconds = drain_seconds
         self._kill_grace = kill_grace_seconds
+        self._max_kept = max_kept_stdout_chars
         self._lock = threading.Lock()
         self._live: dict[int, _Live] = {}
 
@@ -175,7 +200,8 @@ class ProcessRunner:
                 threading.Thread(target=_feed, args=(process.stdin, prompt), daemon=True).start()
             for thread in threads:
                 thread.start()
-            stdout_lines, timed_out, at_eof = self._collect(process.pid, lines, deadline, on_line)
+            kept = _KeptLines(self._max_kept, on_line)
+            timed_out, at_eof = self._collect(process.pid, lines, deadline, kept.add)
             if at_eof:  # stdout closes a moment before the process is gone
                 _wait_exited(process.pid, min(deadline, time.monotonic() + self._drain_seconds))
             with live.lock:
@@ -188,16 +214,17 @@ class ProcessRunner:
                         os.killpg(process.pid, signal.SIGKILL)
             drain_until = time.monotonic() + self._drain_seconds
             if not at_eof:
-                stdout_lines.extend(_drain(lines, drain_until, on_line))
+                _drain(lines, drain_until, kept.add)
             for thread in threads:
                 thread.join(max(0.0, drain_until - time.monotonic()))
             return RunResult(
                 exit_code=self._reap(live),
-                stdout_lines=stdout_lines,
+                stdout_lines=kept.lines,
                 stderr_tail="".join(stderr_tail)[-STDERR_TAIL_CHARS:],
                 timed_out=timed_out,
                 cancelled=live.cancelled,
                 duration_seconds=time.monotonic() - started,
+                stdout_truncated=kept.truncated,
             )
         finally:
             if not live.reaped:  # an exception (e.g. from on_line): never leave the child running
@@ -249,31 +276,28 @@ class ProcessRunner:
         pid: int,
         lines: queue.Queue[object],
         deadline: float,
-        on_line: LineCallback | None,
-    ) -> tuple[list[str], bool, bool]:
-        """Reads stdout lines until EOF, the deadline, or the child's exit plus the drain time.
+        on_line: LineCallback,
+    ) -> tuple[bool, bool]:
+        """Hands stdout lines to ``on_line`` until EOF, the deadline, or the child's exit plus the drain time.
 
-        Returns the lines, whether the deadline passed, and whether stdout reached EOF."""
-        collected: list[str] = []
+        Returns whether the deadline passed, and whether stdout reached EOF."""
         exited_at: float | None = None
         while True:
             now = time.monotonic()
             if now >= deadline:
-                return collected, True, False
+                return True, False
             if exited_at is None and _has_exited(pid):
                 exited_at = now
             if exited_at is not None and now - exited_at >= self._drain_seconds:
-                return collected, False, False  # a grandchild holds the pipe open; stop waiting for EOF
+                return False, False  # a grandchild holds the pipe open; stop waiting for EOF
             try:
                 item = lines.get(timeout=min(0.05, deadline - now))
             except queue.Empty:
                 continue
             if item is _EOF:
-                return collected, False, True
+                return False, True
             assert isinstance(item, str)
-            collected.append(item)
-            if on_line is not None:
-                on_line(item)
+            on_line(item)
 
     # --- stopping --------------------------------------------------------------------------------------
 
@@ -331,23 +355,20 @@ def _read_tail(stream: IO[bytes], tail: deque[str]) -> None:
         pass
 
 
-def _drain(lines: queue.Queue[object], until: float, on_line: LineCallback | None) -> list[str]:
-    """Whatever stdout lines are still queued or arrive before ``until``."""
-    drained: list[str] = []
+def _drain(lines: queue.Queue[object], until: float, on_line: LineCallback) -> None:
+    """Hands over whatever stdout lines are still queued or arrive before ``until``."""
     while True:
         remaining = until - time.monotonic()
         try:
             item = lines.get(timeout=max(0.0, min(remaining, 0.05))) if remaining > 0 else lines.get_nowait()
         except queue.Empty:
             if remaining <= 0:
-                return drained
+                return
             continue
         if item is _EOF:
-            return drained
+            return
         assert isinstance(item, str)
-        drained.append(item)
-        if on_line is not None:
-            on_line(item)
+        on_line(item)
 
 
 def _has_exited(pid: int) -> bool:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
-_MAX = 300
+_MAX = 400
+_SENTENCE_END = re.compile(r"(?<=\.)\s+")
+_PARENTHESES = re.compile(r"\s*\([^)]*\)")
 _SECONDS = re.compile(r"after (\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
 
 
@@ -29,7 +31,7 @@ def explain(result: str) -> str:
         return f"Sorry, the agent cannot start: {detail}"
     if "no model available" in lowered:
         reason = text[lowered.index("no model available") + len("no model available") :].lstrip(" :")
-        return f"Sorry, no model is available: {_first_lines(reason)}"
+        return f"Sorry, no model is available: {_cause_and_fix(reason)}"
     if "unavailable" in lowered or "not available" in lowered:
         return f"Sorry, no model is available: {detail}"
     return f"Sorry, the agent failed: {detail}"
@@ -38,6 +40,14 @@ def explain(result: str) -> str:
 def explain_exception(exc: BaseException) -> str:
     message = _first_lines(str(exc)) or type(exc).__name__
     return f"Sorry, something went wrong in apple-flow ({type(exc).__name__}: {message}). Details are in its log."
+
+
+def _cause_and_fix(reason: str) -> str:
+    """The first sentence (what is wrong, without parenthesised low-level detail) and the last (the connector's
+    fix, in apple-flow's own settings); the middle is the agent's advice for its own options."""
+    sentences = _SENTENCE_END.split(" ".join(reason.split()))
+    cause = _PARENTHESES.sub("", sentences[0]).rstrip(".") + "."
+    return _first_lines(cause if len(sentences) == 1 else f"{cause} {sentences[-1]}")
 
 
 def _first_lines(text: str) -> str:

@@ -173,8 +173,12 @@ class Orchestrator:
 
     # ------------------------------------------------------------------------------------------- execute
 
-    def execute(self, turn: Turn, on_progress: ProgressCallback, cancelled: Callable[[], bool]) -> TurnResult:
-        """Runs one turn with the connector. Never raises for agent failures: they become short replies."""
+    def execute(
+        self, turn: Turn, on_progress: ProgressCallback, stopped: Callable[[], str | None]
+    ) -> TurnResult:
+        """Runs one turn with the connector. Never raises for agent failures: they become short replies.
+        ``stopped`` says whether the turn was stopped from outside: None (it was not), "" (cancelled; the sender
+        was told already), or the reply to send instead (e.g. it ran too long)."""
         run_id = f"run_{secrets.token_hex(3)}"
         self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request)
         try:
@@ -184,7 +188,10 @@ class Orchestrator:
             log.exception("turn %s failed", run_id)
             reply = failures.explain_exception(exc)
             return TurnResult(reply, lambda: self._store.finish_run(run_id, "failed", reply))
-        if cancelled():
+        stop = stopped()
+        if stop:
+            return TurnResult(stop, lambda: self._store.finish_run(run_id, "failed", stop))
+        if stop is not None:
             return TurnResult(None, lambda: self._store.finish_run(run_id, "cancelled", result))
         if failures.is_failure(result):
             reply = failures.explain(result)

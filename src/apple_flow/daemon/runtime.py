@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError
 from apple_flow.config import Settings
 from apple_flow.connectors.base import Connector, ConnectorError
-from apple_flow.daemon import failures
+from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.cursor import CursorTracker
 from apple_flow.daemon.orchestrator import Ignore, Orchestrator, Reply, Turn
@@ -30,6 +30,7 @@ from apple_flow.daemon.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
 
+CHILD_TOKEN_KEY = "child_token"
 FINISHED = frozenset({"sent", "ignored", "send_failed"})
 KILL_WAIT_SECONDS = 5.0  # after killing turns at shutdown, how long to wait for their threads to notice
 
@@ -78,6 +79,7 @@ class Daemon:
         self._abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
         self._inbox: queue.Queue[InboundMessage | _End | BaseException] = queue.Queue()
         self._tracker: CursorTracker | None = None
+        self._catchup: tuple[int, float] | None = None  # first start: (up to this rowid, skip if older than)
         self._send_lock = threading.Lock()
         self.ready = threading.Event()
 
@@ -90,6 +92,10 @@ class Daemon:
     def run(self) -> int:
         """Runs until the input ends (then drains every pending turn) or a stop is requested. Returns the exit
         status: 0, or 1 when the ingress failed."""
+        previous = self._store.meta(CHILD_TOKEN_KEY)
+        if previous:
+            orphans.kill_orphans(previous)
+        self._store.set_meta(CHILD_TOKEN_KEY, orphans.mark_children())
         interrupted = self._store.interrupt_running_runs()
         if interrupted:
             log.warning("%d run(s) were cut short by the previous shutdown; their messages are handled again",
@@ -97,12 +103,7 @@ class Daemon:
         self._check_connector()
         start = self._store.cursor(self._channel)
         if start is None:
-            try:
-                start = self._ingress.latest_rowid()
-            except Exception as exc:
-                self._store.log_event("ingress_error", str(exc))
-                raise StartError(str(exc)) from exc
-            self._store.set_cursor(self._channel, start)
+            start = self._first_start()
         tracker = CursorTracker(start, lambda position: self._store.set_cursor(self._channel, position))
         self._tracker = tracker
         if hasattr(self._ingress, "on_skip"):
@@ -130,9 +131,29 @@ class Daemon:
                 self._store.log_event("ingress_error", str(item))
                 status = 1
                 break
-            self._dispatch(item)
+            try:
+                self._dispatch(item)
+            except Exception as exc:  # e.g. the database cannot be written: stop; a restart redoes the message
+                log.exception("handling message %d failed; stopping", item.rowid)
+                self._store_event_quietly("dispatch_error", f"{type(exc).__name__}: {exc}")
+                status = 1
+                break
         self._shutdown()
         return status
+
+    def _first_start(self) -> int:
+        """A fresh install does not answer history: it starts at the newest row, less the last few rows that
+        are recent enough to be waiting for it (``startup_catchup_window_seconds``, at most
+        ``max_startup_replay_rows``)."""
+        try:
+            latest = self._ingress.latest_rowid()
+        except Exception as exc:
+            self._store.log_event("ingress_error", str(exc))
+            raise StartError(str(exc)) from exc
+        start = max(0, latest - self._settings.max_startup_replay_rows)
+        self._catchup = (latest, time.time() - self._settings.startup_catchup_window_seconds)
+        self._store.set_cursor(self._channel, start)
+        return start
 
     def _read(self, after: int) -> None:
         try:
@@ -183,7 +204,7 @@ class Daemon:
             return
         key = f"{self._channel}:{message.rowid}"
         try:
-            decision = self.orchestrator.decide(message, key)
+            decision = self._stale(message) or self.orchestrator.decide(message, key)
         except Exception as exc:
             log.exception("handling message %s failed", key)
             decision = Reply(failures.explain_exception(exc))
@@ -203,17 +224,25 @@ class Daemon:
                 self._progress(message.sender, decision.ack)
             self._scheduler.submit(Job(message.sender, Work(message, decision)))
 
+    def _stale(self, message: InboundMessage) -> Ignore | None:
+        if self._catchup is None:
+            return None
+        up_to, oldest = self._catchup
+        if message.rowid <= up_to and message.date.timestamp() < oldest:
+            return Ignore("sent before the daemon was first started")
+        return None
+
     def _run_job(self, job: Job[Work]) -> None:
         message, turn = job.payload.message, job.payload.turn
         throttle = ProgressThrottle(
             self._settings.progress_interval_seconds, lambda text: self._progress(message.sender, text)
         )
-        result = self.orchestrator.execute(turn, throttle, job.cancelled.is_set)
+        result = self.orchestrator.execute(
+            turn, throttle, lambda: job.stop_reply if job.cancelled.is_set() else None
+        )
         if self._abandon.is_set():
             return
         reply = result.reply
-        if job.timed_out.is_set():
-            reply = failures.explain(f"Error: Request timed out after {self._settings.turn_timeout_seconds:g}s.")
         with self._store.transaction():
             if result.commit is not None:
                 result.commit()
@@ -227,7 +256,9 @@ class Daemon:
         try:
             with self._send_lock:
                 self._egress.send(message.sender, reply)
-        except SendError as exc:
+        except Exception as exc:  # SendError, or a channel bug: recorded, never fatal
+            if not isinstance(exc, SendError):
+                log.exception("the channel failed sending to %s", message.sender)
             log.error("could not send the reply to %s: %s", message.sender, exc)
             self._store.mark_sent(self._channel, message.rowid, failed=str(exc))
             self._store.log_event("send_failed", str(exc), message.sender)
@@ -250,11 +281,17 @@ class Daemon:
         while not self._stop.wait(0.5):
             now = time.time()
             for job in self._scheduler.running():
-                if job.started_at is not None and now - job.started_at > limit and not job.timed_out.is_set():
+                if job.started_at is not None and now - job.started_at > limit and not job.cancelled.is_set():
                     log.warning("a turn of %s exceeded %g s: stopping it", job.sender, limit)
-                    job.timed_out.set()
+                    job.stop_reply = failures.explain(f"Error: Request timed out after {limit:g}s.")
                     job.cancelled.set()
                     self._connector.cancel_active_processes(self._connector.get_or_create_thread(job.sender))
+
+    def _store_event_quietly(self, kind: str, detail: str) -> None:
+        try:
+            self._store.log_event(kind, detail)
+        except Exception:
+            log.exception("could not record the %s event", kind)
 
     def _require_tracker(self) -> CursorTracker:
         if self._tracker is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -19,12 +21,13 @@ class Job(Generic[T]):
     payload: T
     started_at: float | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
-    timed_out: threading.Event = field(default_factory=threading.Event)
+    stop_reply: str = ""  # set with ``cancelled``: what to tell the sender ("" when they already know)
 
 
 class Scheduler(Generic[T]):
     def __init__(self, workers: int, run: Callable[[Job[T]], None], name: str = "turn") -> None:
         self._run = run
+        self._name = name
         self._ready: queue.Queue[Job[T] | None] = queue.Queue()
         self._waiting: dict[str, deque[Job[T]]] = {}
         self._active: dict[str, Job[T]] = {}  # per sender: the job started or handed to the pool
@@ -96,6 +99,8 @@ class Scheduler(Generic[T]):
                 job.started_at = time.time()
             try:
                 self._run(job)
+            except Exception:  # keep the worker: one broken job must not shrink the pool
+                log.exception("a %s job of %s failed", self._name, job.sender)
             finally:
                 self._next(job)
 

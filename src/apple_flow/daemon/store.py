@@ -80,6 +80,13 @@ MIGRATIONS: tuple[str, ...] = (
         detail TEXT NOT NULL
     );
     """,
+    # 2: small facts about the daemon itself (e.g. the token its children carry, to find them after a kill -9).
+    """
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 HISTORY_KEEP = 50  # exchanges kept per thread; connectors inject far fewer
@@ -214,6 +221,18 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    # ------------------------------------------------------------------------------------------- meta
+
+    def meta(self, key: str) -> str | None:
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._write(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
 
     # ------------------------------------------------------------------------------------------- cursor
 

@@ -11,6 +11,7 @@ import errno
 import os
 import sqlite3
 import sys
+import sysconfig
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import Enum
@@ -67,11 +68,23 @@ def python_binary() -> Path:
     return Path(os.path.realpath(sys.executable))
 
 
+def python_app_bundle() -> Path | None:
+    """On a framework build of Python (python.org, Homebrew) ``bin/python3.x`` re-executes
+    ``Resources/Python.app``, which macOS may then hold responsible instead."""
+    prefix = sysconfig.get_config_var("PYTHONFRAMEWORKPREFIX")
+    if not prefix:
+        return None
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return Path(prefix) / "Python.framework" / "Versions" / version / "Resources" / "Python.app"
+
+
 def full_disk_access_hint() -> str:
+    bundle = python_app_bundle()
+    also = f" (and, for this framework build of Python, {bundle})" if bundle is not None else ""
     return (
-        f"grant Full Disk Access to {python_binary()} in System Settings > Privacy & Security > Full Disk Access "
-        "(use the + button; press Cmd+Shift+G to type the path), then restart apple-flow. If you run apple-flow "
-        "from a terminal, that terminal app needs Full Disk Access too."
+        f"grant Full Disk Access to {python_binary()}{also} in System Settings > Privacy & Security > Full Disk "
+        "Access (use the + button; press Cmd+Shift+G to type the path), then restart apple-flow. If you run "
+        "apple-flow from a terminal, that terminal app needs Full Disk Access too."
     )
 
 
@@ -80,10 +93,7 @@ def apple_date(value: int | None) -> datetime:
     if not value:
         return APPLE_EPOCH
     seconds = value / 1e9 if abs(value) > 10**11 else float(value)
-    try:
-        return APPLE_EPOCH + timedelta(seconds=seconds)
-    except OverflowError:  # a nonsense date must not cost the message
-        return APPLE_EPOCH
+    return APPLE_EPOCH + timedelta(seconds=seconds)  # any 64-bit value fits a datetime either way
 
 
 class ChatDB:

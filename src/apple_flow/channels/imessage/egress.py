@@ -4,6 +4,7 @@ recorded for echo suppression before it is sent."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -15,25 +16,23 @@ from apple_flow.handles import normalize_handle
 
 log = logging.getLogger(__name__)
 
+def _send_script(target: str) -> str:
+    """A script sending ``item 2 of argv`` to ``target`` (an expression using ``targetHandle``). Data never
+    enters the source: the handle and text are only ever ``argv`` items."""
+    return f"""on run argv
+	set targetHandle to item 1 of argv
+	set messageText to item 2 of argv
+	tell application "Messages"
+		set targetRecipient to {target}
+		send messageText to targetRecipient
+	end tell
+end run
+"""
+
+
 # `participant` works on current macOS (11+); `buddy` of a service is the older form, kept as the fallback.
-PARTICIPANT_SCRIPT = """on run argv
-	set targetHandle to item 1 of argv
-	set messageText to item 2 of argv
-	tell application "Messages"
-		set targetAccount to 1st account whose service type = iMessage
-		send messageText to participant targetHandle of targetAccount
-	end tell
-end run
-"""
-BUDDY_SCRIPT = """on run argv
-	set targetHandle to item 1 of argv
-	set messageText to item 2 of argv
-	tell application "Messages"
-		set targetService to 1st service whose service type = iMessage
-		send messageText to buddy targetHandle of targetService
-	end tell
-end run
-"""
+PARTICIPANT_SCRIPT = _send_script("participant targetHandle of (1st account whose service type = iMessage)")
+BUDDY_SCRIPT = _send_script("buddy targetHandle of (1st service whose service type = iMessage)")
 SEND_FORMS = (("participant", PARTICIPANT_SCRIPT), ("buddy", BUDDY_SCRIPT))
 
 AUTOMATION_HINT = (
@@ -68,10 +67,16 @@ class IMessageEgress:
         self._sent = sent
         self._sleep = sleep
         self._first_form = 0  # the form that worked last is tried first next time
+        # One reply at a time: the daemon answers from several threads, and parts must not interleave.
+        self._lock = threading.Lock()
 
     def send(self, recipient: str, text: str) -> None:
         handle = normalize_handle(recipient, self._region)
         parts = split_reply(text, self._chunk_chars)
+        with self._lock:
+            self._send_parts(handle, parts)
+
+    def _send_parts(self, handle: str, parts: list[str]) -> None:
         for index, part in enumerate(parts, start=1):
             if self._sent is not None:
                 self._sent.record(handle, part)  # before sending: the echo can land before osascript returns

@@ -24,7 +24,11 @@ log = logging.getLogger(__name__)
 
 SkipListener = Callable[[Skipped], None]
 ErrorListener = Callable[[ChatDBError], None]
-_BATCH = 200
+_BATCH = 100  # rows per read: bounds memory when many large messages arrive at once
+# A WAL commit becomes visible only when SQLite updates the memory-mapped -shm index, which raises no file event;
+# the -wal write that does can come an fsync earlier. So after each event, look again shortly a few times before
+# going back to the long wait (without this, about one row in a hundred waited for the 2 s poll).
+_RECHECK_AFTER_EVENT = (0.02, 0.05, 0.1, 0.25, 0.5)
 
 
 class IMessageIngress:
@@ -56,6 +60,8 @@ class IMessageIngress:
         cursor = after_rowid
         self.scanned_rowid = after_rowid
         waiter = DbChangeWaiter(self.db.path, self._poll_seconds, stop)
+        waiter.start()  # before the first read, so no commit falls between reading and watching
+        rechecks: list[float] = []
         try:
             while not stop.is_set():
                 rows = self._read(cursor)
@@ -72,9 +78,12 @@ class IMessageIngress:
                     self.scanned_rowid = cursor
                     if stop.is_set():
                         return
-                if len(rows) < _BATCH:
-                    waiter.wait()
-                    self.watching = waiter.watching
+                if len(rows) >= _BATCH:
+                    continue
+                # After an event, look again shortly a few times (any new event re-arms), then wait long.
+                if waiter.wait(rechecks.pop(0) if rechecks else None):
+                    rechecks = list(_RECHECK_AFTER_EVENT)
+                self.watching = waiter.watching
         finally:
             waiter.close()
             self.watching = False

@@ -46,24 +46,9 @@ def _paragraph_units(text: str, budget: int) -> list[tuple[str, str]]:
 def _cut_words(sentence: str, budget: int) -> list[str]:
     if len(sentence) <= budget:
         return [sentence]
-    parts: list[str] = []
-    current = ""
-    for word in sentence.split(" "):
-        while len(word) > budget:  # a single over-long word (a URL, a hash): cut hard
-            if current:
-                parts.append(current)
-                current = ""
-            parts.append(word[:budget])
-            word = word[budget:]
-        candidate = f"{current} {word}" if current else word
-        if len(candidate) <= budget:
-            current = candidate
-        else:
-            parts.append(current)
-            current = word
-    if current:
-        parts.append(current)
-    return parts
+    # A single over-long word (a URL, a hash) is cut hard into budget-sized pieces, which never join others.
+    units = [(" ", word[i : i + budget]) for word in sentence.split(" ") for i in range(0, max(len(word), 1), budget)]
+    return _pack(units, budget)
 
 
 def _pack(units: list[tuple[str, str]], budget: int) -> list[str]:

@@ -1,0 +1,165 @@
+"""Measure what `apple-code --plan` buys on a 4,096-token window (issue 7, item 7).
+
+A task that needs six files of about 150 lines each read to the end, run twice against the scripted
+OpenAI-compatible server with the real `apple-code` binary:
+
+- single window: the model reads each file in two windows (lines 1-100, then 101-150), then answers; the
+  agent has to condense its history (or fail) to stay in 4,096 tokens;
+- --plan: the planner names six subtasks, one file each; each worker reads its file the same way and answers;
+  one summary request.
+
+Both scripts issue the same reads, so the difference is only what fits in the window. Reported: requests made,
+the largest request in estimated tokens (the project's estimator), and whether every line of every file was
+shown to the model by some request. Writes reports/bench_plan.md and prints it.
+
+    /work/main/.venv/bin/python scripts/bench_plan.py [--binary apple_code/.build/debug/apple-code]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from support.apple_code_run import request_tokens  # noqa: E402
+from support.plan_runs import Run, lines_seen, run_apple_code, tool_results  # noqa: E402
+from support.scripted_server import ScriptedServer, Step, answer, tool_call  # noqa: E402
+
+FILE_COUNT = 6
+FILE_LINES = 150
+CONTEXT_TOKENS = 4096
+TASK = ("Each of mod1.py to mod6.py ends with a CHECKSUM line. Read every file to its end and report the six "
+        "checksums with one sentence on what each module does.")
+
+
+def module_text(number: int) -> str:
+    """~150 lines of plausible Python whose every line is unique, so 'was this line shown' is a plain search."""
+    lines = [f'"""Module {number}: order handling, part {number}."""', ""]
+    body = 0
+    while len(lines) < FILE_LINES - 1:
+        body += 1
+        lines += [f"def step_{number}_{body:03d}(order, rate={body}.{number}):",
+                  f"    total_{number}_{body} = order.amount * rate + {body * number}  # adjust m{number} s{body}",
+                  f"    return round(total_{number}_{body}, 2)  # m{number} s{body} end"]
+    lines = [*lines[:FILE_LINES - 1], f"# CHECKSUM mod{number}: {number * 7919 % 10007:05d}"]
+    return "\n".join(lines) + "\n"
+
+
+def read_whole_file(name: str) -> list[Step]:
+    return [tool_call("readFile", {"path": name, "startLine": 1, "endLine": 100}),
+            tool_call("readFile", {"path": name, "startLine": 101, "endLine": FILE_LINES})]
+
+
+def single_window_script() -> list[Step]:
+    steps: list[Step] = []
+    for number in range(1, FILE_COUNT + 1):
+        steps += read_whole_file(f"mod{number}.py")
+    return [*steps, answer("The six checksums are listed above.")]
+
+
+def plan_script() -> list[Step]:
+    names = [f"mod{number}.py" for number in range(1, FILE_COUNT + 1)]
+    plan = "[" + ", ".join(f'"Read {name} to its end and report its CHECKSUM line"' for name in names) + "]"
+    steps: list[Step] = [answer(plan)]
+    for number, name in enumerate(names, start=1):
+        steps += [*read_whole_file(name), answer(f"{name}: CHECKSUM {number * 7919 % 10007:05d}.")]
+    return [*steps, answer("All six checksums were read.")]
+
+
+@dataclass
+class Measurement:
+    mode: str
+    exit_code: int
+    subtype: str
+    requests: int
+    largest_request: int
+    total_sent: int
+    condensed: int
+    files_in_full: int
+    lines_shown: int
+    checksums_in_view: int
+
+    @property
+    def all_read(self) -> str:
+        return "yes" if self.files_in_full == FILE_COUNT else f"no ({self.files_in_full} of {FILE_COUNT})"
+
+
+def measure(binary: Path, mode: str, script: list[Step], options: list[str]) -> Measurement:
+    with tempfile.TemporaryDirectory(prefix="bench-plan-") as folder:
+        workspace = Path(folder)
+        files = {f"mod{n}.py": module_text(n) for n in range(1, FILE_COUNT + 1)}
+        for name, text in files.items():
+            (workspace / name).write_text(text)
+        with ScriptedServer(script) as server:
+            run: Run = run_apple_code(binary, server.url, workspace, TASK, "--context-tokens", str(CONTEXT_TOKENS),
+                                      "--max-turns", "40", "--timeout", "120", *options, timeout=180)
+            requests: list[dict[str, Any]] = server.requests()
+    result = run.result()
+    wanted = {name: [line for line in text.splitlines() if line.strip()] for name, text in files.items()}
+    seen = {name: lines_seen(lines, requests) for name, lines in wanted.items()}
+    full = sum(1 for name, lines in wanted.items() if seen[name] == len(lines))
+    # The requests whose reply was an answer: what the model could see when it wrote it (step i answers request i).
+    answering = [tool_results(request) for request, step in zip(requests, script, strict=False)
+                 if step["kind"] == "answer"]
+    checksums = sum(1 for lines in wanted.values() if any(lines[-1] in shown for shown in answering))
+    condensed = sum(1 for event in run.events() if event["type"] == "notice" and "condensed" in event["message"])
+    return Measurement(mode=mode, exit_code=run.returncode, subtype=result["subtype"], requests=len(requests),
+                       largest_request=max((request_tokens(r) for r in requests), default=0),
+                       total_sent=sum(request_tokens(r) for r in requests), condensed=condensed,
+                       files_in_full=full, lines_shown=sum(seen.values()),
+                       checksums_in_view=checksums)
+
+
+def report(rows: list[Measurement]) -> str:
+    total_lines = sum(1 for n in range(1, FILE_COUNT + 1) for line in module_text(n).splitlines() if line.strip())
+    out = [
+        "# apple-code --plan: six files of 150 lines in a 4,096-token window",
+        "",
+        f"Task: read {FILE_COUNT} files of {FILE_LINES} lines (about 6 KB each) to their end. Scripted "
+        "OpenAI-compatible server, real `apple-code` binary, `--context-tokens 4096`; both runs issue the same "
+        "reads (lines 1-100, then 101-150 of each file). Request size is the project's documented estimate "
+        "(messages and tool definitions at 3 bytes a token, plus the answer reserve `max_tokens`).",
+        "",
+        "| mode | exit | requests | largest request (est. tokens) | all requests (est. tokens) | history "
+        f"condensed (notices) | file lines shown to the model (of {total_lines}) | every file read in full | "
+        f"CHECKSUM lines in view when an answer was written (of {FILE_COUNT}) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        out.append(f"| {row.mode} | {row.exit_code} ({row.subtype}) | {row.requests} | {row.largest_request} | "
+                   f"{row.total_sent} | {row.condensed} | {row.lines_shown} | {row.all_read} | "
+                   f"{row.checksums_in_view} |")
+    out += ["", "Command: `/work/main/.venv/bin/python scripts/bench_plan.py`", ""]
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", type=Path, default=ROOT / "apple_code" / ".build" / "debug" / "apple-code")
+    parser.add_argument("--output", type=Path, default=ROOT / "reports" / "bench_plan.md")
+    options = parser.parse_args()
+    console = Console(stderr=True)
+    if not options.binary.is_file():
+        console.print(f"[red]{options.binary} is missing: build it with `cd apple_code && swift build` first[/red]")
+        raise SystemExit(2)
+    rows = []
+    with console.status("single window run ..."):
+        rows.append(measure(options.binary, "single window", single_window_script(), []))
+    with console.status("--plan run ..."):
+        rows.append(measure(options.binary, "--plan", plan_script(), ["--plan", "--max-subtasks", "6"]))
+    text = report(rows)
+    options.output.parent.mkdir(parents=True, exist_ok=True)
+    options.output.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

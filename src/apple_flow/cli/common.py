@@ -1,0 +1,24 @@
+"""What the daemon's CLI commands share: loading the settings (exit 2 with the named variable when invalid) and
+printing an error without letting its text be read as rich markup."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from apple_flow.config import Settings, SettingsError, load_settings
+
+err = Console(stderr=True)
+
+
+def print_error(message: object) -> None:
+    err.print(f"[red]{escape(str(message))}[/red]")
+
+
+def settings_or_exit() -> Settings:
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        print_error(exc)
+        raise typer.Exit(2) from exc

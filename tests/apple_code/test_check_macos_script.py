@@ -1,0 +1,136 @@
+"""scripts/check-macos.sh, run here with fake macOS commands on PATH (uname, sw_vers, xcrun, swift and the built
+apple-code cannot be real on Linux). The fakes record their argv, so the tests check exactly what the script asks
+of the toolchain and of apple-code."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+FAKES = {
+    "uname": '[ "$1" = -m ] && echo "${FAKE_ARCH:-arm64}" || echo "${FAKE_OS:-Darwin}"',
+    "sw_vers": 'echo "${FAKE_MACOS:-26.1}"',
+    "xcrun": 'echo "$*" >>"$FAKE_LOG/xcrun.argv"; echo "${FAKE_SDK:-26.4}"',
+    "swift": (
+        'echo "$*" >>"$FAKE_LOG/swift.argv"\n'
+        'case " $* " in *" --show-bin-path "*) echo "$FAKE_BIN";; esac\n'
+        'exit "${FAKE_BUILD_EXIT:-0}"'
+    ),
+}
+
+APPLE_CODE = """\
+printf '%s\\n' "$@" >"$FAKE_LOG/apple-code.$(date +%s%N).argv"
+if [ "$1" = --check ]; then
+    echo '{"backend":"fm","available":'"$FAKE_AVAILABLE"',"reason":"'"$FAKE_REASON"'"}'
+    [ "$FAKE_AVAILABLE" = true ] && exit 0 || exit 3
+fi
+while [ $# -gt 0 ]; do [ "$1" = --cwd ] && cwd=$2; shift; done
+printf '3\\n' >"$cwd/count.txt"
+echo '{"type":"tool_call","id":"c1","name":"readFile","arguments":{"path":"fruit.txt"}}'
+echo '{"type":"result","subtype":"success","is_error":false,"result":"3"}'
+"""
+
+
+@pytest.fixture()
+def fake_mac(tmp_path: Path) -> dict[str, str]:
+    bin_dir, log_dir, build_dir = tmp_path / "bin", tmp_path / "log", tmp_path / "release"
+    for d in (bin_dir, log_dir, build_dir):
+        d.mkdir()
+    for name, body in FAKES.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    (build_dir / "apple-code").write_text("#!/bin/sh\n" + APPLE_CODE)
+    (build_dir / "apple-code").chmod(0o755)
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "FAKE_LOG": str(log_dir),
+        "FAKE_BIN": str(build_dir),
+        "FAKE_AVAILABLE": "true",
+        "FAKE_REASON": "ready",
+    }
+
+
+def run_script(project_root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(project_root / "scripts" / "check-macos.sh"), *args],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+
+
+def apple_code_calls(env: dict[str, str]) -> list[list[str]]:
+    files = sorted(Path(env["FAKE_LOG"]).glob("apple-code.*.argv"))
+    return [f.read_text().splitlines() for f in files]
+
+
+def test_builds_release_checks_the_model_and_runs_a_task(project_root: Path, fake_mac: dict[str, str]) -> None:
+    result = run_script(project_root, fake_mac)
+    assert result.returncode == 0, result.stderr
+    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    package = str(project_root / "apple_code")
+    assert swift[0] == f"build --package-path {package} -c release -Xswiftc -DFM_SDK_26_4"
+    calls = apple_code_calls(fake_mac)
+    assert calls[0] == ["--check", "--backend", "fm"]
+    task = calls[1]
+    assert task[:2] == ["--backend", "fm"] and "--cwd" in task and task[task.index("--timeout") + 1] == "180"
+    assert task[-1].startswith("Read fruit.txt")
+    workspace = Path(task[task.index("--cwd") + 1])
+    assert (workspace / "fruit.txt").read_text() == "apples\npears\nplums\n"
+    assert sorted(p.name for p in workspace.iterdir()) == ["count.txt", "fruit.txt"]
+    assert "ok    task finished (exit 0) in " in result.stderr
+    for line in ("ok    release build", "ok    Apple's on-device model is available", "ok    count.txt says 3",
+                 "ok    the model called tools (1 calls)"):
+        assert line in result.stderr
+
+
+def test_an_older_sdk_builds_without_the_26_4_flag(project_root: Path, fake_mac: dict[str, str]) -> None:
+    result = run_script(project_root, {**fake_mac, "FAKE_SDK": "26.2"})
+    assert result.returncode == 0, result.stderr
+    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    assert "FM_SDK_26_4" not in swift[0]
+
+
+def test_unavailable_model_exits_3_with_the_reason_and_runs_no_task(
+    project_root: Path, fake_mac: dict[str, str]
+) -> None:
+    reason = "Apple Intelligence is turned off: turn it on in System Settings"
+    result = run_script(project_root, {**fake_mac, "FAKE_AVAILABLE": "false", "FAKE_REASON": reason})
+    assert result.returncode == 3
+    assert json.loads(result.stderr.split("\n    ", 1)[1].splitlines()[0])["reason"] == reason
+    assert len(apple_code_calls(fake_mac)) == 1
+
+
+def test_a_failed_build_stops_with_exit_1(project_root: Path, fake_mac: dict[str, str]) -> None:
+    result = run_script(project_root, {**fake_mac, "FAKE_BUILD_EXIT": "1"})
+    assert result.returncode == 1
+    assert "FAIL  release build failed" in result.stderr
+    assert apple_code_calls(fake_mac) == []
+
+
+def test_not_a_mac_says_so(project_root: Path, fake_mac: dict[str, str]) -> None:
+    result = run_script(project_root, {**fake_mac, "FAKE_OS": "Linux"})
+    assert result.returncode == 1
+    assert "this is Linux, not macOS" in result.stderr
+
+
+def test_tests_option_runs_the_framework_tests(project_root: Path, fake_mac: dict[str, str]) -> None:
+    result = run_script(project_root, fake_mac, "--tests")
+    assert result.returncode == 0, result.stderr
+    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    package = str(project_root / "apple_code")
+    assert swift[2] == (f"test --package-path {package} -Xswiftc -DFM_SDK_26_4 "
+                        "--filter PlatformTests|LogicTests|MirrorDeclarationTests")
+    assert "ok    Foundation Models backend tests" in result.stderr
+
+
+def test_failing_framework_tests_fail_the_check(project_root: Path, fake_mac: dict[str, str]) -> None:
+    fake_swift = Path(fake_mac["PATH"].split(":")[0]) / "swift"
+    fake_swift.write_text(fake_swift.read_text().replace('exit "${FAKE_BUILD_EXIT:-0}"',
+                                                         '[ "$1" = test ] && exit 1; exit 0'))
+    result = run_script(project_root, fake_mac, "--tests")
+    assert result.returncode == 1
+    assert "FAIL  Foundation Models backend tests failed" in result.stderr

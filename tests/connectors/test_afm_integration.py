@@ -1,0 +1,176 @@
+"""AfmConnector driving the real apple-code binary, which talks to the scripted OpenAI-compatible server (a real
+HTTP server process). Nothing here is mocked: argv, stdin, the event stream and the requests are all real."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apple_flow.config import Settings, load_settings
+from apple_flow.connectors import AfmConnector, ConnectorError
+from apple_flow.connectors.runner import ProcessRunner
+from support.scripted_server import ScriptedServer, answer, hang, http_error, tool_call
+
+GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
+
+
+@pytest.fixture(autouse=True)
+def no_apple_code_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's APPLE_CODE_* settings must not change what the binary does here."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("APPLE_CODE_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def project(workspace: Path) -> Path:
+    (workspace / "greet.py").write_text(GREET, encoding="utf-8")
+    return workspace
+
+
+@pytest.fixture
+def settings_for(apple_code_bin: Path, project: Path) -> Callable[..., Settings]:
+    def make(server: ScriptedServer | None = None, **overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "afm_command": str(apple_code_bin),
+            "default_workspace": project,
+            "afm_backend": "openai",
+            "afm_model": "scripted",
+            "afm_timeout_seconds": 30,
+        }
+        if server is not None:
+            values["afm_base_url"] = server.url
+        values.update(overrides)
+        return load_settings(env_file=None, **values)
+
+    return make
+
+
+def system_and_user(request: dict[str, Any]) -> tuple[str, str]:
+    messages = request["messages"]
+    system = "\n".join(str(m.get("content") or "") for m in messages if m["role"] == "system")
+    user = next(str(m["content"]) for m in messages if m["role"] == "user")
+    return system, user
+
+
+def offered_tools(request: dict[str, Any]) -> set[str]:
+    return {tool["function"]["name"] for tool in request.get("tools") or []}
+
+
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_second_turn_carries_the_first_exchange(settings_for: Callable[..., Settings]) -> None:
+    with ScriptedServer([answer("It greets."), answer("Yes, by name.")]) as server:
+        connector = AfmConnector(settings_for(server))
+        assert connector.run_turn("alice", "What does greet.py do?") == "It greets."
+        assert connector.run_turn("alice", "Does it use the name?") == "Yes, by name."
+        _, second = system_and_user(server.requests()[1])
+    assert "User: What does greet.py do?\nAssistant: It greets." in second
+    assert second.endswith("Does it use the name?")
+
+
+def test_backend_failure_is_an_execution_error(settings_for: Callable[..., Settings]) -> None:
+    with ScriptedServer([http_error(400, '{"error":{"message":"bad request from script"}}')] * 5) as server:
+        connector = AfmConnector(settings_for(server))
+        reply = connector.run_turn("alice", "hi")
+    assert reply.startswith("Error: apple-code execution failed (exit code 1).")
+    assert connector.history.history("alice", 5) == []
+
+
+def test_timeout_gives_the_timeout_reply(settings_for: Callable[..., Settings]) -> None:
+    with ScriptedServer([hang()]) as server:
+        connector = AfmConnector(settings_for(server, afm_timeout_seconds=2), runner=ProcessRunner(0.5, 0.5))
+        reply = connector.run_turn("alice", "hi")
+    assert reply.startswith("Error: Request timed out after 2s.")
+
+
+def test_unreachable_server_says_no_model_is_available(settings_for: Callable[..., Settings]) -> None:
+    connector = AfmConnector(settings_for(None, afm_base_url=closed_port_url()))
+    reply = connector.run_turn("alice", "hi")
+    assert reply.startswith("Error: apple-code execution failed (exit code 3). No model available: ")
+    with pytest.raises(ConnectorError, match="no model available"):
+        connector.ensure_started()
+
+
+def test_ensure_started_passes_with_a_server(settings_for: Callable[..., Settings]) -> None:
+    with ScriptedServer([]) as server:
+        AfmConnector(settings_for(server)).ensure_started()
+
+
+def test_missing_workspace_option_is_refused_before_running(
+    settings_for: Callable[..., Settings], tmp_path: Path
+) -> None:
+    with ScriptedServer([answer("never")]) as server:
+        reply = AfmConnector(settings_for(server)).run_turn("alice", "hi", {"cwd": str(tmp_path / "missing")})
+        assert server.requests() == []
+    assert reply.startswith("Error: workspace ")
+
+
+def test_turn_reads_a_file_and_answers_with_progress(settings_for: Callable[..., Settings]) -> None:
+    script = [tool_call("readFile", {"path": "greet.py"}), answer("greet() returns a greeting.")]
+    with ScriptedServer(script) as server:
+        connector = AfmConnector(settings_for(server, soul_prompt="You are Flow, a terse assistant."))
+        progress: list[str] = []
+        reply = connector.run_turn_streaming("alice", "What does greet.py do?", progress.append)
+        requests = server.requests()
+    assert reply == "greet() returns a greeting."
+    assert progress == ["reading greet.py"]
+    assert len(requests) == 2
+    system, user = system_and_user(requests[0])
+    assert "You are Flow, a terse assistant." in system  # --system reached the model's instructions
+    assert "You are Flow" not in user
+    assert user == "What does greet.py do?"  # no tools context, no history: the message alone
+    assert "Hello, {name}!" in str(requests[1]["messages"])  # the tool really read the workspace file
+
+
+def test_planning_turn_is_read_only_for_real(settings_for: Callable[..., Settings], project: Path) -> None:
+    script = [tool_call("writeFile", {"path": "greet.py", "content": "broken"}), answer("Plan: edit greet.py.")]
+    with ScriptedServer(script) as server:
+        reply = AfmConnector(settings_for(server)).run_turn("alice", "plan: rename greet", {"allow_tools": False})
+        tools = offered_tools(server.requests()[0])
+    assert reply == "Plan: edit greet.py."
+    assert "writeFile" not in tools and "runCommand" not in tools and "readFile" in tools
+    assert (project / "greet.py").read_text(encoding="utf-8") == GREET  # the write was refused
+
+
+def test_task_turn_edits_the_workspace(settings_for: Callable[..., Settings], project: Path) -> None:
+    script = [
+        tool_call("editFile", {"path": "greet.py", "oldText": "Hello", "newText": "Hi"}),
+        answer("Changed the greeting."),
+    ]
+    with ScriptedServer(script) as server:
+        progress: list[str] = []
+        reply = AfmConnector(settings_for(server)).run_turn_streaming("alice", "say Hi", progress.append)
+    assert reply == "Changed the greeting."
+    assert progress == ["editing greet.py"]
+    assert "Hi, {name}!" in (project / "greet.py").read_text(encoding="utf-8")
+
+
+def test_plan_option_runs_apple_code_plan_mode(settings_for: Callable[..., Settings]) -> None:
+    script = [
+        answer('["Read greet.py and say what it does"]'),  # the planner
+        tool_call("readFile", {"path": "greet.py"}),  # the one worker
+        answer("greet() returns Hello plus the name."),
+        answer("Overall: greet.py greets by name."),  # the summary
+    ]
+    with ScriptedServer(script) as server:
+        progress: list[str] = []
+        reply = AfmConnector(settings_for(server)).run_turn_streaming(
+            "alice", "task: explain greet.py", progress.append, {"plan": True}
+        )
+        requests = server.requests()
+    assert "greet() returns Hello plus the name." in reply
+    assert "Overall: greet.py greets by name." in reply
+    assert len(requests) == 4
+    assert progress == ["[1] reading greet.py"]  # tool calls of plan workers carry their subtask id
