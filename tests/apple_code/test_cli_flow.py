@@ -41,11 +41,16 @@ def test_list_read_edit_run_answer(apple_code_bin: Path, workspace: Path) -> Non
         answer("Fixed add in calc.py; it now prints 5."),
     ]
     with ScriptedServer(script) as server:
-        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace, "--context-tokens", "3000"),
-                              "Fix add in calc.py and check it.")
+        done = run_apple_code(
+            apple_code_bin, *openai_args(server.url, workspace, "--context-tokens", "3000", "--verbose"),
+            "Fix add in calc.py and check it.",
+        )
         requests = server.requests()
     assert done.returncode == 0, done.stderr
     assert (workspace / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    # --verbose diagnostics (the budget, each request's size, the tools' sandbox notice) go to stderr only.
+    assert "budget: context 3000" in done.stderr
+    assert "runCommand sandbox:" in done.stderr
 
     lines = events(done.stdout)
     assert lines[0]["type"] == "start"

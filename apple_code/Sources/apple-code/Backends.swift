@@ -6,7 +6,7 @@ import Foundation
 /// Picks the backend (contract: `--backend`): `fm` when asked or (for `auto`) available; else the OpenAI one,
 /// for `auto` only when it is configured; otherwise exit 3 with the reasons.
 enum BackendResolver {
-    static let notConfigured = "no OpenAI-compatible server is configured: give --base-url and --model (or set "
+    static let notConfigured = "No OpenAI-compatible server is configured: give --base-url and --model (or set "
         + "APPLE_CODE_BASE_URL / APPLE_CODE_MODEL), for example after scripts/local-model.sh start "
         + "(--base-url http://127.0.0.1:8765/v1) or `ollama serve`"
 
@@ -29,7 +29,7 @@ enum BackendResolver {
             log("Foundation Models not available (\(availability.reason))")
             guard options.openAIConfigured else {
                 throw AgentError(.modelUnavailable,
-                                 "Apple Foundation Models is not available (\(availability.reason)), and \(notConfigured)")
+                                 "Apple Foundation Models is not available: \(availability.reason). \(notConfigured).")
             }
             return try await openAI(options, environment: environment, deadline: deadline, log: log)
         }
@@ -81,7 +81,7 @@ enum BackendResolver {
             if fm.available { return ("fm", fm) }
             guard options.openAIConfigured else {
                 return ("auto", Availability(available: false,
-                                             reason: "Apple Foundation Models: \(fm.reason); and \(notConfigured)"))
+                                             reason: "Apple Foundation Models: \(fm.reason). \(notConfigured)."))
             }
             return ("openai", await openAI.availability())
         }
