@@ -11,18 +11,15 @@ import pytest
 
 from apple_flow.localmodel import LocalModelServer
 from support.apple_code_run import events, run_apple_code
-from support.local_model import free_port, require_local_model
+from support.local_model import running_local_model
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
-    require_local_model()
-    server = LocalModelServer(port=free_port(), state_dir=tmp_path_factory.mktemp("local-model"))
-    server.start(wait_seconds=120)
-    yield server
-    server.stop()
+    with running_local_model(tmp_path_factory.mktemp("local-model")) as server:
+        yield server
 
 
 def test_a_real_tool_call_round_trip_ends_in_an_answer(

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from apple_flow.localmodel import MODEL_ALIAS, LocalModelError, LocalModelServer
-from support.local_model import free_port, require_local_model
+from support.local_model import free_port, require_local_model, running_local_model
 
 pytestmark = pytest.mark.local_model
 
@@ -42,11 +42,8 @@ def chat(url: str, body: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
-    require_local_model()
-    server = LocalModelServer(port=free_port(), state_dir=tmp_path_factory.mktemp("local-model"))
-    server.start(wait_seconds=120)
-    yield server
-    server.stop()
+    with running_local_model(tmp_path_factory.mktemp("local-model")) as server:
+        yield server
 
 
 def test_answers_a_tool_call_for_a_plain_request(server: LocalModelServer) -> None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import socket
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from apple_flow.localmodel import LocalModelServer
 
 
 def require_local_model() -> None:
@@ -25,3 +30,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running_local_model(state_dir: Path) -> Iterator[LocalModelServer]:
+    """The local model server on a free port for a test module (skips when not installed); stopped after."""
+    require_local_model()
+    server = LocalModelServer(port=free_port(), state_dir=state_dir)
+    server.start(wait_seconds=120)
+    try:
+        yield server
+    finally:
+        server.stop()
