@@ -4,6 +4,7 @@ the events, the exit code, and the size of every request the server received."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -51,6 +52,9 @@ def test_list_read_edit_run_answer(apple_code_bin: Path, workspace: Path) -> Non
     # --verbose diagnostics (the budget, each request's size, the tools' sandbox notice) go to stderr only.
     assert "budget: context 3000" in done.stderr
     assert "runCommand sandbox:" in done.stderr
+    # The documented request rule, recomputed here from what the server received, is the figure apple-code used.
+    reported = [int(size) for size in re.findall(r"request \d+: (\d+) of 3000", done.stderr)]
+    assert reported == [request_tokens(body) for body in requests]
 
     lines = events(done.stdout)
     assert lines[0]["type"] == "start"
