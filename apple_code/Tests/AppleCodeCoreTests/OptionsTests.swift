@@ -121,7 +121,7 @@ import Testing
     }
 
     @Test func builtInInstructionsStayShort() {
-        #expect(TokenEstimator.estimate(BuiltInInstructions.text) <= 125)
+        #expect(TokenEstimator.estimate(BuiltInInstructions.text) <= 50)
         #expect(BuiltInInstructions.combined(with: "Be brief.").hasSuffix("\n\nBe brief."))
         #expect(BuiltInInstructions.combined(with: "  ") == BuiltInInstructions.text)
     }
