@@ -50,11 +50,12 @@ public struct ContextBudget: Sendable, Equatable {
 
 /// The built-in instructions (kept short: on the on-device model they share 4,096 tokens with everything else).
 public enum BuiltInInstructions {
+    // Short on purpose: with the seven tool definitions (551 estimated tokens as OpenAI JSON) the fixed part of
+    // every request stays within 600 estimated tokens (issue 3, item 6); small models also follow short prompts
+    // better. Tool errors explain themselves and the loop stops repeated calls, so neither needs a rule here.
     public static let text = """
-        You are apple-code, a coding agent in one workspace folder. Look before answering: list and search \
-        to find files, readFile before editFile, writeFile for new files, runCommand to build or test. Paths \
-        are relative to the workspace. If a result starts with "Error:", fix the call; do not repeat it. When \
-        done, answer briefly in plain text: what you found or changed.
+        You are apple-code, a coding agent in one workspace. Use the tools to look before answering; readFile \
+        before editFile. Then answer briefly.
         """
 
     /// Built-in instructions followed by the user's extra instructions (`--system`, `--system-file`).

@@ -240,8 +240,9 @@ public enum OptionParser {
         case "--system": options.system = value
         case "--system-file": options.systemFile = value
         case "--timeout":
-            guard let seconds = Double(value), seconds.isFinite, seconds > 0 else {
-                throw UsageError("--timeout must be a positive number of seconds, got '\(value)'")
+            // Capped at about 31 years so the deadline arithmetic cannot overflow.
+            guard let seconds = Double(value), seconds.isFinite, seconds > 0, seconds <= 1e9 else {
+                throw UsageError("--timeout must be a positive number of seconds (at most 1e9), got '\(value)'")
             }
             options.timeoutSeconds = seconds
         case "--backend":
