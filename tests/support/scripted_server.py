@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -241,11 +242,19 @@ def serve(script: Path, log: Path) -> None:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     print(f"PORT {server.server_address[1]}", flush=True)
     try:
         server.serve_forever()
     finally:
         stop.set()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A test process that dies without stopping its server (killed, crashed) does not leave it behind."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
 
 
 def main() -> None:
