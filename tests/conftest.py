@@ -1,13 +1,15 @@
-"""Project-wide pytest fixtures: where the built artifacts are."""
+"""Project-wide pytest fixtures: where the built artifacts are, and an empty chat.db with the real schema."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from apple_flow.paths import APPLE_CODE_PACKAGE, PROJECT_ROOT
+from support.chatdb import ChatDbWriter
 
 
 @pytest.fixture(scope="session")
@@ -23,3 +25,11 @@ def apple_code_bin() -> Path:
     if not (path.is_file() and os.access(path, os.X_OK)):
         pytest.fail(f"{path} is missing: run scripts/setup.sh (or `cd apple_code && swift build`) first")
     return path
+
+
+@pytest.fixture
+def chat_db(tmp_path: Path) -> Iterator[ChatDbWriter]:
+    """An empty Messages database with the real schema (tables of macOS 15 and 26)."""
+    writer = ChatDbWriter(tmp_path / "Messages" / "chat.db")
+    yield writer
+    writer.close()

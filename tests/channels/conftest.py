@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from apple_flow.config import Settings, load_settings
-from support.chatdb import ChatDbWriter
 
 # Records argv and stdin of every call, then behaves as FAKE_OSASCRIPT_MODE says:
 #   ok | fail | fail-participant (the participant form fails, the buddy form works) | deny (no Automation
@@ -82,13 +80,6 @@ def fake_osascript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeOsasc
     folder = tmp_path / "bin"
     folder.mkdir()
     return FakeOsascript(folder, monkeypatch)
-
-
-@pytest.fixture
-def chat_db(tmp_path: Path) -> Iterator[ChatDbWriter]:
-    writer = ChatDbWriter(tmp_path / "Messages" / "chat.db")
-    yield writer
-    writer.close()
 
 
 @pytest.fixture

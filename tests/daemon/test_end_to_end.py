@@ -22,13 +22,6 @@ STRANGER = "+15550001111"
 
 
 @pytest.fixture
-def chat_db(tmp_path: Path) -> Iterator[ChatDbWriter]:
-    writer = ChatDbWriter(tmp_path / "Messages" / "chat.db")
-    yield writer
-    writer.close()
-
-
-@pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     folder = tmp_path / "ws"
     folder.mkdir()

@@ -23,11 +23,11 @@ from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProbl
 from apple_flow.channels.imessage.classify import Skipped, classify
 from apple_flow.channels.imessage.probe import probe_messages_automation
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
+from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.handles import normalize_handle
 
 out = Console()
-err = Console(stderr=True)
 
 _SECRET_NAME = re.compile(r"(key|token|secret|password)", re.IGNORECASE)
 _PROBE_TIMEOUT = 30.0
@@ -233,14 +233,6 @@ def _mask_url(url: str) -> str:
 # --- commands -----------------------------------------------------------------------------------------------
 
 
-def _settings_or_exit() -> Settings:
-    try:
-        return load_settings()
-    except SettingsError as exc:
-        err.print(f"[red]{escape(str(exc))}[/red]")
-        raise typer.Exit(2) from exc
-
-
 def register(app: typer.Typer) -> None:
     """Adds this module's commands to ``app``."""
 
@@ -265,12 +257,12 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="One JSON array on stdout, full texts."),
     ) -> None:
         """List the newest messages as the daemon would see them: sender, text, rowid, and why one is skipped."""
-        settings = _settings_or_exit()
+        settings = settings_or_exit()
         path = (db or settings.messages_db_path).expanduser()
         try:
             listing = inbox_rows(path, limit, settings)
         except ChatDBError as exc:
-            err.print(f"[red]{escape(str(exc))}[/red]")
+            print_error(exc)
             raise typer.Exit(1) from exc
         if as_json:
             typer.echo(json.dumps(listing, ensure_ascii=False, indent=2))
@@ -283,7 +275,7 @@ def register(app: typer.Typer) -> None:
         text: str = typer.Argument(..., help="The message."),
     ) -> None:
         """Send one message through the iMessage egress (tests Automation permission and delivery)."""
-        settings = _settings_or_exit()
+        settings = settings_or_exit()
         egress = build_imessage_egress(settings)
         try:
             with err.status(f"Sending to {handle} ..."):
@@ -297,7 +289,7 @@ def register(app: typer.Typer) -> None:
     @app.command("config")
     def show_config(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.")) -> None:
         """Print the effective settings (defaults, .env, APPLE_FLOW_* variables), secrets masked."""
-        values = masked_settings(_settings_or_exit())
+        values = masked_settings(settings_or_exit())
         if as_json:
             typer.echo(json.dumps(values, ensure_ascii=False, indent=2))
             return
