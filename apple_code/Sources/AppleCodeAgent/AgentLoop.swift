@@ -50,7 +50,6 @@ private struct LoopRun {
     var lastCallFollowedToolMessage = false
     var finalRequested = false
     var generatedIDs = 0
-    var condensedNoticeCount = 0
 
     init(loop: AgentLoop, request: AgentRequest, events: any EventSink) {
         self.loop = loop
