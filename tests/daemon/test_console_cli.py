@@ -14,6 +14,8 @@ from typer.testing import CliRunner
 import apple_flow.connectors
 from apple_flow.channels.console import ConsoleIngress, PlainConsoleEgress
 from apple_flow.cli import app
+from apple_flow.cli.daemon import startup_warnings
+from apple_flow.config import load_settings
 from apple_flow.daemon.lock import InstanceLock
 from support.daemon_fakes import FakeConnector
 
@@ -80,3 +82,12 @@ def test_chat_renders_replies_in_a_panel_and_exits_0_at_end_of_input(env: dict[s
     assert "apple-flow" in result.stdout and "echo: hello" in result.stdout
     assert "╭" in result.stdout  # the rich panel
     assert "• task: WORK" in result.stdout  # help as a rendered Markdown list
+
+
+def test_an_imessage_daemon_with_no_allowed_senders_says_it_will_answer_nobody(tmp_path: Path) -> None:
+    settings = load_settings(env_file=None, db_path=tmp_path / "relay.db")
+    (warning,) = startup_warnings(settings, "imessage")
+    assert "APPLE_FLOW_ALLOWED_SENDERS is empty" in warning
+    assert startup_warnings(settings, "console") == []  # the console user needs no allowlist entry
+    allowed = load_settings(env_file=None, allowed_senders="+15551234567")
+    assert startup_warnings(allowed, "imessage") == []

@@ -11,6 +11,7 @@ from enum import StrEnum
 from types import FrameType
 
 import typer
+from rich.markup import escape
 
 from apple_flow.channels.base import Egress, Ingress
 from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
@@ -33,6 +34,16 @@ def resolve_channel(choice: str) -> str:
         return "imessage" if platform.system() == "Darwin" else "console"
     return choice
 
+
+def startup_warnings(settings: Settings, channel: str) -> list[str]:
+    """What a user starting the daemon should know before it goes quiet: set-up that makes it answer nobody."""
+    warnings = []
+    if channel == "imessage" and not settings.allowed_senders:
+        warnings.append(
+            "APPLE_FLOW_ALLOWED_SENDERS is empty, so no message will be answered. Add your own phone number or "
+            "email (comma-separated) to .env, e.g. APPLE_FLOW_ALLOWED_SENDERS=+15551234567, then restart."
+        )
+    return warnings
 
 
 def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, channel_key: str) -> int:
@@ -89,8 +100,9 @@ def register(app: typer.Typer) -> None:
         ),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every step on stderr."),
     ) -> None:
-        """Run the daemon. On the console: one message per input line, replies on stdout; at the end of input
-        it finishes pending turns and exits."""
+        """Run the daemon: read messages, run the agent, reply.
+
+        On the console: one message per input line, replies on stdout; at end of input, finish and exit 0."""
         settings = settings_or_exit()
         chosen = resolve_channel(channel.value if channel is not None else settings.channel)
         _logging(verbose, quiet_default=chosen == "console")
@@ -103,6 +115,8 @@ def register(app: typer.Typer) -> None:
 
             ingress, egress = build_imessage_channel(settings)
             key = "imessage"
+        for warning in startup_warnings(settings, chosen):
+            err.print(f"[yellow]{escape(warning)}[/yellow]")
         raise typer.Exit(_serve(settings, chosen, ingress, egress, key))
 
     @app.command()
