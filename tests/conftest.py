@@ -8,8 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from apple_flow.config import Settings
 from apple_flow.paths import APPLE_CODE_PACKAGE, PROJECT_ROOT
 from support.chatdb import ChatDbWriter
+
+
+@pytest.fixture(autouse=True)
+def _no_developer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite must not depend on the developer's APPLE_FLOW_* / APPLE_CODE_* variables (a shell that sets
+    APPLE_FLOW_AFM_BACKEND=openai, as the README suggests on Linux, would change what every test runs)."""
+    settings = {f"APPLE_FLOW_{field.upper()}" for field in Settings.model_fields}
+    for name in list(os.environ):  # test switches such as APPLE_FLOW_REQUIRE_LOCAL_MODEL stay
+        if name.upper() in settings or name.upper().startswith("APPLE_CODE_"):
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture(scope="session")

@@ -22,12 +22,19 @@ class SettingsError(ValueError):
     """Invalid configuration; the message names the variable and what it accepts."""
 
 
+def _json(text: str, accepted: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc}); accepted: {accepted}") from None
+
+
 def _split_list(value: Any) -> Any:
     """Accept ``a,b,c`` (the natural .env form) as well as a JSON list."""
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("["):
-            return json.loads(text)
+            return _json(text, "a,b,c or a JSON list")
         return [item.strip() for item in text.split(",") if item.strip()]
     return value
 
@@ -73,7 +80,7 @@ class Settings(BaseSettings):
     default_workspace: Path = Path.home()
     allowed_workspaces: Annotated[list[Path], NoDecode] = Field(default_factory=list)
     # alias -> folder, e.g. {"site": "~/code/site"}; `@site fix the tests` runs there.
-    workspace_aliases: dict[str, Path] = Field(default_factory=dict)
+    workspace_aliases: Annotated[dict[str, Path], NoDecode] = Field(default_factory=dict)
 
     # --- Channel and senders -----------------------------------------------------------------------------
     channel: ChannelName = "auto"
@@ -136,6 +143,14 @@ class Settings(BaseSettings):
             return [v.expanduser() if isinstance(v, Path) else v for v in value]
         return value
 
+    @field_validator("workspace_aliases", mode="before")
+    @classmethod
+    def _aliases_json(cls, value: Any) -> Any:
+        # Decoded here rather than by pydantic-settings, whose JSON error names no variable.
+        if isinstance(value, str):
+            return _json(value, 'a JSON object, e.g. {"site": "~/code/site"}')
+        return value
+
     @field_validator("workspace_aliases", mode="after")
     @classmethod
     def _expand_aliases(cls, value: dict[str, Path]) -> dict[str, Path]:
@@ -157,7 +172,9 @@ class Settings(BaseSettings):
 def _describe(error: dict[str, Any]) -> str:
     field = ".".join(str(part) for part in error.get("loc", ())) or "settings"
     variable = f"APPLE_FLOW_{field.split('.')[0].upper()}"
-    message = str(error.get("msg", "invalid value"))
+    message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    if error.get("type") == "bool_parsing":
+        message += "; accepted: true or false"
     got = error.get("input")
     got_text = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
     return f"{variable}: {message}{got_text}"

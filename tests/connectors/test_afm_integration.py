@@ -99,8 +99,10 @@ def test_unreachable_server_says_no_model_is_available(settings_for: Callable[..
     connector = AfmConnector(settings_for(None, afm_base_url=closed_port_url()))
     reply = connector.run_turn("alice", "hi")
     assert reply.startswith("Error: apple-code execution failed (exit code 3). No model available: ")
-    with pytest.raises(ConnectorError, match="no model available"):
+    assert ".." not in reply  # apple-code's reason ends with a full stop; the hint follows as a new sentence
+    with pytest.raises(ConnectorError, match="no model available") as raised:
         connector.ensure_started()
+    assert ".." not in str(raised.value)
 
 
 def test_ensure_started_passes_with_a_server(settings_for: Callable[..., Settings]) -> None:

@@ -35,7 +35,7 @@ def test_environment_and_env_file_are_read(tmp_path: Path, monkeypatch: pytest.M
 @pytest.mark.parametrize(
     ("field", "value", "expected"),
     [
-        ("connector", "gemini", "APPLE_FLOW_CONNECTOR: Value error, unknown connector; accepted: afm, codex-cli, "
+        ("connector", "gemini", "APPLE_FLOW_CONNECTOR: unknown connector; accepted: afm, codex-cli, "
                                 "claude-cli (got 'gemini')"),
         ("afm_backend", "cloud", "APPLE_FLOW_AFM_BACKEND: Input should be 'auto', 'fm' or 'openai' (got 'cloud')"),
         ("afm_max_prompt_chars", "10", "APPLE_FLOW_AFM_MAX_PROMPT_CHARS: Input should be greater than or equal to 200"),
@@ -44,6 +44,13 @@ def test_environment_and_env_file_are_read(tmp_path: Path, monkeypatch: pytest.M
         ("afm_context_tokens", "100", "APPLE_FLOW_AFM_CONTEXT_TOKENS: Input should be greater than or equal to 256"),
         ("afm_plan_tasks", "maybe", "APPLE_FLOW_AFM_PLAN_TASKS: Input should be a valid boolean"),
         ("turn_timeout_seconds", "soon", "APPLE_FLOW_TURN_TIMEOUT_SECONDS: Input should be a valid number"),
+        ("afm_plan_tasks", "maybe", "accepted: true or false"),
+        ("workspace_aliases", "site=~/code/site", "APPLE_FLOW_WORKSPACE_ALIASES: not valid JSON (Expecting value: "
+                                                  'line 1 column 1 (char 0)); accepted: a JSON object, e.g. '
+                                                  '{"site": "~/code/site"}'),
+        ("workspace_aliases", '["a"]', "APPLE_FLOW_WORKSPACE_ALIASES: Input should be a valid dictionary"),
+        ("allowed_senders", '["a",', "APPLE_FLOW_ALLOWED_SENDERS: not valid JSON (Expecting value: line 1 column 6 "
+                                     '(char 5)); accepted: a,b,c or a JSON list'),
     ],
 )
 def test_bad_values_name_the_variable_and_what_it_accepts(
@@ -53,6 +60,7 @@ def test_bad_values_name_the_variable_and_what_it_accepts(
     with pytest.raises(SettingsError) as info:
         load_settings(env_file=None)
     assert expected in str(info.value)
+    assert "Value error" not in str(info.value)
 
 
 def test_every_accepted_connector_builds(tmp_path: Path) -> None:

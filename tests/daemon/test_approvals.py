@@ -199,3 +199,34 @@ def test_an_approved_task_runs_in_the_workspace_its_plan_was_made_in(
     h.finish()
     assert [c.options["cwd"] for c in h.connector.calls] == [str(site), str(site)]
     assert h.connector.calls[1].options["allow_tools"] is True
+
+
+def test_a_bare_deny_denies_the_one_pending_request_and_never_reaches_the_agent(
+    run_daemon: Callable[..., Harness],
+) -> None:
+    h = run_daemon()
+    h.ingress.add(ANA, "deny")
+    h.ingress.add(ANA, "task: fix the parser")
+    rid = request_id(_wait_for_replies(h, ANA, 2)[1])
+    h.ingress.add(ANA, "deny")
+    h.finish()
+    assert h.egress.to(ANA)[0] == "You have no pending approval requests."
+    assert h.egress.to(ANA)[2] == f"Denied {rid}; nothing was changed."
+    assert len(h.connector.calls) == 1  # only the planning turn
+    approval = h.store.approval(rid)
+    assert approval is not None and approval.state == "denied"
+
+
+def test_an_alias_through_a_symlink_that_leaves_the_allowed_workspaces_is_refused(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    link = tmp_path / "ws" / "escape"
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(outside)
+    h = Harness(make_settings(workspace_aliases={"esc": str(link)}), FakeConnector(answer=planner)).start()
+    h.ingress.add(ANA, "@esc task: delete everything")
+    h.finish()
+    assert h.egress.to(ANA) == ["@esc points outside the allowed workspaces; ask the owner to allow it."]
+    assert h.connector.calls == []

@@ -23,6 +23,7 @@ from apple_flow.daemon.commands import FAST, Command, Kind, parse
         ("approve", Command(Kind.APPROVE)),
         ("deny req_1", Command(Kind.DENY, target="req_1")),
         ("deny all", Command(Kind.DENY_ALL)),
+        ("deny", Command(Kind.DENY)),
         ("cancel", Command(Kind.CANCEL)),
         ("idea: a name for the app", Command(Kind.IDEA, "a name for the app")),
         ("PLAN:migrate the db", Command(Kind.PLAN, "migrate the db")),

@@ -100,8 +100,9 @@ def register(app: typer.Typer) -> None:
         ),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every step on stderr."),
     ) -> None:
-        """Run the daemon. On the console: one message per input line, replies on stdout; at the end of input
-        it finishes pending turns and exits."""
+        """Run the daemon: read messages, run the agent, reply.
+
+        On the console: one message per input line, replies on stdout; at end of input, finish and exit 0."""
         settings = settings_or_exit()
         chosen = resolve_channel(channel.value if channel is not None else settings.channel)
         _logging(verbose, quiet_default=chosen == "console")

@@ -96,10 +96,8 @@ class AfmConnector(CliConnector):
             return Outcome(f"{text}\nPartial answer: {partial}" if partial else text, ok=False)
         detail = result.last_stderr_line or stream.result_text
         if code == EXIT_MODEL_UNAVAILABLE:
-            reason = stream.result_text or result.last_stderr_line or "no reason given"
-            return Outcome(
-                self.failure_text(code, f"No model available: {reason}. {MODEL_UNAVAILABLE_HINT}"), ok=False
-            )
+            reason = _sentence(stream.result_text or result.last_stderr_line or "no reason given")
+            return Outcome(self.failure_text(code, f"No model available: {reason} {MODEL_UNAVAILABLE_HINT}"), ok=False)
         if code != 0:
             return Outcome(self.failure_text(code, detail), ok=False)
         if stream.result is None:
@@ -125,14 +123,19 @@ class AfmConnector(CliConnector):
             return
         if result.exit_code == EXIT_MODEL_UNAVAILABLE:
             backend = check.get("backend", self.settings.afm_backend)
-            reason = check.get("reason") or result.last_stderr_line or "no reason given"
+            reason = _sentence(check.get("reason") or result.last_stderr_line or "no reason given")
             raise ConnectorError(
-                f"apple-code: no model available (backend {backend}): {reason}. {MODEL_UNAVAILABLE_HINT}"
+                f"apple-code: no model available (backend {backend}): {reason} {MODEL_UNAVAILABLE_HINT}"
             )
         raise ConnectorError(
             f"'{executable} --check' failed (exit code {result.exit_code}): "
             f"{result.last_stderr_line or result.stdout.strip() or 'no output'}"
         )
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending in exactly one full stop (apple-code's reasons usually end with one, the fake's not)."""
+    return text.rstrip().rstrip(".") + "."
 
 
 def _parse_check(stdout: str) -> dict[str, Any]:

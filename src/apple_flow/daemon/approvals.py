@@ -73,7 +73,7 @@ class Approvals:
         self._store.decide_approval(found.id, "approved", decided_by, extra or None)
         return Decision(self._store.approval(found.id), "")
 
-    def deny(self, sender: str, approval_id: str, decided_by: str) -> Decision:
+    def deny(self, sender: str, approval_id: str | None, decided_by: str) -> Decision:
         found, error = self._find(sender, approval_id, "deny")
         if found is None:
             return Decision(None, error)

@@ -86,8 +86,8 @@ def _parse_plain(text: str) -> Command:
         return Command(Kind.STATUS, target=words[1] if len(words) == 2 else None)
     if lowered == "deny all":
         return Command(Kind.DENY_ALL)
-    if first == "deny" and len(words) == 2:
-        return Command(Kind.DENY, target=words[1])
+    if first == "deny" and len(words) <= 2:  # a bare `deny` denies the one pending request, as `approve` does
+        return Command(Kind.DENY, target=words[1] if len(words) == 2 else None)
     if first == "approve":
         target = words[1] if len(words) > 1 else None
         extra = text.split(None, 2)[2].strip() if len(words) > 2 else ""

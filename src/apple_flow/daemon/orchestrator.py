@@ -156,7 +156,7 @@ class Orchestrator:
         if command.kind is Kind.DENY_ALL:
             return Reply(self._approvals.deny_all(sender, message_key))
         if command.kind is Kind.DENY:
-            return Reply(self._approvals.deny(sender, command.target or "", message_key).message)
+            return Reply(self._approvals.deny(sender, command.target, message_key).message)
         return self._approve(command, sender, message_key)
 
     def _approve(self, command: Command, sender: str, message_key: str) -> Decision:
