@@ -220,6 +220,22 @@ def test_long_answers_keep_every_stream_line_under_16_kib(apple_code_bin: Path) 
     assert whole == long_answer
 
 
+def test_huge_tool_arguments_of_short_values_keep_stream_lines_under_16_kib(apple_code_bin: Path) -> None:
+    """Arguments with no one long string (thousands of numbers or keys) are cut too, and `type` stays intact."""
+    numbers = tool_call("readFile", {"path": "a.txt", "junk": list(range(5000))})
+    keys = tool_call("readFile", {f"k{i}": "v" for i in range(3000)})
+    with ScriptedServer([numbers, keys, answer("done")]) as server:
+        done = run_apple_code(apple_code_bin, *openai_args(server.url), "--output-format", "stream-json",
+                              "--context-tokens", "100000", "x")
+    assert done.returncode == 0, done.stderr
+    lines = events(done.stdout)
+    assert [e["type"] for e in lines] == ["start", "tool_call", "tool_result", "tool_call", "tool_result", "text",
+                                          "result"]
+    calls = [e for e in lines if e["type"] == "tool_call"]
+    assert calls[0]["arguments"]["path"] == "a.txt"
+    assert all("line limit 16 KiB" in json.dumps(call["arguments"]) for call in calls)
+
+
 def run_json_answer(binary: Path, text: str) -> str:
     with ScriptedServer([answer(text)]) as server:
         done = run_apple_code(binary, *openai_args(server.url), "--output-format", "json", "x")

@@ -98,7 +98,13 @@ public enum JSONLines {
         return [fit(event.json, limit: limit)]
     }
 
-    /// Cuts the longest string values of `value` until its compact JSON is under `limit` bytes.
+    /// Strings this short are never cut: the marker would be longer than what it saves, and the event's own
+    /// fields (`type`, `id`, `subtype`) are this short.
+    static let uncutStringBytes = 256
+
+    /// Cuts the longest string values of `value` until its compact JSON is under `limit` bytes. Where no one
+    /// string is long enough (arguments made of many numbers, short strings or keys), the nested array or object
+    /// that frees the most is replaced by a string of its JSON, which is then cut like any other.
     public static func fit(_ value: JSONValue, limit: Int = maxLineBytes) -> String {
         var current = value
         var text = current.jsonText
@@ -106,10 +112,18 @@ public enum JSONLines {
         while text.utf8.count >= limit, rounds < 64 {
             rounds += 1
             let over = text.utf8.count - limit + 1
-            guard let longest = current.longestStringLength, longest > 0 else { break }
-            // Cut the longest string by what is over plus room for the marker; escapes make the JSON longer
-            // than the string, so cut by JSON length, conservatively.
-            current = current.cuttingLongestString(by: over + 120)
+            let longest = current.longestString ?? ""
+            // One cut of the longest string suffices, or there is nothing else to cut.
+            let enough = JSONValue.string(longest).jsonText.utf8.count >= over || !current.hasNestedContainer
+            if longest.utf8.count > uncutStringBytes, enough {
+                // Cut the longest string by what is over plus room for the marker; escapes make the JSON longer
+                // than the string, so cut by JSON length, conservatively.
+                current = current.cuttingLongestString(by: over + 120)
+            } else if let collapsed = current.collapsingContainer(freeing: over) {
+                current = collapsed
+            } else {
+                break
+            }
             text = current.jsonText
         }
         return text
@@ -117,18 +131,61 @@ public enum JSONLines {
 }
 
 extension JSONValue {
-    fileprivate var longestStringLength: Int? {
+    fileprivate var longestString: String? {
         switch self {
-        case .string(let s): s.utf8.count
-        case .array(let items): items.compactMap(\.longestStringLength).max()
-        case .object(let object): object.entries.compactMap(\.value.longestStringLength).max()
+        case .string(let s): s
+        case .array, .object: children.compactMap(\.longestString).max { $0.utf8.count < $1.utf8.count }
         default: nil
         }
     }
 
+    private var isContainer: Bool {
+        switch self {
+        case .array, .object: true
+        default: false
+        }
+    }
+
+    /// The values directly inside an array or object.
+    private var children: [JSONValue] {
+        switch self {
+        case .array(let items): items
+        case .object(let object): object.entries.map(\.value)
+        default: []
+        }
+    }
+
+    fileprivate var hasNestedContainer: Bool { children.contains(where: \.isContainer) }
+
+    /// Replaces one array or object below this value by a string of its JSON text: the deepest one whose JSON
+    /// alone is at least `bytes` long, else the largest. Nil when there is none (this value itself is kept).
+    fileprivate func collapsingContainer(freeing bytes: Int) -> JSONValue? {
+        let sizes = children.enumerated().filter { $0.element.isContainer }
+            .map { (index: $0.offset, size: $0.element.jsonText.utf8.count) }
+        guard let largest = sizes.max(by: { $0.size < $1.size }) else { return nil }
+        let child = children[largest.index]
+        let replacement = child.collapsingDeeper(freeing: bytes) ?? .string(child.jsonText)
+        switch self {
+        case .array(var items):
+            items[largest.index] = replacement
+            return .array(items)
+        case .object(var object):
+            object[object.keys[largest.index]] = replacement
+            return .object(object)
+        default:
+            return nil
+        }
+    }
+
+    /// `collapsingContainer` inside this value when a container inside it frees enough by itself.
+    private func collapsingDeeper(freeing bytes: Int) -> JSONValue? {
+        let enough = children.contains { $0.isContainer && $0.jsonText.utf8.count >= bytes }
+        return enough ? collapsingContainer(freeing: bytes) : nil
+    }
+
     /// Cuts the (first) longest string by at least `bytes` of its JSON text, with a marker saying so.
     fileprivate func cuttingLongestString(by bytes: Int) -> JSONValue {
-        guard let target = longestStringLength else { return self }
+        guard let target = longestString?.utf8.count else { return self }
         var done = false
         return replacingString(ofLength: target, done: &done) { s in
             let escapedLength = JSONValue.string(s).jsonText.utf8.count

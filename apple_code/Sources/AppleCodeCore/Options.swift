@@ -101,22 +101,23 @@ public enum OptionParser {
         130 interrupted.
         """
 
-    /// The `--output-format` named anywhere before `--`, if valid: a usage error elsewhere on the command line
-    /// still gets its `result` event in the requested format.
+    /// The `--output-format` the parser would take (the last valid one before `--`; values of other options are
+    /// skipped as the parser skips them): a usage error elsewhere on the command line still gets its `result`
+    /// event in the requested format.
     public static func requestedFormat(_ arguments: [String]) -> OutputFormat {
+        var format = OutputFormat.text
         var index = 0
-        while index < arguments.count {
+        while index < arguments.count, arguments[index] != "--" {
             let argument = arguments[index]
-            if argument == "--" { break }
-            if argument == "--output-format", index + 1 < arguments.count {
-                return OutputFormat(rawValue: arguments[index + 1]) ?? .text
-            }
-            if argument.hasPrefix("--output-format=") {
-                return OutputFormat(rawValue: String(argument.dropFirst("--output-format=".count))) ?? .text
-            }
             index += 1
+            if argument.hasPrefix("--output-format=") {
+                format = OutputFormat(rawValue: String(argument.dropFirst("--output-format=".count))) ?? format
+            } else if valueOptions.contains(argument), index < arguments.count {
+                if argument == "--output-format" { format = OutputFormat(rawValue: arguments[index]) ?? format }
+                index += 1
+            }
         }
-        return .text
+        return format
     }
 
     /// Parses `arguments` (without the program name).

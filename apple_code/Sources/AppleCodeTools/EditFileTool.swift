@@ -35,7 +35,11 @@ public struct EditFileTool: WorkspaceTool {
             defer { close(fd) }
             bytes = try FileIO.readAll(fd: fd, limit: Self.maxFileBytes)
         }
-        let original = String(decoding: bytes, as: UTF8.self)
+        // The binary sniff saw only the start: a decoding that repaired bytes further on would rewrite them.
+        guard let original = String(validating: bytes, as: UTF8.self) else {
+            throw ToolFailure("\(name) is not valid UTF-8 throughout; the file tools edit UTF-8 text only, so "
+                + "nothing changed")
+        }
         let plan = try Self.replacement(in: original, oldText: oldText, newText: newText, name: name)
         try FileIO.writeFile(Array(plan.text.utf8), to: target.absolute, shown: name)
         let lineNote = plan.firstLine == plan.lastLine ? "line \(plan.firstLine)" :

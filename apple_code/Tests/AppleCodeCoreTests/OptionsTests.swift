@@ -93,6 +93,11 @@ import Testing
         #expect(OptionParser.requestedFormat(["--bogus", "--output-format", "stream-json"]) == .streamJSON)
         #expect(OptionParser.requestedFormat(["--output-format=json"]) == .json)
         #expect(OptionParser.requestedFormat(["--", "--output-format", "json"]) == .text)
+        // As the parser: the last one wins, and another option's value is not an option.
+        #expect(OptionParser.requestedFormat(["--output-format", "text", "--output-format", "stream-json", "--x"])
+            == .streamJSON)
+        #expect(OptionParser.requestedFormat(["--output-format", "json", "--system", "--output-format", "--x"])
+            == .json)
     }
 }
 
@@ -166,6 +171,28 @@ import Testing
         let resultLine = JSONLines.fit(AgentEvent(.result(report)).json)
         #expect(resultLine.utf8.count < JSONLines.maxLineBytes)
         #expect(try JSONValue.parse(resultLine)["result"]?.stringValue?.contains("line limit 16 KiB") == true)
+    }
+
+    /// Huge arguments made of many short values (numbers, short strings, many keys) have no long string to cut:
+    /// the container is cut instead, and the event's own short fields (`type`, `id`) are never touched.
+    @Test func eventsWithoutOneLongStringStillFitAndKeepTheirType() throws {
+        let numbers = JSONValue.array((0..<5000).map { JSONValue.int($0) })
+        var manyKeys = JSONObject()
+        for index in 0..<3000 { manyKeys["k\(index)"] = "v" }
+        let events = [
+            AgentEvent(.toolCall(id: "c1", name: "readFile", arguments: ["path": "a", "junk": numbers])),
+            AgentEvent(.toolCall(id: "c2", name: "readFile", arguments: .object(manyKeys))),
+        ]
+        for event in events {
+            let line = JSONLines.lines(for: event)[0]
+            #expect(line.utf8.count < JSONLines.maxLineBytes)
+            let parsed = try JSONValue.parse(line)
+            #expect(parsed["type"] == "tool_call")
+            #expect(parsed["name"] == "readFile")
+            #expect(line.contains("line limit 16 KiB"))
+        }
+        let first = try JSONValue.parse(JSONLines.lines(for: events[0])[0])
+        #expect(first["arguments"]?["path"] == "a")
     }
 }
 

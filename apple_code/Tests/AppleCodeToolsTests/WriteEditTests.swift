@@ -47,6 +47,18 @@ import Testing
 }
 
 @Suite struct EditFileTests {
+    /// The binary sniff reads only the start of a file; bytes that are not UTF-8 further on must not be
+    /// rewritten as U+FFFD by an edit elsewhere in the file.
+    @Test func invalidUTF8PastTheSniffedStartIsRefusedAndLeftAlone() async throws {
+        let ws = try TempWorkspace()
+        let original = Data(String(repeating: "a", count: 9000).utf8) + Data([0x0A, 0x68, 0xFF, 0x0A]) + Data("end\n".utf8)
+        try original.write(to: URL(fileURLWithPath: ws.path + "/mixed.txt"))
+        let result = await ws.call(EditFileTool(), ["path": "mixed.txt", "oldText": "end", "newText": "END"])
+        #expect(result.text.hasPrefix("Error: editFile: mixed.txt is not valid UTF-8"))
+        #expect(result.filesChanged.isEmpty)
+        #expect(FileManager.default.contents(atPath: ws.path + "/mixed.txt") == original)
+    }
+
     static let source = """
         def greet(name):
             print("Hello, " + name)
