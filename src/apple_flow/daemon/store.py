@@ -52,7 +52,7 @@ MIGRATIONS: tuple[str, ...] = (
         kind TEXT NOT NULL,           -- chat | idea | plan | task | execute
         workspace TEXT NOT NULL,
         request TEXT NOT NULL,
-        state TEXT NOT NULL,          -- running | done | failed | cancelled | interrupted
+        state TEXT NOT NULL,          -- running | done | failed | blocked | cancelled | interrupted
         result TEXT,
         started_at REAL NOT NULL,
         finished_at REAL
