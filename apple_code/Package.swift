@@ -3,6 +3,11 @@
 // No outside dependency: everything here builds with the toolchain alone.
 import PackageDescription
 
+// Targets compiled against the mirror. The define changes their build flags, so that objects compiled before the
+// mirror became resilient are rebuilt (the driver's incremental build does not notice a dependency's resilience
+// change; stale objects crash). It selects no code.
+let mirrorClientSettings: [SwiftSetting] = [.define("FM_MIRROR_RESILIENT", .when(platforms: [.linux]))]
+
 let package = Package(
     name: "apple-code",
     platforms: [.macOS(.v26)],
@@ -19,14 +24,24 @@ let package = Package(
         // Plan-and-execute over fresh context windows (any backend).
         .target(name: "AppleCodePlan", dependencies: ["AppleCodeCore"]),
         // Linux-only mirror of the FoundationModels subset the FM backend uses; never built for macOS.
-        .target(name: "FoundationModelsMirror"),
+        // Resilient and outside the package, as the real framework is: a switch over one of its non-frozen enums
+        // without `@unknown default` is then an error on Linux too (Swift 6 mode), not first on a Mac. (Inside one
+        // package, resilient enums count as frozen.) Its only warning, that Foundation is not resilient, is noise.
+        .target(
+            name: "FoundationModelsMirror",
+            packageAccess: false,
+            swiftSettings: [
+                .unsafeFlags(["-enable-library-evolution", "-suppress-warnings"], .when(platforms: [.linux])),
+            ]
+        ),
         // The only code that talks to FoundationModels (the real framework on macOS, the mirror on Linux).
         .target(
             name: "AppleCodeFM",
             dependencies: [
                 "AppleCodeCore",
                 .target(name: "FoundationModelsMirror", condition: .when(platforms: [.linux])),
-            ]
+            ],
+            swiftSettings: mirrorClientSettings
         ),
         .executableTarget(
             name: "AppleCodeCLI",
@@ -42,14 +57,16 @@ let package = Package(
             dependencies: [
                 "AppleCodePlan", "AppleCodeCore", "AppleCodeFM", "AppleCodeTools",
                 .target(name: "FoundationModelsMirror", condition: .when(platforms: [.linux])),
-            ]
+            ],
+            swiftSettings: mirrorClientSettings
         ),
         .testTarget(
             name: "AppleCodeFMTests",
             dependencies: [
                 "AppleCodeFM", "AppleCodeCore", "AppleCodeTools",
                 .target(name: "FoundationModelsMirror", condition: .when(platforms: [.linux])),
-            ]
+            ],
+            swiftSettings: mirrorClientSettings
         ),
     ]
 )

@@ -33,6 +33,12 @@ enum LoopText {
     static let repeatedCall = "Error: this exact call was made three times in a row; its result is above. "
         + "Do not call it again."
     static let skipped = "Error: not run: a final answer was requested."
+
+    /// After a reply with no answer: the task again (its start, if long), to be answered in words.
+    static func plainAnswerRequest(task: String) -> String {
+        let quoted = TokenEstimator.cut(task, toTokens: 200)
+        return "Please answer my message in plain words, without calling tools:\n" + quoted.text
+    }
 }
 
 private struct LoopRun {
@@ -49,6 +55,7 @@ private struct LoopRun {
     var repeats = 0
     var lastCallFollowedToolMessage = false
     var finalRequested = false
+    var plainAnswerRequested = false
     var generatedIDs = 0
 
     init(loop: AgentLoop, request: AgentRequest, events: any EventSink) {
@@ -94,17 +101,31 @@ private struct LoopRun {
             progress.turns += 1
             request.log("request \(progress.turns): \(chat.estimatedTokens) of \(budget.contextTokens) estimated "
                 + "tokens (tools \(budget.toolTokens), answer reserve \(chat.maxTokens)), \(style.rawValue) results")
-            let reply = try await loop.model.complete(chat)
+            var reply = try await loop.model.complete(chat)
             account(chat, reply)
+            if reply.calls.isEmpty, let written = TextToolCall.parse(reply.text, tools: request.tools.map(\.name)) {
+                request.log("reply \(progress.turns): the model wrote a \(written.name) call as text instead of a "
+                    + "structured tool call; taken as that call")
+                reply = ChatReply(text: "", calls: [written])
+            }
             if !reply.text.isEmpty {
                 events.emit(.text(delta: reply.text))
                 partial += partial.isEmpty ? reply.text : "\n" + reply.text
             }
-            if reply.calls.isEmpty {
+            if !reply.text.isEmpty, reply.calls.isEmpty || finalRequested {
                 return AgentAnswer(text: reply.text, progress: progress)
             }
-            if finalRequested {
-                if !reply.text.isEmpty { return AgentAnswer(text: reply.text, progress: progress) }
+            if reply.calls.isEmpty || finalRequested {
+                // No answer: no text, or only calls once tools are no longer offered. One plain-words request,
+                // when --max-turns leaves room for it (else the run ends as it would have without it).
+                if !plainAnswerRequested, progress.turns < request.maxTurns {
+                    requestPlainAnswer(reply.calls.isEmpty ? "gave an empty answer" : "called a tool instead of answering")
+                    continue
+                }
+                if reply.calls.isEmpty {
+                    request.log("reply \(progress.turns): empty; the run ends without an answer")
+                    return AgentAnswer(text: "", progress: progress)
+                }
                 throw AgentError(.backendError, "the model kept calling tools after it was asked for its final answer")
             }
             let calls = reply.calls.map { call in
@@ -121,6 +142,17 @@ private struct LoopRun {
             }
             if finalRequested { entries.append(.user(LoopText.finalAnswerRequest)) }
         }
+    }
+
+    /// Asks once for a plain-words answer to the task, offering no tools (small models given tools and the
+    /// chatml-function-calling template often stop with nothing to say).
+    private mutating func requestPlainAnswer(_ what: String) {
+        plainAnswerRequested = true
+        finalRequested = true
+        let message = "the model \(what); asking once for a plain-words answer without tools"
+        request.log("reply \(progress.turns): " + message)
+        events.notice(message)
+        entries.append(.user(LoopText.plainAnswerRequest(task: request.prompt)))
     }
 
     private mutating func account(_ chat: ChatRequest, _ reply: ChatReply) {

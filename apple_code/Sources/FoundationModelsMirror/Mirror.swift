@@ -385,7 +385,7 @@ extension Tool {
 // MARK: - Transcript (only what GenerationError.Refusal needs)
 
 public struct Transcript : Sendable {
-    public enum Entry : Sendable, Identifiable, Equatable {
+    public enum Entry : Sendable, Identifiable, Equatable { // cases left out: only carried, never built or switched over
         public var id: String { get { switch self {} } }
     }
 }

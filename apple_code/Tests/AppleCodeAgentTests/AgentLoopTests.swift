@@ -74,9 +74,18 @@ import Testing
     @Test func aModelThatKeepsCallingAfterTheFinalRequestFails() async throws {
         let read = FakeTool("readFile", output: "1: x")
         let c = #"{"path":"a.py"}"#
-        let model = ScriptedModel([call("readFile", c), call("readFile", c), call("readFile", c), call("readFile", c)])
+        // Calls after the final-answer request, and again after the one plain-words request.
+        let model = ScriptedModel([call("readFile", c), call("readFile", c), call("readFile", c), call("readFile", c),
+                                   call("readFile", c), ChatReply(text: "never asked")])
         let loop = AgentLoop(model: model, detectDroppedToolMessages: false)
-        await #expect(throws: AgentError.self) { try await loop.run(request([read]), events: RecordingSink()) }
+        do {
+            _ = try await loop.run(request([read]), events: RecordingSink())
+            Issue.record("expected a backend error")
+        } catch let error as AgentError {
+            #expect(error.outcome == .backendError)
+            #expect(error.message.contains("kept calling tools"))
+            #expect(model.sent.count == 5)
+        }
     }
 
     @Test func maxTurnsStopsWithErrorMaxTurns() async throws {

@@ -20,6 +20,8 @@ import Testing
         ]
         let problems = mirror.mismatches(against: dumps)
         #expect(problems.isEmpty, "mirror declarations not in the dumps:\n\(problems.joined(separator: "\n"))")
+        let missing = mirror.omissions(against: dumps)
+        #expect(missing.isEmpty, "requirements or cases the mirror leaves out:\n\(missing.joined(separator: "\n"))")
         // The scan must really have looked at the mirror's API (a parser that finds nothing passes trivially).
         #expect(mirror.entries.count > 100)
         #expect(mirror.entries.contains { $0.path == "LanguageModelSession.GenerationError" && $0.text.hasPrefix("case refusal") })
@@ -59,15 +61,105 @@ import Testing
         ])
     }
 
-    @Test func theBackendUsesNoMirrorOnlyAPI() throws {
-        let folder = Self.package.appendingPathComponent("Sources/AppleCodeFM")
-        for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) where file.hasSuffix(".swift") {
-            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
-            let uses = text.split(separator: "\n").filter {
-                $0.contains("Mirror") && $0.trimmingCharacters(in: .whitespaces) != "import FoundationModelsMirror"
+    /// Frozenness decides whether a switch needs `@unknown default` (an error in Swift 6 mode when missing), and a
+    /// protocol requirement or enum case the mirror leaves out would let code compile here that fails on a Mac.
+    @Test func frozennessAndLeftOutRequirementsAndCasesAreReported() {
+        let dump = InterfaceScan("""
+            public protocol Tool<Arguments, Output> : Sendable {
+                var name: String { get }
+                var includesSchemaInInstructions: Bool { get }
             }
-            #expect(uses.isEmpty, "\(file) uses mirror-only API: \(uses)")
+            extension SystemLanguageModel {
+                @frozen public enum Availability : Equatable, Sendable {
+                    case available
+                    case unavailable(SystemLanguageModel.Availability.UnavailableReason)
+                }
+            }
+            extension LanguageModelSession {
+                public enum GenerationError : Error, LocalizedError {
+                    case rateLimited(LanguageModelSession.GenerationError.Context)
+                    case concurrentRequests(LanguageModelSession.GenerationError.Context)
+                }
+            }
+            public struct Transcript : Sendable {
+                public enum Entry : Sendable {
+                    case prompt(Transcript.Prompt)
+                }
+            }
+            """, mirror: false)
+        let mirror = InterfaceScan("""
+            public protocol Tool<Arguments, Output> : Sendable {
+                var name: String { get }
+            }
+            extension SystemLanguageModel {
+                public enum Availability : Equatable, Sendable {
+                    case available
+                    case unavailable(SystemLanguageModel.Availability.UnavailableReason)
+                }
+            }
+            extension LanguageModelSession {
+                @frozen public enum GenerationError : Error, LocalizedError {
+                    case rateLimited(LanguageModelSession.GenerationError.Context)
+                }
+            }
+            public struct Transcript : Sendable {
+                public enum Entry : Sendable { // cases left out: only carried, never built or switched over
+                }
+            }
+            """, mirror: true)
+        let dumps = ["26.1": dump]
+        #expect(mirror.mismatches(against: dumps) == [
+            "26.1 SystemLanguageModel.Availability: public enum Availability : Equatable, Sendable",
+            "26.1 LanguageModelSession.GenerationError: @frozen public enum GenerationError : Error, LocalizedError",
+        ])
+        #expect(mirror.omissions(against: dumps) == [
+            "26.1 Tool lacks var includesSchemaInInstructions: Bool { get }",
+            "26.1 LanguageModelSession.GenerationError lacks case concurrentRequests(LanguageModelSession.GenerationError.Context)",
+        ])
+    }
+
+    /// The backend, and every test file compiled on a Mac, uses no mirror-only API (`// mirror-only` declarations
+    /// are named Mirror*, or take a `mirror...:` label) and imports the mirror only where FoundationModels is absent.
+    @Test func codeBuiltOnAMacUsesNoMirrorOnlyAPI() throws {
+        var checked = 0
+        for folder in ["Sources/AppleCodeFM", "Tests/AppleCodeFMTests", "Tests/AppleCodePlanTests"] {
+            let url = Self.package.appendingPathComponent(folder)
+            for file in try FileManager.default.contentsOfDirectory(atPath: url.path).sorted()
+            where file.hasSuffix(".swift") && file != "MirrorDeclarationTests.swift" {
+                let lines = try String(contentsOf: url.appendingPathComponent(file), encoding: .utf8)
+                    .split(separator: "\n", omittingEmptySubsequences: false).map { String($0) }
+                let problems = Self.macOnlyProblems(lines)
+                #expect(problems.isEmpty, "\(folder)/\(file): \(problems)")
+                checked += 1
+            }
         }
+        #expect(checked >= 10)
+    }
+
+    @Test func mirrorUseInCodeBuiltOnAMacIsReported() {
+        let linuxOnly = ["// Linux only", "#if !canImport(FoundationModels)", "import FoundationModelsMirror",
+                         "let model = SystemLanguageModel(mirrorAvailability: .available)", "#endif"]
+        #expect(Self.macOnlyProblems(linuxOnly).isEmpty)
+        let both = ["#if canImport(FoundationModels)", "import FoundationModels", "#else",
+                    "import FoundationModelsMirror", "#endif",
+                    "let model = SystemLanguageModel(mirrorAvailability: .available)"]
+        #expect(Self.macOnlyProblems(both) == ["let model = SystemLanguageModel(mirrorAvailability: .available)"])
+        #expect(Self.macOnlyProblems(["import FoundationModelsMirror"]) == ["import FoundationModelsMirror"])
+    }
+
+    /// Lines of a file that a Mac would compile and that name the mirror. A file whose code is all inside
+    /// `#if !canImport(FoundationModels)` is not compiled there; elsewhere the mirror may only be imported in the
+    /// `#else` of `#if canImport(FoundationModels)`.
+    static func macOnlyProblems(_ lines: [String]) -> [String] {
+        let code = lines.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("//") }
+        if code.first == "#if !canImport(FoundationModels)" { return [] }
+        var problems: [String] = []
+        for (index, line) in code.enumerated() where line.range(of: "mirror", options: .caseInsensitive) != nil {
+            let guarded = line == "import FoundationModelsMirror" && index >= 3 && code[index - 1] == "#else"
+                && code[index - 3] == "#if canImport(FoundationModels)"
+            if !guarded { problems.append(line) }
+        }
+        return problems
     }
 }
 
@@ -97,6 +189,8 @@ struct InterfaceScan {
     private(set) var entries: [Entry] = []
     /// Type path -> every conformance declared on it or on its extensions.
     private(set) var conformances: [String: Set<String>] = [:]
+    /// Mirror enums marked `// cases left out` (carried as values only, never built or switched over).
+    private(set) var partialEnums: Set<String> = []
 
     init(_ text: String, mirror: Bool) {
         var scopes: [Scope] = []
@@ -129,7 +223,7 @@ struct InterfaceScan {
                 || ["@_disfavoredOverload", "@discardableResult"].contains(line) {
                 continue
             }
-            for attribute in ["@frozen ", "@resultBuilder ", "@InstructionsBuilder ", "@PromptBuilder ",
+            for attribute in ["@resultBuilder ", "@InstructionsBuilder ", "@PromptBuilder ",
                               "@_disfavoredOverload "] {
                 line = line.replacingOccurrences(of: attribute, with: "")
             }
@@ -137,6 +231,7 @@ struct InterfaceScan {
             if let type = Self.typeDeclaration(line) {
                 let path = basePath.isEmpty ? type.name : "\(basePath).\(type.name)"
                 let isAPI = line.contains("public ") || (parent?.isProtocol ?? false)
+                if mirror && rawLine.contains("// cases left out") { partialEnums.insert(path) }
                 if isAPI && !mirrorOnly {
                     entries.append(Entry(path: basePath, text: type.header, declaredType: path,
                                          conformances: type.conformances, variants: variants.last ?? []))
@@ -186,6 +281,30 @@ struct InterfaceScan {
                     }
                 } else if !dump.entries.contains(where: { $0.path == entry.path && $0.text == entry.text }) {
                     problems.append("\(variant) \(entry.path): \(entry.text)")
+                }
+            }
+        }
+        return problems
+    }
+
+    /// What the dumps declare that a conformer or a switch depends on and the mirror leaves out: every
+    /// requirement of a protocol the mirror declares, every case of an enum it declares (unless marked partial).
+    /// (Extension members of a protocol are `public`; its requirements never are.)
+    func omissions(against dumps: [String: InterfaceScan]) -> [String] {
+        var problems: [String] = []
+        for type in entries {
+            guard let path = type.declaredType, !type.text.hasPrefix("extension"), !partialEnums.contains(path),
+                  let kind = type.text.range(of: #"\b(protocol|enum) "#, options: .regularExpression).map({ type.text[$0] })
+            else { continue }
+            let isProtocol = kind.hasPrefix("protocol")
+            for variant in type.variants.sorted() {
+                guard let dump = dumps[variant] else { continue }
+                for required in dump.entries where required.path == path && required.declaredType == nil
+                    && (isProtocol ? !required.text.hasPrefix("public ") : required.text.hasPrefix("case ")) {
+                    let present = entries.contains {
+                        $0.path == path && $0.text == required.text && $0.variants.contains(variant)
+                    }
+                    if !present { problems.append("\(variant) \(path) lacks \(required.text)") }
                 }
             }
         }
@@ -258,7 +377,7 @@ struct InterfaceScan {
     }
 
     private static func typeDeclaration(_ line: String) -> (kind: String, name: String, header: String, conformances: [String])? {
-        let pattern = #"^((?:public |final |indirect |open )*)(struct|enum|class|protocol|actor) (\w+)"#
+        let pattern = #"^((?:@frozen |public |final |indirect |open )*)(struct|enum|class|protocol|actor) (\w+)"#
         guard let match = line.range(of: pattern, options: .regularExpression) else { return nil }
         let words = line[match].split(separator: " ")
         guard let name = words.last, let kind = words.dropLast().last else { return nil }

@@ -1,0 +1,52 @@
+import AppleCodeCore
+
+/// Recognises a tool call that a model wrote as its reply text instead of a structured `tool_calls` entry.
+/// Small models do this: llama.cpp's chatml-function-calling format renders earlier calls as
+/// `functions.NAME:` followed by the arguments, and models imitate it; others write the bare OpenAI-style object
+/// `{"name": ..., "arguments": {...}}`. Only a whole reply in one of these shapes, naming one of `tools`, counts;
+/// anything else stays text.
+enum TextToolCall {
+    /// The call the text holds (with an empty id), or nil when the text is an answer.
+    static func parse(_ text: String, tools: [String]) -> ModelToolCall? {
+        let body = unfenced(text.trimmed(of: whitespace))
+        return prefixed(body, tools: tools) ?? bareObject(body, tools: tools)
+    }
+
+    private static let whitespace = " \n\r\t"
+
+    /// The inside of one Markdown code fence around the whole text (any language tag), else the text itself.
+    private static func unfenced(_ text: String) -> String {
+        guard text.hasPrefix("```"), text.hasSuffix("```"), text.count >= 6 else { return text }
+        var inner = text.dropFirst(3).dropLast(3)
+        guard let newline = inner.firstIndex(of: "\n") else { return text }
+        let tag = inner[..<newline]
+        guard tag.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else { return text }
+        inner = inner[inner.index(after: newline)...]
+        return String(inner).trimmed(of: whitespace)
+    }
+
+    /// `functions.NAME:` then nothing or a JSON object (kept as raw text: malformed arguments get the loop's
+    /// usual `Error:` result, as for a structured call).
+    private static func prefixed(_ text: String, tools: [String]) -> ModelToolCall? {
+        let prefix = "functions."
+        guard text.hasPrefix(prefix), let colon = text.firstIndex(of: ":") else { return nil }
+        let name = String(text[text.index(text.startIndex, offsetBy: prefix.count)..<colon])
+        guard tools.contains(name) else { return nil }
+        let arguments = String(text[text.index(after: colon)...]).trimmed(of: whitespace)
+        guard arguments.isEmpty || (arguments.hasPrefix("{") && arguments.hasSuffix("}")) else { return nil }
+        return ModelToolCall(id: "", name: name, argumentsText: arguments)
+    }
+
+    /// `{"name": NAME, "arguments": {...}}` (or `"parameters"`, or arguments as a JSON string), no other keys.
+    private static func bareObject(_ text: String, tools: [String]) -> ModelToolCall? {
+        guard text.hasPrefix("{"), let object = (try? JSONValue.parse(text))?.objectValue,
+              let name = object["name"]?.stringValue, tools.contains(name),
+              Set(object.keys).isSubset(of: ["name", "arguments", "parameters"]) else { return nil }
+        switch object["arguments"] ?? object["parameters"] {
+        case nil, .null?: return ModelToolCall(id: "", name: name, argumentsText: "")
+        case .string(let raw)?: return ModelToolCall(id: "", name: name, argumentsText: raw)
+        case .object(let arguments)?: return ModelToolCall(id: "", name: name, argumentsText: JSONValue.object(arguments).jsonText)
+        default: return nil
+        }
+    }
+}

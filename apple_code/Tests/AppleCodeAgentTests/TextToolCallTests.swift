@@ -1,0 +1,127 @@
+import AppleCodeCore
+import Foundation
+import Testing
+@testable import AppleCodeAgent
+
+@Suite struct TextToolCallTests {
+    let tools = ["readFile", "listDirectory"]
+
+    @Test(arguments: [
+        ("functions.listDirectory:\n{ }", "listDirectory", "{ }"),
+        ("  functions.readFile: {\"path\": \"a.py\"}\n", "readFile", #"{"path": "a.py"}"#),
+        ("functions.listDirectory:", "listDirectory", ""),
+        ("```\nfunctions.readFile:\n{\"path\":\"b\"}\n```", "readFile", #"{"path":"b"}"#),
+        ("```json\n{\"name\": \"readFile\", \"arguments\": {\"path\": \"a.py\"}}\n```", "readFile", #"{"path":"a.py"}"#),
+        (#"{"name": "listDirectory", "arguments": {}}"#, "listDirectory", "{}"),
+        (#"{"name": "readFile", "parameters": {"path": "x"}}"#, "readFile", #"{"path":"x"}"#),
+        (#"{"name": "readFile", "arguments": "{\"path\": \"x\"}"}"#, "readFile", #"{"path": "x"}"#),
+        (#"{"name": "listDirectory"}"#, "listDirectory", ""),
+        ("functions.readFile: {\"path\": ", "", ""),  // not a whole object: text
+    ])
+    func recognisesWholeRepliesThatAreACall(text: String, name: String, arguments: String) {
+        let call = TextToolCall.parse(text, tools: tools)
+        if name.isEmpty {
+            #expect(call == nil)
+        } else {
+            #expect(call == ModelToolCall(id: "", name: name, argumentsText: arguments))
+        }
+    }
+
+    @Test(arguments: [
+        "I am a helpful assistant.",
+        "functions.deleteAll: {}",  // not an offered tool
+        "Sure! functions.listDirectory: {}",  // prose around it: an answer that mentions a call
+        "functions.listDirectory: {} and then more",
+        #"{"name": "nobody", "arguments": {}}"#,
+        #"{"name": "readFile", "arguments": {}, "note": "x"}"#,  // other keys: data, not a call
+        #"{"name": "readFile", "arguments": [1]}"#,
+        "```\nplain code\n```",
+        "",
+    ])
+    func leavesEverythingElseAsText(text: String) {
+        #expect(TextToolCall.parse(text, tools: tools) == nil)
+    }
+}
+
+@Suite struct AnswerRecoveryTests {
+    @Test func aCallWrittenAsTextRunsAsThatCall() async throws {
+        let list = FakeTool("listDirectory", output: "a.py (file)")
+        let model = ScriptedModel([ChatReply(text: "functions.listDirectory:\n{\"path\": \".\"}"), ChatReply(text: "a.py")])
+        let sink = RecordingSink()
+        let log = LogLines()
+        var req = request([list])
+        req.log = { log.append($0) }
+        let answer = try await AgentLoop(model: model).run(req, events: sink)
+        #expect(answer.text == "a.py")
+        #expect(list.maxTokensSeen.count == 1)
+        #expect(sink.events.contains { $0.kind == .toolCall(id: "c1", name: "listDirectory", arguments: ["path": "."]) })
+        #expect(!sink.events.contains { if case .text(let d) = $0.kind { d.contains("functions.") } else { false } })
+        // Sent back as a structured call with its generated id, followed by its result.
+        let messages = model.sent[1].messagesJSON.arrayValue ?? []
+        #expect(messages[2]["tool_calls"]?.arrayValue?.first?["id"] == "c1")
+        #expect(messages[2]["content"] == "")
+        #expect(messages[3]["tool_call_id"] == "c1")
+        #expect(log.lines.contains { $0.contains("wrote a listDirectory call as text") })
+    }
+
+    @Test func anEmptyAnswerGetsOnePlainWordsRequestWithoutTools() async throws {
+        let read = FakeTool("readFile", output: "1: x")
+        let model = ScriptedModel([ChatReply(text: ""), ChatReply(text: "I am a coding assistant.")])
+        let sink = RecordingSink()
+        let answer = try await AgentLoop(model: model).run(request([read], prompt: "hi, who are you?"), events: sink)
+        #expect(answer.text == "I am a coding assistant.")
+        #expect(answer.progress.turns == 2)
+        #expect(model.sent.count == 2)
+        #expect(model.sent[0].tools.count == 1)
+        #expect(model.sent[1].tools.isEmpty)
+        let last = model.sent[1].messagesJSON.arrayValue?.last
+        #expect(last?["role"] == "user")
+        #expect(last?["content"]?.stringValue == LoopText.plainAnswerRequest(task: "hi, who are you?"))
+        #expect(last?["content"]?.stringValue?.hasSuffix("hi, who are you?") == true)
+        #expect(sink.notices.contains { $0.contains("gave an empty answer") })
+    }
+
+    @Test func emptyTwiceEndsWithAnEmptyAnswerAfterOneFollowUp() async throws {
+        let model = ScriptedModel([ChatReply(text: ""), ChatReply(text: ""), ChatReply(text: "never asked")])
+        let answer = try await AgentLoop(model: model).run(request([FakeTool("readFile", output: "")]),
+                                                           events: RecordingSink())
+        #expect(answer.text == "")
+        #expect(answer.progress.turns == 2)
+        #expect(model.sent.count == 2)
+    }
+
+    @Test func noFollowUpWhenMaxTurnsLeavesNoRoom() async throws {
+        let model = ScriptedModel([ChatReply(text: ""), ChatReply(text: "never asked")])
+        let answer = try await AgentLoop(model: model).run(request([FakeTool("readFile", output: "")], maxTurns: 1),
+                                                           events: RecordingSink())
+        #expect(answer.text == "")
+        #expect(model.sent.count == 1)
+    }
+
+    @Test func aCallAsTextAfterTheFinalRequestGetsThePlainWordsRequest() async throws {
+        // The demo's "list the files" run: repeats, the final-answer request, then the call again as text.
+        let list = FakeTool("listDirectory", output: "a.py (file)")
+        let same = "{}"
+        let model = ScriptedModel([
+            call("listDirectory", same), call("listDirectory", same), call("listDirectory", same),
+            ChatReply(text: "functions.listDirectory:\n{ }"),
+            ChatReply(text: "The folder has a.py."),
+        ])
+        let sink = RecordingSink()
+        let loop = AgentLoop(model: model, detectDroppedToolMessages: false)
+        let answer = try await loop.run(request([list], prompt: "list the files"), events: sink)
+        #expect(answer.text == "The folder has a.py.")
+        #expect(answer.progress.turns == 5)
+        #expect(model.sent[4].tools.isEmpty)
+        #expect(model.sent[4].messagesJSON.arrayValue?.last?["content"]?.stringValue?.hasSuffix("list the files") == true)
+        #expect(sink.notices.contains { $0.contains("called a tool instead of answering") })
+        #expect(!sink.events.contains { if case .text(let d) = $0.kind { d.contains("functions.") } else { false } })
+    }
+}
+
+final class LogLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [String] = []
+    func append(_ line: String) { lock.withLock { stored.append(line) } }
+    var lines: [String] { lock.withLock { stored } }
+}

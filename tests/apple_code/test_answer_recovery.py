@@ -1,0 +1,110 @@
+"""The real apple-code against the scripted OpenAI-compatible server: replies that are not usable answers as they
+stand (a tool call written as text, an empty answer) are recovered, as small local models need."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from support.apple_code_run import events, request_tokens, run_apple_code
+from support.scripted_server import ScriptedServer, answer, tool_call
+
+
+def openai_args(url: str, workspace: Path, *extra: str) -> list[str]:
+    return ["--backend", "openai", "--base-url", url, "--model", "scripted", "--cwd", str(workspace),
+            "--output-format", "stream-json", "--verbose", *extra]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "greet.py").write_text("print('hi')\n")
+    return folder
+
+
+@pytest.mark.parametrize("written", [
+    "functions.listDirectory:\n{ }\n",  # llama.cpp's chatml-function-calling format
+    '```json\n{"name": "listDirectory", "arguments": {"path": "."}}\n```',
+])
+def test_a_tool_call_written_as_text_is_run(apple_code_bin: Path, workspace: Path, written: str) -> None:
+    with ScriptedServer([answer(written), answer("There is greet.py.")]) as server:
+        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace), "list the files in this folder")
+        requests = server.requests()
+    assert done.returncode == 0, done.stderr
+    lines = events(done.stdout)
+    assert lines[-1]["result"] == "There is greet.py."
+    assert not [e for e in lines if e["type"] == "text" and "listDirectory" in e["delta"]]
+    calls = [e for e in lines if e["type"] == "tool_call"]
+    results = [e for e in lines if e["type"] == "tool_result"]
+    assert [(c["id"], c["name"]) for c in calls] == [("c1", "listDirectory")]
+    assert results[0]["ok"] and results[0]["id"] == "c1"
+    assert "wrote a listDirectory call as text" in done.stderr
+    # The second request carries it as a structured call and its result, which lists the real file.
+    assistant, tool = requests[1]["messages"][-2:]
+    sent_call = assistant["tool_calls"][0]
+    assert sent_call["id"] == "c1" and sent_call["function"]["name"] == "listDirectory"
+    assert tool["tool_call_id"] == "c1" and "greet.py" in tool["content"]
+
+
+def test_text_naming_no_offered_tool_stays_the_answer(apple_code_bin: Path, workspace: Path) -> None:
+    text = "functions.formatDisk:\n{}"
+    with ScriptedServer([answer(text)]) as server:
+        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace, "--read-only"), "go")
+        requests = server.requests()
+    assert done.returncode == 0
+    assert events(done.stdout)[-1]["result"] == text
+    assert len(requests) == 1
+
+
+def test_an_empty_answer_gets_one_plain_words_request(apple_code_bin: Path, workspace: Path) -> None:
+    with ScriptedServer([answer(""), answer("I am apple-code, a coding agent.")]) as server:
+        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace), "hi, who are you?")
+        requests = server.requests()
+    assert done.returncode == 0, done.stderr
+    lines = events(done.stdout)
+    assert lines[-1]["result"] == "I am apple-code, a coding agent."
+    assert lines[-1]["num_turns"] == 2
+    assert any(e["type"] == "notice" and "empty answer" in e["message"] for e in lines)
+    assert "tools" in requests[0] and "tools" not in requests[1] and "tool_choice" not in requests[1]
+    last = requests[1]["messages"][-1]
+    assert last["role"] == "user" and last["content"].endswith("hi, who are you?")
+    # The follow-up is a request like any other: counted, and within the budget.
+    reported = [int(size) for size in re.findall(r"request \d+: (\d+) of 4096", done.stderr)]
+    assert reported == [request_tokens(body) for body in requests]
+
+
+def test_empty_twice_ends_with_an_empty_success(apple_code_bin: Path, workspace: Path) -> None:
+    with ScriptedServer([answer(""), answer(""), answer("never asked")]) as server:
+        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace), "hi")
+        requests = server.requests()
+    assert done.returncode == 0
+    result = events(done.stdout)[-1]
+    assert (result["subtype"], result["result"], result["num_turns"]) == ("success", "", 2)
+    assert len(requests) == 2
+
+
+def test_max_turns_bounds_the_follow_up(apple_code_bin: Path, workspace: Path) -> None:
+    with ScriptedServer([answer(""), answer("never asked")]) as server:
+        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace, "--max-turns", "1"), "hi")
+        requests = server.requests()
+    assert done.returncode == 0
+    assert events(done.stdout)[-1]["result"] == ""
+    assert len(requests) == 1
+
+
+def test_a_call_as_text_after_the_final_answer_request(apple_code_bin: Path, workspace: Path) -> None:
+    # The demo's failure: the same call three times, the final-answer request, then the call again as text.
+    script = [tool_call("listDirectory", {}), tool_call("listDirectory", {}), tool_call("listDirectory", {}),
+              answer("functions.listDirectory:\n{ }"), answer("The folder holds greet.py.")]
+    with ScriptedServer(script) as server:
+        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace), "list the files in this folder")
+        requests = server.requests()
+    assert done.returncode == 0, done.stderr
+    lines = events(done.stdout)
+    assert lines[-1]["result"] == "The folder holds greet.py."
+    assert lines[-1]["num_turns"] == 5
+    assert "tools" not in requests[3] and "tools" not in requests[4]
+    assert requests[4]["messages"][-1]["content"].endswith("list the files in this folder")
