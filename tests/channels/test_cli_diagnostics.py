@@ -82,7 +82,7 @@ def test_doctor_on_linux_reports_macos_checks_as_not_applicable(
     assert "n/a" in lines["Full Disk Access"] and "n/a" in lines["Messages automation"]
     assert "ok" in lines["new-message pickup"] and "file events" in lines["new-message pickup"]
     assert "ok" in lines["allowed senders"] and "+15551234567" in lines["allowed senders"]
-    assert "FAIL" in lines["agent (afm)"] and "no-apple-code" in result.stdout
+    assert "FAIL" in lines["agent (afm)"] and "no-apple-code" in result.stdout and "setup.sh" in result.stdout
     assert result.exit_code == 1  # the missing agent binary
     assert "1 check(s) failed: agent (afm)" in result.output
 
@@ -164,3 +164,4 @@ def test_doctor_runs_the_real_apple_code_check_against_a_server(
     down = cli("doctor", "--db", str(inbox_db.path))
     assert down.exit_code == 1
     assert "no model available" in down.stdout and "cannot connect" in down.stdout
+    assert "setup.sh" not in down.stdout  # the binary is there: building it again is no fix

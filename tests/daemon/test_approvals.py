@@ -230,3 +230,21 @@ def test_an_alias_through_a_symlink_that_leaves_the_allowed_workspaces_is_refuse
     h.finish()
     assert h.egress.to(ANA) == ["@esc points outside the allowed workspaces; ask the owner to allow it."]
     assert h.connector.calls == []
+
+
+def test_a_blocked_plan_asks_the_user_and_creates_no_approval_request(
+    make_settings: Callable[..., Settings],
+) -> None:
+    def blocked(prompt: str, options: TurnOptions) -> str:
+        return "BLOCKER: which parser do you mean, the CSV or the JSON one?"
+
+    h = Harness(make_settings(), FakeConnector(answer=blocked)).start()
+    h.ingress.add(ANA, "task: fix the parser")
+    reply = _wait_for_replies(h, ANA, 1)[0]
+    h.ingress.add(ANA, "approve")
+    h.finish()
+    assert reply == "BLOCKER: which parser do you mean, the CSV or the JSON one?"
+    assert "approve" not in reply
+    assert h.store.pending_approvals(ANA) == []
+    assert h.egress.to(ANA)[1] == "You have no pending approval requests."
+    assert h.store.runs_of(ANA)[-1].state == "blocked"

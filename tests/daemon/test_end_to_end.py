@@ -278,3 +278,27 @@ def test_an_approved_task_runs_plan_and_execute_by_default(
     assert "Created hello.txt." in done and "Created bye.txt." in done and "Both files exist." in done
     assert (workspace / "hello.txt").read_text() == "hello\n"
     assert (workspace / "bye.txt").read_text() == "bye\n"
+
+
+def test_the_echo_of_a_reply_sent_before_a_kill_9_is_not_taken_for_a_request(
+    daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    # A person texting themselves (the usual smoke test) gets each reply back as an incoming row from their own
+    # handle. If the daemon dies between sending and that row landing, the restart must still know it as an echo.
+    with ScriptedServer([answer("the only answer"), answer("an answer to its own reply")]) as server:
+        daemon.start(served(server))
+        chat_db.message("hi", sender=ANA)
+        wait_for(lambda: message_states(daemon) == {1: "sent"}, 20, "the reply")
+        daemon.kill9()
+        chat_db.message("the only answer", sender=ANA)  # the echo, written by Messages while the daemon was down
+        chat_db.message("thanks", sender=STRANGER)  # a later row: once the cursor passed it, the echo was read
+        daemon.start(served(server))
+        wait_for(lambda: cursor(daemon) == 3, 20, "the cursor to pass the echo")
+        assert len(server.requests()) == 1
+    assert final_replies(daemon, ANA) == ["the only answer"]
+
+
+def cursor(daemon: DaemonProcess) -> int | None:
+    with sqlite3.connect(daemon.db_path) as db:
+        row = db.execute("SELECT last_rowid FROM cursor WHERE channel = 'imessage'").fetchone()
+    return int(row[0]) if row else None

@@ -103,7 +103,18 @@ def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> No
     db.commit()
     db.close()
     store = Store(path)
-    assert store.schema_version == SCHEMA_VERSION == 2
+    assert store.schema_version == SCHEMA_VERSION == 3
     assert store.cursor("imessage") == 7
     store.set_meta("child_token", "abc")
     assert store.meta("child_token") == "abc" and store.meta("other") is None
+
+
+def test_sent_texts_are_kept_for_the_echo_window_only(tmp_path: Path) -> None:
+    now = [1000.0]
+    store = Store(tmp_path / "relay.db", clock=lambda: now[0])
+    store.record_sent("imessage", "+15551234567", "old reply")
+    now[0] = 1500.0
+    store.record_sent("imessage", "+15551234567", "new reply")
+    store.record_sent("console:1", "console", "elsewhere")
+    assert store.sent_since("imessage", 1200.0) == [("+15551234567", "new reply")]
+    assert store.sent_since("imessage", 0.0) == [("+15551234567", "new reply")]  # the old one is gone

@@ -117,7 +117,13 @@ def check_agent(settings: Settings) -> Check:
         connector = build_connector(settings)
         connector.ensure_started()
     except (ConnectorError, SettingsError) as exc:
-        return Check(name, Status.FAIL, str(exc), "see above; scripts/setup.sh builds apple-code")
+        missing = "not found" in str(exc)
+        fix = (
+            "run scripts/setup.sh (it builds apple-code), or set the command's path in .env"
+            if missing
+            else "do what the detail says, then run `apple-flow doctor` again"
+        )
+        return Check(name, Status.FAIL, str(exc), fix)
     resolve = getattr(connector, "resolve_command", None)
     where = resolve() if callable(resolve) else None
     how = "--check passed" if settings.connector == "afm" else "ready"

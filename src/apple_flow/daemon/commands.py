@@ -40,7 +40,7 @@ HELP_TEXT = """Commands:
 - idea: TOPIC — brainstorm (no changes)
 - plan: GOAL — a plan (no changes)
 - task: WORK — a plan first; you approve, then it runs with tools
-- approve ID [notes] / deny ID / deny all
+- approve ID [notes] / deny ID / deny all (ID may be left out when one request is pending)
 - status [ID] — what is running, pending approvals
 - cancel — stop your running request
 - clear context (or new chat, reset context) — forget the conversation

@@ -16,6 +16,11 @@ def is_failure(result: str) -> bool:
     return not text or text.startswith("Error:") or text == "No response generated."
 
 
+def is_blocker(result: str) -> bool:
+    """The agent stopped because it needs the user (the ``BLOCKER:`` convention): not an answer, not a plan."""
+    return result.lstrip().upper().startswith("BLOCKER:")
+
+
 def explain(result: str) -> str:
     """The reply for a connector result that ``is_failure``."""
     text = result.strip()

@@ -196,6 +196,9 @@ class Orchestrator:
         if failures.is_failure(result):
             reply = failures.explain(result)
             return TurnResult(reply, lambda: self._store.finish_run(run_id, "failed", result))
+        if failures.is_blocker(result):  # passed on as is: no approval for a plan that is a question
+            blocker = result.strip()
+            return TurnResult(blocker, lambda: self._store.finish_run(run_id, "blocked", result))
         if turn.kind is Kind.TASK:
             return self._announce_plan(turn, run_id, result)
         reply = result.strip()

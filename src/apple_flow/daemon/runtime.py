@@ -106,6 +106,7 @@ class Daemon:
             start = self._first_start()
         tracker = CursorTracker(start, lambda position: self._store.set_cursor(self._channel, position))
         self._tracker = tracker
+        self._remember_recent_sends()
         if hasattr(self._ingress, "on_skip"):
             # Rows the ingress skips (its own echoes, reactions) must be passed too, or a restart would re-read
             # them once the in-memory echo record is gone.
@@ -154,6 +155,16 @@ class Daemon:
         self._catchup = (latest, time.time() - self._settings.startup_catchup_window_seconds)
         self._store.set_cursor(self._channel, start)
         return start
+
+    def _remember_recent_sends(self) -> None:
+        """Hands the egress what the previous run sent within the echo window: their echoes may still be on the
+        way (a person texting themselves), and the egress's own record of them died with that run."""
+        recent = self._store.sent_since(self._channel, time.time() - self._settings.echo_window_seconds)
+        remember: Callable[[str, str], None] | None = getattr(self._egress, "remember", None)
+        if remember is None:  # a channel without echoes (the console)
+            return
+        for recipient, text in recent:
+            remember(recipient, text)
 
     def _read(self, after: int) -> None:
         try:
@@ -253,6 +264,7 @@ class Daemon:
             self._deliver(message, reply)
 
     def _deliver(self, message: InboundMessage, reply: str) -> None:
+        self._store.record_sent(self._channel, message.sender, reply)
         try:
             with self._send_lock:
                 self._egress.send(message.sender, reply)
@@ -271,6 +283,7 @@ class Daemon:
         send: Callable[[str, str], None] = getattr(self._egress, "send_progress", self._egress.send)
         try:
             with self._send_lock:
+                self._store.record_sent(self._channel, sender, text)
                 send(sender, text)
         except Exception as exc:
             log.warning("could not send progress to %s: %s", sender, exc)

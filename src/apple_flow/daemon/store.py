@@ -52,7 +52,7 @@ MIGRATIONS: tuple[str, ...] = (
         kind TEXT NOT NULL,           -- chat | idea | plan | task | execute
         workspace TEXT NOT NULL,
         request TEXT NOT NULL,
-        state TEXT NOT NULL,          -- running | done | failed | cancelled | interrupted
+        state TEXT NOT NULL,          -- running | done | failed | blocked | cancelled | interrupted
         result TEXT,
         started_at REAL NOT NULL,
         finished_at REAL
@@ -86,6 +86,18 @@ MIGRATIONS: tuple[str, ...] = (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
     );
+    """,
+    # 3: what the daemon sent lately (replies and progress), so that after a restart the echoes of its own texts
+    # that are still to arrive (a person texting themselves) are recognised.
+    """
+    CREATE TABLE sent (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        channel TEXT NOT NULL,
+        recipient TEXT NOT NULL,
+        text TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX sent_by_time ON sent (channel, at);
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -290,6 +302,21 @@ class Store:
         if state is None:
             return int(self._rows("SELECT COUNT(*) FROM messages")[0][0])
         return int(self._rows("SELECT COUNT(*) FROM messages WHERE state = ?", (state,))[0][0])
+
+    # ------------------------------------------------------------------------------------------- sent texts
+
+    def record_sent(self, channel: str, recipient: str, text: str) -> None:
+        self._write(
+            "INSERT INTO sent (channel, recipient, text, at) VALUES (?, ?, ?, ?)",
+            (channel, recipient, text, self._clock()),
+        )
+
+    def sent_since(self, channel: str, since: float) -> list[tuple[str, str]]:
+        """(recipient, text) of what was sent on ``channel`` at or after ``since``, oldest first; older entries
+        are deleted (they can no longer come back as echoes)."""
+        self._write("DELETE FROM sent WHERE channel = ? AND at < ?", (channel, since))
+        rows = self._rows("SELECT recipient, text FROM sent WHERE channel = ? ORDER BY id", (channel,))
+        return [(str(row[0]), str(row[1])) for row in rows]
 
     # ------------------------------------------------------------------------------------------- history
 

@@ -76,6 +76,15 @@ class IMessageEgress:
         with self._lock:
             self._send_parts(handle, parts)
 
+    def remember(self, recipient: str, text: str) -> None:
+        """Records ``text`` as sent to ``recipient`` without sending it: a text sent before a restart, whose echo
+        may still arrive from chat.db."""
+        if self._sent is None:
+            return
+        handle = normalize_handle(recipient, self._region)
+        for part in split_reply(text, self._chunk_chars):
+            self._sent.record(handle, part)
+
     def _send_parts(self, handle: str, parts: list[str]) -> None:
         for index, part in enumerate(parts, start=1):
             if self._sent is not None:
