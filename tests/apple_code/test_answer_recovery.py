@@ -4,17 +4,28 @@ stand (a tool call written as text, an empty answer) are recovered, as small loc
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from support.apple_code_run import events, request_tokens, run_apple_code
-from support.scripted_server import ScriptedServer, answer, tool_call
+from support.scripted_server import ScriptedServer, Step, answer, tool_call
 
 
 def openai_args(url: str, workspace: Path, *extra: str) -> list[str]:
     return ["--backend", "openai", "--base-url", url, "--model", "scripted", "--cwd", str(workspace),
             "--output-format", "stream-json", "--verbose", *extra]
+
+
+def run_script(
+    binary: Path, workspace: Path, steps: list[Step], prompt: str, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """One apple-code run against a scripted server: the finished process and the requests the server received."""
+    with ScriptedServer(steps) as server:
+        done = run_apple_code(binary, *openai_args(server.url, workspace, *extra), prompt)
+        return done, server.requests()
 
 
 @pytest.fixture
@@ -30,9 +41,8 @@ def workspace(tmp_path: Path) -> Path:
     '```json\n{"name": "listDirectory", "arguments": {"path": "."}}\n```',
 ])
 def test_a_tool_call_written_as_text_is_run(apple_code_bin: Path, workspace: Path, written: str) -> None:
-    with ScriptedServer([answer(written), answer("There is greet.py.")]) as server:
-        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace), "list the files in this folder")
-        requests = server.requests()
+    steps = [answer(written), answer("There is greet.py.")]
+    done, requests = run_script(apple_code_bin, workspace, steps, "list the files in this folder")
     assert done.returncode == 0, done.stderr
     lines = events(done.stdout)
     assert lines[-1]["result"] == "There is greet.py."
@@ -51,18 +61,16 @@ def test_a_tool_call_written_as_text_is_run(apple_code_bin: Path, workspace: Pat
 
 def test_text_naming_no_offered_tool_stays_the_answer(apple_code_bin: Path, workspace: Path) -> None:
     text = "functions.formatDisk:\n{}"
-    with ScriptedServer([answer(text)]) as server:
-        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace, "--read-only"), "go")
-        requests = server.requests()
+    done, requests = run_script(apple_code_bin, workspace, [answer(text)], "go", "--read-only")
     assert done.returncode == 0
     assert events(done.stdout)[-1]["result"] == text
     assert len(requests) == 1
 
 
 def test_an_empty_answer_gets_one_plain_words_request(apple_code_bin: Path, workspace: Path) -> None:
-    with ScriptedServer([answer(""), answer("I am apple-code, a coding agent.")]) as server:
-        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace), "hi, who are you?")
-        requests = server.requests()
+    done, requests = run_script(
+        apple_code_bin, workspace, [answer(""), answer("I am apple-code, a coding agent.")], "hi, who are you?"
+    )
     assert done.returncode == 0, done.stderr
     lines = events(done.stdout)
     assert lines[-1]["result"] == "I am apple-code, a coding agent."
@@ -77,9 +85,7 @@ def test_an_empty_answer_gets_one_plain_words_request(apple_code_bin: Path, work
 
 
 def test_empty_twice_ends_with_an_empty_success(apple_code_bin: Path, workspace: Path) -> None:
-    with ScriptedServer([answer(""), answer(""), answer("never asked")]) as server:
-        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace), "hi")
-        requests = server.requests()
+    done, requests = run_script(apple_code_bin, workspace, [answer(""), answer(""), answer("never asked")], "hi")
     assert done.returncode == 0
     result = events(done.stdout)[-1]
     assert (result["subtype"], result["result"], result["num_turns"]) == ("success", "", 2)
@@ -87,9 +93,9 @@ def test_empty_twice_ends_with_an_empty_success(apple_code_bin: Path, workspace:
 
 
 def test_max_turns_bounds_the_follow_up(apple_code_bin: Path, workspace: Path) -> None:
-    with ScriptedServer([answer(""), answer("never asked")]) as server:
-        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace, "--max-turns", "1"), "hi")
-        requests = server.requests()
+    done, requests = run_script(
+        apple_code_bin, workspace, [answer(""), answer("never asked")], "hi", "--max-turns", "1"
+    )
     assert done.returncode == 0
     assert events(done.stdout)[-1]["result"] == ""
     assert len(requests) == 1
@@ -99,9 +105,7 @@ def test_a_call_as_text_after_the_final_answer_request(apple_code_bin: Path, wor
     # The demo's failure: the same call three times, the final-answer request, then the call again as text.
     script = [tool_call("listDirectory", {}), tool_call("listDirectory", {}), tool_call("listDirectory", {}),
               answer("functions.listDirectory:\n{ }"), answer("The folder holds greet.py.")]
-    with ScriptedServer(script) as server:
-        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace), "list the files in this folder")
-        requests = server.requests()
+    done, requests = run_script(apple_code_bin, workspace, script, "list the files in this folder")
     assert done.returncode == 0, done.stderr
     lines = events(done.stdout)
     assert lines[-1]["result"] == "The folder holds greet.py."

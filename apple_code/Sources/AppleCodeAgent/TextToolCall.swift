@@ -25,11 +25,11 @@ enum TextToolCall {
         return String(inner).trimmed(of: whitespace)
     }
 
-    /// `functions.NAME:` then nothing or a JSON object (kept as raw text: malformed arguments get the loop's
-    /// usual `Error:` result, as for a structured call).
+    /// `functions.NAME:` (any case: models capitalise the reply's first word) then nothing or a JSON object
+    /// (kept as raw text: malformed arguments get the loop's usual `Error:` result, as for a structured call).
     private static func prefixed(_ text: String, tools: [String]) -> ModelToolCall? {
         let prefix = "functions."
-        guard text.hasPrefix(prefix), let colon = text.firstIndex(of: ":") else { return nil }
+        guard text.prefix(prefix.count).lowercased() == prefix, let colon = text.firstIndex(of: ":") else { return nil }
         let name = String(text[text.index(text.startIndex, offsetBy: prefix.count)..<colon])
         guard tools.contains(name) else { return nil }
         let arguments = String(text[text.index(after: colon)...]).trimmed(of: whitespace)

@@ -10,6 +10,7 @@ import Testing
         ("functions.listDirectory:\n{ }", "listDirectory", "{ }"),
         ("  functions.readFile: {\"path\": \"a.py\"}\n", "readFile", #"{"path": "a.py"}"#),
         ("functions.listDirectory:", "listDirectory", ""),
+        ("Functions.listDirectory:\n{ }", "listDirectory", "{ }"),  // seen from SmolLM2-135M
         ("```\nfunctions.readFile:\n{\"path\":\"b\"}\n```", "readFile", #"{"path":"b"}"#),
         ("```json\n{\"name\": \"readFile\", \"arguments\": {\"path\": \"a.py\"}}\n```", "readFile", #"{"path":"a.py"}"#),
         (#"{"name": "listDirectory", "arguments": {}}"#, "listDirectory", "{}"),
@@ -30,6 +31,7 @@ import Testing
     @Test(arguments: [
         "I am a helpful assistant.",
         "functions.deleteAll: {}",  // not an offered tool
+        "functions.ListDirectory: {}",  // names are exact
         "Sure! functions.listDirectory: {}",  // prose around it: an answer that mentions a call
         "functions.listDirectory: {} and then more",
         #"{"name": "nobody", "arguments": {}}"#,
