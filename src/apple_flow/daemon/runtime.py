@@ -277,7 +277,7 @@ class Daemon:
             self._deliver(message, reply)
 
     def _deliver(self, message: InboundMessage, reply: str) -> None:
-        self._store.record_sent(self._channel, message.sender, reply)
+        self._store.record_sent(self._channel, message.sender, reply, self._settings.echo_window_seconds)
         try:
             with self._send_lock:
                 self._egress.send(message.sender, reply)
@@ -296,7 +296,7 @@ class Daemon:
         send: Callable[[str, str], None] = getattr(self._egress, "send_progress", self._egress.send)
         try:
             with self._send_lock:
-                self._store.record_sent(self._channel, sender, text)
+                self._store.record_sent(self._channel, sender, text, self._settings.echo_window_seconds)
                 send(sender, text)
         except Exception as exc:
             log.warning("could not send progress to %s: %s", sender, exc)
