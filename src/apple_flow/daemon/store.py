@@ -396,6 +396,13 @@ class Store:
         rows = self._rows("SELECT * FROM approvals WHERE id = ?", (approval_id,))
         return Approval(**dict(rows[0])) if rows else None
 
+    def approvals_decided_by(self, sender: str, decided_by: str) -> list[Approval]:
+        """The sender's requests that the message ``decided_by`` ("channel:rowid") decided."""
+        rows = self._rows(
+            "SELECT * FROM approvals WHERE sender = ? AND decided_by = ? ORDER BY created_at", (sender, decided_by)
+        )
+        return [Approval(**dict(row)) for row in rows]
+
     def pending_approvals(self, sender: str) -> list[Approval]:
         rows = self._rows(
             "SELECT * FROM approvals WHERE sender = ? AND state = 'pending' ORDER BY created_at", (sender,)
