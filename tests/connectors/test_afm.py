@@ -101,7 +101,9 @@ def test_missing_workspace_is_a_clear_error_and_runs_nothing(
 ) -> None:
     reply = connector.run_turn("alice", "hi", {"cwd": str(tmp_path / "gone")})
     assert reply.startswith("Error: workspace ")
-    assert "does not exist" in reply
+    assert "does not exist" in reply and "the workspace you asked for" in reply
+    default_gone = AfmConnector(connector.settings.model_copy(update={"default_workspace": tmp_path / "gone"}))
+    assert "Check APPLE_FLOW_DEFAULT_WORKSPACE." in default_gone.run_turn("alice", "hi")
     assert record() == []
 
 

@@ -135,7 +135,8 @@ class CliConnector:
         # Absolute: the child runs inside it, where a relative path given to it would mean something else.
         cwd = Path(options.get("cwd") or self.settings.default_workspace).expanduser().absolute()
         if not cwd.is_dir():
-            return f"Error: workspace '{cwd}' does not exist or is not a folder. Check the workspace you asked for."
+            fix = "Check the workspace you asked for." if options.get("cwd") else "Check APPLE_FLOW_DEFAULT_WORKSPACE."
+            return f"Error: workspace '{cwd}' does not exist or is not a folder. {fix}"
         past = self.history.history(thread_id, self.context_window)
         fitted = fit_prompt(prompt, past, self.max_prompt_chars())
         invocation = self.invocation(fitted, cwd, options)
