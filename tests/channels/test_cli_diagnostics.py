@@ -87,6 +87,25 @@ def test_doctor_on_linux_reports_macos_checks_as_not_applicable(
     assert "1 check(s) failed: agent (afm)" in result.output
 
 
+def test_doctor_checks_the_workspaces(cli: Any, inbox_db: ChatDbWriter, monkeypatch: Any, tmp_path: Path) -> None:
+    inside = tmp_path / "allowed" / "site"
+    inside.mkdir(parents=True)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    monkeypatch.setenv("APPLE_FLOW_ALLOWED_WORKSPACES", str(tmp_path / "allowed"))
+    monkeypatch.setenv("APPLE_FLOW_DEFAULT_WORKSPACE", str(inside))
+    monkeypatch.setenv("APPLE_FLOW_WORKSPACE_ALIASES", json.dumps({"site": str(inside)}))
+    good = cli("doctor", "--db", str(inbox_db.path))
+    assert "@site" in good.stdout and "points outside" not in good.stdout
+    monkeypatch.setenv("APPLE_FLOW_WORKSPACE_ALIASES", json.dumps({"site": str(inside), "out": str(outside)}))
+    warned = cli("doctor", "--db", str(inbox_db.path))
+    assert "@out points outside the allowed workspaces" in warned.stdout
+    monkeypatch.setenv("APPLE_FLOW_DEFAULT_WORKSPACE", str(tmp_path / "gone"))
+    failed = cli("doctor", "--db", str(inbox_db.path))
+    assert failed.exit_code == 1 and "workspaces" in failed.output
+    assert "APPLE_FLOW_DEFAULT_WORKSPACE" in failed.stdout
+
+
 def test_doctor_fails_an_empty_allowlist_and_invalid_settings_with_fixes(cli: Any, monkeypatch: Any) -> None:
     monkeypatch.setenv("APPLE_FLOW_POLL_INTERVAL_SECONDS", "-1")
     result = cli("doctor")

@@ -140,6 +140,32 @@ def check_allowlist(settings: Settings) -> Check:
     return Check("allowed senders", Status.OK, ", ".join(senders))
 
 
+def check_workspaces(settings: Settings) -> Check:
+    from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
+
+    name = "workspaces"
+    default = settings.default_workspace
+    if not default.is_dir():
+        return Check(
+            name, Status.FAIL, f"the default workspace {default} is not a folder",
+            "create it, or set APPLE_FLOW_DEFAULT_WORKSPACE to the folder the agent should work in",
+        )
+    workspaces = Workspaces(settings)
+    problems = []
+    for alias in sorted(settings.workspace_aliases):
+        try:
+            workspaces.resolve(alias)
+        except WorkspaceError as exc:
+            problems.append(str(exc))
+    aliases = ", ".join(f"@{alias}" for alias in sorted(settings.workspace_aliases)) or "no aliases"
+    if problems:
+        return Check(
+            name, Status.WARN, " ".join(problems),
+            "fix APPLE_FLOW_WORKSPACE_ALIASES, or add the folders to APPLE_FLOW_ALLOWED_WORKSPACES",
+        )
+    return Check(name, Status.OK, f"default {default}; {aliases}")
+
+
 def run_doctor(db: Path | None) -> list[Check]:
     settings, settings_check = check_settings()
     path = (db or settings.messages_db_path).expanduser()
@@ -151,6 +177,7 @@ def run_doctor(db: Path | None) -> list[Check]:
         check_full_disk_access(chat_error, chat_check),
         check_automation(settings),
         check_agent(settings),
+        check_workspaces(settings),
         check_allowlist(settings),
     ]
 
