@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -195,6 +197,37 @@ def test_check_reports_availability_as_json(apple_code_bin: Path) -> None:
     fm = run_apple_code(apple_code_bin, "--check", "--backend", "fm")
     assert fm.returncode == 3
     assert json.loads(fm.stdout)["backend"] == "fm"
+
+
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    """A server that accepts connections (the kernel completes them) and never answers anything."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+
+
+def test_check_gives_up_on_a_silent_server_after_its_3_s_probe(apple_code_bin: Path, silent_url: str) -> None:
+    done = run_apple_code(apple_code_bin, "--check", "--backend", "openai", "--base-url", silent_url, timeout=20)
+    assert done.returncode == 3
+    report = json.loads(done.stdout)
+    assert report["available"] is False and "did not answer /models within 3 s" in report["reason"]
+
+
+def test_a_run_against_a_silent_server_ends_after_the_probe_or_at_its_timeout(
+    apple_code_bin: Path, silent_url: str
+) -> None:
+    """The /models probe gives up by itself after 3 s (exit 3, saying why); a shorter --timeout ends the run
+    first (exit 124), whichever way the race between the two would go."""
+    probed = run_apple_code(apple_code_bin, *openai_args(silent_url), "--output-format", "json", "hi", timeout=20)
+    assert probed.returncode == 3
+    assert "did not answer /models within 3 s" in json.loads(probed.stdout)["result"]
+    for seconds in ("1", "2.5"):
+        timed = run_apple_code(apple_code_bin, *openai_args(silent_url), "--timeout", seconds, "--output-format",
+                               "json", "hi", timeout=20)
+        assert timed.returncode == 124, (seconds, timed.stdout)
+        assert json.loads(timed.stdout)["subtype"] == "error_timeout"
 
 
 def test_prompt_from_stdin_and_the_model_from_the_server(apple_code_bin: Path) -> None:

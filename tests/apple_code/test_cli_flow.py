@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import signal
 import subprocess
 import time
@@ -139,7 +140,8 @@ def test_tool_results_folded_into_user_messages_when_configured(apple_code_bin: 
 
 @pytest.mark.parametrize("how", ["sigint", "timeout"])
 def test_stopping_a_run_kills_its_running_command(apple_code_bin: Path, workspace: Path, how: str) -> None:
-    marker = "31.4159"  # a sleep length no other process uses
+    # A sleep length no other process uses, also not this test run by someone else at the same time.
+    marker = f"31.{secrets.randbelow(10**9):09d}"
     command = f"sleep {marker} & sleep {marker}; echo never"
     script = [tool_call("runCommand", {"command": command, "timeout": 60}), answer("never reached")]
     extra = ["--timeout", "2"] if how == "timeout" else []

@@ -80,3 +80,12 @@ def test_emoji_and_cjk_are_not_mangled() -> None:
     text = ("你好世界。" * 50 + "\n\n" + "👋🏽 hi! " * 60).strip()
     parts = strip_numbers(split_reply(text, 150))
     assert "".join(parts).replace(" ", "").replace("\n", "") == text.replace(" ", "").replace("\n", "")
+
+
+def test_line_breaks_inside_a_long_paragraph_survive_the_split() -> None:
+    # A numbered plan or a list is one paragraph of lines; cut at sentence ends, its lines must stay lines.
+    lines = [f"{i}. Change module_{i}.py so that it does the right thing." for i in range(1, 41)]
+    parts = strip_numbers(split_reply("\n".join(lines), 300))
+    assert len(parts) > 1
+    kept = [line for part in parts for line in part.split("\n")]
+    assert kept == lines

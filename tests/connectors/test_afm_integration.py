@@ -100,6 +100,8 @@ def test_unreachable_server_says_no_model_is_available(settings_for: Callable[..
     reply = connector.run_turn("alice", "hi")
     assert reply.startswith("Error: apple-code execution failed (exit code 3). No model available: ")
     assert ".." not in reply  # apple-code's reason ends with a full stop; the hint follows as a new sentence
+    # The backend is already openai with a base URL: the advice is to start that server, not to set them.
+    assert "Start that server" in reply and "set APPLE_FLOW_AFM_BACKEND=openai" not in reply
     with pytest.raises(ConnectorError, match="no model available") as raised:
         connector.ensure_started()
     assert ".." not in str(raised.value)

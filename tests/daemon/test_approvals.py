@@ -138,6 +138,29 @@ def test_replaying_the_approving_message_after_a_crash_runs_the_task_again(tmp_p
     assert other.approval is None and other.message == f"{request.id} was already approved."
 
 
+def test_replaying_a_bare_approve_after_a_crash_runs_the_task_again(tmp_path: Path) -> None:
+    # The approving message stays "taken" while the approved task runs (minutes): a crash then replays it.
+    store = Store(tmp_path / "relay.db")
+    approvals = Approvals(store, ttl_minutes=20)
+    request = approvals.create(ANA, "task", "plan", "/ws")
+    store.add_approval(request)
+    first = approvals.approve(ANA, None, "imessage:9")
+    replay = approvals.approve(ANA, None, "imessage:9")
+    assert first.approval is not None and replay.approval is not None and replay.approval.id == request.id
+    assert approvals.approve(BOB, None, "imessage:9").approval is None  # the key alone proves nothing
+    denied = approvals.create(ANA, "task 2", "plan", "/ws")
+    store.add_approval(denied)
+    assert approvals.deny(ANA, None, "imessage:10").message == f"Denied {denied.id}; nothing was changed."
+    assert approvals.deny(ANA, None, "imessage:10").message == f"Denied {denied.id}; nothing was changed."
+    more = [approvals.create(ANA, f"task {i}", "plan", "/ws") for i in (3, 4)]
+    for request in more:
+        store.add_approval(request)
+    said = approvals.deny_all(ANA, "imessage:11")
+    assert said.startswith("Denied 2 request(s)")
+    assert approvals.deny_all(ANA, "imessage:11") == said  # the replay says the same
+    assert approvals.deny_all(ANA, "imessage:12") == "You have no pending approval requests."
+
+
 def test_a_workspace_alias_inside_the_allowed_workspaces_is_used(
     make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:

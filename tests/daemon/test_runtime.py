@@ -86,6 +86,30 @@ def test_a_fresh_install_answers_only_recent_messages_from_before_its_start(
     assert record is not None and record.state == "ignored" and "before the daemon" in (record.note or "")
 
 
+def test_a_first_start_cut_short_still_skips_the_old_history_at_the_restart(
+    make_settings: Callable[..., Settings],
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    settings = make_settings(startup_catchup_window_seconds=60, max_startup_replay_rows=50)
+    first = Harness(settings)
+    first.ingress.add(ANA, "last week", date=datetime.now(UTC) - timedelta(days=7))
+
+    def broken(after_rowid: int, stop: threading.Event) -> Iterator[Any]:
+        raise RuntimeError("chat.db went away")
+        yield  # a generator, as a real ingress is
+
+    first.ingress.messages = broken  # type: ignore[method-assign]
+    first.start()
+    assert first.finish() == 1  # stopped before it handled the old row
+    second = Harness(settings)
+    second.ingress.add(ANA, "last week", date=datetime.now(UTC) - timedelta(days=7))
+    second.ingress.add(ANA, "new")
+    second.start()
+    second.finish()
+    assert second.egress.to(ANA) == ["echo: new"]
+
+
 def test_a_restart_answers_everything_since_the_cursor_however_old(harness: Callable[..., Harness]) -> None:
     from datetime import UTC, datetime, timedelta
 

@@ -112,9 +112,12 @@ def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> No
 def test_sent_texts_are_kept_for_the_echo_window_only(tmp_path: Path) -> None:
     now = [1000.0]
     store = Store(tmp_path / "relay.db", clock=lambda: now[0])
-    store.record_sent("imessage", "+15551234567", "old reply")
+    store.record_sent("imessage", "+15551234567", "old reply", keep_seconds=600)
     now[0] = 1500.0
-    store.record_sent("imessage", "+15551234567", "new reply")
-    store.record_sent("console:1", "console", "elsewhere")
+    store.record_sent("imessage", "+15551234567", "new reply", keep_seconds=600)
+    store.record_sent("console:1", "console", "elsewhere", keep_seconds=600)
     assert store.sent_since("imessage", 1200.0) == [("+15551234567", "new reply")]
     assert store.sent_since("imessage", 0.0) == [("+15551234567", "new reply")]  # the old one is gone
+    now[0] = 1700.0
+    store.record_sent("imessage", "+15551234567", "newest", keep_seconds=100)  # writing prunes too
+    assert store.sent_since("imessage", 0.0) == [("+15551234567", "newest")]

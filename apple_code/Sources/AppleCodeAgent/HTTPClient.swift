@@ -5,7 +5,8 @@ import FoundationNetworking
 #endif
 
 /// One HTTP exchange over URLSession that stops promptly when its task is cancelled (the async URLSession API
-/// does not reliably do so on Linux), bounded by a timeout.
+/// does not reliably do so on Linux), bounded by a timeout that this type enforces itself: on Linux a server that
+/// accepts the connection and never answers outlasts URLRequest's `timeoutInterval`.
 enum HTTPClient {
     struct Response: Sendable {
         let status: Int
@@ -21,6 +22,21 @@ enum HTTPClient {
 
     static func send(url: URL, method: String, body: Data?, headers: [String: String],
                      timeout: TimeInterval) async throws -> Response {
+        try await withThrowingTaskGroup(of: Response.self) { group in
+            group.addTask { try await exchange(url: url, method: method, body: body, headers: headers, timeout: timeout) }
+            group.addTask {
+                try await Task.sleep(for: .seconds(timeout))
+                throw Failure.timedOut
+            }
+            // The first to end wins; cancelling the other stops the request or the timer.
+            defer { group.cancelAll() }
+            guard let response = try await group.next() else { throw Failure.timedOut }
+            return response
+        }
+    }
+
+    private static func exchange(url: URL, method: String, body: Data?, headers: [String: String],
+                                 timeout: TimeInterval) async throws -> Response {
         var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
         request.httpMethod = method
         request.httpBody = body

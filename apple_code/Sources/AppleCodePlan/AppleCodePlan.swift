@@ -156,7 +156,7 @@ public struct PlanRunner: Sendable {
         var summaryRequest = request
         summaryRequest.prompt = prompts.summary(count: records.count, digest: CombinedAnswer.digest(records))
         summaryRequest.tools = []
-        summaryRequest.maxTurns = 1
+        summaryRequest.maxTurns = PlanBudget.summaryTurns
         do {
             let answer = try await runBounded(summaryRequest, events: TextDroppingSink(base: events))
             progress.merge(answer.progress)

@@ -14,10 +14,14 @@ struct PlanBudget: Sendable {
     }
 
     /// At least one turn, even when earlier parts used up the budget: a worker that cannot take a turn
-    /// would only report a failure.
-    func workerTurns(used: Int, workersLeft: Int) -> Int {
-        max(1, (maxTurns - used) / max(1, workersLeft))
+    /// would only report a failure. `reserved`: turns kept for what follows the workers (the summary request),
+    /// so a run whose workers use their shares stays within `--max-turns`.
+    func workerTurns(used: Int, workersLeft: Int, reserved: Int = 0) -> Int {
+        max(1, (maxTurns - used - reserved) / max(1, workersLeft))
     }
+
+    /// The summary request after the workers.
+    static let summaryTurns = 1
 
     /// The last worker may use all the time left: when it runs out, the run has timed out (exit 124) and the
     /// summary is not written.

@@ -27,7 +27,8 @@ extension PlanRunner {
             let workersLeft = records.count - position
             let worker = workerRequest(
                 request, record, count: records.count, digest: CombinedAnswer.digest(records[..<position]),
-                prompts: prompts, maxTurns: budget.workerTurns(used: progress.turns, workersLeft: workersLeft),
+                prompts: prompts, maxTurns: budget.workerTurns(used: progress.turns, workersLeft: workersLeft,
+                                                             reserved: PlanBudget.summaryTurns),
                 deadline: budget.workerDeadline(workersLeft: workersLeft))
             sink.notice("subtask \(record.index) of \(records.count): \(record.subtask)")
             let outcome = await runWorker(worker, budget: budget, events: sink)
@@ -51,7 +52,8 @@ extension PlanRunner {
                                   budget: PlanBudget, progress: inout RunProgress, events: any EventSink)
         async throws
     {
-        let turns = budget.workerTurns(used: progress.turns, workersLeft: records.count)
+        let turns = budget.workerTurns(used: progress.turns, workersLeft: records.count,
+                                       reserved: PlanBudget.summaryTurns)
         let deadline = budget.workerDeadline(workersLeft: 1)
         let requests = records.map { record in
             workerRequest(request, record, count: records.count, digest: "", prompts: prompts,

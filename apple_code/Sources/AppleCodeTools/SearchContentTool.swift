@@ -15,6 +15,8 @@ public struct SearchContentTool: WorkspaceTool {
     public static let maxFileBytes = 20 << 20
     /// A matching line is shown up to this many characters.
     static let maxShownCharacters = 200
+    /// The longest one search may take (bounded also by the run's deadline).
+    public let maxSearchTime: Duration
 
     public let spec = ToolSpec(
         name: "searchContent",
@@ -25,7 +27,9 @@ public struct SearchContentTool: WorkspaceTool {
             ParameterSpec("filePattern", .string, "", required: false),
         ])
 
-    public init() {}
+    public init(maxSearchTime: Duration = .seconds(10)) {
+        self.maxSearchTime = maxSearchTime
+    }
 
     public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
         -> ToolResult {
@@ -38,13 +42,23 @@ public struct SearchContentTool: WorkspaceTool {
         var lines = CappedLines(cap: Self.maxMatches, tokens: context.maxResultTokens)
         var largeFiles = 0
 
+        // A backtracking pattern such as (a+)+b can take forever on one line: the search gives up at this time.
+        let giveUp = min(context.deadline ?? .now + maxSearchTime, .now + maxSearchTime)
+        var stopped = false
+
         func search(_ absolute: String, shown: String) {
-            guard let fd = try? FileIO.openForReading(absolute, shown: shown) else { return }
+            guard !stopped, let fd = try? FileIO.openForReading(absolute, shown: shown) else { return }
             defer { close(fd) }
             guard !FileIO.looksBinary(fd: fd) else { return }
             _ = try? FileIO.scanLines(fd: fd, countAll: false) { number, text, _ in
-                if matcher.matches(text) { lines.offer("\(shown):\(number):\(Self.shorten(text))") }
-                return true
+                // A stopped run (--timeout, a signal) stops a long search between lines too.
+                if Task.isCancelled { stopped = true }
+                switch stopped ? false : matcher.matches(text, giveUpAt: giveUp) {
+                case true?: lines.offer("\(shown):\(number):\(Self.shorten(text))")
+                case false?: break
+                case nil: stopped = true
+                }
+                return !stopped
             }
         }
 
@@ -63,12 +77,21 @@ public struct SearchContentTool: WorkspaceTool {
                     return true
                 }
                 search(entry.absolute, shown: entry.relative)
-                return true
+                return !stopped
             }
         default:
             try folder.requireDirectory()
         }
 
+        if stopped {
+            if Task.isCancelled || context.deadline.map({ .now >= $0 }) == true {
+                throw ToolFailure("the search was stopped: the run is out of time")
+            }
+            let limit = maxSearchTime.seconds
+            let shown = limit == limit.rounded() ? "\(Int(limit))" : "\(limit)"
+            throw ToolFailure("the pattern took over \(shown) s to search "
+                + "(nested repetition such as (a+)+ backtracks without end); use a simpler pattern")
+        }
         var notes = stats.notes(namingSkipped: false)
         if largeFiles > 0 { notes.append("\(largeFiles) files over \(Self.maxFileBytes >> 20) MB not searched") }
         if matcher.literal { notes.append("searched as plain text (not a valid regex)") }
@@ -98,10 +121,22 @@ struct LineMatcher {
         regex = try? NSRegularExpression(pattern: pattern, options: ignoreCase ? [.caseInsensitive] : [])
     }
 
-    func matches(_ line: String) -> Bool {
-        if let regex {
-            return regex.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)) != nil
+    /// Whether the line matches; nil when matching was still going at `giveUpAt` or the task was cancelled
+    /// (ICU reports progress during a long match, which is where it can be stopped).
+    func matches(_ line: String, giveUpAt: ContinuousClock.Instant) -> Bool? {
+        guard let regex else { return line.range(of: text, options: ignoreCase ? [.caseInsensitive] : []) != nil }
+        var found = false
+        var gaveUp = false
+        regex.enumerateMatches(in: line, options: [.reportProgress], range: NSRange(line.startIndex..., in: line)) {
+            result, _, stop in
+            if result != nil {
+                found = true
+                stop.pointee = true
+            } else if ContinuousClock.now >= giveUpAt || Task.isCancelled {
+                gaveUp = true
+                stop.pointee = true
+            }
         }
-        return line.range(of: text, options: ignoreCase ? [.caseInsensitive] : []) != nil
+        return gaveUp && !found ? nil : found
     }
 }

@@ -10,7 +10,7 @@ enum BackendResolver {
         + "APPLE_CODE_BASE_URL / APPLE_CODE_MODEL), for example after scripts/local-model.sh start "
         + "(--base-url http://127.0.0.1:8765/v1) or `ollama serve`"
 
-    static func resolve(_ options: RunOptions, environment: [String: String], deadline: ContinuousClock.Instant,
+    static func resolve(_ options: RunOptions, environment: [String: String],
                         log: @escaping @Sendable (String) -> Void) async throws -> any AgentBackend {
         switch options.backend {
         case .fm:
@@ -21,7 +21,7 @@ enum BackendResolver {
             }
             return fm
         case .openai:
-            return try await openAI(options, environment: environment, deadline: deadline, log: log)
+            return try await openAI(options, environment: environment, log: log)
         case .auto:
             let fm = FoundationModelsBackend(contextTokens: options.contextTokens)
             let availability = await fm.availability()
@@ -31,19 +31,20 @@ enum BackendResolver {
                 throw AgentError(.modelUnavailable,
                                  "Apple Foundation Models is not available: \(availability.reason). \(notConfigured).")
             }
-            return try await openAI(options, environment: environment, deadline: deadline, log: log)
+            return try await openAI(options, environment: environment, log: log)
         }
     }
 
-    /// The OpenAI backend after one `GET /models`: fails fast (exit 3) when nothing listens there, learns the
-    /// model name when none was given, and whether the server drops tool messages.
-    static func openAI(_ options: RunOptions, environment: [String: String], deadline: ContinuousClock.Instant,
+    /// The OpenAI backend after one `GET /models`: fails fast (exit 3) when nothing listens or answers there
+    /// within 3 s, learns the model name when none was given, and whether the server drops tool messages.
+    /// A `--timeout` that ends sooner ends the run first (exit 124, RunControl), so the outcome never depends on
+    /// which of the two fires first.
+    static func openAI(_ options: RunOptions, environment: [String: String],
                        log: @escaping @Sendable (String) -> Void) async throws -> OpenAIBackend {
         let endpoint = OpenAIEndpoint(baseURL: options.baseURL, apiKey: options.apiKey)
-        let remaining = (deadline - ContinuousClock.now).seconds
         var style = try toolResultStyle(environment)
         var model = options.model
-        switch await OpenAIBackend.probe(endpoint, timeout: max(0.1, min(3, remaining))) {
+        switch await OpenAIBackend.probe(endpoint) {
         case .success(let probe):
             log("server at \(endpoint.baseURL): models \(probe.models)"
                 + (probe.dropsToolMessages ? ", llama-cpp-python (tool results folded into user messages)" : ""))

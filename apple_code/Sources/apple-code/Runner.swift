@@ -23,8 +23,7 @@ struct Runner {
             let instructions = BuiltInInstructions.combined(with: try extraInstructions())
             let deadline = started + .milliseconds(Int64(options.timeoutSeconds * 1000))
             control.watch(deadline: deadline)
-            let backend = try await BackendResolver.resolve(options, environment: environment, deadline: deadline,
-                                                            log: log)
+            let backend = try await BackendResolver.resolve(options, environment: environment, log: log)
             control.setBackend(backend.name, model: backend.model)
             let tools = standardTools(readOnly: options.readOnly, allowCommands: !options.noCommands)
             let request = AgentRequest(prompt: options.prompt, instructions: instructions, tools: tools,

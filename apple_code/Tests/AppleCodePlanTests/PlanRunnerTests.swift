@@ -37,10 +37,11 @@ import Testing
             #expect(worker.contextTokens == 4096)
             #expect(worker.instructions == "You are a coding agent.")
         }
-        // Turn shares: 16 - 2 (planner) = 14 over 3 workers, then what is left over the rest.
+        // Turn shares: 16 - 2 (planner) - 1 (summary) = 13 over 3 workers, then what is left over the rest; the
+        // summary's turn is kept back, so planner + workers + summary stay within --max-turns 16.
         #expect(requests[1].maxTurns == 4)
-        #expect(requests[2].maxTurns == (16 - 5) / 2)
-        #expect(requests[3].maxTurns == 16 - 7)
+        #expect(requests[2].maxTurns == (16 - 5 - 1) / 2)
+        #expect(requests[3].maxTurns == 16 - 7 - 1)
         // Summary: one request, no tools, the digests.
         #expect(requests[4].tools.isEmpty)
         #expect(requests[4].maxTurns == 1)

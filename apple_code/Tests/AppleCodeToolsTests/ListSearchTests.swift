@@ -97,6 +97,21 @@ import Testing
 }
 
 @Suite struct SearchContentTests {
+    /// ICU backtracks exponentially on (a+)+b against a line of a's: the search gives up at its time limit (or the
+    /// run's deadline) with a clear error instead of holding the run until --timeout.
+    @Test(.timeLimit(.minutes(1))) func aPatternThatBacktracksWithoutEndGivesUp() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("evil.txt", String(repeating: "a", count: 40) + "!\n")
+        let tool = SearchContentTool(maxSearchTime: .milliseconds(300))
+        let slow = await ws.call(tool, ["pattern": "(a+)+b"])
+        #expect(slow.text.hasPrefix("Error: searchContent: the pattern took over 0.3 s to search"))
+        let late = await SearchContentTool().call(raw: ["pattern": "(a+)+b"],
+                                                  context: ws.context(deadline: .now + .milliseconds(300)))
+        #expect(late.text == "Error: searchContent: the search was stopped: the run is out of time")
+        let fine = await ws.call(tool, ["pattern": "a+!"])
+        #expect(fine.text.hasSuffix("[1 match in .]"))
+    }
+
     @Test func findsRegexMatchesAsFileLineText() async throws {
         let ws = try TempWorkspace()
         try ws.write("a.py", "import os\ndef main():\n    os.exit(1)\n")

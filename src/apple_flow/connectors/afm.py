@@ -28,6 +28,11 @@ MODEL_UNAVAILABLE_HINT = (
     "Turn on Apple Intelligence (macOS 26), or set APPLE_FLOW_AFM_BACKEND=openai with "
     "APPLE_FLOW_AFM_BASE_URL pointing at a local server (`apple-flow model start`)."
 )
+# When the daemon is already set to a server, the fix is that server, not the setting.
+SERVER_UNAVAILABLE_HINT = (
+    "Start that server (`apple-flow model start` runs the local demo model), or correct APPLE_FLOW_AFM_BASE_URL "
+    "and APPLE_FLOW_AFM_MODEL."
+)
 
 
 class AfmConnector(CliConnector):
@@ -97,7 +102,7 @@ class AfmConnector(CliConnector):
         detail = result.last_stderr_line or stream.result_text
         if code == EXIT_MODEL_UNAVAILABLE:
             reason = _sentence(stream.result_text or result.last_stderr_line or "no reason given")
-            return Outcome(self.failure_text(code, f"No model available: {reason} {MODEL_UNAVAILABLE_HINT}"), ok=False)
+            return Outcome(self.failure_text(code, f"No model available: {reason} {self._model_hint()}"), ok=False)
         if code != 0:
             return Outcome(self.failure_text(code, detail), ok=False)
         if stream.result is None:
@@ -109,6 +114,9 @@ class AfmConnector(CliConnector):
             return Outcome(self.failure_text(code, stream.result_text or detail), ok=False)
         answer = stream.result_text
         return Outcome(answer, ok=True) if answer else Outcome(NO_RESPONSE, ok=False)
+
+    def _model_hint(self) -> str:
+        return SERVER_UNAVAILABLE_HINT if self.settings.afm_backend == "openai" else MODEL_UNAVAILABLE_HINT
 
     # --- start-up check --------------------------------------------------------------------------------------
 
@@ -125,7 +133,7 @@ class AfmConnector(CliConnector):
             backend = check.get("backend", self.settings.afm_backend)
             reason = _sentence(check.get("reason") or result.last_stderr_line or "no reason given")
             raise ConnectorError(
-                f"apple-code: no model available (backend {backend}): {reason} {MODEL_UNAVAILABLE_HINT}"
+                f"apple-code: no model available (backend {backend}): {reason} {self._model_hint()}"
             )
         raise ConnectorError(
             f"'{executable} --check' failed (exit code {result.exit_code}): "

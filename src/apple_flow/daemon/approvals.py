@@ -62,11 +62,12 @@ class Approvals:
         return found, ""
 
     def approve(self, sender: str, approval_id: str | None, decided_by: str, extra: str = "") -> Decision:
+        replayed = self._decided_by(sender, decided_by, "approved")
+        if replayed:
+            return Decision(replayed[0], "")  # this very message approved it before a restart: run it again
         found, error = self._find(sender, approval_id, "approve")
         if found is None:
             return Decision(None, error)
-        if found.decided_by == decided_by and found.state == "approved":
-            return Decision(found, "")  # this very message approved it before a restart: run it again
         refusal = self._refusal(found)
         if refusal:
             return Decision(None, refusal)
@@ -74,24 +75,30 @@ class Approvals:
         return Decision(self._store.approval(found.id), "")
 
     def deny(self, sender: str, approval_id: str | None, decided_by: str) -> Decision:
+        replayed = self._decided_by(sender, decided_by, "denied")
+        if replayed:
+            return Decision(replayed[0], f"Denied {replayed[0].id}; nothing was changed.")  # replayed after a restart
         found, error = self._find(sender, approval_id, "deny")
         if found is None:
             return Decision(None, error)
-        if not (found.decided_by == decided_by and found.state == "denied"):
-            refusal = self._refusal(found)
-            if refusal:
-                return Decision(None, refusal)
-            self._store.decide_approval(found.id, "denied", decided_by)
+        refusal = self._refusal(found)
+        if refusal:
+            return Decision(None, refusal)
+        self._store.decide_approval(found.id, "denied", decided_by)
         return Decision(found, f"Denied {found.id}; nothing was changed.")
 
     def deny_all(self, sender: str, decided_by: str) -> str:
-        pending = self.pending(sender)
+        pending = self._decided_by(sender, decided_by, "denied") or self.pending(sender)  # replayed, or new
         with self._store.transaction():
             for approval in pending:
                 self._store.decide_approval(approval.id, "denied", decided_by)
         if not pending:
             return "You have no pending approval requests."
         return f"Denied {len(pending)} request(s): {', '.join(a.id for a in pending)}."
+
+    def _decided_by(self, sender: str, decided_by: str, state: str) -> list[Approval]:
+        """What the message ``decided_by`` already decided (it is being handled again after a restart)."""
+        return [a for a in self._store.approvals_decided_by(sender, decided_by) if a.state == state]
 
     def _refusal(self, approval: Approval) -> str:
         if approval.state != "pending":

@@ -104,6 +104,8 @@ class Daemon:
         start = self._store.cursor(self._channel)
         if start is None:
             start = self._first_start()
+        else:
+            self._catchup = self._saved_catchup()
         tracker = CursorTracker(start, lambda position: self._store.set_cursor(self._channel, position))
         self._tracker = tracker
         self._remember_recent_sends()
@@ -153,8 +155,19 @@ class Daemon:
             raise StartError(str(exc)) from exc
         start = max(0, latest - self._settings.max_startup_replay_rows)
         self._catchup = (latest, time.time() - self._settings.startup_catchup_window_seconds)
-        self._store.set_cursor(self._channel, start)
+        # Saved with the cursor: a first run stopped before it passed the old rows must not answer them next time.
+        with self._store.transaction():
+            self._store.set_meta(self._catchup_key, f"{self._catchup[0]} {self._catchup[1]}")
+            self._store.set_cursor(self._channel, start)
         return start
+
+    @property
+    def _catchup_key(self) -> str:
+        return f"catchup:{self._channel}"
+
+    def _saved_catchup(self) -> tuple[int, float] | None:
+        saved = (self._store.meta(self._catchup_key) or "").split()
+        return (int(saved[0]), float(saved[1])) if len(saved) == 2 else None
 
     def _remember_recent_sends(self) -> None:
         """Hands the egress what the previous run sent within the echo window: their echoes may still be on the
@@ -264,7 +277,7 @@ class Daemon:
             self._deliver(message, reply)
 
     def _deliver(self, message: InboundMessage, reply: str) -> None:
-        self._store.record_sent(self._channel, message.sender, reply)
+        self._store.record_sent(self._channel, message.sender, reply, self._settings.echo_window_seconds)
         try:
             with self._send_lock:
                 self._egress.send(message.sender, reply)
@@ -283,7 +296,7 @@ class Daemon:
         send: Callable[[str, str], None] = getattr(self._egress, "send_progress", self._egress.send)
         try:
             with self._send_lock:
-                self._store.record_sent(self._channel, sender, text)
+                self._store.record_sent(self._channel, sender, text, self._settings.echo_window_seconds)
                 send(sender, text)
         except Exception as exc:
             log.warning("could not send progress to %s: %s", sender, exc)

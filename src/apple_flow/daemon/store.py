@@ -305,11 +305,14 @@ class Store:
 
     # ------------------------------------------------------------------------------------------- sent texts
 
-    def record_sent(self, channel: str, recipient: str, text: str) -> None:
-        self._write(
-            "INSERT INTO sent (channel, recipient, text, at) VALUES (?, ?, ?, ?)",
-            (channel, recipient, text, self._clock()),
-        )
+    def record_sent(self, channel: str, recipient: str, text: str, keep_seconds: float) -> None:
+        """Records a text about to be sent; entries older than ``keep_seconds`` go (the table stays small)."""
+        now = self._clock()
+        with self.transaction():
+            self._db.execute("DELETE FROM sent WHERE channel = ? AND at < ?", (channel, now - keep_seconds))
+            self._db.execute(
+                "INSERT INTO sent (channel, recipient, text, at) VALUES (?, ?, ?, ?)", (channel, recipient, text, now)
+            )
 
     def sent_since(self, channel: str, since: float) -> list[tuple[str, str]]:
         """(recipient, text) of what was sent on ``channel`` at or after ``since``, oldest first; older entries
@@ -392,6 +395,13 @@ class Store:
     def approval(self, approval_id: str) -> Approval | None:
         rows = self._rows("SELECT * FROM approvals WHERE id = ?", (approval_id,))
         return Approval(**dict(rows[0])) if rows else None
+
+    def approvals_decided_by(self, sender: str, decided_by: str) -> list[Approval]:
+        """The sender's requests that the message ``decided_by`` ("channel:rowid") decided."""
+        rows = self._rows(
+            "SELECT * FROM approvals WHERE sender = ? AND decided_by = ? ORDER BY created_at", (sender, decided_by)
+        )
+        return [Approval(**dict(row)) for row in rows]
 
     def pending_approvals(self, sender: str) -> list[Approval]:
         rows = self._rows(

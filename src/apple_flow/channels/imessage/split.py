@@ -1,4 +1,4 @@
-"""Splitting a long reply into numbered parts at paragraph, then sentence, then word boundaries."""
+"""Splitting a long reply into numbered parts at paragraph, then line, then sentence, then word boundaries."""
 
 from __future__ import annotations
 
@@ -35,11 +35,14 @@ def _paragraph_units(text: str, budget: int) -> list[tuple[str, str]]:
         if len(paragraph) <= budget:
             units.append(("\n\n", paragraph))
             continue
-        first = True
-        for sentence in _SENTENCE_END.split(paragraph):
-            for piece in _cut_words(sentence, budget):
-                units.append(("\n\n" if first else " ", piece))
-                first = False
+        separator = "\n\n"
+        for line in paragraph.split("\n"):  # lines (a list, a plan) before sentences: a line break stays one
+            sentences = [line] if len(line) <= budget else _SENTENCE_END.split(line)
+            for sentence in sentences:
+                for piece in _cut_words(sentence, budget):
+                    units.append((separator, piece))
+                    separator = " "
+            separator = "\n"
     return units
 
 
