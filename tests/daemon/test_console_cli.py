@@ -52,6 +52,15 @@ def test_a_second_daemon_on_the_same_database_is_refused(env: dict[str, str], tm
     assert "Another apple-flow daemon" in result.output and "APPLE_FLOW_DB_PATH" in result.output
 
 
+def test_a_database_folder_that_cannot_be_made_is_a_clear_error(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    env["APPLE_FLOW_DB_PATH"] = str(tmp_path / "a-file" / "relay.db")
+    result = CliRunner().invoke(app, ["run", "--channel", "console"], input="hello\n", env=env)
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)  # no traceback
+    assert "a-file" in result.output and "APPLE_FLOW_DB_PATH" in result.output
+
+
 def test_a_bad_setting_is_named_with_exit_2(env: dict[str, str]) -> None:
     env["APPLE_FLOW_MAX_CONCURRENT_AI_CALLS"] = "zero"
     result = CliRunner().invoke(app, ["run", "--channel", "console"], input="hello\n", env=env)

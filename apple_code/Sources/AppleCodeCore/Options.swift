@@ -237,7 +237,10 @@ public enum OptionParser {
 
     private static func apply(_ name: String, _ value: String, to options: inout RunOptions) throws {
         switch name {
-        case "--cwd": options.cwd = value
+        case "--cwd":
+            // Empty (an unset variable in `--cwd "$WS"`) would silently mean the current directory.
+            guard !value.isEmpty else { throw UsageError("--cwd must not be empty") }
+            options.cwd = value
         case "--system": options.system = value
         case "--system-file": options.systemFile = value
         case "--timeout":

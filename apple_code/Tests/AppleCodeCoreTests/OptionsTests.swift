@@ -72,6 +72,8 @@ import Testing
             (["a", "b"], "one PROMPT"), (["--max-subtasks", "3", "x"], "needs --plan"),
             (["--plan", "--parallel", "x"], "--read-only"), (["--verbose=1", "x"], "takes no value"),
             (["--max-subtasks", "0", "--plan", "x"], "--max-subtasks"),
+            // An unset variable in `--cwd "$WS"` must not quietly make the caller's own folder the workspace.
+            (["--cwd", "", "x"], "--cwd must not be empty"), (["--cwd=", "x"], "--cwd must not be empty"),
         ]
         for (args, expected) in cases {
             let message = usageError(args)

@@ -9,7 +9,7 @@ from types import TracebackType
 
 
 class LockError(RuntimeError):
-    """Another daemon holds the lock; the message names its pid and what to do."""
+    """Another daemon holds the lock, or it cannot be made; the message says what to do."""
 
 
 class InstanceLock:
@@ -18,8 +18,14 @@ class InstanceLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise LockError(
+                f"Cannot create {self.path} ({exc.strerror}). Check that folder, or set APPLE_FLOW_DB_PATH to a "
+                "file in a folder you can write."
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
