@@ -62,6 +62,14 @@ def test_missing_handle_row_falls_back_to_the_direct_chat_or_is_skipped(chat_db:
     assert [(s.rowid, s.reason) for s in skipped] == [(no_sender, "no sender"), (none_at_all, "no sender")]
 
 
+def test_a_folder_given_as_the_database_is_named_as_such(tmp_path: Path) -> None:
+    ingress = ingress_at(tmp_path)  # e.g. ~/Library/Messages instead of ~/Library/Messages/chat.db
+    with pytest.raises(ChatDBError) as caught:
+        ingress.latest_rowid()
+    assert caught.value.problem is ChatDBProblem.MISSING
+    assert "is a folder" in str(caught.value) and "chat.db" in str(caught.value)
+
+
 def test_a_missing_database_is_reported_retried_and_read_once_it_appears(tmp_path: Path) -> None:
     path = tmp_path / "Messages" / "chat.db"
     errors: list[ChatDBError] = []

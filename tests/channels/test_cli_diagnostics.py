@@ -120,6 +120,16 @@ def test_send_goes_through_the_egress(cli: Any, fake_osascript: FakeOsascript) -
     assert "Sent" in result.output
 
 
+@pytest.mark.parametrize(("handle", "text", "empty"), [("", "hello", "HANDLE"), ("+15551234567", "  ", "TEXT")])
+def test_send_refuses_an_empty_handle_or_text(
+    cli: Any, fake_osascript: FakeOsascript, handle: str, text: str, empty: str
+) -> None:
+    result = cli("send", handle, text)
+    assert result.exit_code == 2
+    assert f"{empty} is empty: nothing was sent" in result.output and "Sent" not in result.output
+    assert fake_osascript.calls() == []
+
+
 def test_send_without_osascript_is_not_applicable_here(cli: Any, monkeypatch: Any) -> None:
     monkeypatch.setenv("APPLE_FLOW_OSASCRIPT_COMMAND", "no-such-osascript-here")
     result = cli("send", "+15551234567", "hello")

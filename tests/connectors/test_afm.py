@@ -85,6 +85,17 @@ def test_cwd_from_options_wins(connector: AfmConnector, tmp_path: Path, record: 
     assert run["argv"][:2] == ["--cwd", str(other)]
 
 
+def test_a_relative_workspace_is_made_absolute_before_the_child_moves_into_it(
+    connector: AfmConnector, tmp_path: Path, record: Runs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # e.g. APPLE_FLOW_DEFAULT_WORKSPACE=ws: "--cwd ws" seen from inside ws would be ws/ws.
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    monkeypatch.chdir(tmp_path)
+    assert connector.run_turn("alice", "hi", {"cwd": "ws"}) == "fake answer"
+    (run,) = record()
+    assert run["argv"][:2] == ["--cwd", str(tmp_path / "ws")]
+
+
 def test_missing_workspace_is_a_clear_error_and_runs_nothing(
     connector: AfmConnector, tmp_path: Path, record: Runs
 ) -> None:

@@ -282,6 +282,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Send one message through the iMessage egress (tests Automation permission and delivery)."""
         settings = settings_or_exit()
+        for name, value in (("HANDLE", handle), ("TEXT", text)):
+            if not value.strip():
+                err.print(f"[red]{name} is empty: nothing was sent.[/red] Example: apple-flow send +15551234567 hello")
+                raise typer.Exit(2)
         egress = build_imessage_egress(settings)
         try:
             with err.status(f"Sending to {handle} ..."):

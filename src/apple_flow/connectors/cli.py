@@ -132,7 +132,8 @@ class CliConnector:
         options: TurnOptions | None = None,
     ) -> str:
         options = options or {}
-        cwd = Path(options.get("cwd") or self.settings.default_workspace).expanduser()
+        # Absolute: the child runs inside it, where a relative path given to it would mean something else.
+        cwd = Path(options.get("cwd") or self.settings.default_workspace).expanduser().absolute()
         if not cwd.is_dir():
             return f"Error: workspace '{cwd}' does not exist or is not a folder. Check the workspace you asked for."
         past = self.history.history(thread_id, self.context_window)

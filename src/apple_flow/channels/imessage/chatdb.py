@@ -154,6 +154,12 @@ class ChatDB:
                 "usually Messages writing; apple-flow retries shortly (if it persists, quit and reopen Messages)",
             )
         access = _probe_access(self.path)
+        if access == errno.EISDIR:
+            return ChatDBError(
+                ChatDBProblem.MISSING,
+                f"{self.path} is a folder, not the Messages database",
+                "point APPLE_FLOW_MESSAGES_DB_PATH (or --db) at the chat.db file inside it",
+            )
         if access == errno.ENOENT:
             return ChatDBError(
                 ChatDBProblem.MISSING,
