@@ -112,3 +112,9 @@ def test_a_call_as_text_after_the_final_answer_request(apple_code_bin: Path, wor
     assert lines[-1]["num_turns"] == 5
     assert "tools" not in requests[3] and "tools" not in requests[4]
     assert requests[4]["messages"][-1]["content"].endswith("list the files in this folder")
+    # Requests without tools carry no tool-call structure to imitate, only the results, folded.
+    assert any("tool_calls" in m for m in requests[2]["messages"])
+    for body in requests[3:]:
+        assert {m["role"] for m in body["messages"]} == {"system", "user"}
+        assert any(m["content"].startswith("Result of listDirectory") and "greet.py" in m["content"]
+                   for m in body["messages"])

@@ -310,11 +310,12 @@ private struct LoopRun {
         return chat
     }
 
-    /// The request for the current conversation. Once a final answer was requested it offers no tools: small
-    /// models given tools (and `tool_choice: "auto"`) keep calling them.
+    /// The request for the current conversation. Once a final answer was requested it offers no tools and
+    /// shows no tool-call structure: small models given tools (and `tool_choice: "auto"`) keep calling them, and
+    /// without tools they imitate the calls their template renders as text.
     private func makeRequest() -> ChatRequest {
         ChatRequest(system: request.instructions, entries: entries, tools: finalRequested ? [] : specs,
-                    maxTokens: budget.answerReserve, style: style)
+                    maxTokens: budget.answerReserve, style: style, plainHistory: finalRequested)
     }
 
     /// An assistant message with tool calls and the results after it, before `limit` (never the task at 0).

@@ -35,16 +35,24 @@ public struct ChatRequest: Sendable, Equatable {
     public var tools: [ToolSpec]
     public var maxTokens: Int
     public var style: ToolResultStyle
+    /// Send the history without tool-call structure: calls left out, results folded into user messages. For
+    /// requests that offer no tools: chat templates render earlier calls as text (llama.cpp's
+    /// `functions.NAME:`), which small models then imitate instead of answering.
+    public var plainHistory: Bool
 
-    public init(system: String, entries: [ChatEntry], tools: [ToolSpec], maxTokens: Int, style: ToolResultStyle) {
+    public init(system: String, entries: [ChatEntry], tools: [ToolSpec], maxTokens: Int, style: ToolResultStyle,
+                plainHistory: Bool = false) {
         self.system = system
         self.entries = entries
         self.tools = tools
         self.maxTokens = maxTokens
         self.style = style
+        self.plainHistory = plainHistory
     }
 
-    public var messagesJSON: JSONValue { ChatWire.messages(system: system, entries: entries, style: style) }
+    public var messagesJSON: JSONValue {
+        ChatWire.messages(system: system, entries: entries, style: style, plainHistory: plainHistory)
+    }
     public var toolsJSON: JSONValue { .array(tools.map(\.openAIDefinition)) }
 
     /// The documented request estimate: estimate(compact JSON of `messages`) + estimate(compact JSON of
@@ -72,7 +80,8 @@ public struct ChatReply: Sendable, Equatable {
 
 /// The OpenAI chat wire format of the conversation.
 public enum ChatWire {
-    public static func messages(system: String, entries: [ChatEntry], style: ToolResultStyle) -> JSONValue {
+    public static func messages(system: String, entries: [ChatEntry], style: ToolResultStyle,
+                                plainHistory: Bool = false) -> JSONValue {
         var messages: [JSONValue] = [["role": "system", "content": .string(system)]]
         var folded: [String] = []
         func flushFolded() {
@@ -86,6 +95,13 @@ public enum ChatWire {
                 flushFolded()
                 messages.append(["role": "user", "content": .string(text)])
             case .assistant(let text, let calls):
+                if plainHistory {
+                    // Only what the model said; its calls show through their folded results.
+                    guard !text.isEmpty else { continue }
+                    flushFolded()
+                    messages.append(["role": "assistant", "content": .string(text)])
+                    continue
+                }
                 flushFolded()
                 var message: JSONObject = ["role": "assistant", "content": .string(text)]
                 if !calls.isEmpty {
@@ -101,7 +117,7 @@ public enum ChatWire {
                 messages.append(.object(message))
             case .toolResult(let id, let name, let text, let summary, let condensed):
                 let content = condensed ? "[condensed to save context] \(summary)" : text
-                switch style {
+                switch plainHistory ? .userMessages : style {
                 case .toolMessages:
                     messages.append([
                         "role": "tool", "tool_call_id": .string(id), "name": .string(name),

@@ -69,6 +69,22 @@ import Testing
             + "readFile: a.py lines 1-9\n\nResult of listDirectory (call 2):\nx"))
     }
 
+    @Test func plainHistoryKeepsWhatWasSaidAndFoldsResultsWithoutCalls() {
+        let chat = ChatRequest(system: "s", entries: [
+            .user("t"), .assistant(text: "", calls: [ModelToolCall(id: "1", name: "readFile", argumentsText: "{}")]),
+            .toolResult(id: "1", name: "readFile", text: "body", summary: "", condensed: false),
+            .assistant(text: "Looking further.", calls: [ModelToolCall(id: "2", name: "listDirectory", argumentsText: "{}")]),
+            .toolResult(id: "2", name: "listDirectory", text: "a.py", summary: "", condensed: false),
+            .user("Answer now."),
+        ], tools: [], maxTokens: 1, style: .toolMessages, plainHistory: true)
+        let messages = chat.messagesJSON.arrayValue ?? []
+        #expect(messages.map { $0["role"]?.stringValue ?? "" } == ["system", "user", "user", "assistant", "user", "user"])
+        #expect(messages[2]["content"] == "Result of readFile (call 1):\nbody")
+        #expect(messages[3] == ["role": "assistant", "content": "Looking further."])
+        #expect(messages[4]["content"] == "Result of listDirectory (call 2):\na.py")
+        #expect(!chat.messagesJSON.jsonText.contains("tool_calls"))
+    }
+
     @Test func connectionRefusedIsModelUnavailableNamingTheURL() async throws {
         // Port 9 (discard) on loopback: nothing listens there.
         let model = OpenAIChatModel(endpoint: OpenAIEndpoint(baseURL: "http://127.0.0.1:9/v1"), model: "m", deadline: nil)

@@ -46,6 +46,8 @@ import Testing
 }
 
 @Suite struct AnswerRecoveryTests {
+    func messages(_ chat: ChatRequest) -> [JSONValue] { chat.messagesJSON.arrayValue ?? [] }
+
     @Test func aCallWrittenAsTextRunsAsThatCall() async throws {
         let list = FakeTool("listDirectory", output: "a.py (file)")
         let model = ScriptedModel([ChatReply(text: "functions.listDirectory:\n{\"path\": \".\"}"), ChatReply(text: "a.py")])
@@ -117,6 +119,13 @@ import Testing
         #expect(model.sent[4].tools.isEmpty)
         #expect(model.sent[4].messagesJSON.arrayValue?.last?["content"]?.stringValue?.hasSuffix("list the files") == true)
         #expect(sink.notices.contains { $0.contains("called a tool instead of answering") })
+        // Requests without tools carry no tool-call structure for the model to imitate; the results stay.
+        let roles = { (index: Int) in (self.messages(model.sent[index])).map { $0["role"]?.stringValue ?? "" } }
+        #expect(roles(2) == ["system", "user", "assistant", "tool", "assistant", "tool"])
+        for index in [3, 4] {
+            #expect(roles(index).allSatisfy { $0 == "system" || $0 == "user" })
+            #expect(messages(model.sent[index]).contains { $0["content"]?.stringValue?.contains("a.py (file)") == true })
+        }
         #expect(!sink.events.contains { if case .text(let d) = $0.kind { d.contains("functions.") } else { false } })
     }
 }
