@@ -53,6 +53,17 @@ def mac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
             "logs": tmp_path / "logs"}
 
 
+def test_install_takes_its_settings_from_the_given_env_file(mac: dict[str, Path], tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "site.env").write_text("APPLE_FLOW_SERVICE_LABEL=com.example.site\n")
+    result = CliRunner().invoke(app, ["service", "install", "--env-file", str(other / "site.env")])
+    assert result.exit_code == 0, result.output
+    plist_path = mac["home"] / "Library" / "LaunchAgents" / "com.example.site.plist"
+    plist = plistlib.loads(plist_path.read_bytes())
+    assert plist["Label"] == "com.example.site" and plist["WorkingDirectory"] == str(other.resolve())
+
+
 def calls(log: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 

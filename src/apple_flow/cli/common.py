@@ -3,6 +3,8 @@ printing an error without letting its text be read as rich markup."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -16,9 +18,9 @@ def print_error(message: object) -> None:
     err.print(f"[red]{escape(str(message))}[/red]")
 
 
-def settings_or_exit() -> Settings:
+def settings_or_exit(env_file: str | Path | None = ".env") -> Settings:
     try:
-        return load_settings()
+        return load_settings(env_file)
     except SettingsError as exc:
         print_error(exc)
         raise typer.Exit(2) from exc

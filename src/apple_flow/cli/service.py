@@ -42,7 +42,7 @@ def _fail(exc: ServiceError) -> typer.Exit:
 @service_app.command()
 def install(env_file: Path = EnvOption) -> None:
     """Write ~/Library/LaunchAgents/<label>.plist and load it (starts now and at every login)."""
-    settings = settings_or_exit()
+    settings = settings_or_exit(env_file)  # the same .env the service will read
     launchd = _launchd_or_exit(settings, env_file)
     files = service_files(settings)
     env_path = env_file.resolve()
@@ -59,7 +59,7 @@ def install(env_file: Path = EnvOption) -> None:
 @service_app.command()
 def uninstall(env_file: Path = EnvOption) -> None:
     """Stop the agent and remove its plist."""
-    settings = settings_or_exit()
+    settings = settings_or_exit(env_file)  # the same .env the service will read
     launchd = _launchd_or_exit(settings, env_file)
     files = service_files(settings)
     try:
@@ -72,7 +72,7 @@ def uninstall(env_file: Path = EnvOption) -> None:
 @service_app.command()
 def status(env_file: Path = EnvOption) -> None:
     """Say whether the agent is installed and running (exit 1 when not running)."""
-    settings = settings_or_exit()
+    settings = settings_or_exit(env_file)  # the same .env the service will read
     launchd = _launchd_or_exit(settings, env_file)
     files = service_files(settings)
     try:
@@ -91,7 +91,7 @@ def status(env_file: Path = EnvOption) -> None:
 @service_app.command()
 def restart(env_file: Path = EnvOption) -> None:
     """Restart the running agent (e.g. after changing .env: reinstall to pick up new values)."""
-    settings = settings_or_exit()
+    settings = settings_or_exit(env_file)  # the same .env the service will read
     launchd = _launchd_or_exit(settings, env_file)
     try:
         launchd.restart()
