@@ -213,3 +213,11 @@ def test_kept_stdout_is_bounded_but_every_line_reaches_the_callback() -> None:
     assert result.stdout_truncated
     assert sum(len(line) for line in result.stdout_lines) <= 1000
     assert result.stdout_lines == seen[: len(result.stdout_lines)]
+
+
+def test_a_line_without_end_is_cut_at_the_line_limit_and_the_rest_skipped() -> None:
+    # A runaway child printing without newlines must not grow one line until memory runs out.
+    runner = ProcessRunner(drain_seconds=0.5, kill_grace_seconds=0.5, max_line_bytes=1_000_000)
+    result = runner.run(python("import sys; sys.stdout.write('x' * 5_000_000 + '\\nend\\n')"), timeout=20)
+    assert result.exit_code == 0
+    assert result.stdout_lines == ["x" * 1_000_000, "end"]

@@ -36,6 +36,9 @@ STDERR_TAIL_CHARS = 8192
 INLINE_STDIN_BYTES = 8192
 # stdout kept in the result (every line still reaches ``on_line``): a runaway child cannot exhaust memory.
 MAX_KEPT_STDOUT_CHARS = 32 * 1024 * 1024
+# One stdout line is read whole up to this size (far above any real event); beyond it the line is cut and the
+# rest of it skipped, so a child that never prints a newline cannot grow one line without bound.
+MAX_LINE_BYTES = 64 * 1024 * 1024
 
 _EOF = object()
 
@@ -154,10 +157,12 @@ class ProcessRunner:
         drain_seconds: float = DEFAULT_DRAIN_SECONDS,
         kill_grace_seconds: float = DEFAULT_KILL_GRACE_SECONDS,
         max_kept_stdout_chars: int = MAX_KEPT_STDOUT_CHARS,
+        max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self._drain_seconds = drain_seconds
         self._kill_grace = kill_grace_seconds
         self._max_kept = max_kept_stdout_chars
+        self._max_line = max_line_bytes
         self._lock = threading.Lock()
         self._live: dict[int, _Live] = {}
 
@@ -191,7 +196,7 @@ class ProcessRunner:
             stderr_tail: deque[str] = deque()
             prompt = stdin_text.encode("utf-8")
             threads = [
-                threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True),
+                threading.Thread(target=_read_lines, args=(process.stdout, lines, self._max_line), daemon=True),
                 threading.Thread(target=_read_tail, args=(process.stderr, stderr_tail), daemon=True),
             ]
             if len(prompt) <= INLINE_STDIN_BYTES:
@@ -331,10 +336,14 @@ def _feed(stream: IO[bytes], data: bytes) -> None:
         stream.close()
 
 
-def _read_lines(stream: IO[bytes], lines: queue.Queue[object]) -> None:
+def _read_lines(stream: IO[bytes], lines: queue.Queue[object], max_line: int) -> None:
+    skipping = False  # inside the rest of a line that was cut
     try:
-        for raw in iter(stream.readline, b""):
-            lines.put(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+        for raw in iter(lambda: stream.readline(max_line), b""):
+            complete = raw.endswith(b"\n")
+            if not skipping:
+                lines.put(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            skipping = not complete
     except (OSError, ValueError):
         pass
     finally:
