@@ -61,8 +61,6 @@ class EventStream:
         self._tool_calls = tool_calls
         self._on_progress = on_progress
         self.result: dict[str, Any] | None = None
-        self.text_parts: list[str] = []
-        self.progress: list[str] = []
         self.unparsed_lines = 0
 
     def feed(self, line: str) -> None:
@@ -77,16 +75,12 @@ class EventStream:
         if not isinstance(event, dict):
             self.unparsed_lines += 1
             return
-        kind = event.get("type")
-        if kind == "result":
+        if event.get("type") == "result":
             self.result = event
-        elif kind == "text" and isinstance(event.get("delta"), str):
-            self.text_parts.append(event["delta"])
         for name, arguments in self._tool_calls(event):
             line_text = describe_tool_call(name, arguments)
             if isinstance(event.get("subtask"), (int, str)):
                 line_text = f"[{event['subtask']}] {line_text}"
-            self.progress.append(line_text)
             if self._on_progress is not None:
                 self._on_progress(line_text)
 
