@@ -422,3 +422,42 @@ def test_a_prefix_without_text_gets_an_example_and_runs_nothing(harness: Callabl
     [reply] = h.egress.to(ANA)
     assert "needs some text, e.g." in reply
     assert h.connector.calls == []
+
+
+def test_the_connectors_history_is_written_with_the_reply_not_before(
+    make_settings: Callable[..., Settings], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A crash between the agent's answer and the recorded reply redoes the turn; its first run must leave no
+    # exchange in the history. Stand-in for the crash: recording the first reply fails.
+    import sqlite3
+
+    from apple_flow.connectors.afm import AfmConnector
+    from apple_flow.daemon.history import TurnHistory
+    from apple_flow.daemon.runtime import Daemon
+    from connectors.conftest import HERE, install_script
+    from support.daemon_fakes import ListIngress, RecordingEgress
+
+    settings = make_settings(afm_command=str(install_script(HERE / "fake_apple_code.py", tmp_path / "apple-code")))
+    store = Store(settings.db_path)
+    history = TurnHistory(store)
+    record_reply = store.record_reply
+    attempts = itertools.count()
+
+    def fails_once(*args: Any) -> None:
+        if next(attempts) == 0:
+            raise sqlite3.OperationalError("disk I/O error")
+        record_reply(*args)
+
+    monkeypatch.setattr(store, "record_reply", fails_once)
+    ingress, egress = ListIngress(), RecordingEgress()
+    daemon = Daemon(settings, store, AfmConnector(settings, history=history), ingress, egress, "imessage",
+                    history=history)
+    ingress.add(ANA, "first")
+    ingress.add(ANA, "second")
+    ingress.close()
+    runner = threading.Thread(target=daemon.run)
+    runner.start()
+    runner.join(30)
+    assert not runner.is_alive()
+    assert [exchange.user for exchange in store.history(ANA, 10)] == ["second"]
+    assert egress.to(ANA) == ["fake answer"]

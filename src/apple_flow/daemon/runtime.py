@@ -21,6 +21,7 @@ from apple_flow.connectors.base import Connector, ConnectorError
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.cursor import CursorTracker
+from apple_flow.daemon.history import TurnHistory
 from apple_flow.daemon.orchestrator import Ignore, Orchestrator, Reply, Turn
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
@@ -59,6 +60,7 @@ class Daemon:
         egress: Egress,
         channel_key: str,
         local_senders: Iterable[str] = (),
+        history: TurnHistory | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -66,6 +68,7 @@ class Daemon:
         self._ingress = ingress
         self._egress = egress
         self._channel = channel_key
+        self._history = history  # the connector's history, when it is to be written with each reply
         policy = Policy(
             settings.allowed_senders, settings.max_messages_per_minute, settings.default_region, local_senders
         )
@@ -264,12 +267,17 @@ class Daemon:
         result = self.orchestrator.execute(
             turn, throttle, lambda: job.stop_reply if job.cancelled.is_set() else None
         )
+        thread = self._connector.get_or_create_thread(message.sender)
         if self._abandon.is_set():
+            if self._history is not None:
+                self._history.discard(thread)
             return
         reply = result.reply
         with self._store.transaction():
             if result.commit is not None:
                 result.commit()
+            if self._history is not None:
+                self._history.commit(thread)
             self._store.record_reply(self._channel, message.rowid, reply, "cancelled" if reply is None else None)
         if reply is None:
             self._require_tracker().finished(message.rowid)
