@@ -28,6 +28,11 @@ export PATH="$ROOT/apple_code/.build/debug:$PATH"
 export APPLE_FLOW_AFM_BACKEND=openai
 export APPLE_FLOW_AFM_BASE_URL="http://127.0.0.1:$port/v1"
 export APPLE_FLOW_AFM_MODEL=smollm2-135m
-export APPLE_FLOW_DEFAULT_WORKSPACE=${APPLE_FLOW_DEFAULT_WORKSPACE:-$ROOT/examples/workspace}
+# The agent may write files: it works on a copy of examples/workspace outside this checkout, never in it.
+if [ -z "${APPLE_FLOW_DEFAULT_WORKSPACE:-}" ] && ! grep -qi "^APPLE_FLOW_DEFAULT_WORKSPACE=." "$ROOT/.env" 2>/dev/null; then
+    demo="$HOME/.apple-flow/demo-workspace"
+    [ -d "$demo" ] || { mkdir -p "$(dirname "$demo")" && cp -R "$ROOT/examples/workspace" "$demo"; }
+    export APPLE_FLOW_DEFAULT_WORKSPACE="$demo"
+fi
 say "Console channel with the local demo model (SmolLM2-135M: real, fast, not a capable coding agent). Type a message; Ctrl-D to quit."
 "$VENV/bin/apple-flow" run --channel console "$@"
