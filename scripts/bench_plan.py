@@ -12,7 +12,7 @@ Both scripts issue the same reads, so the difference is only what fits in the wi
 the largest request in estimated tokens (the project's estimator), and whether every line of every file was
 shown to the model by some request. Writes reports/bench_plan.md and prints it.
 
-    /work/main/.venv/bin/python scripts/bench_plan.py [--binary apple_code/.build/debug/apple-code]
+    scripts/bench_plan [--binary apple_code/.build/debug/apple-code]
 """
 
 from __future__ import annotations
@@ -126,7 +126,8 @@ def report(rows: list[Measurement]) -> str:
         f"Task: read {FILE_COUNT} files of {FILE_LINES} lines (about 6 KB each) to their end. Scripted "
         "OpenAI-compatible server, real `apple-code` binary, `--context-tokens 4096`; both runs issue the same "
         "reads (lines 1-100, then 101-150 of each file). Request size is the project's documented estimate "
-        "(messages and tool definitions at 3 bytes a token, plus the answer reserve `max_tokens`).",
+        "(TokenEstimator: an ASCII digit 1 token, a non-ASCII byte 0.7, any other byte 1/3; messages and tool "
+        "definitions, plus the answer reserve `max_tokens`).",
         "",
         "| mode | exit | requests | largest request (est. tokens) | all requests (est. tokens) | history "
         f"condensed (notices) | file lines shown to the model (of {total_lines}) | every file read in full | "
@@ -137,7 +138,7 @@ def report(rows: list[Measurement]) -> str:
         out.append(f"| {row.mode} | {row.exit_code} ({row.subtype}) | {row.requests} | {row.largest_request} | "
                    f"{row.total_sent} | {row.condensed} | {row.lines_shown} | {row.all_read} | "
                    f"{row.checksums_in_view} |")
-    out += ["", "Command: `/work/main/.venv/bin/python scripts/bench_plan.py`", ""]
+    out += ["", "Command: `scripts/bench_plan`", ""]
     return "\n".join(out)
 
 
