@@ -112,6 +112,35 @@ def test_large_files_are_condensed_so_every_request_fits(apple_code_bin: Path, w
     assert "value_3" in contents[-1]
 
 
+def test_a_huge_write_is_cut_from_the_history_so_every_request_fits(apple_code_bin: Path, workspace: Path) -> None:
+    """Issue 3 item 6: a writeFile call's 20 KB content stays in the history as the call's arguments; once it has
+    run the fitter cuts it to a placeholder, where it used to end the run with exit 4 (error_context)."""
+    content = "".join(f"row {i:05d}: {'x' * 30}\n" for i in range(500))  # ~21 KB, over the 4096 default alone
+    script = [tool_call("writeFile", {"path": "big.txt", "content": content}),
+              tool_call("readFile", {"path": "big.txt", "startLine": 1, "endLine": 5}),
+              answer("big.txt written and checked")]
+    with ScriptedServer(script) as server:
+        done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace), "write big.txt")
+        requests = server.requests()
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "big.txt").read_text() == content
+    lines = events(done.stdout)
+    assert lines[-1]["subtype"] == "success" and lines[-1]["result"] == "big.txt written and checked"
+    assert len(requests) == 3
+    for body in requests:
+        assert request_tokens(body) <= 4096
+    # The call keeps its id and name, its result still follows it, and its arguments say what was there.
+    history = requests[-1]["messages"]
+    assert history[1] == {"role": "user", "content": "write big.txt"}
+    write = next(m for m in history if m["role"] == "assistant")["tool_calls"][0]
+    assert write["function"]["name"] == "writeFile"
+    arguments = json.loads(write["function"]["arguments"])
+    assert arguments["path"] == "big.txt"
+    assert arguments["content"].startswith(f"[{len(content.encode()):,} bytes of text, starting \"row 00000")
+    assert any(m["role"] == "tool" and m["tool_call_id"] == write["id"] for m in history)
+    assert "row 00004" in history[-1]["content"]
+
+
 def test_malformed_arguments_and_unknown_tools_do_not_end_the_run(apple_code_bin: Path, workspace: Path) -> None:
     script = [tool_call("readFile", '{"path": '), tool_call("formatDisk", {}), answer("recovered")]
     with ScriptedServer(script) as server:

@@ -49,9 +49,8 @@ def test_escape_attempts_are_errors_and_the_run_goes_on(apple_code_bin: Path, la
         tool_call("writeFile", {"path": "a\nb.txt", "content": "x"}),
         tool_call("readFile", {"path": "x/" * 5000}),
     ]
-    # The 10,000-character path stays in the history as the call's argument: a window that holds it.
-    lines, sent, _ = run(apple_code_bin, workspace, [*attempts, answer("done")], "--max-turns", "20",
-                         "--context-tokens", "16000")
+    # The 10,000-character path is cut from the history once its call has run: the default window holds the run.
+    lines, sent, _ = run(apple_code_bin, workspace, [*attempts, answer("done")], "--max-turns", "20")
     results = [line for line in lines if line["type"] == "tool_result"]
     assert len(results) == len(attempts)
     assert all(not result["ok"] and str(result["summary"]).startswith("Error:") for result in results), results

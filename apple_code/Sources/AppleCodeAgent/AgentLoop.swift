@@ -228,7 +228,7 @@ private struct LoopRun {
 
     /// Arguments as JSON: empty text is `{}`; a JSON string holding an object (double-encoded) is unwrapped.
     static func parseArguments(_ text: String) -> (value: JSONValue?, error: String?) {
-        let trimmed = text.trimmed(of: " \n\r\t")
+        let trimmed = text.trimmingWhitespace
         if trimmed.isEmpty { return (.object(JSONObject()), nil) }
         do {
             let value = try JSONValue.parse(trimmed)
@@ -242,11 +242,12 @@ private struct LoopRun {
     }
 
     /// Tokens the next tool result may take: what the conversation budget leaves once every older result is
-    /// condensed, shared among the calls still to run in this turn.
+    /// condensed and every call's long arguments are cut (as the fitter will do once the calls have run), shared
+    /// among the calls still to run in this turn.
     private func resultRoom(callsLeft: Int) -> Int {
         let lastAssistant = entries.lastIndex { if case .assistant = $0 { true } else { false } } ?? 0
         let lean = entries.enumerated().map { index, entry in
-            index < lastAssistant ? entry.condensed : entry
+            (index < lastAssistant ? entry.condensed : entry).withLongArgumentsCut
         }
         let chat = ChatRequest(system: request.instructions, entries: lean, tools: specs,
                                maxTokens: budget.answerReserve, style: style)
@@ -271,10 +272,13 @@ private struct LoopRun {
 
     // MARK: budget
 
-    /// The next request, condensed until it fits: older tool results to one line each (oldest first), then
-    /// whole older exchanges dropped, then the newest results cut. The task is never touched.
+    /// The next request, condensed until it fits: older tool results to one line each (oldest first), then the
+    /// long arguments of calls that have run cut to a placeholder (oldest message first: a 20 KB `writeFile`
+    /// content is on disk, and its result says so), then whole older exchanges dropped, then the newest results
+    /// cut. The task is never touched.
     private mutating func fittedRequest() throws -> ChatRequest {
         var condensed = 0
+        var shortened = 0
         var dropped = 0
         var chat = makeRequest()
         while chat.estimatedTokens > budget.contextTokens {
@@ -282,6 +286,9 @@ private struct LoopRun {
             if let index = entries.indices.first(where: { $0 < lastAssistant && entries[$0].isWholeResult }) {
                 entries[index] = entries[index].condensed
                 condensed += 1
+            } else if let index = entries.indices.first(where: { hasLongArgumentsThatRan(at: $0) }) {
+                entries[index] = entries[index].withLongArgumentsCut
+                shortened += 1
             } else if let range = oldestExchange(before: lastAssistant) {
                 entries.removeSubrange(range)
                 dropped += 1
@@ -299,9 +306,10 @@ private struct LoopRun {
             }
             chat = makeRequest()
         }
-        if condensed > 0 || dropped > 0 {
+        if condensed > 0 || shortened > 0 || dropped > 0 {
             var parts: [String] = []
             if condensed > 0 { parts.append("condensed \(condensed) older tool result(s) to one line each") }
+            if shortened > 0 { parts.append("cut the long arguments of \(shortened) earlier tool-call message(s)") }
             if dropped > 0 { parts.append("dropped \(dropped) older exchange(s)") }
             let message = "context budget: " + parts.joined(separator: ", ")
             request.log(message)
@@ -329,6 +337,17 @@ private struct LoopRun {
         return start..<end
     }
 
+    /// An assistant message whose calls all have their results recorded and carry an argument worth cutting.
+    private func hasLongArgumentsThatRan(at index: Int) -> Bool {
+        guard case .assistant(_, let calls) = entries[index], calls.contains(where: \.hasLongArguments) else {
+            return false
+        }
+        let answered = Set(entries[(index + 1)...].compactMap { entry -> String? in
+            if case .toolResult(let id, _, _, _, _) = entry { id } else { nil }
+        })
+        return calls.allSatisfy { answered.contains($0.id) }
+    }
+
     private func largestNewestResult(after index: Int) -> Int? {
         entries.indices.filter { $0 > index && entries[$0].isWholeResult }
             .max { entries[$0].resultLength < entries[$1].resultLength }
@@ -342,6 +361,12 @@ extension ChatEntry {
 
     var resultLength: Int {
         if case .toolResult(_, _, let text, _, _) = self { text.utf8.count } else { 0 }
+    }
+
+    /// An assistant message with each call's long string arguments replaced by a placeholder (`ModelToolCall`).
+    var withLongArgumentsCut: ChatEntry {
+        guard case .assistant(let text, let calls) = self else { return self }
+        return .assistant(text: text, calls: calls.map(\.withLongArgumentsCut))
     }
 
     var condensed: ChatEntry {
@@ -369,6 +394,8 @@ extension JSONValue {
 }
 
 extension String {
+    var trimmingWhitespace: String { trimmed(of: " \n\r\t") }
+
     func trimmed(of set: String) -> String {
         var s = Substring(self)
         while let first = s.first, set.contains(first) { s = s.dropFirst() }

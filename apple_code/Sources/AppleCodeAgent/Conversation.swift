@@ -132,3 +132,64 @@ public enum ChatWire {
         return .array(messages)
     }
 }
+
+/// Cutting a call's arguments from the history once it has run: the id and name stay (its result must still follow
+/// it), and the arguments stay a valid JSON object whose long strings say what was there.
+extension ModelToolCall {
+    /// Strings longer than this (UTF-8 bytes) are cut; the placeholder itself is shorter, so cutting ends.
+    static let longArgumentBytes = 160
+
+    var hasLongArguments: Bool { withLongArgumentsCut.argumentsText != argumentsText }
+
+    var withLongArgumentsCut: ModelToolCall {
+        var call = self
+        let trimmed = argumentsText.trimmingWhitespace
+        if let value = try? JSONValue.parse(trimmed) {
+            let cut = Self.cutLongStrings(value)
+            if cut != value { call.argumentsText = cut.jsonText }
+        } else if argumentsText.utf8.count > Self.longArgumentBytes {
+            // Malformed arguments (the call got an error result): a valid object that says what was there.
+            let placeholder = Self.placeholder(argumentsText, what: "malformed JSON")
+            call.argumentsText = JSONValue.object(["arguments": .string(placeholder)]).jsonText
+        }
+        return call
+    }
+
+    private static func cutLongStrings(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .string(let text) where text.utf8.count > longArgumentBytes:
+            // A double-encoded object (see `parseArguments`) is cut inside, not replaced whole.
+            if let inner = try? JSONValue.parse(text), inner.objectValue != nil { return cutLongStrings(inner) }
+            return .string(placeholder(text, what: "text"))
+        case .array(let items): return .array(items.map(cutLongStrings))
+        case .object(let object):
+            var cut = JSONObject()
+            for (key, item) in object.entries { cut[key] = cutLongStrings(item) }
+            return .object(cut)
+        default: return value
+        }
+    }
+
+    /// `[4,812 bytes of text, starting "import Foundation…"; cut from the history]`, well under
+    /// `longArgumentBytes` whatever the text (its start is at most 32 bytes), so it is never cut again.
+    static func placeholder(_ text: String, what: String) -> String {
+        var start = ""
+        for character in text {
+            let shown = character.isNewline ? " " : String(character)
+            guard start.utf8.count + shown.utf8.count <= 32 else { break }
+            start += shown
+        }
+        return "[\(grouped(text.utf8.count)) bytes of \(what), starting \"\(start)…\"; cut from the history]"
+    }
+
+    private static func grouped(_ number: Int) -> String {
+        var digits = String(number)
+        var groups: [String] = []
+        while digits.count > 3 {
+            groups.insert(String(digits.suffix(3)), at: 0)
+            digits = String(digits.dropLast(3))
+        }
+        groups.insert(digits, at: 0)
+        return groups.joined(separator: ",")
+    }
+}

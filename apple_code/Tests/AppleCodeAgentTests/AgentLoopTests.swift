@@ -152,6 +152,63 @@ import Testing
         #expect((model.sent.last?.estimatedTokens ?? 0) > 2048 * 3 / 4)
     }
 
+    /// Issue 3 item 6: a call's huge arguments (a 20 KB `writeFile` content) stay in the history as the call; once
+    /// it has run they are cut to a placeholder instead of the run ending with exit 4.
+    @Test func hugeArgumentsOfACallThatRanAreCutSoEveryRequestFits() async throws {
+        let write = FakeTool("writeFile", output: "wrote 20,000 bytes to big.txt", changes: ["big.txt"])
+        let read = FakeTool("readFile", output: String(repeating: "line of the file\n", count: 40))
+        let content = String(repeating: "0123456789abcdefghij\n", count: 1000)  // ~21 KB, digits cost 1 token
+        let arguments = JSONValue.object(["path": "big.txt", "content": .string(content)]).jsonText
+        let model = ScriptedModel([
+            call("writeFile", arguments, id: "w1"),
+            call("readFile", #"{"path":"big.txt"}"#, id: "r1"),
+            call("readFile", #"{"path":"other.txt"}"#, id: "r2"),
+            ChatReply(text: "Wrote and checked big.txt."),
+        ])
+        let sink = RecordingSink()
+        let answer = try await AgentLoop(model: model).run(request([write, read], context: 4096), events: sink)
+        #expect(answer.text == "Wrote and checked big.txt.")
+        #expect(answer.progress.filesChanged == ["big.txt"])
+        #expect(model.sent.count == 4)
+        for sent in model.sent { #expect(sent.estimatedTokens <= 4096) }
+        #expect(sink.notices.contains { $0.contains("cut the long arguments of 1") })
+        // The call keeps its id and name and its result still follows it; the arguments stay valid JSON.
+        let messages = model.sent[1].messagesJSON.arrayValue ?? []
+        let assistant = messages.first { $0["role"] == "assistant" }
+        let sentCall = assistant?["tool_calls"]?.arrayValue?.first
+        #expect(sentCall?["id"] == "w1")
+        #expect(sentCall?["function"]?["name"] == "writeFile")
+        let sentArguments = try JSONValue.parse(sentCall?["function"]?["arguments"]?.stringValue ?? "")
+        #expect(sentArguments["path"] == "big.txt")
+        let placeholder = sentArguments["content"]?.stringValue ?? ""
+        #expect(placeholder.hasPrefix("[21,000 bytes of text, starting \"0123456789abcdefghij"))
+        #expect(placeholder.hasSuffix("; cut from the history]"))
+        #expect(messages.last?["role"] == "tool")
+        #expect(messages.last?["tool_call_id"] == "w1")
+        // The task and the newest result stay whole.
+        #expect(model.sent.last?.entries.first == .user("Do the task."))
+        #expect(messages.last?["content"] == "wrote 20,000 bytes to big.txt")
+        let newest = model.sent.last?.messagesJSON.arrayValue?.last
+        #expect(newest?["content"] == .string(String(repeating: "line of the file\n", count: 40)))
+    }
+
+    @Test func shortArgumentsStayAndMalformedLongOnesBecomeValidJSON() {
+        let short = ModelToolCall(id: "a", name: "readFile", argumentsText: #"{"path":"a.py"}"#)
+        #expect(!short.hasLongArguments)
+        #expect(short.withLongArgumentsCut == short)
+        let malformed = ModelToolCall(id: "b", name: "writeFile",
+                                      argumentsText: "{" + String(repeating: "x", count: 500))
+        let cut = malformed.withLongArgumentsCut
+        #expect((try? JSONValue.parse(cut.argumentsText))?["arguments"]?.stringValue?.hasPrefix("[501 bytes of "
+            + "malformed JSON") == true)
+        #expect(!cut.hasLongArguments)
+        // Wide characters: the placeholder's quoted start is bounded in bytes, so it is never long itself.
+        let emoji = JSONValue.object(["content": .string(String(repeating: "😀", count: 300))])
+        let wide = ModelToolCall(id: "c", name: "writeFile", argumentsText: emoji.jsonText)
+        #expect(wide.hasLongArguments)
+        #expect(!wide.withLongArgumentsCut.hasLongArguments)
+    }
+
     @Test func anExpiredDeadlineIsATimeoutWithThePartialAnswer() async throws {
         let reply = ChatReply(text: "Looking at it.", calls: [ModelToolCall(id: "a", name: "readFile", argumentsText: "{}")])
         let soon = ContinuousClock.now + .milliseconds(200)
