@@ -148,9 +148,32 @@ def test_max_subtasks_caps_the_plan(apple_code_bin: Path, workspace: Path) -> No
     assert run.result()["result"].startswith("Plan: 2 subtasks.")
 
 
+def test_max_turns_bounds_every_request_of_the_plan(apple_code_bin: Path, workspace: Path) -> None:
+    """--max-turns 3 pays for the planner, one worker and the summary: five subtasks become one worker."""
+    plan = '["Fix a.py", "Fix b.py", "Fix c.py", "Run the tests", "Report"]'
+    script = [answer(plan), answer("did all five"), answer("All done."),
+              *(answer(f"extra {n}") for n in range(6))]
+    with ScriptedServer(script) as server:
+        run = run_apple_code(apple_code_bin, server.url, workspace, TASK, "--plan", "--max-turns", "3")
+        requests = server.requests()
+
+    assert run.returncode == 0, run.stderr
+    assert len(requests) == 3
+    assert run.result()["num_turns"] == 3
+    assert "at most 1 subtask." in user_text(requests[0])
+    assert "Your subtask: Fix a.py; then Fix b.py; then Fix c.py; then Run the tests; then Report" in user_text(
+        requests[1])
+    assert tool_names(requests[2]) == set()
+    assert run.result()["result"].startswith("Plan: 1 subtask.")
+    assert run.result()["result"].rstrip().endswith("Summary: All done.")
+    assert any("pays for 1 worker" in message for message in notices(run))
+
+
 def test_max_subtasks_above_the_hard_cap_is_held_to_twenty(apple_code_bin: Path, workspace: Path) -> None:
     with ScriptedServer([answer("no plan here"), answer("done directly")]) as server:
-        run = run_apple_code(apple_code_bin, server.url, workspace, TASK, "--plan", "--max-subtasks", "50")
+        # 40 turns pay for 20 workers (the default 16 pays for 11: see the --max-turns test above).
+        run = run_apple_code(apple_code_bin, server.url, workspace, TASK, "--plan", "--max-subtasks", "50",
+                             "--max-turns", "40")
         requests = server.requests()
     assert run.returncode == 0, run.stderr
     assert "at most 20 subtasks" in user_text(requests[0])

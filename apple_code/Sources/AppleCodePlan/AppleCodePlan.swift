@@ -36,6 +36,11 @@ public struct PlanRunner: Sendable {
     public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
         let budget = PlanBudget(maxTurns: request.maxTurns, deadline: request.deadline)
         var progress = RunProgress()
+        guard budget.allowsPlan else {
+            events.notice("plan: --max-turns \(request.maxTurns) is too few for a plan (the planner, one worker and "
+                + "the summary need \(PlanBudget.minimumTurns)); running the task directly")
+            return try await runDirectly(request, budget: budget, progress: progress, events: events)
+        }
 
         let subtasks: [String]
         do {
@@ -97,20 +102,27 @@ public struct PlanRunner: Sendable {
     private func makePlan(_ request: AgentRequest, budget: PlanBudget, events: any EventSink)
         async throws -> (subtasks: [String], progress: RunProgress)
     {
+        // One cap, known before the planner runs, so it can be told: --max-subtasks, or fewer when --max-turns
+        // cannot pay for that many workers.
+        let cap = min(maxSubtasks, budget.workerSlots)
         var plannerRequest = request
         plannerRequest.prompt = PlanPrompts(task: request.prompt, contextTokens: request.contextTokens)
-            .planner(maxSubtasks: maxSubtasks)
+            .planner(maxSubtasks: cap)
         plannerRequest.tools = request.tools.filter { Self.readOnlyToolNames.contains($0.name) }
         plannerRequest.maxTurns = budget.plannerTurns
         plannerRequest.deadline = budget.plannerDeadline()
         let answer = try await runBounded(plannerRequest, events: TextDroppingSink(base: events))
         var subtasks = PlanParser.subtasks(from: answer.text)
-        if subtasks.count > maxSubtasks {
+        if subtasks.count > cap {
             // Merging keeps the whole task in the plan; dropping the tail would silently leave work undone.
-            let merged = subtasks[(maxSubtasks - 1)...].joined(separator: "; then ")
+            let merged = subtasks[(cap - 1)...].joined(separator: "; then ")
+            let reason = cap < maxSubtasks
+                ? "--max-turns \(budget.maxTurns) pays for \(cap) worker\(cap == 1 ? "" : "s") after "
+                    + "\(budget.plannerTurns) planner turn\(budget.plannerTurns == 1 ? "" : "s") and the summary's 1"
+                : "--max-subtasks \(maxSubtasks)"
             events.notice("plan: the planner gave \(subtasks.count) subtasks; the last "
-                + "\(subtasks.count - maxSubtasks + 1) were merged into one (--max-subtasks \(maxSubtasks))")
-            subtasks = Array(subtasks[..<(maxSubtasks - 1)]) + [merged]
+                + "\(subtasks.count - cap + 1) were merged into one (\(reason))")
+            subtasks = Array(subtasks[..<(cap - 1)]) + [merged]
         }
         return (subtasks, answer.progress)
     }
@@ -129,7 +141,7 @@ public struct PlanRunner: Sendable {
                              events: any EventSink) async throws -> AgentAnswer
     {
         var direct = request
-        direct.maxTurns = budget.workerTurns(used: progress.turns, workersLeft: 1)
+        direct.maxTurns = budget.turnsLeft(used: progress.turns)
         do {
             var answer = try await runBounded(direct, events: events)
             var total = progress
@@ -153,6 +165,10 @@ public struct PlanRunner: Sendable {
                            budget: PlanBudget, progress: inout RunProgress, events: any EventSink)
         async throws -> String?
     {
+        guard budget.turnsLeft(used: progress.turns) >= PlanBudget.summaryTurns else {
+            events.notice("plan: no turn of --max-turns \(budget.maxTurns) is left for the summary; it is left out")
+            return nil
+        }
         var summaryRequest = request
         summaryRequest.prompt = prompts.summary(count: records.count, digest: CombinedAnswer.digest(records))
         summaryRequest.tools = []

@@ -3,25 +3,40 @@ import AppleCodeCore
 /// How the run's `--max-turns` and `--timeout` are shared out. The planner gets a quarter of each (it only
 /// looks around); each worker gets an equal share of what is left when it starts, so time and turns an early
 /// worker does not use pass on to later ones.
+///
+/// The turn rule (a turn is one model request; `--max-turns` bounds them all): the planner needs one turn
+/// (it gets a quarter, at least one), the summary one, and every worker at least one. So a plan needs
+/// `minimumTurns` (3), below that the task runs directly; the plan is capped to `workerSlots` subtasks (extras are
+/// merged into the last one); and no part is ever given more turns than are left. Planner + workers + summary
+/// therefore never exceed `--max-turns`.
 struct PlanBudget: Sendable {
     let maxTurns: Int
     let deadline: ContinuousClock.Instant?
 
+    /// The planner, one worker and the summary.
+    static let minimumTurns = 3
+    /// The summary request after the workers.
+    static let summaryTurns = 1
+
+    var allowsPlan: Bool { maxTurns >= Self.minimumTurns }
+
     var plannerTurns: Int { max(1, maxTurns / 4) }
+
+    /// How many workers the turns pay for, one turn each, after the planner's share and the summary's turn.
+    var workerSlots: Int { max(1, maxTurns - plannerTurns - Self.summaryTurns) }
+
+    func turnsLeft(used: Int) -> Int { max(0, maxTurns - used) }
 
     func plannerDeadline(now: ContinuousClock.Instant = .now) -> ContinuousClock.Instant? {
         deadline.map { now + (($0 - now) / 4) }
     }
 
-    /// At least one turn, even when earlier parts used up the budget: a worker that cannot take a turn
-    /// would only report a failure. `reserved`: turns kept for what follows the workers (the summary request),
-    /// so a run whose workers use their shares stays within `--max-turns`.
+    /// An equal share of the turns left after `reserved` (kept for the summary). With the plan capped to
+    /// `workerSlots` every worker gets at least one; never more than is left, so a worker cannot push the run
+    /// past `--max-turns` (a share of 0 makes the backend stop before its first request).
     func workerTurns(used: Int, workersLeft: Int, reserved: Int = 0) -> Int {
-        max(1, (maxTurns - used - reserved) / max(1, workersLeft))
+        turnsLeft(used: used + reserved) / max(1, workersLeft)
     }
-
-    /// The summary request after the workers.
-    static let summaryTurns = 1
 
     /// The last worker may use all the time left: when it runs out, the run has timed out (exit 124) and the
     /// summary is not written.

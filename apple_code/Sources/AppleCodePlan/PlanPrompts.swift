@@ -13,11 +13,11 @@ struct PlanPrompts {
 
     func planner(maxSubtasks: Int) -> String {
         """
-        Split the task below into at most \(maxSubtasks) subtasks. Each subtask is done by a separate helper that \
-        starts with an empty memory: it sees only the task, its own subtask and one-line notes about the earlier \
-        subtasks. Its memory is small, so give each subtask one or two files to read or change, and name them. \
-        Order the subtasks so that later ones can build on earlier ones. You may look at the workspace with the \
-        read-only tools first. If the task is small, use one subtask.
+        Split the task below into at most \(maxSubtasks) subtask\(maxSubtasks == 1 ? "" : "s"). Each subtask is \
+        done by a separate helper that starts with an empty memory: it sees only the task, its own subtask and \
+        one-line notes about the earlier subtasks. Its memory is small, so give each subtask one or two files to \
+        read or change, and name them. Order the subtasks so that later ones can build on earlier ones. You may \
+        look at the workspace with the read-only tools first. If the task is small, use one subtask.
 
         Reply with only a JSON array of strings, for example:
         ["Read src/a.py and fix the typo in greet()", "Add a test for greet() to tests/test_a.py"]
