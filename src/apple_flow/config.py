@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-# The accepted connector names are the keys of apple_flow.connectors.registry.REGISTRY (checked below).
-ConnectorName = str
+# The connectors: apple_flow.connectors.registry maps each name to its class (a test keeps the two alike).
+ConnectorName = Literal["afm", "codex-cli", "claude-cli"]
 ChannelName = Literal["auto", "imessage", "console"]
 AfmBackend = Literal["auto", "fm", "openai"]
 
@@ -116,14 +116,13 @@ class Settings(BaseSettings):
     local_model_host: str = "127.0.0.1"
     local_model_port: int = Field(8765, gt=0, lt=65536)
 
-    @field_validator("connector", mode="after")
+    @field_validator("connector", mode="before")
     @classmethod
-    def _known_connector(cls, value: str) -> str:
-        # Imported here: the connectors import this module, and the registry is the one list of names.
-        from apple_flow.connectors.registry import REGISTRY
-
-        if value not in REGISTRY:
-            raise ValueError(f"unknown connector; accepted: {', '.join(REGISTRY)}")
+    def _known_connector(cls, value: Any) -> Any:
+        # Before the Literal's own check, whose message would not say "unknown connector".
+        names = get_args(ConnectorName)
+        if isinstance(value, str) and value not in names:
+            raise ValueError(f"unknown connector; accepted: {', '.join(names)}")
         return value
 
     @field_validator("allowed_senders", "allowed_workspaces", mode="before")
