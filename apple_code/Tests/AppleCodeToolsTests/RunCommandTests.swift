@@ -11,6 +11,10 @@ let commandSandboxes: [CommandSandbox] = {
     return list
 }()
 
+/// Which sandbox this machine has: tests that need one are skipped (and reported as skipped) without it.
+let hasBubblewrap: Bool = { if case .bubblewrap = CommandSandbox.detected { true } else { false } }()
+let hasSeatbelt: Bool = { if case .seatbelt = CommandSandbox.detected { true } else { false } }()
+
 /// Whether a process is gone: no such pid, or a zombie nobody reaped yet (in a container PID 1 may not reap).
 func processIsGone(_ pid: pid_t) -> Bool {
     if kill(pid, 0) != 0 { return errno == ESRCH }
@@ -255,11 +259,8 @@ final class LogLines: @unchecked Sendable {
 @Suite struct SandboxTests {
     /// bwrap: writes inside the workspace work; writes anywhere else on the host are refused or land in the
     /// sandbox's private /tmp and vanish; there is no network but loopback.
-    @Test func bubblewrapRefusesWritesOutsideTheWorkspace() async throws {
-        guard case .bubblewrap = CommandSandbox.detected else {
-            print("SKIPPED bubblewrapRefusesWritesOutsideTheWorkspace: \(CommandSandbox.detected.label)")
-            return
-        }
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapRefusesWritesOutsideTheWorkspace() async throws {
         let ws = try TempWorkspace()
         let probe = "/var/tmp/apple-code-sandbox-\(UUID().uuidString)"
         defer { unlink(probe) }  // only there if the sandbox failed
@@ -277,11 +278,8 @@ final class LogLines: @unchecked Sendable {
     }
 
     /// sandbox-exec (macOS): the workspace is writable, a folder outside the workspace and temp is not.
-    @Test func seatbeltRefusesWritesOutsideTheWorkspace() async throws {
-        guard case .seatbelt = CommandSandbox.detected else {
-            print("SKIPPED seatbeltRefusesWritesOutsideTheWorkspace: \(CommandSandbox.detected.label)")
-            return
-        }
+    @Test(.enabled(if: hasSeatbelt, "needs a working sandbox-exec (macOS)"))
+    func seatbeltRefusesWritesOutsideTheWorkspace() async throws {
         let ws = try TempWorkspace()
         let probe = NSHomeDirectory() + "/.apple-code-sandbox-probe-\(UUID().uuidString)"
         defer { unlink(probe) }  // only there if the sandbox failed
