@@ -13,8 +13,10 @@ import pytest
 from apple_flow.channels.imessage import ChatDBError, ChatDBProblem, Skipped
 from apple_flow.channels.imessage.chatdb import ChatDB, python_binary
 from apple_flow.channels.imessage.ingress import IMessageIngress
+from apple_flow.daemon.commands import HELP_TEXT
 from channels.ingress_helpers import take
 from support.chatdb import SCHEMA, ChatDbWriter, make_body
+from support.daemon_process import DaemonProcess, wait_for
 
 
 def ingress_at(path: Path, **kwargs: object) -> IMessageIngress:
@@ -173,3 +175,63 @@ def test_no_permission_elsewhere_says_to_fix_file_permissions(chat_db: ChatDbWri
     assert problem == "no-permission"
     assert "readable by the user running apple-flow" in message
     assert "Full Disk Access" not in message
+
+
+# --- values SQLite holds but Python's sqlite3 cannot read as typed --------------------------------------------------
+
+LONE_SURROGATE = "\ud800".encode("utf-8", "surrogatepass")  # what NSString text with a lone surrogate becomes
+
+
+def test_text_that_is_not_utf8_is_decoded_leniently_and_the_channel_goes_on(chat_db: ChatDbWriter) -> None:
+    bad = chat_db.message("placeholder")
+    chat_db.set_raw("message", "text", bad, b"fix " + LONE_SURROGATE + b" please", as_text=True)
+    after = chat_db.message("next one")
+    got = take(ingress_at(chat_db.path), after=0, count=2)
+    assert [(m.rowid, m.text) for m in got] == [(bad, "fix \ufffd please"), (after, "next one")]
+
+
+def test_a_sender_that_is_not_utf8_skips_only_that_row(chat_db: ChatDbWriter) -> None:
+    bad = chat_db.message("from a broken handle", sender="+15550009999")
+    chat_db.set_raw("handle", "id", chat_db.handle("+15550009999"), b"+1555" + LONE_SURROGATE, as_text=True)
+    after = chat_db.message("next one")
+    skipped: list[Skipped] = []
+    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=1)
+    assert [(s.rowid, s.reason) for s in skipped] == [(bad, "sender is not valid UTF-8")]
+    assert [m.rowid for m in got] == [after]
+
+
+def test_a_chat_identifier_that_is_not_utf8_does_not_matter_when_the_handle_is_known(chat_db: ChatDbWriter) -> None:
+    bad = chat_db.message("hello", chat="+15551234567")
+    chat_db.set_raw("chat", "chat_identifier", chat_db.chat("+15551234567"), b"+1555" + LONE_SURROGATE, as_text=True)
+    got = take(ingress_at(chat_db.path), after=0, count=1)
+    assert [(m.rowid, m.sender, m.chat_identifier) for m in got] == [(bad, "+15551234567", None)]
+
+
+@pytest.mark.parametrize("column", ["associated_message_type", "item_type", "is_from_me", "date"])
+def test_a_non_integer_in_an_integer_column_skips_that_row_with_the_reason(chat_db: ChatDbWriter, column: str) -> None:
+    bad = chat_db.message("odd row")
+    chat_db.set_raw("message", column, bad, "banana")
+    after = chat_db.message("next one")
+    skipped: list[Skipped] = []
+    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=1)
+    assert [(s.rowid, s.reason) for s in skipped] == [(bad, f"{column} is 'banana', not an integer")]
+    assert [m.rowid for m in got] == [after]
+
+
+def test_a_real_daemon_answers_after_rows_it_cannot_use(chat_db: ChatDbWriter, tmp_path: Path) -> None:
+    daemon = DaemonProcess(
+        tmp_path / "daemon", chat_db.path,
+        {"APPLE_FLOW_ALLOWED_SENDERS": "+15551234567", "APPLE_FLOW_AFM_COMMAND": str(tmp_path / "no-apple-code")},
+    )
+    try:
+        daemon.start()
+        text_row = chat_db.message("placeholder")
+        chat_db.set_raw("message", "text", text_row, b"hi " + LONE_SURROGATE, as_text=True)
+        number_row = chat_db.message("odd row")
+        chat_db.set_raw("message", "associated_message_type", number_row, "banana")
+        chat_db.message("help")
+        wait_for(lambda: HELP_TEXT in daemon.sends_to("+15551234567"), 20, "the answer to help")
+        assert daemon.process is not None and daemon.process.poll() is None
+        assert f"chat.db row {number_row} skipped: associated_message_type is 'banana', not an integer" in daemon.log()
+    finally:
+        daemon.stop()

@@ -58,3 +58,13 @@ def test_framework_pythons_also_name_their_app_bundle(monkeypatch: pytest.Monkey
     monkeypatch.setattr(sysconfig, "get_config_var", lambda name: "" if name == "PYTHONFRAMEWORKPREFIX" else None)
     assert chatdb.python_app_bundle() is None
     assert "framework" not in chatdb.full_disk_access_hint()
+
+
+def test_text_columns_decode_strictly_when_they_can_and_leniently_when_not() -> None:
+    assert chatdb.decode_text(b"caf\xc3\xa9") == ("café", True)
+    assert chatdb.decode_text(None) == (None, True)
+    # A surrogate pair written half by half rejoins; a lone half or a stray byte becomes U+FFFD.
+    pair = "\ud83d\ude00".encode("utf-8", "surrogatepass")
+    assert chatdb.decode_text(b"a" + pair + b"b") == ("a😀b", False)
+    assert chatdb.decode_text(b"a\xed\xa0\x80b") == ("a\ufffdb", False)
+    assert chatdb.decode_text(b"a\xffb") == ("a\ufffdb", False)
