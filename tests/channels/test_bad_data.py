@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -125,53 +127,64 @@ def test_a_file_that_is_not_a_database_is_reported_as_such(tmp_path: Path) -> No
     assert caught.value.problem is ChatDBProblem.CORRUPT
 
 
-def _unreadable_error(path: Path, platform: str) -> tuple[str, str]:
-    """Reads ``path`` as a user who may not: as root (who may read anything) in a forked child that drops to
-    nobody first; otherwise with the file's permissions removed."""
+# Run by an interpreter reached through a folder only root may enter, as Python installed by pyenv in root's home
+# is: the user it drops to can no longer resolve that path, which a daemon never needs to (it resolves at start).
+_AS_NOBODY = """
+import json, os, sys
+from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, python_binary
+resolved_at_start = str(python_binary())
+os.setgid(65534)
+os.setuid(65534)
+try:
+    ChatDB(__import__("pathlib").Path(sys.argv[1]), platform=sys.argv[2]).latest_rowid()
+    outcome = ["no error", ""]
+except ChatDBError as exc:
+    outcome = [exc.problem.value, str(exc)]
+print(json.dumps(outcome + [resolved_at_start]))
+"""
+
+
+def _unreadable_error(path: Path, platform: str, tmp_path: Path) -> tuple[str, str, str]:
+    """Reads ``path`` as a user who may not: (problem, message, the interpreter binary the process resolved when
+    it started). As root (who may read anything) in a child process that drops to nobody first; otherwise with
+    the file's permissions removed."""
     if os.geteuid() != 0:
         path.chmod(0)
         try:
             ChatDB(path, platform=platform).latest_rowid()
         except ChatDBError as exc:
-            return exc.problem.value, str(exc)
+            return exc.problem.value, str(exc), str(python_binary())
         finally:
             path.chmod(0o644)
         raise AssertionError("read an unreadable database")
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        os.close(read_end)
-        result = "no error"
-        try:
-            os.setgid(65534)
-            os.setuid(65534)
-            ChatDB(path, platform=platform).latest_rowid()
-        except ChatDBError as exc:
-            result = f"{exc.problem.value}\n{exc}"
-        except BaseException as exc:
-            result = f"unexpected\n{exc!r}"
-        os.write(write_end, result.encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        data = pipe.read().decode()
-    os.waitpid(pid, 0)
-    problem, _, message = data.partition("\n")
-    return problem, message
+    private = tmp_path / "root-only"
+    private.mkdir(mode=0o700)
+    (private / "python3").symlink_to(os.path.realpath(sys.executable))
+    (tmp_path / "python").symlink_to(private / "python3")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    child = subprocess.run(
+        [str(tmp_path / "python"), "-c", _AS_NOBODY, str(path), platform],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert child.returncode == 0, child.stderr
+    problem, message, binary = json.loads(child.stdout)
+    return problem, message, binary
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
-def test_no_permission_on_macos_names_full_disk_access_and_the_python_binary(chat_db: ChatDbWriter) -> None:
+def test_no_permission_on_macos_names_full_disk_access_and_the_python_binary(
+    chat_db: ChatDbWriter, tmp_path: Path
+) -> None:
     chat_db.message("secret")
-    problem, message = _unreadable_error(chat_db.path, platform="darwin")
+    problem, message, binary = _unreadable_error(chat_db.path, "darwin", tmp_path)
     assert problem == "no-permission"
     assert "Full Disk Access" in message
-    assert str(python_binary()) in message
-    assert python_binary() == Path(os.path.realpath(sys.executable))
+    assert f"grant Full Disk Access to {binary} in System Settings" in message
+    assert binary == os.path.realpath(sys.executable)  # the real file, not a symlink to it
 
 
-def test_no_permission_elsewhere_says_to_fix_file_permissions(chat_db: ChatDbWriter) -> None:
-    problem, message = _unreadable_error(chat_db.path, platform="linux")
+def test_no_permission_elsewhere_says_to_fix_file_permissions(chat_db: ChatDbWriter, tmp_path: Path) -> None:
+    problem, message, _ = _unreadable_error(chat_db.path, "linux", tmp_path)
     assert problem == "no-permission"
     assert "readable by the user running apple-flow" in message
     assert "Full Disk Access" not in message

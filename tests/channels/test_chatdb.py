@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-import sysconfig
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,17 +44,12 @@ def test_the_rows_carry_group_chat_identifiers(chat_db: ChatDbWriter) -> None:
 
 
 def test_framework_pythons_also_name_their_app_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = sysconfig.get_config_var
-    monkeypatch.setattr(
-        sysconfig,
-        "get_config_var",
-        lambda name: "/Library/Frameworks" if name == "PYTHONFRAMEWORKPREFIX" else real(name),
-    )
+    monkeypatch.setattr(chatdb, "_FRAMEWORK_PREFIX", "/Library/Frameworks")  # sysconfig's value, read at start
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     bundle = Path(f"/Library/Frameworks/Python.framework/Versions/{version}/Resources/Python.app")
     assert chatdb.python_app_bundle() == bundle
     assert str(bundle) in chatdb.full_disk_access_hint()
-    monkeypatch.setattr(sysconfig, "get_config_var", lambda name: "" if name == "PYTHONFRAMEWORKPREFIX" else None)
+    monkeypatch.setattr(chatdb, "_FRAMEWORK_PREFIX", None)
     assert chatdb.python_app_bundle() is None
     assert "framework" not in chatdb.full_disk_access_hint()
 

@@ -69,15 +69,21 @@ class ChatDBError(RuntimeError):
         self.fix = fix
 
 
+# Resolved once, when the process starts: the interpreter does not change, and a process whose rights shrink later
+# (a user switch, a sandbox) may no longer be able to follow the symlinks to it or load sysconfig's data.
+_PYTHON_BINARY = Path(os.path.realpath(sys.executable))
+_FRAMEWORK_PREFIX: str | None = sysconfig.get_config_var("PYTHONFRAMEWORKPREFIX") or None
+
+
 def python_binary() -> Path:
     """The interpreter binary macOS attributes file access to: the one Full Disk Access must be granted to."""
-    return Path(os.path.realpath(sys.executable))
+    return _PYTHON_BINARY
 
 
 def python_app_bundle() -> Path | None:
     """On a framework build of Python (python.org, Homebrew) ``bin/python3.x`` re-executes
     ``Resources/Python.app``, which macOS may then hold responsible instead."""
-    prefix = sysconfig.get_config_var("PYTHONFRAMEWORKPREFIX")
+    prefix = _FRAMEWORK_PREFIX
     if not prefix:
         return None
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
