@@ -255,16 +255,7 @@ private struct JSONTextParser {
                 case UInt8(ascii: "r"): scalars.append("\r")
                 case UInt8(ascii: "t"): scalars.append("\t")
                 case UInt8(ascii: "u"):
-                    var code = try parseHex4()
-                    if (0xD800..<0xDC00).contains(code), index + 6 <= bytes.count,
-                       bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") {
-                        index += 2
-                        let low = try parseHex4()
-                        if (0xDC00..<0xE000).contains(low) {
-                            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                        }
-                    }
-                    scalars.append(Unicode.Scalar(code) ?? "\u{FFFD}")
+                    scalars.append(try parseUnicodeEscape())
                 default: throw fail("bad escape")
                 }
                 runStart = index
@@ -273,6 +264,24 @@ private struct JSONTextParser {
             index += 1
         }
         throw fail("unterminated string")
+    }
+
+    /// The scalar of a `\uXXXX` escape (the `\u` already read), joined with a following low-surrogate escape
+    /// into one scalar. A lone surrogate becomes U+FFFD; an escape after it that does not complete the pair is
+    /// left for the next round, so nothing after a lone surrogate is lost.
+    mutating func parseUnicodeEscape() throws -> Unicode.Scalar {
+        let code = try parseHex4()
+        if (0xD800..<0xDC00).contains(code), index + 1 < bytes.count,
+           bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") {
+            let escapeStart = index
+            index += 2
+            let low = try parseHex4()
+            if (0xDC00..<0xE000).contains(low) {
+                return Unicode.Scalar(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)) ?? "\u{FFFD}"
+            }
+            index = escapeStart
+        }
+        return Unicode.Scalar(code) ?? "\u{FFFD}"
     }
 
     mutating func parseHex4() throws -> UInt32 {
@@ -299,6 +308,8 @@ private struct JSONTextParser {
         guard index > start, let n = Double(String(decoding: bytes[start..<index], as: UTF8.self)) else {
             throw fail("unexpected character")
         }
+        // Infinity has no JSON form (`jsonText` would write it as null): refuse it here.
+        guard n.isFinite else { throw fail("number out of range") }
         return .number(n)
     }
 }
