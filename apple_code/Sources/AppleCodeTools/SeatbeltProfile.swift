@@ -23,7 +23,6 @@ public enum SeatbeltProfile {
             (subpath (param "TMPDIR"))
             (literal "/dev/null")
             (literal "/dev/zero")
-            (literal "/dev/tty")
             (literal "/dev/dtracehelper")
             (regex #"^/dev/fd/"))
         """#

@@ -115,6 +115,19 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         #expect(numbers.count == 3 && numbers[1] == numbers[2] && numbers[1] != getpgrp())
     }
 
+    /// Issue 20 item 3: a command starts in a session of its own, so it has no controlling terminal and cannot
+    /// push input into the terminal apple-code runs in (TIOCSTI); it still leads its own process group.
+    @Test(arguments: commandSandboxes)
+    func commandStartsItsOwnSession(sandbox: CommandSandbox) async throws {
+        let ws = try TempWorkspace()
+        let result = await ws.call(RunCommandTool(sandbox: sandbox),
+                                   ["command": "echo $$ $(ps -o sid= -p $$) $(ps -o pgid= -p $$)"])
+        let numbers = result.text.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
+        #expect(numbers.count == 4, "\(result.text)")  // exit code 0, pid, session, group
+        #expect(numbers.count == 4 && numbers[1] == numbers[2] && numbers[1] == numbers[3], "\(result.text)")
+        #expect(!result.text.contains(" \(getsid(0)) "))
+    }
+
     @Test(arguments: commandSandboxes)
     func timeoutKillsTheGroup(sandbox: CommandSandbox) async throws {
         let ws = try TempWorkspace()

@@ -42,7 +42,7 @@ import Testing
         let argv = CommandSandbox.bubblewrap(executable: "/usr/bin/bwrap").argv(command: "make test", workspace: "/w s")
         #expect(argv == ["/usr/bin/bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--bind", "/w s", "/w s",
                          "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1",
-                         "--die-with-parent",
+                         "--new-session", "--die-with-parent",
                          "--setenv", "TMPDIR", "/tmp", "--chdir", "/w s", "/bin/sh", "-c", "make test"])
         #expect(CommandSandbox.none(reason: "x").argv(command: "ls", workspace: "/w") == ["/bin/sh", "-c", "ls"])
     }

@@ -182,6 +182,15 @@ struct ReadProfile {
         #expect(allowed.contains(#"(subpath (param "TMPDIR"))"#))
     }
 
+    /// Issue 20 item 3: no terminal is writable (commands also run in a session of their own, without one).
+    @Test func terminalsAreNotWritable() throws {
+        let profile = try ReadProfile()
+        let allowedWrites = profile.rules("allow").filter { $0.rule.items.contains(.atom("file-write*")) }
+            .flatMap { $0.rule.all }
+        #expect(!allowedWrites.contains(.string("/dev/tty")))
+        #expect(!allowedWrites.contains { if case .regex(let r) = $0 { r.hasPrefix("^/dev/tty") } else { false } })
+    }
+
     @Test func foldersAreRealPathsAndTmpdirFallsBackToTmp() {
         let real: (String) -> String? = { ["/tmp": "/private/tmp", "/var/tmp": "/private/var/tmp",
                                            "/var/folders/x/T/": "/private/var/folders/x/T"][$0] }
