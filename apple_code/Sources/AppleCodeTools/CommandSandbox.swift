@@ -7,7 +7,8 @@ import Darwin
 /// The OS sandbox runCommand wraps each command in (field notes §5): the protection against a command that
 /// writes outside the workspace or uses the network. The blocklist in `CommandPolicy` is only a courtesy.
 public enum CommandSandbox: Sendable, Equatable {
-    /// Linux: bubblewrap. The whole file system read-only, the workspace writable, a private /tmp, no network.
+    /// Linux: bubblewrap (`Bubblewrap`). The whole file system read-only, the workspace writable, a private /tmp
+    /// and /run, no network but a loopback of its own.
     case bubblewrap(executable: String)
     /// macOS: sandbox-exec with apple-code's profile (`SeatbeltProfile`): writes only to the workspace and the
     /// temp folders, no network.
@@ -19,25 +20,14 @@ public enum CommandSandbox: Sendable, Equatable {
     public func argv(command: String, workspace: String) -> [String] {
         switch self {
         case .bubblewrap(let executable):
-            return Self.bubblewrapArguments(executable: executable, workspace: workspace) + ["/bin/sh", "-c", command]
+            return Bubblewrap.arguments(executable: executable, workspace: workspace, host: .live)
+                + ["/bin/sh", "-c", command]
         case .seatbelt(let executable, let folders):
             return SeatbeltProfile.argv(executable: executable, workspace: workspace, folders: folders)
                 + ["/bin/sh", "-c", command]
         case .none:
             return ["/bin/sh", "-c", command]
         }
-    }
-
-    /// `--tmpfs /tmp` gives each command a private, writable /tmp that vanishes with it, so even a workspace
-    /// under /tmp leaves the rest of the host's /tmp untouched. The workspace bind comes after it and wins.
-    /// `--unshare-pid --as-pid-1`: the command is PID 1 of its own PID namespace, so when it exits the kernel
-    /// kills everything it started, whatever session or group that moved to; `--die-with-parent` does the same
-    /// when bwrap (killed at a timeout) or apple-code goes. `--new-session`: no controlling terminal (TIOCSTI).
-    static func bubblewrapArguments(executable: String, workspace: String) -> [String] {
-        [executable, "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--bind", workspace, workspace,
-         "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1", "--new-session",
-         "--die-with-parent",
-         "--setenv", "TMPDIR", "/tmp", "--chdir", workspace]
     }
 
     public var label: String {

@@ -14,6 +14,18 @@ public enum SeatbeltProfile {
     public static let text = #"""
         (version 1)
         (allow default)
+
+        ; Ways out: a program started through LaunchServices (open), an Apple event (osascript), a launchd job
+        ; (launchctl submit) or another program's preferences runs outside this profile.
+        (deny lsopen)
+        (deny appleevent-send)
+        (deny job-creation)
+        (deny user-preference-write)
+        (deny mach-lookup
+            (global-name "com.apple.coreservices.launchservicesd")
+            (global-name "com.apple.launchservicesd")
+            (global-name "com.apple.coreservices.appleevents"))
+
         (deny network*)
         (deny file-write*)
         (allow file-write*

@@ -38,12 +38,35 @@ import Testing
         #expect(result.text.contains("Operation not permitted"), "\(result.text)")
     }
 
+    /// Linux's ways out: the sockets of system and session services (D-Bus and `systemd-run`, Docker, a
+    /// database) live under /run, which a command sees as an empty folder of its own.
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapHidesServiceSockets() async throws {
+        let ws = try TempWorkspace()
+        let result = await ws.call(RunCommandTool(sandbox: .detected),
+                                   ["command": "ls -A /run /var/run; touch /run/x && echo writable"])
+        #expect(result.text == "exit code 0\n/run:\n\n/var/run:\nwritable\n"
+                || result.text == "exit code 0\n/run:\nuser\n\n/var/run:\nuser\nwritable\n", "\(result.text)")
+        #expect(!ws.exists("/run/x"))
+    }
+
     @Test func bubblewrapArguments() {
-        let argv = CommandSandbox.bubblewrap(executable: "/usr/bin/bwrap").argv(command: "make test", workspace: "/w s")
-        #expect(argv == ["/usr/bin/bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--bind", "/w s", "/w s",
+        let debian = HostFiles(kind: { ["/run": .directory, "/var/run": .symlink][$0] ?? .missing },
+                               runtimeDirectory: "/run/user/1000")
+        let argv = Bubblewrap.arguments(executable: "/usr/bin/bwrap", workspace: "/w s", host: debian)
+        #expect(argv == ["/usr/bin/bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp",
+                         "--tmpfs", "/run", "--ro-bind-try", "/run/current-system", "/run/current-system",
+                         "--dir", "/run/user/1000",
+                         "--bind", "/w s", "/w s",
                          "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1",
                          "--new-session", "--die-with-parent",
-                         "--setenv", "TMPDIR", "/tmp", "--chdir", "/w s", "/bin/sh", "-c", "make test"])
+                         "--setenv", "TMPDIR", "/tmp", "--chdir", "/w s"])
+        // An old layout with /var/run a folder of its own; no /run at all; a runtime folder elsewhere.
+        let old = HostFiles(kind: { ["/var/run": .directory][$0] ?? .missing }, runtimeDirectory: "/tmp/rt")
+        let oldArgv = Bubblewrap.arguments(executable: "/usr/bin/bwrap", workspace: "/w", host: old)
+        #expect(oldArgv.contains("/var/run") && !oldArgv.contains("/run") && !oldArgv.contains("/tmp/rt"))
+        let command = CommandSandbox.bubblewrap(executable: "/usr/bin/bwrap").argv(command: "make test", workspace: "/w")
+        #expect(command.suffix(3) == ["/bin/sh", "-c", "make test"])
         #expect(CommandSandbox.none(reason: "x").argv(command: "ls", workspace: "/w") == ["/bin/sh", "-c", "ls"])
     }
 }

@@ -191,6 +191,28 @@ struct ReadProfile {
         #expect(!allowedWrites.contains { if case .regex(let r) = $0 { r.hasPrefix("^/dev/tty") } else { false } })
     }
 
+    /// Issue 20 item 2: programs started through LaunchServices (`open`), Apple events (`osascript`), launchd
+    /// jobs (`launchctl submit`) or another program's preferences run outside the profile: all denied, after
+    /// `(allow default)` and never allowed again further down (the last matching rule wins).
+    @Test func waysOutAreDenied() throws {
+        let profile = try ReadProfile()
+        let allowDefault = try #require(profile.firstIndex("allow", "default"))
+        for operation in ["lsopen", "appleevent-send", "job-creation", "user-preference-write"] {
+            let deny = try #require(profile.firstIndex("deny", operation), "\(operation) is not denied")
+            #expect(deny > allowDefault)
+            #expect(profile.firstIndex("allow", operation) == nil, "\(operation) is allowed again")
+        }
+        let lookups = profile.rules("deny").filter { $0.rule.items.dropFirst().first == .atom("mach-lookup") }
+        let services = lookups.flatMap { $0.rule.all }.compactMap { expr -> String? in
+            guard expr.head == "global-name", case .string(let name)? = expr.items.last else { return nil }
+            return name
+        }
+        #expect(Set(services).isSuperset(of: ["com.apple.coreservices.launchservicesd", "com.apple.launchservicesd",
+                                              "com.apple.coreservices.appleevents"]))
+        #expect(lookups.allSatisfy { $0.index > allowDefault })
+        #expect(profile.firstIndex("allow", "mach-lookup") == nil)
+    }
+
     @Test func foldersAreRealPathsAndTmpdirFallsBackToTmp() {
         let real: (String) -> String? = { ["/tmp": "/private/tmp", "/var/tmp": "/private/var/tmp",
                                            "/var/folders/x/T/": "/private/var/folders/x/T"][$0] }
