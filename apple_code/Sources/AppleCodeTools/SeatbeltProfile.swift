@@ -26,7 +26,16 @@ public enum SeatbeltProfile {
             (global-name "com.apple.launchservicesd")
             (global-name "com.apple.coreservices.appleevents"))
 
+        ; Network: loopback only, as under bwrap; Unix-domain sockets only inside the workspace. The Mac's loopback
+        ; is shared with its own services: Remote Login and Screen Sharing act as the user, so they stay closed.
         (deny network*)
+        (allow network-bind (local ip "*:*"))
+        (allow network-inbound (local ip "localhost:*"))
+        (allow network-outbound (remote ip "localhost:*"))
+        (allow network-bind (local unix-socket (subpath (param "WORKSPACE"))))
+        (allow network-outbound (remote unix-socket (subpath (param "WORKSPACE"))))
+        (deny network-outbound (remote ip "localhost:22") (remote ip "localhost:5900"))
+
         (deny file-write*)
         (allow file-write*
             (subpath (param "WORKSPACE"))

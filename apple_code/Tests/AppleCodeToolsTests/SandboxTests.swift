@@ -3,6 +3,8 @@ import Foundation
 import Testing
 @testable import AppleCodeTools
 
+let hasPython = CommandSandbox.findExecutable("python3") != nil
+
 /// The command sandboxes as they run here (bwrap on Linux, sandbox-exec on macOS) and the argv that starts them.
 @Suite struct SandboxTests {
     /// bwrap: writes inside the workspace work; writes anywhere else on the host are refused or land in the
@@ -48,6 +50,26 @@ import Testing
         #expect(result.text == "exit code 0\n/run:\n\n/var/run:\nwritable\n"
                 || result.text == "exit code 0\n/run:\nuser\n\n/var/run:\nuser\nwritable\n", "\(result.text)")
         #expect(!ws.exists("/run/x"))
+    }
+
+    /// Issue 20 item 6: a server and its client on loopback work inside the sandbox (bwrap's own loopback);
+    /// any other address is unreachable.
+    @Test(.enabled(if: hasBubblewrap && hasPython, "needs a working bwrap (Linux) and python3"))
+    func bubblewrapAllowsLoopbackOnly() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("net.py", """
+            import socket
+            server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen()
+            client = socket.create_connection(server.getsockname(), timeout=5)
+            peer, _ = server.accept(); client.sendall(b"loopback ok"); print(peer.recv(64).decode())
+            try:
+                socket.create_connection(("10.255.255.1", 80), timeout=5)
+                print("remote reached")
+            except OSError as error:
+                print("remote refused:", error.strerror)
+            """)
+        let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": "python3 net.py"])
+        #expect(result.text == "exit code 0\nloopback ok\nremote refused: Network is unreachable\n", "\(result.text)")
     }
 
     @Test func bubblewrapArguments() {

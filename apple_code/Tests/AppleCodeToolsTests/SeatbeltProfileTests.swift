@@ -21,6 +21,8 @@ indirect enum SExpr: Equatable, CustomStringConvertible {
 
     var items: [SExpr] { if case .list(let items) = self { items } else { [] } }
     var head: String? { if case .atom(let a)? = items.first { a } else { nil } }
+    /// The operation of a rule `(allow operation filters...)`.
+    var operation: String? { if items.count > 1, case .atom(let a) = items[1] { a } else { nil } }
 
     /// Every expression inside this one, depth first, itself included.
     var all: [SExpr] { [self] + items.flatMap(\.all) }
@@ -211,6 +213,27 @@ struct ReadProfile {
                                               "com.apple.coreservices.appleevents"]))
         #expect(lookups.allSatisfy { $0.index > allowDefault })
         #expect(profile.firstIndex("allow", "mach-lookup") == nil)
+    }
+
+    /// Issue 20 item 6: loopback works as under bwrap (a test that starts a local server runs alike), Unix-domain
+    /// sockets inside the workspace too; every other address stays denied.
+    @Test func networkIsLoopbackOnly() throws {
+        let profile = try ReadProfile()
+        let deny = try #require(profile.firstIndex("deny", "network*"))
+        let allowed = profile.rules("allow").filter { $0.rule.operation?.hasPrefix("network") == true }
+        #expect(allowed.allSatisfy { $0.index > deny })
+        let texts = Set(allowed.map(\.rule.description))
+        #expect(texts == [
+            #"(allow network-bind (local ip "*:*"))"#,
+            #"(allow network-inbound (local ip "localhost:*"))"#,
+            #"(allow network-outbound (remote ip "localhost:*"))"#,
+            #"(allow network-bind (local unix-socket (subpath (param "WORKSPACE"))))"#,
+            #"(allow network-outbound (remote unix-socket (subpath (param "WORKSPACE"))))"#,
+        ])
+        // The Mac's loopback is shared with its own services: the two that act as the user are refused.
+        let refused = profile.rules("deny").map(\.rule.description)
+        #expect(refused.contains(#"(deny network-outbound (remote ip "localhost:22") (remote ip "localhost:5900"))"#))
+        #expect((profile.firstIndex("deny", "network-outbound") ?? 0) > (allowed.map(\.index).max() ?? 99))
     }
 
     @Test func foldersAreRealPathsAndTmpdirFallsBackToTmp() {
