@@ -120,6 +120,16 @@ class MessageRecord:
 
 
 @dataclass(frozen=True)
+class FailedSend:
+    """A reply that did not go out (state ``send_failed``)."""
+
+    sender: str
+    request: str  # the message it answered
+    reason: str
+    at: float
+
+
+@dataclass(frozen=True)
 class Run:
     id: str
     sender: str
@@ -302,6 +312,17 @@ class Store:
         if state is None:
             return int(self._rows("SELECT COUNT(*) FROM messages")[0][0])
         return int(self._rows("SELECT COUNT(*) FROM messages WHERE state = ?", (state,))[0][0])
+
+    def failed_sends(self, since: float, sender: str | None = None) -> tuple[int, FailedSend | None]:
+        """How many replies failed to go out since ``since`` (of ``sender``, or anyone's), and the latest."""
+        where = "state = 'send_failed' AND updated_at >= ?" + (" AND sender = ?" if sender is not None else "")
+        args: tuple[Any, ...] = (since,) if sender is None else (since, sender)
+        count = int(self._rows(f"SELECT COUNT(*) FROM messages WHERE {where}", args)[0][0])
+        rows = self._rows(
+            f"SELECT sender, text, note, updated_at FROM messages WHERE {where} ORDER BY updated_at DESC LIMIT 1", args
+        )
+        latest = FailedSend(rows[0][0], rows[0][1], rows[0][2] or "", rows[0][3]) if rows else None
+        return count, latest
 
     # ------------------------------------------------------------------------------------------- sent texts
 
