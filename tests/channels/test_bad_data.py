@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -13,8 +15,10 @@ import pytest
 from apple_flow.channels.imessage import ChatDBError, ChatDBProblem, Skipped
 from apple_flow.channels.imessage.chatdb import ChatDB, python_binary
 from apple_flow.channels.imessage.ingress import IMessageIngress
+from apple_flow.daemon.commands import HELP_TEXT
 from channels.ingress_helpers import take
 from support.chatdb import SCHEMA, ChatDbWriter, make_body
+from support.daemon_process import DaemonProcess, wait_for
 
 
 def ingress_at(path: Path, **kwargs: object) -> IMessageIngress:
@@ -123,53 +127,124 @@ def test_a_file_that_is_not_a_database_is_reported_as_such(tmp_path: Path) -> No
     assert caught.value.problem is ChatDBProblem.CORRUPT
 
 
-def _unreadable_error(path: Path, platform: str) -> tuple[str, str]:
-    """Reads ``path`` as a user who may not: as root (who may read anything) in a forked child that drops to
-    nobody first; otherwise with the file's permissions removed."""
+# Run by an interpreter reached through a folder only root may enter, as Python installed by pyenv in root's home
+# is: the user it drops to can no longer resolve that path, which a daemon never needs to (it resolves at start).
+_AS_NOBODY = """
+import json, os, sys
+from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, python_binary
+resolved_at_start = str(python_binary())
+os.setgid(65534)
+os.setuid(65534)
+try:
+    ChatDB(__import__("pathlib").Path(sys.argv[1]), platform=sys.argv[2]).latest_rowid()
+    outcome = ["no error", ""]
+except ChatDBError as exc:
+    outcome = [exc.problem.value, str(exc)]
+print(json.dumps(outcome + [resolved_at_start]))
+"""
+
+
+def _unreadable_error(path: Path, platform: str, tmp_path: Path) -> tuple[str, str, str]:
+    """Reads ``path`` as a user who may not: (problem, message, the interpreter binary the process resolved when
+    it started). As root (who may read anything) in a child process that drops to nobody first; otherwise with
+    the file's permissions removed."""
     if os.geteuid() != 0:
         path.chmod(0)
         try:
             ChatDB(path, platform=platform).latest_rowid()
         except ChatDBError as exc:
-            return exc.problem.value, str(exc)
+            return exc.problem.value, str(exc), str(python_binary())
         finally:
             path.chmod(0o644)
         raise AssertionError("read an unreadable database")
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        os.close(read_end)
-        result = "no error"
-        try:
-            os.setgid(65534)
-            os.setuid(65534)
-            ChatDB(path, platform=platform).latest_rowid()
-        except ChatDBError as exc:
-            result = f"{exc.problem.value}\n{exc}"
-        except BaseException as exc:
-            result = f"unexpected\n{exc!r}"
-        os.write(write_end, result.encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        data = pipe.read().decode()
-    os.waitpid(pid, 0)
-    problem, _, message = data.partition("\n")
-    return problem, message
+    private = tmp_path / "root-only"
+    private.mkdir(mode=0o700)
+    (private / "python3").symlink_to(os.path.realpath(sys.executable))
+    (tmp_path / "python").symlink_to(private / "python3")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    child = subprocess.run(
+        [str(tmp_path / "python"), "-c", _AS_NOBODY, str(path), platform],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert child.returncode == 0, child.stderr
+    problem, message, binary = json.loads(child.stdout)
+    return problem, message, binary
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
-def test_no_permission_on_macos_names_full_disk_access_and_the_python_binary(chat_db: ChatDbWriter) -> None:
+def test_no_permission_on_macos_names_full_disk_access_and_the_python_binary(
+    chat_db: ChatDbWriter, tmp_path: Path
+) -> None:
     chat_db.message("secret")
-    problem, message = _unreadable_error(chat_db.path, platform="darwin")
+    problem, message, binary = _unreadable_error(chat_db.path, "darwin", tmp_path)
     assert problem == "no-permission"
     assert "Full Disk Access" in message
-    assert str(python_binary()) in message
-    assert python_binary() == Path(os.path.realpath(sys.executable))
+    assert f"grant Full Disk Access to {binary} in System Settings" in message
+    assert binary == os.path.realpath(sys.executable)  # the real file, not a symlink to it
 
 
-def test_no_permission_elsewhere_says_to_fix_file_permissions(chat_db: ChatDbWriter) -> None:
-    problem, message = _unreadable_error(chat_db.path, platform="linux")
+def test_no_permission_elsewhere_says_to_fix_file_permissions(chat_db: ChatDbWriter, tmp_path: Path) -> None:
+    problem, message, _ = _unreadable_error(chat_db.path, "linux", tmp_path)
     assert problem == "no-permission"
     assert "readable by the user running apple-flow" in message
     assert "Full Disk Access" not in message
+
+
+# --- values SQLite holds but Python's sqlite3 cannot read as typed --------------------------------------------------
+
+LONE_SURROGATE = "\ud800".encode("utf-8", "surrogatepass")  # what NSString text with a lone surrogate becomes
+
+
+def test_text_that_is_not_utf8_is_decoded_leniently_and_the_channel_goes_on(chat_db: ChatDbWriter) -> None:
+    bad = chat_db.message("placeholder")
+    chat_db.set_raw("message", "text", bad, b"fix " + LONE_SURROGATE + b" please", as_text=True)
+    after = chat_db.message("next one")
+    got = take(ingress_at(chat_db.path), after=0, count=2)
+    assert [(m.rowid, m.text) for m in got] == [(bad, "fix \ufffd please"), (after, "next one")]
+
+
+def test_a_sender_that_is_not_utf8_skips_only_that_row(chat_db: ChatDbWriter) -> None:
+    bad = chat_db.message("from a broken handle", sender="+15550009999")
+    chat_db.set_raw("handle", "id", chat_db.handle("+15550009999"), b"+1555" + LONE_SURROGATE, as_text=True)
+    after = chat_db.message("next one")
+    skipped: list[Skipped] = []
+    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=1)
+    assert [(s.rowid, s.reason) for s in skipped] == [(bad, "sender is not valid UTF-8")]
+    assert [m.rowid for m in got] == [after]
+
+
+def test_a_chat_identifier_that_is_not_utf8_does_not_matter_when_the_handle_is_known(chat_db: ChatDbWriter) -> None:
+    bad = chat_db.message("hello", chat="+15551234567")
+    chat_db.set_raw("chat", "chat_identifier", chat_db.chat("+15551234567"), b"+1555" + LONE_SURROGATE, as_text=True)
+    got = take(ingress_at(chat_db.path), after=0, count=1)
+    assert [(m.rowid, m.sender, m.chat_identifier) for m in got] == [(bad, "+15551234567", None)]
+
+
+@pytest.mark.parametrize("column", ["associated_message_type", "item_type", "is_from_me", "date"])
+def test_a_non_integer_in_an_integer_column_skips_that_row_with_the_reason(chat_db: ChatDbWriter, column: str) -> None:
+    bad = chat_db.message("odd row")
+    chat_db.set_raw("message", column, bad, "banana")
+    after = chat_db.message("next one")
+    skipped: list[Skipped] = []
+    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=1)
+    assert [(s.rowid, s.reason) for s in skipped] == [(bad, f"{column} is 'banana', not an integer")]
+    assert [m.rowid for m in got] == [after]
+
+
+def test_a_real_daemon_answers_after_rows_it_cannot_use(chat_db: ChatDbWriter, tmp_path: Path) -> None:
+    daemon = DaemonProcess(
+        tmp_path / "daemon", chat_db.path,
+        {"APPLE_FLOW_ALLOWED_SENDERS": "+15551234567", "APPLE_FLOW_AFM_COMMAND": str(tmp_path / "no-apple-code")},
+    )
+    try:
+        daemon.start()
+        text_row = chat_db.message("placeholder")
+        chat_db.set_raw("message", "text", text_row, b"hi " + LONE_SURROGATE, as_text=True)
+        number_row = chat_db.message("odd row")
+        chat_db.set_raw("message", "associated_message_type", number_row, "banana")
+        chat_db.message("help")
+        wait_for(lambda: HELP_TEXT in daemon.sends_to("+15551234567"), 20, "the answer to help")
+        assert daemon.process is not None and daemon.process.poll() is None
+        assert f"chat.db row {number_row} skipped: associated_message_type is 'banana', not an integer" in daemon.log()
+    finally:
+        daemon.stop()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-import sysconfig
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,16 +44,21 @@ def test_the_rows_carry_group_chat_identifiers(chat_db: ChatDbWriter) -> None:
 
 
 def test_framework_pythons_also_name_their_app_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = sysconfig.get_config_var
-    monkeypatch.setattr(
-        sysconfig,
-        "get_config_var",
-        lambda name: "/Library/Frameworks" if name == "PYTHONFRAMEWORKPREFIX" else real(name),
-    )
+    monkeypatch.setattr(chatdb, "_FRAMEWORK_PREFIX", "/Library/Frameworks")  # sysconfig's value, read at start
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     bundle = Path(f"/Library/Frameworks/Python.framework/Versions/{version}/Resources/Python.app")
     assert chatdb.python_app_bundle() == bundle
     assert str(bundle) in chatdb.full_disk_access_hint()
-    monkeypatch.setattr(sysconfig, "get_config_var", lambda name: "" if name == "PYTHONFRAMEWORKPREFIX" else None)
+    monkeypatch.setattr(chatdb, "_FRAMEWORK_PREFIX", None)
     assert chatdb.python_app_bundle() is None
     assert "framework" not in chatdb.full_disk_access_hint()
+
+
+def test_text_columns_decode_strictly_when_they_can_and_leniently_when_not() -> None:
+    assert chatdb.decode_text(b"caf\xc3\xa9") == ("café", True)
+    assert chatdb.decode_text(None) == (None, True)
+    # A surrogate pair written half by half rejoins; a lone half or a stray byte becomes U+FFFD.
+    pair = "\ud83d\ude00".encode("utf-8", "surrogatepass")
+    assert chatdb.decode_text(b"a" + pair + b"b") == ("a😀b", False)
+    assert chatdb.decode_text(b"a\xed\xa0\x80b") == ("a\ufffdb", False)
+    assert chatdb.decode_text(b"a\xffb") == ("a\ufffdb", False)

@@ -59,6 +59,25 @@ def test_inbox_json_lists_what_the_daemon_sees(cli: Any, inbox_db: ChatDbWriter,
     assert listing[1]["text"] == "中文 𝐁 café"
 
 
+def test_inbox_lists_rows_it_cannot_use_with_the_reason_and_no_traceback(cli: Any, chat_db: ChatDbWriter) -> None:
+    text_row = chat_db.message("placeholder")
+    chat_db.set_raw("message", "text", text_row, b"hi \xed\xa0\x80", as_text=True)
+    number_row = chat_db.message("odd row")
+    chat_db.set_raw("message", "item_type", number_row, "banana")
+    chat_db.message("fine")
+    result = cli("inbox", "--db", str(chat_db.path), "--json")
+    assert result.exit_code == 0, result.output
+    listing = json.loads(result.stdout)
+    assert [(e["rowid"], e["text"], e["skipped"]) for e in listing] == [
+        (text_row, "hi \ufffd", None),
+        (number_row, "odd row", "item_type is 'banana', not an integer"),
+        (number_row + 1, "fine", None),
+    ]
+    table = cli("inbox", "--db", str(chat_db.path))
+    assert table.exit_code == 0 and "Traceback" not in table.output
+    assert "skipped: item_type is 'banana', not an integer" in table.stdout
+
+
 def test_inbox_limit_and_table(cli: Any, inbox_db: ChatDbWriter) -> None:
     result = cli("inbox", "--db", str(inbox_db.path), "--limit", "2")
     assert result.exit_code == 0, result.output
@@ -124,7 +143,7 @@ def test_doctor_on_macos_checks_automation_and_names_full_disk_access_problems(
     result = cli("doctor", "--db", str(inbox_db.path))
     assert "Messages automation" in result.stdout and "Privacy & Security > Automation" in result.stdout
     (call,) = fake_osascript.calls()
-    assert call["argv"] == ["-"] and 'tell application "Messages" to get name' in call["stdin"]
+    assert call["argv"] == ["-"] and "get id of 1st account whose service type = iMessage" in call["stdin"]
 
     fake_osascript.mode("ok")
     missing = cli("doctor", "--db", str(inbox_db.path.parent / "nowhere" / "chat.db"))

@@ -41,6 +41,17 @@ def test_text_and_handle_are_arguments_never_script_source(
     assert text not in call["stdin"]
 
 
+def test_text_argv_cannot_carry_is_cleaned_before_osascript(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    sent = SentLog(600)
+    egress = build_imessage_egress(make_settings(), sent)
+
+    egress.send("+15551234567", "before\x00after \ud83d\ude00 lone \ud800 end")
+
+    (call,) = fake_osascript.calls()
+    assert call["argv"] == ["-", "+15551234567", "beforeafter 😀 lone \ufffd end"]
+    assert sent.take_echo("+15551234567", "beforeafter 😀 lone \ufffd end")  # the echo is what really went out
+
+
 def test_participant_form_falls_back_to_buddy_and_remembers_it(
     make_settings: Any, fake_osascript: FakeOsascript
 ) -> None:

@@ -2,8 +2,9 @@
 """A fake ``apple-code`` that follows the CLI contract (version 1) for the connector tests.
 
 Options are parsed as the contract defines them (a bad option or a bad ``--cwd`` is a usage error, exit 2); the
-prompt is read from stdin for ``-`` (or when absent). Every run appends ``{"argv", "cwd", "stdin"}`` as one JSON
-line to ``$FAKE_APPLE_CODE_RECORD`` when set. What the run does is chosen by ``$FAKE_APPLE_CODE_MODE``:
+prompt is read from stdin for ``-`` (or when absent). Every run (``--version`` and ``--check`` too) appends
+``{"argv", "cwd", "stdin"}`` as one JSON line to ``$FAKE_APPLE_CODE_RECORD`` when set. What the run does is
+chosen by ``$FAKE_APPLE_CODE_MODE``:
 
 answer (default)  a start event, two tool calls (readFile src/app.py, runCommand make test), a text delta, and a
                   success result whose text is $FAKE_APPLE_CODE_ANSWER (default "fake answer")
@@ -53,6 +54,13 @@ def usage_error(message: str) -> None:
     result("error_usage", message, 2)
 
 
+def record_run(stdin_text: str) -> None:
+    record = os.environ.get("FAKE_APPLE_CODE_RECORD")
+    if record:
+        with open(record, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": stdin_text}) + "\n")
+
+
 def parse(argv: list[str]) -> tuple[dict[str, str], set[str], str | None]:
     values: dict[str, str] = {}
     flags: set[str] = set()
@@ -81,6 +89,8 @@ def parse(argv: list[str]) -> tuple[dict[str, str], set[str], str | None]:
 
 def main() -> None:
     values, flags, prompt = parse(sys.argv[1:])
+    if flags & {"--version", "--check"}:
+        record_run("")
     if "--version" in flags:
         print(f"apple-code {VERSION}")
         return
@@ -95,10 +105,7 @@ def main() -> None:
     if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
         stdin_text = sys.stdin.read()
         prompt = stdin_text
-    record = os.environ.get("FAKE_APPLE_CODE_RECORD")
-    if record:
-        with open(record, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": stdin_text}) + "\n")
+    record_run(stdin_text)
     cwd = values.get("--cwd", os.getcwd())
     if not os.path.isdir(cwd):
         usage_error(f"--cwd {cwd} is not a directory")

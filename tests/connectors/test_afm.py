@@ -405,8 +405,13 @@ def test_cancel_stops_the_turns_of_one_key(connector: AfmConnector, monkeypatch:
     assert replies == ["Error: apple-code run was cancelled."]
 
 
-def test_ensure_started_passes_with_a_working_binary(connector: AfmConnector) -> None:
-    connector.ensure_started()
+def test_ensure_started_runs_version_then_check_with_the_backend(make_settings: MakeSettings, record: Runs) -> None:
+    AfmConnector(make_settings()).ensure_started()
+    AfmConnector(make_settings(afm_backend="openai", afm_base_url="http://127.0.0.1:9/v1")).ensure_started()
+    assert [run["argv"] for run in record()] == [
+        ["--version"], ["--check"],
+        ["--version"], ["--check", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"],
+    ]
 
 
 def test_ensure_started_names_a_missing_binary(make_settings: MakeSettings, tmp_path: Path) -> None:

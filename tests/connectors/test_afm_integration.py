@@ -112,9 +112,11 @@ def test_unreachable_server_says_no_model_is_available(settings_for: Callable[..
     assert ".." not in str(raised.value)
 
 
-def test_ensure_started_passes_with_a_server(settings_for: Callable[..., Settings]) -> None:
+def test_ensure_started_asks_the_server_for_its_models(settings_for: Callable[..., Settings]) -> None:
     with ScriptedServer([]) as server:
         AfmConnector(settings_for(server)).ensure_started()
+        asked = [(entry["method"], entry["path"]) for entry in server.request_log()]
+    assert asked == [("GET", "/v1/models")]  # the check reached the configured server, and ran no turn
 
 
 def test_missing_workspace_option_is_refused_before_running(

@@ -90,8 +90,16 @@ def test_codex_missing_binary(cli_settings: Callable[..., Settings], tmp_path: P
         connector.ensure_started()
 
 
-def test_codex_ensure_started_runs_version(cli_settings: Callable[..., Settings]) -> None:
-    CodexConnector(cli_settings()).ensure_started()
+def test_codex_ensure_started_runs_version(
+    cli_settings: Callable[..., Settings], record: Runs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    connector = CodexConnector(cli_settings())
+    connector.ensure_started()
+    assert [run["argv"] for run in record()] == [["--version"]]
+    monkeypatch.setenv("FAKE_CLI_MODE", "broken-version")
+    with pytest.raises(ConnectorError, match=r"--version' failed \(exit code 1\): dyld: Library not loaded.*"
+                       r"APPLE_FLOW_CODEX_COMMAND"):
+        connector.ensure_started()
 
 
 # --- claude --------------------------------------------------------------------------------------------------

@@ -125,5 +125,12 @@ class ChatDbWriter:
         self.conn.execute("COMMIT")
         return rowid
 
+    def set_raw(self, table: str, column: str, rowid: int, value: object, *, as_text: bool = False) -> None:
+        """Stores ``value`` in one cell as it is, bypassing the column's type: a string in an INTEGER column, or
+        (``as_text``) bytes as TEXT that are not valid UTF-8, as NSString text with a lone surrogate reaches
+        SQLite."""
+        placeholder = "CAST(? AS TEXT)" if as_text else "?"
+        self.conn.execute(f"UPDATE {table} SET {column} = {placeholder} WHERE ROWID = ?", (value, rowid))
+
     def close(self) -> None:
         self.conn.close()

@@ -23,6 +23,10 @@ if delay:
     time.sleep(delay)
 with open(os.environ["FAKE_OSASCRIPT_LOG"], "a", encoding="utf-8") as log:
     log.write(json.dumps({{"argv": sys.argv[1:], "script": script}}) + "\\n")
+fail = os.environ.get("FAKE_OSASCRIPT_FAIL")  # texts containing this are refused, as Messages refuses a send
+if fail and fail in sys.argv[-1]:
+    sys.stderr.write("execution error: Messages got an error: Can't send this message. (-1708)\\n")
+    sys.exit(1)
 """
 
 READY = "apple-flow daemon ready"

@@ -29,6 +29,7 @@ PLAN_PROMPT = (
 EXECUTE_PROMPT = "Carry out this task in the workspace.\n\nTask: {task}\n\nPlan agreed with the user:\n{plan}"
 IDEA_PROMPT = "Brainstorm a few concrete ideas. Do not change any files.\n\n{body}"
 READONLY_PLAN_PROMPT = "Make a step-by-step plan. Do not change any files.\n\n{body}"
+UNDELIVERED_WINDOW = 24 * 3600  # how far back `health` and `status` report replies that did not go out
 
 
 class Activity(Protocol):
@@ -244,10 +245,17 @@ class Orchestrator:
     def _health(self, sender: str) -> str:
         uptime = _duration(self._clock() - self._started)
         handled = self._store.count_messages()
-        return (
+        text = (
             f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {self.connector_status}. "
             f"Handled {handled} messages. Yours: {self._activity.queued(sender)} queued."
         )
+        failed, latest = self._store.failed_sends(self._clock() - UNDELIVERED_WINDOW)
+        if latest is not None:
+            text += (
+                f"\nReplies not delivered in the last 24 h: {failed} (latest at {_clock_time(latest.at)} to "
+                f"{latest.sender}: {_clip(latest.reason, 200)})"
+            )
+        return text
 
     def _status(self, sender: str, target: str | None) -> str:
         if target is not None:
@@ -263,6 +271,12 @@ class Orchestrator:
         for approval in self._approvals.pending(sender):
             minutes = max(1, round((approval.expires_at - self._clock()) / 60))
             lines.append(f"Awaiting approval: {approval.id} ({minutes} min left): {_clip(approval.task)}")
+        _, undelivered = self._store.failed_sends(self._clock() - UNDELIVERED_WINDOW, sender)
+        if undelivered is not None:
+            lines.append(
+                f"Not delivered at {_clock_time(undelivered.at)}: your reply to {_clip(undelivered.request, 40)!r} "
+                f"({_clip(undelivered.reason, 200)})"
+            )
         runs = self._store.runs_of(sender, 3)
         if runs:
             lines.append("Recent: " + "; ".join(f"{r.id} {r.kind} {r.state}" for r in runs))
@@ -286,6 +300,10 @@ class Orchestrator:
 def _clip(text: str, limit: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _clock_time(at: float) -> str:
+    return time.strftime("%H:%M", time.localtime(at))
 
 
 def _duration(seconds: float) -> str:

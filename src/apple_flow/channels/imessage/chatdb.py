@@ -3,6 +3,10 @@
 Messages writes the file concurrently (WAL), so the connection is opened read-only (``mode=ro``,
 ``query_only``) with a short busy timeout, and every failure is turned into a ``ChatDBError`` that says what is
 wrong and what to do (most importantly: Full Disk Access, and to which binary).
+
+One row never breaks a read: text columns are read as bytes and decoded per row (NSString text can hold lone
+surrogates, which Python's sqlite3 refuses for the whole batch), and a value of the wrong type makes only that
+row unusable (``MessageRow.problem``).
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ from urllib.parse import quote
 APPLE_EPOCH = datetime(2001, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_MS = 250
 
+# Text columns come as BLOBs and are decoded in Python, row by row (see the module's docstring).
 _ROWS_SQL = """
-SELECT m.ROWID, m.text, m.attributedBody, m.date, m.is_from_me, m.associated_message_type, m.item_type,
-       h.id AS handle,
-       (SELECT c.chat_identifier FROM chat_message_join AS j JOIN chat AS c ON c.ROWID = j.chat_id
+SELECT m.ROWID, CAST(m.text AS BLOB), m.attributedBody, m.date, m.is_from_me, m.associated_message_type,
+       m.item_type, CAST(h.id AS BLOB) AS handle,
+       (SELECT CAST(c.chat_identifier AS BLOB) FROM chat_message_join AS j JOIN chat AS c ON c.ROWID = j.chat_id
          WHERE j.message_id = m.ROWID ORDER BY c.ROWID LIMIT 1) AS chat_identifier
   FROM message AS m LEFT JOIN handle AS h ON h.ROWID = m.handle_id
 """
@@ -42,7 +47,8 @@ class MessageRow:
     associated_message_type: int
     item_type: int
     handle: str | None  # handle.id; None when the row has no (or a dangling) handle_id
-    chat_identifier: str | None
+    chat_identifier: str | None  # None also when it is not valid UTF-8 (then it names nothing reliably)
+    problem: str | None = None  # why the row cannot be used (e.g. "item_type is 'x', not an integer")
 
 
 class ChatDBProblem(Enum):
@@ -63,15 +69,21 @@ class ChatDBError(RuntimeError):
         self.fix = fix
 
 
+# Resolved once, when the process starts: the interpreter does not change, and a process whose rights shrink later
+# (a user switch, a sandbox) may no longer be able to follow the symlinks to it or load sysconfig's data.
+_PYTHON_BINARY = Path(os.path.realpath(sys.executable))
+_FRAMEWORK_PREFIX: str | None = sysconfig.get_config_var("PYTHONFRAMEWORKPREFIX") or None
+
+
 def python_binary() -> Path:
     """The interpreter binary macOS attributes file access to: the one Full Disk Access must be granted to."""
-    return Path(os.path.realpath(sys.executable))
+    return _PYTHON_BINARY
 
 
 def python_app_bundle() -> Path | None:
     """On a framework build of Python (python.org, Homebrew) ``bin/python3.x`` re-executes
     ``Resources/Python.app``, which macOS may then hold responsible instead."""
-    prefix = sysconfig.get_config_var("PYTHONFRAMEWORKPREFIX")
+    prefix = _FRAMEWORK_PREFIX
     if not prefix:
         return None
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -199,15 +211,60 @@ def _probe_access(path: Path) -> int | None:
 
 
 def _to_row(row: tuple[object, ...]) -> MessageRow:
+    """Never raises: what cannot be read is decoded leniently, or named in ``problem``."""
     rowid, text, body, date, from_me, assoc, item_type, handle, chat = row
+    problems: list[str] = []
+    integers = {
+        name: _integer(value, name, problems)
+        for name, value in (("date", date), ("is_from_me", from_me), ("associated_message_type", assoc),
+                            ("item_type", item_type))
+    }
+    sender, sender_exact = decode_text(handle)
+    if not sender_exact:
+        problems.append("sender is not valid UTF-8")
+    chat_identifier, chat_exact = decode_text(chat)
     return MessageRow(
         rowid=int(rowid),  # type: ignore[call-overload]
-        text=text if isinstance(text, str) else None,
+        text=decode_text(text)[0],
         attributed_body=bytes(body) if isinstance(body, bytes | bytearray | memoryview) else None,
-        date=apple_date(date if isinstance(date, int) else None),
-        is_from_me=bool(from_me),
-        associated_message_type=int(assoc or 0),  # type: ignore[call-overload]
-        item_type=int(item_type or 0),  # type: ignore[call-overload]
-        handle=handle if isinstance(handle, str) and handle.strip() else None,
-        chat_identifier=chat if isinstance(chat, str) and chat else None,
+        date=apple_date(integers["date"]),
+        is_from_me=bool(integers["is_from_me"]),
+        associated_message_type=integers["associated_message_type"],
+        item_type=integers["item_type"],
+        handle=sender if sender and sender.strip() else None,
+        chat_identifier=chat_identifier if chat_identifier and chat_exact else None,
+        problem="; ".join(problems) or None,
     )
+
+
+def decode_text(value: object) -> tuple[str | None, bool]:
+    """A text column read as bytes: (its text, whether it was valid UTF-8). Invalid text is decoded leniently:
+    lone surrogates (NSString can hold them) and other bad bytes become U+FFFD."""
+    if value is None:
+        return None, True
+    if isinstance(value, str):
+        return value, True
+    if not isinstance(value, bytes | bytearray | memoryview):
+        return str(value), True
+    data = bytes(value)
+    try:
+        return data.decode("utf-8"), True
+    except UnicodeDecodeError:
+        pass
+    try:  # surrogates written one by one (CESU-8): a pair rejoins into its character, a lone one is replaced
+        halves = data.decode("utf-8", "surrogatepass")
+        return halves.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace"), False
+
+
+def _integer(value: object, column: str, problems: list[str]) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    shown = repr(value if not isinstance(value, bytes) else value[:20])
+    problems.append(f"{column} is {shown[:40]}, not an integer")
+    return 0

@@ -40,6 +40,9 @@ def classify(row: MessageRow, sent: SentLog | None, default_region: str) -> Inbo
     """The message the daemon should handle, or why it skips this row. Never raises for bad data."""
     sender_raw = row.handle or _direct_chat_handle(row.chat_identifier)
     sender = normalize_handle(sender_raw, default_region) if sender_raw else None
+    if row.problem is not None:
+        log.warning("chat.db row %d skipped: %s", row.rowid, row.problem)
+        return Skipped(row.rowid, row.problem, sender, row.text or "")
     try:
         text: str | None = message_text(row)
     except UndecodableBody as exc:

@@ -10,7 +10,13 @@ from collections.abc import Callable
 
 from apple_flow.channels.base import SendError
 from apple_flow.channels.imessage.echo import SentLog
-from apple_flow.channels.imessage.osascript import OsascriptMissing, ScriptResult, ScriptTimeout, run_osascript
+from apple_flow.channels.imessage.osascript import (
+    OsascriptMissing,
+    ScriptResult,
+    ScriptTimeout,
+    argv_safe,
+    run_osascript,
+)
 from apple_flow.channels.imessage.split import split_reply
 from apple_flow.handles import normalize_handle
 
@@ -72,7 +78,7 @@ class IMessageEgress:
 
     def send(self, recipient: str, text: str) -> None:
         handle = normalize_handle(recipient, self._region)
-        parts = split_reply(text, self._chunk_chars)
+        parts = split_reply(argv_safe(text), self._chunk_chars)
         with self._lock:
             self._send_parts(handle, parts)
 
@@ -82,7 +88,7 @@ class IMessageEgress:
         if self._sent is None:
             return
         handle = normalize_handle(recipient, self._region)
-        for part in split_reply(text, self._chunk_chars):
+        for part in split_reply(argv_safe(text), self._chunk_chars):
             self._sent.record(handle, part)
 
     def _send_parts(self, handle: str, parts: list[str]) -> None:
@@ -126,5 +132,5 @@ class IMessageEgress:
             # Not retried: a hang usually means an Automation prompt waiting for the user, and the message may
             # have gone out already (a retry could send it twice).
             raise SendError(f"{exc}; if macOS is asking for permission, answer it, or {AUTOMATION_HINT}") from exc
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: an argument the OS cannot take (argv_safe prevents it)
             raise SendError(f"could not run {self._command}: {exc}") from exc

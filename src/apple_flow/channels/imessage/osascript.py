@@ -31,6 +31,12 @@ class OsascriptMissing(FileNotFoundError):
     """No osascript: AppleScript exists only on macOS."""
 
 
+def argv_safe(text: str) -> str:
+    """``text`` as an argv item can carry it: without NUL bytes (argv strings end at one), surrogates paired into
+    their character and lone ones as U+FFFD (they have no UTF-8 encoding)."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").replace("\x00", "")
+
+
 def run_osascript(command: str, script: str, args: list[str], timeout: float) -> ScriptResult:
     executable = shutil.which(command)
     if executable is None:
