@@ -66,13 +66,14 @@ def main() -> int:
         db = Path(tmp) / "Messages" / "chat.db"
         ChatDbWriter(db).close()  # schema in place before the ingress starts
         settings = load_settings(env_file=None, messages_db_path=db)
-        ingress, _ = build_imessage_channel(settings)
+        ingress, _ = build_imessage_channel(settings, None)
         yielded: queue.Queue[tuple[InboundMessage, float]] = queue.Queue()
         stop = threading.Event()
 
         def consume() -> None:
             for message in ingress.messages(0, stop):
-                yielded.put((message, time.monotonic()))
+                if isinstance(message, InboundMessage):  # the benchmark writes no rows to skip
+                    yielded.put((message, time.monotonic()))
 
         reader = threading.Thread(target=consume, name="ingress", daemon=True)
         reader.start()

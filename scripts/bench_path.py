@@ -189,7 +189,7 @@ def build_daemon(settings: Any, store: Any) -> Any:
     from apple_flow.daemon.runtime import Daemon
 
     connector = build_connector(settings)
-    ingress, egress = build_imessage_channel(settings)
+    ingress, egress = build_imessage_channel(settings, store.sent_texts("imessage", settings.echo_window_seconds))
     return Daemon(settings, store, connector, ingress, egress, "imessage")
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from apple_flow.channels.base import SentTexts
 from apple_flow.config import Settings, load_settings
+from apple_flow.daemon.store import Store
 
 # Records argv and stdin of every call, then behaves as FAKE_OSASCRIPT_MODE says:
 #   ok | fail | fail-participant (the participant form fails, the buddy form works) | deny (no Automation
@@ -108,3 +111,11 @@ def make_settings(tmp_path: Path) -> Any:
         return load_settings(env_file=None, **values)
 
     return make
+
+
+@pytest.fixture
+def sent(tmp_path: Path) -> Iterator[SentTexts]:
+    """The daemon store's record of texts sent on the iMessage channel (600 s echo window)."""
+    store = Store(tmp_path / "state" / "relay.db")
+    yield store.sent_texts("imessage", 600)
+    store.close()

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import threading
 
-from apple_flow.channels.base import InboundMessage
+from apple_flow.channels.base import InboundMessage, Skipped
 from apple_flow.channels.imessage.ingress import IMessageIngress
 
 
-def take(ingress: IMessageIngress, after: int, count: int, timeout: float = 5.0) -> list[InboundMessage]:
-    """Up to ``count`` messages after ``after``; gives up (stopping the ingress) after ``timeout`` seconds."""
+def take(
+    ingress: IMessageIngress, after: int, count: int, timeout: float = 5.0, skipped: list[Skipped] | None = None
+) -> list[InboundMessage]:
+    """Up to ``count`` messages after ``after`` (the rows skipped meanwhile go to ``skipped``); gives up (stopping
+    the ingress) after ``timeout`` seconds."""
     stop = threading.Event()
     timer = threading.Timer(timeout, stop.set)
     timer.start()
@@ -17,8 +20,12 @@ def take(ingress: IMessageIngress, after: int, count: int, timeout: float = 5.0)
     try:
         if count == 0:
             return got
-        for message in ingress.messages(after, stop):
-            got.append(message)
+        for item in ingress.messages(after, stop):
+            if isinstance(item, Skipped):
+                if skipped is not None:
+                    skipped.append(item)
+                continue
+            got.append(item)
             if len(got) >= count:
                 break
     finally:

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from apple_flow.channels.base import SendError
+from apple_flow.channels.base import SendError, SentTexts
 from apple_flow.channels.imessage import build_imessage_egress
-from apple_flow.channels.imessage.echo import SentLog
 from apple_flow.channels.imessage.egress import BUDDY_SCRIPT, PARTICIPANT_SCRIPT
 from channels.conftest import FakeOsascript
 
@@ -41,8 +40,9 @@ def test_text_and_handle_are_arguments_never_script_source(
     assert text not in call["stdin"]
 
 
-def test_text_argv_cannot_carry_is_cleaned_before_osascript(make_settings: Any, fake_osascript: FakeOsascript) -> None:
-    sent = SentLog(600)
+def test_text_argv_cannot_carry_is_cleaned_before_osascript(
+    make_settings: Any, fake_osascript: FakeOsascript, sent: SentTexts
+) -> None:
     egress = build_imessage_egress(make_settings(), sent)
 
     egress.send("+15551234567", "before\x00after \ud83d\ude00 lone \ud800 end")
@@ -120,9 +120,8 @@ def test_missing_osascript_says_it_needs_macos(make_settings: Any, fake_osascrip
 
 
 def test_long_replies_go_out_as_numbered_parts_each_recorded_for_echoes(
-    make_settings: Any, fake_osascript: FakeOsascript
+    make_settings: Any, fake_osascript: FakeOsascript, sent: SentTexts
 ) -> None:
-    sent = SentLog(600)
     egress = build_imessage_egress(make_settings(reply_chunk_chars=200), sent)
     text = "\n\n".join(f"Step {i}: " + "do the thing carefully. " * 5 for i in range(5))
 

@@ -444,20 +444,23 @@ def test_failed_turns_leave_no_exchange_and_a_connector_without_a_window_gets_no
 def test_rows_the_ingress_skips_move_the_cursor_once_earlier_messages_are_done(
     harness: Callable[..., Harness],
 ) -> None:
-    from apple_flow.channels.imessage import Skipped
-
-    h = harness()
-    skips: list[Any] = []
-    h.ingress.on_skip = skips.append  # type: ignore[attr-defined]
-    h.start()
-    assert h.ingress.on_skip is not skips.append  # type: ignore[attr-defined]
+    h = harness().start()
     h.ingress.add(ANA, "SLOW", rowid=1)
     wait_until(lambda: h.connector.running == 1)
-    h.ingress.on_skip(Skipped(2, "echo"))  # type: ignore[attr-defined]
-    assert h.store.cursor("imessage") == 0
+    h.ingress.skip(2, "echo")
+    time.sleep(0.5)  # the daemon has read the skipped row by now
+    assert h.store.cursor("imessage") == 0  # message 1 still runs
     h.connector.release.set()
     h.finish()
-    assert h.store.cursor("imessage") == 2
+    assert h.store.cursor("imessage") == 2  # the skipped row is passed with it
+
+
+def test_a_skipped_row_alone_moves_the_cursor(harness: Callable[..., Harness]) -> None:
+    h = harness().start()
+    h.ingress.skip(1, "reaction")
+    h.finish()
+    assert h.store.cursor("imessage") == 1
+    assert h.egress.sent == [] and h.connector.calls == []
 
 
 def test_an_unreadable_source_at_first_start_is_a_start_error(harness: Callable[..., Harness]) -> None:

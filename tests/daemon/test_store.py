@@ -158,11 +158,12 @@ def test_sent_texts_are_kept_for_the_echo_window_only(tmp_path: Path) -> None:
     now = [1000.0]
     store = Store(tmp_path / "relay.db", clock=lambda: now[0])
     store.record_sent("imessage", "+15551234567", "old reply", keep_seconds=600)
-    now[0] = 1500.0
-    store.record_sent("imessage", "+15551234567", "new reply", keep_seconds=600)
-    store.record_sent("console:1", "console", "elsewhere", keep_seconds=600)
-    assert store.sent_since("imessage", 1200.0) == [("+15551234567", "new reply")]
-    assert store.sent_since("imessage", 0.0) == [("+15551234567", "new reply")]  # the old one is gone
     now[0] = 1700.0
-    store.record_sent("imessage", "+15551234567", "newest", keep_seconds=100)  # writing prunes too
-    assert store.sent_since("imessage", 0.0) == [("+15551234567", "newest")]
+    store.record_sent("imessage", "+15551234567", "new reply", keep_seconds=600)  # writing prunes the old one
+    store.record_sent("console:1", "+15551234567", "elsewhere", keep_seconds=600)
+    assert not store.take_sent("imessage", "+15551234567", "old reply", since=0.0)  # gone, whatever is asked
+    assert not store.take_sent("imessage", "+15551234567", "elsewhere", since=0.0)  # another channel's
+    assert not store.take_sent("imessage", "+15551234567", "new reply", since=1800.0)  # older than asked
+    assert store.take_sent("imessage", "+15551234567", "new reply", since=1200.0)
+    assert not store.take_sent("imessage", "+15551234567", "new reply", since=1200.0)  # used up
+    assert store.take_sent("console:1", "+15551234567", "elsewhere", since=0.0)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from apple_flow.channels.base import InboundMessage, SendError
+from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError, Skipped
 from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest
 
 Answer = Callable[[str, TurnRequest], "str | TurnOutcome"]
@@ -91,11 +91,12 @@ class FakeConnector:
         return [c.prompt for c in self.calls]
 
 
-class ListIngress:
-    """Messages added by the test; ends (like piped input) once ``close`` is called and all were read."""
+class ListIngress(Ingress):
+    """Messages (and skipped rows) added by the test; ends (like piped input) once ``close`` is called and all
+    were read."""
 
     def __init__(self) -> None:
-        self._messages: list[InboundMessage] = []
+        self._messages: list[InboundMessage | Skipped] = []
         self._closed = False
         self._cond = threading.Condition()
         self.read_from: int | None = None
@@ -111,12 +112,20 @@ class ListIngress:
             self._cond.notify_all()
             return message
 
+    def skip(self, rowid: int, reason: str = "echo") -> Skipped:
+        """A row the channel skips, as its ingress reports it."""
+        with self._cond:
+            skipped = Skipped(rowid, reason)
+            self._messages.append(skipped)
+            self._cond.notify_all()
+            return skipped
+
     def close(self) -> None:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
 
-    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage]:
+    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage | Skipped]:
         self.read_from = after_rowid
         index = 0
         while not stop.is_set():
@@ -137,7 +146,7 @@ class ListIngress:
             return self._messages[-1].rowid if self._messages else 0
 
 
-class RecordingEgress:
+class RecordingEgress(Egress):
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
         self.progress: list[tuple[str, str]] = []

@@ -7,13 +7,14 @@ import platform
 import signal
 import sys
 import uuid
+from collections.abc import Callable
 from enum import StrEnum
 from types import FrameType
 
 import typer
 from rich.markup import escape
 
-from apple_flow.channels.base import Egress, Ingress
+from apple_flow.channels.base import Egress, Ingress, SentTexts
 from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError
@@ -46,8 +47,12 @@ def startup_warnings(settings: Settings, channel: str) -> list[str]:
     return warnings
 
 
-def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, channel_key: str) -> int:
-    """Opens the store under the single-instance lock, builds the connector, runs the daemon until it ends."""
+Channel = Callable[[SentTexts], tuple[Ingress, Egress]]  # builds a channel on the store's record of sent texts
+
+
+def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key: str) -> int:
+    """Opens the store under the single-instance lock, builds the channel and the connector, runs the daemon until
+    it ends."""
     from apple_flow.connectors import build_connector  # the connector package decides which agent CLI runs
 
     lock = InstanceLock(settings.db_path)
@@ -59,6 +64,7 @@ def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, c
         print_error(exc)
         return 1
     try:
+        ingress, egress = build_channel(store.sent_texts(channel_key, settings.echo_window_seconds))
         connector = build_connector(settings)
         local = (CONSOLE_SENDER,) if channel == "console" else ()
         daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local)
@@ -103,18 +109,22 @@ def register(app: typer.Typer) -> None:
         settings = settings_or_exit()
         chosen = resolve_channel(channel.value if channel is not None else settings.channel)
         _logging(verbose, quiet_default=chosen == "console")
+        build: Channel
         if chosen == "console":
-            ingress: Ingress = ConsoleIngress.from_stream(sys.stdin)
-            egress: Egress = PlainConsoleEgress(sys.stdout, sys.stderr)
             key = f"console:{uuid.uuid4().hex[:12]}"  # line numbers restart with every session
+
+            def build(sent: SentTexts) -> tuple[Ingress, Egress]:
+                return ConsoleIngress.from_stream(sys.stdin), PlainConsoleEgress(sys.stdout, sys.stderr)
         else:
             from apple_flow.channels.imessage import build_imessage_channel
 
-            ingress, egress = build_imessage_channel(settings)
             key = "imessage"
+
+            def build(sent: SentTexts) -> tuple[Ingress, Egress]:
+                return build_imessage_channel(settings, sent)
         for warning in startup_warnings(settings, chosen):
             err.print(f"[yellow]{escape(warning)}[/yellow]")
-        raise typer.Exit(_serve(settings, chosen, ingress, egress, key))
+        raise typer.Exit(_serve(settings, chosen, build, key))
 
     @app.command()
     def chat(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every step on stderr.")) -> None:
@@ -124,4 +134,4 @@ def register(app: typer.Typer) -> None:
         channel = RichConsoleChannel()
         err.print("[bold]apple-flow chat[/bold]: type a message (`help` lists commands); Ctrl-D to quit.")
         key = f"console:{uuid.uuid4().hex[:12]}"
-        raise typer.Exit(_serve(settings, "console", channel.ingress(), channel, key))
+        raise typer.Exit(_serve(settings, "console", lambda sent: (channel.ingress(), channel), key))

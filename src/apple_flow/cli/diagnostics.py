@@ -17,10 +17,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from apple_flow.channels.base import SendError
+from apple_flow.channels.base import SendError, Skipped
 from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_binary
-from apple_flow.channels.imessage.classify import Skipped, classify
+from apple_flow.channels.imessage.classify import classify
 from apple_flow.channels.imessage.probe import probe_messages_automation
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 from apple_flow.cli.common import err, print_error, settings_or_exit

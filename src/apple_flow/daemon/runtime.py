@@ -5,6 +5,10 @@ Data flows one way: the runtime pulls messages from the ingress, asks the orches
 pulls the turn's events and outcome from the connector, asks the orchestrator what the outcome means, records it,
 and hands the reply to the egress. Nothing below it calls back into it.
 
+The channel's interface (``channels.base``) declares all the runtime uses of it: the ingress yields messages and
+the rows it skips, the egress sends replies and progress and notes what it sent in the store's record of sent
+texts, which its ingress reads to skip echoes, across restarts.
+
 Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
 conversation's new exchange and any approval request, in one transaction) before it is sent; the cursor passes a
 message only once it is finished. After ``kill -9`` the restart reads from the cursor: finished messages are
@@ -21,7 +25,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError
+from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError, Skipped
 from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
 from apple_flow.daemon import failures, orphans
@@ -117,11 +121,6 @@ class Daemon:
         else:
             self._catchup = self._saved_catchup()
         self._tracker = CursorTracker(start)
-        self._remember_recent_sends()
-        if hasattr(self._ingress, "on_skip"):
-            # Rows the ingress skips (its own echoes, reactions) must be passed too, or a restart would re-read
-            # them once the in-memory echo record is gone.
-            self._ingress.on_skip = lambda skipped: self._finished(skipped.rowid, skipped=True)
         threading.Thread(target=self._read, args=(start,), name="ingress", daemon=True).start()
         watchdog = threading.Thread(target=self._watch_timeouts, name="watchdog", daemon=True)
         watchdog.start()
@@ -178,24 +177,17 @@ class Daemon:
         saved = (self._store.meta(self._catchup_key) or "").split()
         return (int(saved[0]), float(saved[1])) if len(saved) == 2 else None
 
-    def _remember_recent_sends(self) -> None:
-        """Hands the egress what the previous run sent within the echo window: their echoes may still be on the
-        way (a person texting themselves), and the egress's own record of them died with that run."""
-        recent = self._store.sent_since(self._channel, time.time() - self._settings.echo_window_seconds)
-        remember = getattr(self._egress, "remember", None)
-        if remember is None:  # a channel without echoes (the console)
-            return
-        for recipient, text in recent:
-            remember(recipient, text)
-
     def _read(self, after: int) -> None:
         try:
             tracker = self._require_tracker()
-            for message in self._ingress.messages(after, self._stop):
-                # Opened here, before the ingress moves on and reports later skipped rows, so the cursor cannot
+            for item in self._ingress.messages(after, self._stop):
+                if isinstance(item, Skipped):  # passed at once (an echo, a reaction): a restart must not re-read it
+                    self._finished(item.rowid, skipped=True)
+                    continue
+                # Opened here, before the ingress moves on to later (maybe skipped) rows, so the cursor cannot
                 # pass this message while it waits in the inbox.
-                tracker.opened(message.rowid)
-                self._inbox.put(message)
+                tracker.opened(item.rowid)
+                self._inbox.put(item)
         except Exception as exc:  # the main loop reports it and stops
             self._inbox.put(exc)
             return
@@ -346,7 +338,6 @@ class Daemon:
     # ------------------------------------------------------------------------------------------- sending
 
     def _deliver(self, message: InboundMessage, reply: str) -> None:
-        self._store.record_sent(self._channel, message.sender, reply, self._settings.echo_window_seconds)
         failed: str | None = None
         try:
             with self._send_lock:
@@ -371,11 +362,9 @@ class Daemon:
 
     def _progress(self, sender: str, text: str) -> None:
         """Best effort: progress is not recorded, and a failure to send it does not stop the turn."""
-        send = getattr(self._egress, "send_progress", self._egress.send)
         try:
             with self._send_lock:
-                self._store.record_sent(self._channel, sender, text, self._settings.echo_window_seconds)
-                send(sender, text)
+                self._egress.send_progress(sender, text)
         except Exception as exc:
             log.warning("could not send progress to %s: %s", sender, exc)
 

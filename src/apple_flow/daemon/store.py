@@ -255,6 +255,10 @@ class Store:
                     self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version = {index + 1}")
 
+    def now(self) -> float:
+        """The store's clock (what it stamps rows with)."""
+        return self._clock()
+
     @property
     def schema_version(self) -> int:
         with self._lock:
@@ -394,12 +398,22 @@ class Store:
                 "INSERT INTO sent (channel, recipient, text, at) VALUES (?, ?, ?, ?)", (channel, recipient, text, now)
             )
 
-    def sent_since(self, channel: str, since: float) -> list[tuple[str, str]]:
-        """(recipient, text) of what was sent on ``channel`` at or after ``since``, oldest first; older entries
-        are deleted (they can no longer come back as echoes)."""
-        self._write("DELETE FROM sent WHERE channel = ? AND at < ?", (channel, since))
-        rows = self._rows("SELECT recipient, text FROM sent WHERE channel = ? ORDER BY id", (channel,))
-        return [(str(row[0]), str(row[1])) for row in rows]
+    def take_sent(self, channel: str, recipient: str, text: str, since: float) -> bool:
+        """True, and the entry is used up, when ``text`` was sent to ``recipient`` on ``channel`` at or after
+        ``since`` (the oldest such entry goes). Writes only when there is one."""
+        rows = self._rows(
+            "SELECT id FROM sent WHERE channel = ? AND recipient = ? AND text = ? AND at >= ? ORDER BY id LIMIT 1",
+            (channel, recipient, text, since),
+        )
+        if not rows:
+            return False
+        self._write("DELETE FROM sent WHERE id = ?", (rows[0][0],))
+        return True
+
+    def sent_texts(self, channel: str, window_seconds: float) -> SentRecord:
+        """The record of texts sent on ``channel`` that a channel uses (``channels.base.SentTexts``): entries count
+        for ``window_seconds``, across restarts."""
+        return SentRecord(self, channel, window_seconds)
 
     # ------------------------------------------------------------------------------------------- history
 
@@ -613,6 +627,26 @@ class Store:
                 "SELECT at, kind, sender, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?", (kind, limit)
             )
         return [Event(*row) for row in reversed(rows)]
+
+
+class SentRecord:
+    """``Store.sent_texts``: one channel's view of the record of sent texts (``channels.base.SentTexts``)."""
+
+    def __init__(self, store: Store, channel: str, window_seconds: float) -> None:
+        self._store = store
+        self._channel = channel
+        self._window = window_seconds
+
+    def record(self, recipient: str, text: str) -> None:
+        self._store.record_sent(self._channel, recipient, _echo_key(text), self._window)
+
+    def take_echo(self, sender: str, text: str) -> bool:
+        return self._store.take_sent(self._channel, sender, _echo_key(text), self._store.now() - self._window)
+
+
+def _echo_key(text: str) -> str:
+    """The form texts are kept and compared in: whitespace-insensitive, as Messages may trim or re-wrap them."""
+    return " ".join(text.split())
 
 
 def _statements(script: str) -> list[str]:

@@ -6,25 +6,15 @@ Shared by the ingress and ``apple-flow inbox`` so users see exactly what the dae
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
-from apple_flow.channels.base import InboundMessage
+from apple_flow.channels.base import InboundMessage, SentTexts, Skipped
 from apple_flow.channels.imessage.body import UndecodableBody, decode_attributed_body
 from apple_flow.channels.imessage.chatdb import MessageRow
-from apple_flow.channels.imessage.echo import SentLog
 from apple_flow.handles import normalize_handle
 
 log = logging.getLogger(__name__)
 
 OBJECT_REPLACEMENT = "\ufffc"  # Messages' attachment marker inside the text
-
-
-@dataclass(frozen=True)
-class Skipped:
-    rowid: int
-    reason: str  # short, for logs and `apple-flow inbox`: "from me", "reaction", "empty", "echo", ...
-    sender: str | None = None
-    text: str = ""
 
 
 def message_text(row: MessageRow) -> str:
@@ -36,7 +26,7 @@ def message_text(row: MessageRow) -> str:
     return ""
 
 
-def classify(row: MessageRow, sent: SentLog | None, default_region: str) -> InboundMessage | Skipped:
+def classify(row: MessageRow, sent: SentTexts | None, default_region: str) -> InboundMessage | Skipped:
     """The message the daemon should handle, or why it skips this row. Never raises for bad data."""
     sender_raw = row.handle or _direct_chat_handle(row.chat_identifier)
     sender = normalize_handle(sender_raw, default_region) if sender_raw else None

@@ -8,8 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from apple_flow.channels.base import SendError
-from apple_flow.channels.imessage.echo import SentLog
+from apple_flow.channels.base import Egress, SendError, SentTexts
 from apple_flow.channels.imessage.osascript import (
     OsascriptMissing,
     ScriptResult,
@@ -51,7 +50,7 @@ def is_automation_denied(result: ScriptResult) -> bool:
     return "-1743" in result.stderr or "Not authorized to send Apple events" in result.stderr
 
 
-class IMessageEgress:
+class IMessageEgress(Egress):
     def __init__(
         self,
         *,
@@ -61,7 +60,7 @@ class IMessageEgress:
         retry_backoff_seconds: float,
         chunk_chars: int,
         default_region: str,
-        sent: SentLog | None,
+        sent: SentTexts | None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._command = osascript_command
@@ -82,19 +81,11 @@ class IMessageEgress:
         with self._lock:
             self._send_parts(handle, parts)
 
-    def remember(self, recipient: str, text: str) -> None:
-        """Records ``text`` as sent to ``recipient`` without sending it: a text sent before a restart, whose echo
-        may still arrive from chat.db."""
-        if self._sent is None:
-            return
-        handle = normalize_handle(recipient, self._region)
-        for part in split_reply(argv_safe(text), self._chunk_chars):
-            self._sent.record(handle, part)
-
     def _send_parts(self, handle: str, parts: list[str]) -> None:
         for index, part in enumerate(parts, start=1):
             if self._sent is not None:
-                self._sent.record(handle, part)  # before sending: the echo can land before osascript returns
+                # Before sending: the echo can land before osascript returns.
+                self._sent.record(handle, part)
             try:
                 self._send_part(handle, part)
             except SendError as exc:
