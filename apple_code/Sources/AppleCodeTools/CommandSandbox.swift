@@ -59,6 +59,32 @@ public enum CommandSandbox: Sendable, Equatable {
         #endif
     }
 
+    /// Why `path` cannot be a workspace whose commands may write (nil when it can): it is `/`, a home folder or
+    /// a folder above one, where shell start-up files and ~/Library/LaunchAgents would be writable and run later
+    /// outside any sandbox. `path` and `homes` are real paths.
+    public static func broadFolderProblem(_ path: String, homes: [String]) -> String? {
+        if path == "/" { return "is the root folder" }
+        if homes.contains(path) { return "is the home folder" }
+        if let home = homes.first(where: { $0.hasPrefix(path + "/") }) { return "holds the home folder \(home)" }
+        return nil
+    }
+
+    /// `broadFolderProblem` for this user's home folders ($HOME and the account's), as a whole sentence.
+    public static func broadWorkspaceProblem(_ workspace: String) -> String? {
+        let real = Workspace.realPath(workspace) ?? workspace
+        guard let problem = broadFolderProblem(real, homes: homeFolders()) else { return nil }
+        return "\(real) \(problem): commands and file writes there could change shell start-up files and "
+            + "~/Library/LaunchAgents, which run later outside any sandbox; use a project folder, or --read-only"
+    }
+
+    /// The real paths of $HOME and of the account's home folder.
+    static func homeFolders() -> [String] {
+        var homes: [String] = []
+        if let home = getenv("HOME") { homes.append(String(cString: home)) }
+        if let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir { homes.append(String(cString: directory)) }
+        return Array(Set(homes.filter { !$0.isEmpty }.compactMap { Workspace.realPath($0) }))
+    }
+
     static func findExecutable(_ name: String) -> String? {
         let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
         for folder in path.split(separator: ":") where !folder.isEmpty {

@@ -31,6 +31,9 @@ public struct RunCommandTool: WorkspaceTool {
             throw ToolFailure("refused: \(reason). Ask the user to run it themselves if it is really needed")
         }
         let seconds = min(max(arguments.int("timeout") ?? Self.defaultTimeout, 1), Self.maxTimeout)
+        if let problem = CommandSandbox.broadWorkspaceProblem(workspace.root) {
+            throw ToolFailure("refused: the workspace \(problem)")
+        }
         if let deadline = context.deadline, deadline <= .now {
             throw ToolFailure("no time is left in this run to start a command")
         }

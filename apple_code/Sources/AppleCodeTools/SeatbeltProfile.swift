@@ -46,6 +46,12 @@ public enum SeatbeltProfile {
             (literal "/dev/zero")
             (literal "/dev/dtracehelper")
             (regex #"^/dev/fd/"))
+
+        ; Code git runs later, outside any sandbox: inside the workspace no .git is made, replaced or removed, and
+        ; no repository's hooks or config (or a submodule's or worktree's) are written.
+        (deny file-write* (require-all (subpath (param "WORKSPACE")) (regex #"/\.git$")))
+        (deny file-write* (require-all (subpath (param "WORKSPACE"))
+            (regex #"/\.git/((modules|worktrees)/[^/]+/)*(hooks|config|config\.worktree)(/.*)?$")))
         """#
 
     /// `executable -p <profile> -DKEY=value ... --`; the command follows.

@@ -72,9 +72,101 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(result.text == "exit code 0\nloopback ok\nremote refused: Network is unreachable\n", "\(result.text)")
     }
 
+    /// Issue 20 item 4: a workspace of `/`, a home folder or a folder above one would make shell start-up files
+    /// and ~/Library/LaunchAgents writable: refused.
+    @Test(arguments: [
+        ("/", "is the root folder"),
+        ("/Users/me", "is the home folder"),
+        ("/Users", "holds the home folder /Users/me"),
+        ("/var/root", "is the home folder"),
+    ])
+    func broadWorkspacesAreRefused(path: String, said: String) {
+        let problem = CommandSandbox.broadFolderProblem(path, homes: ["/Users/me", "/var/root"])
+        #expect(problem == said)
+    }
+
+    @Test(arguments: ["/Users/me/code/site", "/Users/meow", "/tmp/ws", "/Users/me/.config"])
+    func projectFoldersAreAccepted(path: String) {
+        #expect(CommandSandbox.broadFolderProblem(path, homes: ["/Users/me"]) == nil)
+    }
+
+    /// Issue 20 item 4: git runs .git/hooks and what .git/config names later, outside any sandbox. Under bwrap
+    /// they are read-only, and `.git` itself cannot be replaced or removed; the rest of .git stays writable.
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapKeepsGitHooksAndConfigReadOnly() async throws {
+        let ws = try TempWorkspace()
+        try ws.write(".git/config", "[core]\n")
+        try ws.write(".git/hooks/pre-commit.sample", "#!/bin/sh\n")
+        try ws.write(".git/modules/lib/config", "[core]\n")
+        try ws.write(".git/modules/lib/hooks/README", "\n")
+        let command = """
+            echo evil > .git/hooks/pre-commit; echo '[core] hooksPath = /tmp' >> .git/config; \
+            echo evil > .git/modules/lib/hooks/pre-commit; echo x >> .git/modules/lib/config; \
+            mv .git .git-old; rm -rf .git/hooks; echo ok > .git/index && echo index written
+            """
+        let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": .string(command)])
+        #expect(ws.read(".git/config") == "[core]\n")
+        #expect(ws.read(".git/modules/lib/config") == "[core]\n")
+        #expect(ws.read(".git/hooks/pre-commit") == nil)
+        #expect(ws.read(".git/modules/lib/hooks/pre-commit") == nil)
+        #expect(ws.read(".git/hooks/pre-commit.sample") == "#!/bin/sh\n")
+        #expect(ws.read(".git/index") == "ok\n")
+        #expect(result.text.contains("index written"), "\(result.text)")
+    }
+
+    /// A repository without a hooks folder gets an empty read-only one for the command.
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapBlocksANewHooksFolder() async throws {
+        let ws = try TempWorkspace()
+        try ws.write(".git/config", "[core]\n")
+        let result = await ws.call(RunCommandTool(sandbox: .detected),
+                                   ["command": "mkdir -p .git/hooks; echo evil > .git/hooks/pre-commit; true"])
+        #expect(ws.read(".git/hooks/pre-commit") == nil, "\(result.text)")
+    }
+
+    /// A `.git` file (a worktree's or a submodule's pointer to its repository) cannot be changed or replaced.
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapKeepsAGitFileReadOnly() async throws {
+        let ws = try TempWorkspace()
+        try ws.write(".git", "gitdir: ../repo/.git/worktrees/ws\n")
+        let result = await ws.call(RunCommandTool(sandbox: .detected),
+                                   ["command": "echo 'gitdir: evil' > .git; rm -f .git; true"])
+        #expect(ws.read(".git") == "gitdir: ../repo/.git/worktrees/ws\n", "\(result.text)")
+    }
+
+    @Test func bubblewrapGitArguments() {
+        let files: [String: Workspace.FileKind] = [
+            "/w/.git": .directory, "/w/.git/config": .file, "/w/.git/hooks": .directory,
+            "/w/.git/modules": .directory, "/w/.git/modules/lib": .directory, "/w/.git/modules/lib/config": .file,
+            "/w/.git/modules/lib/hooks": .directory, "/w/.git/worktrees": .directory,
+            "/w/.git/worktrees/wt": .directory, "/w/.git/worktrees/wt/config.worktree": .file,
+        ]
+        let listing = ["/w/.git/modules": ["lib"], "/w/.git/worktrees": ["wt"]]
+        let host = HostFiles(kind: { files[$0] ?? .missing }, entries: { listing[$0] ?? [] }, runtimeDirectory: nil)
+        #expect(Bubblewrap.gitProtection(workspace: "/w", host: host) == [
+            "--bind", "/w/.git", "/w/.git",
+            "--ro-bind", "/w/.git/config", "/w/.git/config",
+            "--ro-bind", "/w/.git/hooks", "/w/.git/hooks",
+            "--ro-bind", "/w/.git/modules/lib/config", "/w/.git/modules/lib/config",
+            "--ro-bind", "/w/.git/modules/lib/hooks", "/w/.git/modules/lib/hooks",
+            "--ro-bind", "/w/.git/worktrees/wt/config.worktree", "/w/.git/worktrees/wt/config.worktree",
+        ])
+        let noHooks = HostFiles(kind: { ["/w/.git": .directory, "/w/.git/config": .file][$0] ?? .missing },
+                                entries: { _ in [] }, runtimeDirectory: nil)
+        #expect(Bubblewrap.gitProtection(workspace: "/w", host: noHooks) == [
+            "--bind", "/w/.git", "/w/.git", "--ro-bind", "/w/.git/config", "/w/.git/config",
+            "--tmpfs", "/w/.git/hooks", "--remount-ro", "/w/.git/hooks",
+        ])
+        let file = HostFiles(kind: { $0 == "/w/.git" ? .file : .missing }, entries: { _ in [] }, runtimeDirectory: nil)
+        #expect(Bubblewrap.gitProtection(workspace: "/w", host: file) == ["--ro-bind", "/w/.git", "/w/.git"])
+        let symlink = HostFiles(kind: { $0 == "/w/.git" ? .symlink : .missing }, entries: { _ in [] },
+                                runtimeDirectory: nil)
+        #expect(Bubblewrap.gitProtection(workspace: "/w", host: symlink) == [])
+    }
+
     @Test func bubblewrapArguments() {
         let debian = HostFiles(kind: { ["/run": .directory, "/var/run": .symlink][$0] ?? .missing },
-                               runtimeDirectory: "/run/user/1000")
+                               entries: { _ in [] }, runtimeDirectory: "/run/user/1000")
         let argv = Bubblewrap.arguments(executable: "/usr/bin/bwrap", workspace: "/w s", host: debian)
         #expect(argv == ["/usr/bin/bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp",
                          "--tmpfs", "/run", "--ro-bind-try", "/run/current-system", "/run/current-system",
@@ -84,7 +176,8 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
                          "--new-session", "--die-with-parent",
                          "--setenv", "TMPDIR", "/tmp", "--chdir", "/w s"])
         // An old layout with /var/run a folder of its own; no /run at all; a runtime folder elsewhere.
-        let old = HostFiles(kind: { ["/var/run": .directory][$0] ?? .missing }, runtimeDirectory: "/tmp/rt")
+        let old = HostFiles(kind: { ["/var/run": .directory][$0] ?? .missing }, entries: { _ in [] },
+                            runtimeDirectory: "/tmp/rt")
         let oldArgv = Bubblewrap.arguments(executable: "/usr/bin/bwrap", workspace: "/w", host: old)
         #expect(oldArgv.contains("/var/run") && !oldArgv.contains("/run") && !oldArgv.contains("/tmp/rt"))
         let command = CommandSandbox.bubblewrap(executable: "/usr/bin/bwrap").argv(command: "make test", workspace: "/w")

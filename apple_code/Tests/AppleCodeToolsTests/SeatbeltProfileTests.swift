@@ -236,6 +236,33 @@ struct ReadProfile {
         #expect((profile.firstIndex("deny", "network-outbound") ?? 0) > (allowed.map(\.index).max() ?? 99))
     }
 
+    /// Issue 20 item 4: inside the workspace no `.git` is made, replaced or removed and no repository's hooks or
+    /// config are written (git runs them later, outside any sandbox); these denies come after the allowed writes.
+    @Test func gitHooksAndConfigAreNotWritable() throws {
+        let profile = try ReadProfile()
+        let allow = try #require(profile.firstIndex("allow", "file-write*"))
+        let denies = profile.rules("deny").filter { $0.index > allow && $0.rule.operation == "file-write*" }
+        let regexes = denies.map { rule in
+            rule.rule.all.compactMap { if case .regex(let r) = $0 { r } else { nil } }
+        }
+        #expect(denies.allSatisfy { $0.rule.description.contains(#"(require-all (subpath (param "WORKSPACE"))"#) })
+        #expect(regexes.flatMap { $0 }.sorted() == [
+            #"/\.git$"#,
+            #"/\.git/((modules|worktrees)/[^/]+/)*(hooks|config|config\.worktree)(/.*)?$"#,
+        ])
+        let git = try Regex(#"/\.git/((modules|worktrees)/[^/]+/)*(hooks|config|config\.worktree)(/.*)?$"#)
+        for path in ["/w/.git/hooks", "/w/.git/hooks/pre-commit", "/w/.git/config", "/w/sub/.git/config",
+                     "/w/.git/modules/lib/hooks/post-checkout", "/w/.git/worktrees/b/config.worktree"] {
+            #expect(path.contains(git), "\(path)")
+        }
+        for path in ["/w/.git/index", "/w/.git/objects/ab/cd", "/w/.git/refs/heads/config2", "/w/hooks/x",
+                     "/w/.gitconfig", "/w/.git/info/config-notes"] {
+            #expect(!path.contains(git), "\(path)")
+        }
+        #expect("/w/sub/.git".contains(try Regex(#"/\.git$"#)))
+        #expect(!"/w/.gitignore".contains(try Regex(#"/\.git$"#)))
+    }
+
     @Test func foldersAreRealPathsAndTmpdirFallsBackToTmp() {
         let real: (String) -> String? = { ["/tmp": "/private/tmp", "/var/tmp": "/private/var/tmp",
                                            "/var/folders/x/T/": "/private/var/folders/x/T"][$0] }
