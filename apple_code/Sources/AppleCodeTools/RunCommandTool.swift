@@ -69,7 +69,8 @@ public struct RunCommandTool: WorkspaceTool {
             ok = false
             status = "Command stopped: the run was cancelled or its time ran out; it was killed."
         }
-        let text = output.map { status + "\n" + $0 } ?? status
+        let notes = output.map(notes(for:)) ?? []
+        let text = ([status] + notes + (output.map { [$0] } ?? [])).joined(separator: "\n")
         let short = command.count > 60 ? String(command.prefix(60)) + "..." : command
         let ending = switch outcome.ending {
         case .exited(let code): "exit \(code)"
@@ -82,6 +83,19 @@ public struct RunCommandTool: WorkspaceTool {
         var exitCode: Int?
         if case .exited(let code) = outcome.ending { exitCode = Int(code) }
         return ToolResult(text: text, ok: ok, summary: "\(short): \(ending)", exitCode: exitCode)
+    }
+}
+
+extension RunCommandTool {
+    /// What the model needs to know to get past a failure the sandbox caused, placed before the output (which
+    /// may be cut) so it is always seen.
+    static func notes(for output: String) -> [String] {
+        // SwiftPM (and swiftc's macro plugins, xcodebuild) start sandbox-exec themselves; macOS refuses a
+        // sandbox inside apple-code's, with "sandbox-exec: sandbox_apply: Operation not permitted" (exit 71).
+        guard output.contains("sandbox_apply") else { return [] }
+        return ["Note: commands already run in apple-code's sandbox and macOS refuses a second sandbox inside it. "
+                + "Turn off the tool's own sandbox: `swift build --disable-sandbox` (likewise swift test, swift run, "
+                + "swift package); xcodebuild: add -IDEPackageSupportDisableManifestSandbox=YES."]
     }
 }
 

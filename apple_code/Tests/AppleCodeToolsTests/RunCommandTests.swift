@@ -90,6 +90,20 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         #expect(failed.text == "Command failed with exit code 2 and no output.")
     }
 
+    /// Issue 20 item 1: SwiftPM cannot start its own sandbox inside apple-code's (macOS refuses a nested one, exit
+    /// 71): the result tells the model exactly how to run it instead.
+    @Test func nestedSandboxFailureExplainsTheWayAround() async throws {
+        let ws = try TempWorkspace()
+        let command = "echo 'error: manifest parse error'; echo 'sandbox-exec: sandbox_apply: Operation not permitted' >&2; exit 71"
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": .string(command)])
+        #expect(result.text.hasPrefix("exit code 71\nNote: "), "\(result.text)")
+        #expect(result.text.contains("swift build --disable-sandbox"))
+        #expect(result.text.contains("-IDEPackageSupportDisableManifestSandbox=YES"))
+        #expect(result.text.hasSuffix("sandbox-exec: sandbox_apply: Operation not permitted\n"))
+        let plain = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "echo fine; exit 71"])
+        #expect(plain.text == "exit code 71\nfine\n")
+    }
+
     @Test func stdinIsClosed() async throws {
         let ws = try TempWorkspace()
         // `cat` with no file reads stdin: with /dev/null it ends at once instead of waiting for a terminal.
