@@ -4,6 +4,8 @@ sandbox. The home folder here is a folder of the test's own (HOME points at it),
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -47,3 +49,12 @@ def test_a_project_folder_and_a_read_only_home_are_accepted(apple_code_bin: Path
     # Exit 3: past the workspace check, stopped by the backend nobody listens for.
     assert run_in(apple_code_bin, home, home / "code" / "site")[0] == 3
     assert run_in(apple_code_bin, home, home, "--read-only")[0] == 3
+
+
+def test_check_says_which_sandbox_commands_get(apple_code_bin: Path, tmp_path: Path) -> None:
+    done = run_apple_code(apple_code_bin, "--check", "--backend", "openai", "--base-url", DEAD_URL)
+    report = json.loads(done.stdout)
+    bwrap = shutil.which("bwrap")
+    works = bwrap is not None and subprocess.run([bwrap, "--ro-bind", "/", "/", "true"]).returncode == 0
+    expected = "bwrap (" if works else "none ("
+    assert report["sandbox"].startswith(expected), report

@@ -185,3 +185,91 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(CommandSandbox.none(reason: "x").argv(command: "ls", workspace: "/w") == ["/bin/sh", "-c", "ls"])
     }
 }
+
+/// Issue 20 item 5: the macOS sandbox is probed by running the profile once, not by finding sandbox-exec. Here
+/// stand-in `sandbox-exec` scripts play its three answers: it works, it is refused because apple-code already runs
+/// in a sandbox (exit 71, `sandbox_apply`), or it rejects the profile.
+@Suite struct SandboxProbeTests {
+    /// A stand-in that records its argv, then skips -p PROFILE, -DKEY=value and -- and runs the command.
+    static let working = """
+        #!/bin/sh
+        printf '%s\\n' "$@" > "$(dirname "$0")/argv"
+        while [ $# -gt 0 ]; do case $1 in -p) shift 2 ;; -D*) shift ;; --) shift; break ;; *) break ;; esac; done
+        exec "$@"
+        """
+    static let nested = """
+        #!/bin/sh
+        echo 'sandbox-exec: sandbox_apply: Operation not permitted' >&2; exit 71
+        """
+    static let rejecting = """
+        #!/bin/sh
+        echo 'sandbox-exec: unbound variable: WORKSPACE' >&2; exit 65
+        """
+
+    static func standIn(_ script: String, in ws: TempWorkspace) throws -> String {
+        let path = ws.outside + "/sandbox-exec-\(UUID().uuidString)"
+        try script.write(toFile: path, atomically: false, encoding: .utf8)
+        chmod(path, 0o755)
+        return path
+    }
+
+    static let folders = SeatbeltFolders(tmp: "/tmp", varTmp: "/var/tmp", tmpdir: "/tmp", userTemp: "/tmp",
+                                         userCache: "/tmp")
+
+    @Test func aWorkingSandboxIsUsedAndGetsTheProfileOnce() async throws {
+        let ws = try TempWorkspace()
+        let executable = try Self.standIn(Self.working, in: ws)
+        let sandbox = CommandSandbox.probeSeatbelt(executable: executable, folders: Self.folders,
+                                                   workspace: ws.outside)
+        #expect(sandbox == .seatbelt(executable: executable, folders: Self.folders))
+        let probed = try String(contentsOfFile: ws.outside + "/argv", encoding: .utf8)
+        #expect(probed == (["-p", SeatbeltProfile.text, "-DWORKSPACE=\(ws.outside)", "-DTMP=/tmp", "-DVAR_TMP=/var/tmp",
+                            "-DTMPDIR=/tmp", "-DUSER_TEMP=/tmp", "-DUSER_CACHE=/tmp", "--", "/usr/bin/true"]
+                           .joined(separator: "\n") + "\n"))
+        // Commands then go through it whole: the argv carries the command intact.
+        let result = await ws.call(RunCommandTool(sandbox: sandbox), ["command": "echo \"$0\" 'a b'; pwd"])
+        #expect(result.text == "exit code 0\n/bin/sh a b\n\(ws.path)\n")
+    }
+
+    /// apple-code inside another sandbox: commands run without apple-code's own (the outer one still applies),
+    /// and --check, --verbose and every command's result say so.
+    @Test func aNestedSandboxFallsBackToRunningWithoutOneAndSaysSo() async throws {
+        let ws = try TempWorkspace()
+        let sandbox = CommandSandbox.probeSeatbelt(executable: try Self.standIn(Self.nested, in: ws),
+                                                   folders: Self.folders, workspace: ws.outside)
+        guard case .none(let reason) = sandbox else {
+            Issue.record("expected no sandbox, got \(sandbox)")
+            return
+        }
+        #expect(reason.contains("sandbox_apply: Operation not permitted"))
+        #expect(reason.contains("another sandbox"))
+        #expect(sandbox.label.hasPrefix("none ("))
+        let lines = LogLines()
+        let tool = RunCommandTool(sandbox: sandbox, announcesMissingSandbox: true)
+        let result = await tool.call(raw: ["command": "echo hi"], context: ws.context(log: { lines.append($0) }))
+        #expect(result.text == "exit code 0\nNote: this command ran without a sandbox: \(reason).\nhi\n")
+        #expect(lines.all == ["runCommand sandbox: \(sandbox.label)"])
+    }
+
+    /// A profile sandbox-exec rejects is apple-code's own bug: commands are refused, never run unconfined.
+    @Test func aRejectedProfileRefusesCommands() async throws {
+        let ws = try TempWorkspace()
+        let sandbox = CommandSandbox.probeSeatbelt(executable: try Self.standIn(Self.rejecting, in: ws),
+                                                   folders: Self.folders, workspace: ws.outside)
+        guard case .broken(let reason) = sandbox else {
+            Issue.record("expected a broken sandbox, got \(sandbox)")
+            return
+        }
+        #expect(reason.contains("unbound variable: WORKSPACE") && reason.contains("exit 65"))
+        let result = await ws.call(RunCommandTool(sandbox: sandbox), ["command": "touch ran.txt"])
+        #expect(result.text.hasPrefix("Error: runCommand: the command sandbox does not work here"))
+        #expect(result.commandsRun == 0)
+        #expect(ws.read("ran.txt") == nil)
+    }
+
+    @Test func aMissingSandboxExecIsNoSandbox() {
+        let sandbox = CommandSandbox.probeSeatbelt(executable: "/nonexistent/sandbox-exec", folders: Self.folders,
+                                                   workspace: "/tmp")
+        #expect(sandbox == .none(reason: "/nonexistent/sandbox-exec not found"))
+    }
+}
