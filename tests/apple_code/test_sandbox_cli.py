@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,39 @@ def test_check_says_which_sandbox_commands_get(apple_code_bin: Path, tmp_path: P
     works = bwrap is not None and subprocess.run([bwrap, "--ro-bind", "/", "/", "true"]).returncode == 0
     expected = "bwrap (" if works else "none ("
     assert report["sandbox"].startswith(expected), report
+
+
+def bwrap_works() -> bool:
+    bwrap = shutil.which("bwrap")
+    return bwrap is not None and subprocess.run([bwrap, "--ro-bind", "/", "/", "true"]).returncode == 0
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="needs a working bwrap")
+def test_sandbox_check_passes_every_check_under_bwrap(apple_code_bin: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    done = run_apple_code(apple_code_bin, "--sandbox-check", env=clean_env(HOME=str(home)), timeout=300)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert lines[0].startswith("sandbox: bwrap (")
+    checks = [line for line in lines[1:] if line.strip()]
+    assert all(line.startswith("ok    ") for line in checks), checks
+    names = " | ".join(checks)
+    for expected in ("writes there", "outside the workspace is refused", ".git/hooks", "outlive",
+                     "swift build"):
+        assert expected in names
+    assert list(home.iterdir()) == []  # the write aimed at the home folder was refused
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the missing sandbox here is bwrap")
+def test_sandbox_check_without_a_sandbox_fails_and_runs_nothing(apple_code_bin: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    # No bwrap on PATH (the shell's tools stay reachable by absolute path; none is needed to fail).
+    done = run_apple_code(apple_code_bin, "--sandbox-check", env=clean_env(HOME=str(home), PATH=str(tmp_path)))
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "sandbox: none (bwrap not installed; install the bubblewrap package)",
+        "FAIL  a working command sandbox: none (bwrap not installed; install the bubblewrap package)",
+    ]
+    assert list(home.iterdir()) == []

@@ -33,6 +33,10 @@ case .success(.check(let options)):
     report["sandbox"] = .string(CommandSandbox.detected.label)  // what runCommand would run commands in
     Output(format: .json, verbose: false).stdout(JSONValue.object(report).jsonText)
     exit(availability.available ? 0 : RunOutcome.modelUnavailable.exitCode)
+case .success(.sandboxCheck):
+    let checks = await SandboxSelfTest.run()
+    print(SandboxSelfTest.report(checks, sandbox: CommandSandbox.detected))
+    exit(checks.allSatisfy(\.passed) ? 0 : 1)
 case .success(.run(let options)):
     let code = await Runner(options: options, environment: environment, started: started).run()
     exit(code)

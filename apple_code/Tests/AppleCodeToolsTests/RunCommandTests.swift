@@ -32,23 +32,6 @@ func processIsGone(_ pid: pid_t) -> Bool {
     #endif
 }
 
-/// The pids of running (not zombie) processes whose command line contains `marker`, from `ps` (Linux and macOS).
-func processes(withMarker marker: String) -> [pid_t] {
-    let ps = Process()
-    ps.executableURL = URL(fileURLWithPath: "/bin/ps")
-    ps.arguments = ["-A", "-o", "pid=,stat=,args="]  // -A: every process, on Linux and macOS (-e is another flag there)
-    let pipe = Pipe()
-    ps.standardOutput = pipe
-    guard (try? ps.run()) != nil else { return [] }
-    let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    ps.waitUntilExit()
-    return text.split(separator: "\n").compactMap { line in
-        let fields = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-        guard fields.count == 3, fields[2].contains(marker), !fields[1].hasPrefix("Z") else { return nil }
-        return pid_t(fields[0])
-    }
-}
-
 /// Waits up to `seconds` for every process carrying `marker` to be gone; kills and returns those still there.
 func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
     let start = ContinuousClock.now

@@ -206,10 +206,16 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         echo 'sandbox-exec: unbound variable: WORKSPACE' >&2; exit 65
         """
 
+    /// Writes the stand-in with a close-on-exec descriptor: a command another test spawns at that moment must
+    /// not inherit it open for writing, or running the stand-in fails with "Text file busy".
     static func standIn(_ script: String, in ws: TempWorkspace) throws -> String {
         let path = ws.outside + "/sandbox-exec-\(UUID().uuidString)"
-        try script.write(toFile: path, atomically: false, encoding: .utf8)
-        chmod(path, 0o755)
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        guard fd >= 0 else { throw ToolFailure("cannot create \(path)") }
+        let bytes = Array(script.utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == bytes.count else { throw ToolFailure("cannot write \(path)") }
         return path
     }
 
@@ -271,5 +277,44 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         let sandbox = CommandSandbox.probeSeatbelt(executable: "/nonexistent/sandbox-exec", folders: Self.folders,
                                                    workspace: "/tmp")
         #expect(sandbox == .none(reason: "/nonexistent/sandbox-exec not found"))
+    }
+}
+
+/// `apple-code --sandbox-check`: every check can fail, and says why.
+@Suite struct SandboxSelfTestTests {
+    /// A stand-in that ignores the profile and runs the command unconfined: the escape checks must fail, and the
+    /// write aimed at the (stand-in) home folder is removed again.
+    @Test func aSandboxThatConfinesNothingFailsTheEscapeChecks() async throws {
+        let ws = try TempWorkspace()
+        let executable = try SandboxProbeTests.standIn(SandboxProbeTests.working, in: ws)
+        let sandbox = CommandSandbox.seatbelt(executable: executable, folders: SandboxProbeTests.folders)
+        let checks = await SandboxSelfTest.run(sandbox: sandbox, home: ws.outside, swift: nil)
+        let failed = checks.filter { !$0.passed }.map(\.name)
+        #expect(failed.contains("a write outside the workspace is refused"))
+        #expect(failed.contains(".git/hooks and .git/config cannot be written"))
+        #expect(checks.first { $0.name.hasPrefix("a write outside") }?.detail.contains(ws.outside) == true)
+        #expect(ws.outsideEntries().filter { $0.hasPrefix(".apple-code") } == [])
+        #if os(macOS)
+        #expect(failed.contains("`open` cannot start a program outside the sandbox"))
+        #endif
+    }
+
+    @Test func noSandboxIsOneFailedCheckAndRunsNothing() async throws {
+        let ws = try TempWorkspace()
+        let checks = await SandboxSelfTest.run(sandbox: .none(reason: "bwrap not installed"), home: ws.outside,
+                                               swift: nil)
+        #expect(checks == [.init(name: "a working command sandbox", passed: false,
+                                 detail: "none (bwrap not installed)")])
+        #expect(SandboxSelfTest.report(checks, sandbox: .none(reason: "bwrap not installed"))
+            == "sandbox: none (bwrap not installed)\nFAIL  a working command sandbox: none (bwrap not installed)")
+    }
+
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapPassesEveryCheck() async throws {
+        let ws = try TempWorkspace()
+        let checks = await SandboxSelfTest.run(sandbox: .detected, home: ws.outside, swift: nil)
+        #expect(checks.allSatisfy { $0.passed }, "\(checks)")
+        #expect(checks.count >= 4)
+        #expect(ws.outsideEntries() == ["secret.txt"])
     }
 }
