@@ -87,6 +87,21 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         #expect(plain.text == "exit code 71\nfine\n")
     }
 
+    /// A command gets stdin, stdout and stderr and nothing else of apple-code's: a descriptor apple-code (or a
+    /// library in it) left without close-on-exec, such as one end of a pipe or a file outside the workspace,
+    /// would let a command write past the sandbox, or hold the pipe another command's output is read from.
+    @Test(arguments: commandSandboxes)
+    func noOtherDescriptorIsInherited(sandbox: CommandSandbox) async throws {
+        let ws = try TempWorkspace()
+        let leaked = open(ws.outside + "/secret.txt", O_RDWR)  // deliberately without O_CLOEXEC
+        try #require(leaked > 2)
+        defer { close(leaked) }
+        let result = await ws.call(RunCommandTool(sandbox: sandbox),
+                                   ["command": .string("echo pwned >&\(leaked) && echo leaked \(leaked); ls /dev/fd")])
+        #expect(try String(contentsOfFile: ws.outside + "/secret.txt", encoding: .utf8) == "secret\n")
+        #expect(!result.text.contains("leaked"), "\(result.text)")
+    }
+
     @Test func stdinIsClosed() async throws {
         let ws = try TempWorkspace()
         // `cat` with no file reads stdin: with /dev/null it ends at once instead of waiting for a terminal.
@@ -136,11 +151,12 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         // "Terminated" when the sleep gets SIGTERM.
         let expected = "Command timed out after 1 s; it and everything it started were killed.\nbefore\n"
         #expect(result.text == expected || result.text == expected + "Terminated\n")
-        #expect(elapsed < .seconds(3), "took \(elapsed)")
+        #expect(elapsed < .seconds(6), "took \(elapsed)")
     }
 
     /// Issue 3 item 5: a grandchild that ignores SIGTERM and keeps the output pipe open cannot hang the tool;
-    /// it returns within timeout + 2 s and nothing of the command is left running.
+    /// it returns within seconds (timeout 1 s, SIGKILL a second later, on 2 busy cores) and nothing of the command
+    /// is left running.
     @Test(arguments: commandSandboxes)
     func grandchildIgnoringTermAndHoldingThePipeIsKilled(sandbox: CommandSandbox) async throws {
         let ws = try TempWorkspace()
@@ -150,7 +166,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let result = await ws.call(RunCommandTool(sandbox: sandbox), ["command": .string(command), "timeout": 1])
         let elapsed = ContinuousClock.now - start
-        #expect(elapsed < .seconds(3), "took \(elapsed)")
+        #expect(elapsed < .seconds(6), "took \(elapsed)")
         #expect(result.text.hasPrefix("Command timed out after 1 s"))
         let left = try await survivors(of: marker, seconds: 1)
         #expect(left.isEmpty, "grandchild \(left) is still running")
@@ -193,7 +209,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")),
                                    ["command": "(sleep 60; echo late) & echo $! > bg.pid; echo quick", "timeout": 30])
-        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(ContinuousClock.now - start < .seconds(6))
         #expect(result.text == "exit code 0\nquick\n")
         let pid = try #require(pid_t(ws.read("bg.pid")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
         try await Task.sleep(for: .milliseconds(200))
@@ -224,7 +240,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "yes", "timeout": 1],
                                    tokens: 5000)
-        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(ContinuousClock.now - start < .seconds(6))
         #expect(result.text.hasPrefix("Command timed out after 1 s; it and everything it started were killed.\ny\ny\n"))
         #expect(result.text.contains("bytes of output cut ...]"))
         #expect(TokenEstimator.estimate(result.text) <= 5000)
@@ -248,7 +264,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         try await Task.sleep(for: .milliseconds(300))
         task.cancel()
         let result = await task.value
-        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(ContinuousClock.now - start < .seconds(6))
         #expect(result.text.hasPrefix("Command stopped"))
     }
 
@@ -280,7 +296,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let result = await RunCommandTool(sandbox: .none(reason: "test")).call(raw: ["command": "sleep 30"],
                                                                                context: context)
-        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(ContinuousClock.now - start < .seconds(6))
         #expect(result.text.hasPrefix("Command stopped"))
         let late = await RunCommandTool(sandbox: .none(reason: "test")).call(
             raw: ["command": "true"], context: ws.context(deadline: .now - .seconds(1)))
