@@ -1,7 +1,8 @@
 """Reading the JSON-lines event streams of agent CLIs (apple-code and claude ``stream-json``).
 
 Both end with a ``result`` event (``subtype``, ``is_error``, ``result``); tool calls along the way become short
-progress lines for the chat ("reading src/app.py", "running: make test").
+progress lines for the chat ("reading src/app.py", "running: make test"), and so does apple-code's answer as it
+streams in (``text`` events: "writing the answer (120 characters so far)").
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class EventStream:
         self._on_progress = on_progress
         self.result: dict[str, Any] | None = None
         self.unparsed_lines = 0
+        self._answer_chars = 0
 
     def feed(self, line: str) -> None:
         line = line.strip()
@@ -77,6 +79,11 @@ class EventStream:
             return
         if event.get("type") == "result":
             self.result = event
+        delta = event.get("delta")
+        if event.get("type") == "text" and isinstance(delta, str) and "subtask" not in event:
+            self._answer_chars += len(delta)
+            if self._on_progress is not None:
+                self._on_progress(f"writing the answer ({self._answer_chars} characters so far)")
         for name, arguments in self._tool_calls(event):
             line_text = describe_tool_call(name, arguments)
             if isinstance(event.get("subtask"), (int, str)):
