@@ -14,14 +14,25 @@ from apple_flow.config import Settings, load_settings
 
 # Records argv and stdin of every call, then behaves as FAKE_OSASCRIPT_MODE says:
 #   ok | fail | fail-participant (the participant form fails, the buddy form works) | deny (no Automation
-#   permission) | hang | fail-once (fails the first call only) | fail-after-first (only the first call works).
+#   permission) | hang | fail-once (fails the first call only) | fail-after-first (only the first call works) |
+#   no-imessage (no iMessage account: Messages is not signed in).
+# Like the real osascript, `tell application "Messages" to get name` (or version) is answered by AppleScript
+# itself, without an Apple event to Messages, so it succeeds whatever the mode (never -1743).
 FAKE_OSASCRIPT = """#!{python}
-import json, os, sys, time
+import json, os, re, sys, time
 script = sys.stdin.read()
 log = os.environ["FAKE_OSASCRIPT_LOG"]
 with open(log, "a", encoding="utf-8") as f:
     f.write(json.dumps({{"argv": sys.argv[1:], "stdin": script}}) + "\\n")
 mode = os.environ.get("FAKE_OSASCRIPT_MODE", "ok")
+if re.search(r'tell application "Messages" to get (name|version)\\s*$', script, re.MULTILINE):
+    print("Messages")
+    sys.exit(0)
+account_query = "get id of 1st account whose service type = iMessage" in script
+if mode == "no-imessage" and account_query:
+    sys.stderr.write("execution error: Messages got an error: Can't get account 1 whose service type = iMessage. "
+                     "Invalid index. (-1719)\\n")
+    sys.exit(1)
 calls = sum(1 for _ in open(log, encoding="utf-8"))
 if mode == "hang":
     time.sleep(120)
@@ -37,6 +48,8 @@ if failing:
 if mode == "deny":
     sys.stderr.write("execution error: Not authorized to send Apple events to Messages. (-1743)\\n")
     sys.exit(1)
+if account_query:
+    print(os.environ.get("FAKE_OSASCRIPT_ACCOUNT_ID", "8D5E0A7B-3F1C-4B9E-9C11-2A7E5D40F6B3"))
 # Like Messages when you text yourself: the sent message is stored, and comes back as an incoming copy.
 if len(sys.argv) > 3 and os.environ.get("FAKE_OSASCRIPT_SELF_HANDLE") == sys.argv[2]:
     sys.path.insert(0, os.environ["FAKE_OSASCRIPT_TESTS"])
