@@ -317,11 +317,11 @@ def test_soul_prompt_starting_with_a_dash_is_one_value(make_settings: MakeSettin
 # --- streaming ---------------------------------------------------------------------------------------------------
 
 
-def test_streaming_reports_tool_calls_as_progress_lines(connector: AfmConnector) -> None:
+def test_streaming_reports_tool_calls_and_the_answer_as_progress_lines(connector: AfmConnector) -> None:
     progress: list[str] = []
     reply = connector.run_turn_streaming("alice", "fix it", progress.append)
     assert reply == "fake answer"
-    assert progress == ["reading src/app.py", "running: make test"]
+    assert progress == ["reading src/app.py", "running: make test", "writing the answer (11 characters so far)"]
 
 
 def test_streaming_without_callback_is_run_turn(connector: AfmConnector) -> None:
