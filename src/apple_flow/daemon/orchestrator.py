@@ -101,6 +101,7 @@ class Orchestrator:
         self._clock = clock
         self._started = clock()
         self.connector_status = "not checked yet"
+        self.health_notes: Callable[[], str] | None = None  # e.g. the channel's permissions
 
     # ------------------------------------------------------------------------------------------- decide
 
@@ -229,7 +230,7 @@ class Orchestrator:
         text = (
             f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {self.connector_status}. "
             f"Handled {handled} messages. Yours: {self._activity.queued(sender)} queued."
-        )
+        ) + (f"\n{self.health_notes()}" if self.health_notes is not None else "")
         failed, latest = self._store.failed_sends(self._clock() - UNDELIVERED_WINDOW)
         if latest is not None:
             text += (

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError
 from apple_flow.config import Settings
@@ -50,6 +51,18 @@ class StartError(RuntimeError):
     """The daemon cannot start reading messages (e.g. chat.db unreadable); the message says what to do."""
 
 
+class StartupChecks(Protocol):
+    """What the channel needs before messages can be read (the iMessage channel: its macOS permissions)."""
+
+    def wait_until_ready(self, stop: threading.Event) -> bool:
+        """True once ready; False when ``stop`` was set first. Says why it waits (log) meanwhile."""
+        ...
+
+    def summary(self) -> str:
+        """One paragraph for ``health``."""
+        ...
+
+
 class Daemon:
     def __init__(
         self,
@@ -61,6 +74,7 @@ class Daemon:
         channel_key: str,
         local_senders: Iterable[str] = (),
         history: TurnHistory | None = None,
+        checks: StartupChecks | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -69,6 +83,7 @@ class Daemon:
         self._egress = egress
         self._channel = channel_key
         self._history = history  # the connector's history, when it is to be written with each reply
+        self._checks = checks
         policy = Policy(
             settings.allowed_senders, settings.max_messages_per_minute, settings.default_region, local_senders
         )
@@ -77,6 +92,8 @@ class Daemon:
             activity=self, connector_name=settings.connector,
             reply_to_unknown=settings.reply_to_unknown_senders,
         )
+        if checks is not None:
+            self.orchestrator.health_notes = checks.summary
         self._scheduler: Scheduler[Work] = Scheduler(settings.max_concurrent_ai_calls, self._run_job)
         self._stop = threading.Event()
         self._abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
@@ -104,6 +121,10 @@ class Daemon:
             log.warning("%d run(s) were cut short by the previous shutdown; their messages are handled again",
                         interrupted)
         self._check_connector()
+        # A daemon that exited here would be restarted by launchd every 10 s; it waits instead, saying why.
+        if self._checks is not None and not self._checks.wait_until_ready(self._stop):
+            self._shutdown()
+            return 0
         start = self._store.cursor(self._channel)
         if start is None:
             start = self._first_start()
