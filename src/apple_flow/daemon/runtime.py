@@ -22,7 +22,6 @@ from apple_flow.connectors.base import Connector, ConnectorError
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.cursor import CursorTracker
-from apple_flow.daemon.history import TurnHistory
 from apple_flow.daemon.orchestrator import Ignore, Orchestrator, Reply, Turn
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
@@ -73,7 +72,6 @@ class Daemon:
         egress: Egress,
         channel_key: str,
         local_senders: Iterable[str] = (),
-        history: TurnHistory | None = None,
         checks: StartupChecks | None = None,
     ) -> None:
         self._settings = settings
@@ -82,7 +80,6 @@ class Daemon:
         self._ingress = ingress
         self._egress = egress
         self._channel = channel_key
-        self._history = history  # the connector's history, when it is to be written with each reply
         self._checks = checks
         policy = Policy(
             settings.allowed_senders, settings.max_messages_per_minute, settings.default_region, local_senders
@@ -232,7 +229,7 @@ class Daemon:
             log.warning("turns still running after %.0f s: stopping them (their messages are redone next start)",
                         grace)
             self._abandon.set()
-            self._connector.cancel_active_processes()
+            self._connector.cancel()
             self._scheduler.wait_idle(KILL_WAIT_SECONDS)
         try:
             self._connector.shutdown()
@@ -288,17 +285,12 @@ class Daemon:
         result = self.orchestrator.execute(
             turn, throttle, lambda: job.stop_reply if job.cancelled.is_set() else None
         )
-        thread = self._connector.get_or_create_thread(message.sender)
         if self._abandon.is_set():
-            if self._history is not None:
-                self._history.discard(thread)
             return
         reply = result.reply
         with self._store.transaction():
             if result.commit is not None:
                 result.commit()
-            if self._history is not None:
-                self._history.commit(thread)
             self._store.record_reply(self._channel, message.rowid, reply, "cancelled" if reply is None else None)
         if reply is None:
             self._require_tracker().finished(message.rowid)
@@ -338,9 +330,9 @@ class Daemon:
             for job in self._scheduler.running():
                 if job.started_at is not None and now - job.started_at > limit and not job.cancelled.is_set():
                     log.warning("a turn of %s exceeded %g s: stopping it", job.sender, limit)
-                    job.stop_reply = failures.explain(f"Error: Request timed out after {limit:g}s.")
+                    job.stop_reply = failures.timed_out(limit)
                     job.cancelled.set()
-                    self._connector.cancel_active_processes(self._connector.get_or_create_thread(job.sender))
+                    self._connector.cancel(job.sender)
 
     def _store_event_quietly(self, kind: str, detail: str) -> None:
         try:
@@ -369,5 +361,5 @@ class Daemon:
         if job is None or job.started_at is None:
             return False
         job.cancelled.set()
-        self._connector.cancel_active_processes(self._connector.get_or_create_thread(sender))
+        self._connector.cancel(sender)
         return True
