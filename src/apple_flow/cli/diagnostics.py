@@ -86,7 +86,11 @@ def _for(app: Responsible) -> str:
     return app.name
 
 
-def check_full_disk_access(chat_error: ChatDBError | None, chat_check: Check, app: Responsible) -> Check:
+def check_full_disk_access(
+    chat_error: ChatDBError | None, chat_check: Check, app: Responsible | None = None
+) -> Check:
+    """For ``app``, by default the app macOS charges this process's file access to."""
+    app = app or responsible_app()
     if not is_macos():
         return Check("Full Disk Access", Status.NA, "macOS only")
     if chat_error is not None and chat_error.problem is ChatDBProblem.NO_PERMISSION:
