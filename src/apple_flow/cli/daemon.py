@@ -63,11 +63,18 @@ def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key
         lock.release()
         print_error(exc)
         return 1
+    checks = None
+    if channel == "imessage":
+        from apple_flow.daemon.permissions import PermissionMonitor
+
+        # First, so that the Automation prompt shows at once (a service just installed asks the user now).
+        checks = PermissionMonitor(settings, store)
+        checks.start()
     try:
         ingress, egress = build_channel(store.sent_texts(channel_key, settings.echo_window_seconds))
         connector = build_connector(settings)
         local = (CONSOLE_SENDER,) if channel == "console" else ()
-        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local)
+        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks)
 
         def stop(signum: int, frame: FrameType | None) -> None:
             daemon.request_stop()
@@ -82,6 +89,8 @@ def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key
         print_error(f"Cannot read messages: {exc}")
         return 1
     finally:
+        if checks is not None:
+            checks.close()
         store.close()
         lock.release()
 
