@@ -1,7 +1,7 @@
 """The connector's own overhead per turn: one ``AfmConnector.run`` to its outcome against spawning the same fake
 apple-code directly with the same argv and stdin (both wait for it to exit and read all of its output).
 
-The fake (tests/connectors/fake_apple_code.py in ``quick`` mode) answers at once, so the difference of the two
+The fake (tests/support/fake_apple_code.py in ``quick`` mode) answers at once, so the difference of the two
 medians is what the connector adds: prompt fitting, the runner's threads and process group, stream parsing, the
 typed outcome. Runs alternate between the two ways so drift in machine load hits both alike. Target: < 25 ms.
 """
@@ -29,7 +29,7 @@ from apple_flow.config import load_settings  # noqa: E402
 from apple_flow.connectors import AfmConnector, TurnRequest, outcome_of  # noqa: E402
 
 TARGET_MS = 25.0
-FAKE = ROOT / "tests" / "connectors" / "fake_apple_code.py"
+FAKE = ROOT / "tests" / "support" / "fake_apple_code.py"
 PROMPT = "What does greet.py do? Answer in one sentence."
 
 

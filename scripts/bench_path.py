@@ -41,7 +41,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 from rich.console import Console  # noqa: E402
 
-FAKE_APPLE_CODE = ROOT / "tests" / "connectors" / "fake_apple_code.py"
+FAKE_APPLE_CODE = ROOT / "tests" / "support" / "fake_apple_code.py"
 FAKE_OSASCRIPT = "#!/bin/sh\ncat >/dev/null\nexit 0\n"
 SENDER = "+15551234567"
 KINDS = (("chat", "what does app.py do?"), ("task", "task: add a test for app.py"), ("status", "status"))

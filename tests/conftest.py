@@ -1,16 +1,27 @@
-"""Project-wide pytest fixtures: where the built artifacts are, and an empty chat.db with the real schema."""
+"""The suite's shared fixtures, all here, each name used once: where the built artifacts are, a workspace and an
+empty chat.db, the settings each group of tests starts from (``connector_settings``, ``daemon_settings``,
+``channel_settings``), and the fakes of ``tests/support`` installed for a test (apple-code, codex and claude,
+osascript) with the record of what they received."""
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from apple_flow.config import Settings
+from apple_flow.channels.base import SentTexts
+from apple_flow.config import Settings, load_settings
+from apple_flow.daemon.store import Store
 from apple_flow.paths import APPLE_CODE_PACKAGE, PROJECT_ROOT
 from support.chatdb import ChatDbWriter
+from support.fake_osascript import FakeOsascript
+from support.install import FAKE_APPLE_CODE, FAKE_CLI, install_script
+
+MakeSettings = Callable[..., Settings]
 
 
 @pytest.fixture(autouse=True)
@@ -21,6 +32,17 @@ def _no_developer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):  # test switches such as APPLE_FLOW_REQUIRE_LOCAL_MODEL stay
         if name.upper() in settings or name.upper().startswith("APPLE_CODE_"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
+def _restore_child_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An in-process daemon marks this process's environment for its children; undo it after each test."""
+    from apple_flow.daemon.orphans import TOKEN_VARIABLE
+
+    monkeypatch.setenv(TOKEN_VARIABLE, "pytest")
+
+
+# --- where things are ------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -39,8 +61,119 @@ def apple_code_bin() -> Path:
 
 
 @pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty folder for the agent to work in (tests that need files put them there)."""
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
 def chat_db(tmp_path: Path) -> Iterator[ChatDbWriter]:
     """An empty Messages database with the real schema (tables of macOS 15 and 26)."""
     writer = ChatDbWriter(tmp_path / "Messages" / "chat.db")
     yield writer
     writer.close()
+
+
+# --- settings ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def connector_settings(fake_apple_code: Path, workspace: Path) -> MakeSettings:
+    """Settings for a connector: the fake apple-code, the workspace; keyword arguments override."""
+
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {"afm_command": str(fake_apple_code), "default_workspace": workspace}
+        values.update(overrides)
+        return load_settings(env_file=None, **values)
+
+    return make
+
+
+@pytest.fixture
+def daemon_settings(tmp_path: Path, workspace: Path) -> MakeSettings:
+    """Settings for an in-process daemon: its database in the test's folder, the workspace (also the one allowed
+    workspace), two allowed senders, progress at once; keyword arguments override."""
+
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "db_path": tmp_path / "state" / "relay.db",
+            "default_workspace": workspace,
+            "allowed_workspaces": [workspace],
+            "allowed_senders": ["+15551234567", "ana@example.com"],
+            "progress_interval_seconds": 0,
+            "shutdown_grace_seconds": 2,
+        }
+        values.update(overrides)
+        return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+    return make
+
+
+@pytest.fixture
+def channel_settings(tmp_path: Path) -> MakeSettings:
+    """Settings for the iMessage channel: chat.db in the test's folder, quick polls, no retry pauses."""
+
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "messages_db_path": tmp_path / "Messages" / "chat.db",
+            "poll_interval_seconds": 0.2,
+            "send_retry_backoff_seconds": 0,
+            "send_timeout_seconds": 5,
+        }
+        values.update(overrides)
+        return load_settings(env_file=None, **values)
+
+    return make
+
+
+# --- fakes ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_apple_code(tmp_path: Path) -> Path:
+    """tests/support/fake_apple_code.py installed as ``bin/apple-code``."""
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    return install_script(FAKE_APPLE_CODE, tmp_path / "bin" / "apple-code")
+
+
+@pytest.fixture
+def fake_cli_bin(tmp_path: Path) -> Path:
+    """A folder with fake ``codex`` and ``claude`` executables (tests/support/fake_cli.py)."""
+    folder = tmp_path / "fakes"
+    folder.mkdir()
+    for name in ("codex", "claude"):
+        install_script(FAKE_CLI, folder / name)
+    return folder
+
+
+@pytest.fixture
+def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[dict[str, Any]]]:
+    """Every run of a fake agent CLI appends what it received here; call the fixture's value to read the runs."""
+    path = tmp_path / "runs.jsonl"
+    monkeypatch.setenv("FAKE_APPLE_CODE_RECORD", str(path))
+    monkeypatch.setenv("FAKE_CLI_RECORD", str(path))
+
+    def runs() -> list[dict[str, Any]]:
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+    return runs
+
+
+@pytest.fixture
+def fake_osascript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeOsascript:
+    """tests/support/fake_osascript.py first on PATH."""
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    return FakeOsascript(folder, monkeypatch)
+
+
+@pytest.fixture
+def sent_texts(tmp_path: Path) -> Iterator[SentTexts]:
+    """The daemon store's record of texts sent on the iMessage channel (600 s echo window)."""
+    store = Store(tmp_path / "state" / "relay.db")
+    yield store.sent_texts("imessage", 600)
+    store.close()

@@ -28,12 +28,9 @@ def run_script(
         return done, server.requests()
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    (folder / "greet.py").write_text("print('hi')\n")
-    return folder
+@pytest.fixture(autouse=True)
+def greet_script(workspace: Path) -> None:
+    (workspace / "greet.py").write_text("print('hi')\n")
 
 
 @pytest.mark.parametrize("written", [

@@ -25,13 +25,11 @@ def openai_args(url: str, workspace: Path, *extra: str) -> list[str]:
             "--output-format", "stream-json", *extra]
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    (folder / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (folder / "README.md").write_text("# calc\n")
-    return folder
+@pytest.fixture(autouse=True)
+def calc_project(workspace: Path) -> None:
+    """A workspace with a small, buggy calculator."""
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (workspace / "README.md").write_text("# calc\n")
 
 
 def test_list_read_edit_run_answer(apple_code_bin: Path, workspace: Path) -> None:

@@ -29,11 +29,11 @@ FILES = {
 }
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
+@pytest.fixture(autouse=True)
+def plan_files(workspace: Path) -> None:
+    """The files every plan here works on, in the workspace."""
     for name, text in FILES.items():
-        (tmp_path / name).write_text(text)
-    return tmp_path
+        (workspace / name).write_text(text)
 
 
 def fix_file(name: str) -> list[dict[str, object]]:

@@ -23,12 +23,9 @@ def openai_args(url: str, workspace: Path, *extra: str) -> list[str]:
             "--output-format", "stream-json", "--verbose", *extra]
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    (folder / "notes.txt").write_text("buy milk\n")
-    return folder
+@pytest.fixture(autouse=True)
+def notes(workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("buy milk\n")
 
 
 def run_script(

@@ -12,7 +12,7 @@ import pytest
 from apple_flow.channels.base import SendError, SentTexts
 from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.egress import BUDDY_SCRIPT, PARTICIPANT_SCRIPT
-from channels.conftest import FakeOsascript
+from support.fake_osascript import FakeOsascript
 
 NASTY = [
     'He said "hi"',
@@ -28,9 +28,9 @@ NASTY = [
 
 @pytest.mark.parametrize("text", NASTY)
 def test_text_and_handle_are_arguments_never_script_source(
-    text: str, make_settings: Any, fake_osascript: FakeOsascript
+    text: str, channel_settings: Any, fake_osascript: FakeOsascript
 ) -> None:
-    egress = build_imessage_egress(make_settings())
+    egress = build_imessage_egress(channel_settings())
 
     egress.send("+1 (555) 123-4567", text)
 
@@ -41,22 +41,22 @@ def test_text_and_handle_are_arguments_never_script_source(
 
 
 def test_text_argv_cannot_carry_is_cleaned_before_osascript(
-    make_settings: Any, fake_osascript: FakeOsascript, sent: SentTexts
+    channel_settings: Any, fake_osascript: FakeOsascript, sent_texts: SentTexts
 ) -> None:
-    egress = build_imessage_egress(make_settings(), sent)
+    egress = build_imessage_egress(channel_settings(), sent_texts)
 
     egress.send("+15551234567", "before\x00after \ud83d\ude00 lone \ud800 end")
 
     (call,) = fake_osascript.calls()
     assert call["argv"] == ["-", "+15551234567", "beforeafter 😀 lone \ufffd end"]
-    assert sent.take_echo("+15551234567", "beforeafter 😀 lone \ufffd end")  # the echo is what really went out
+    assert sent_texts.take_echo("+15551234567", "beforeafter 😀 lone \ufffd end")  # the echo is what really went out
 
 
 def test_participant_form_falls_back_to_buddy_and_remembers_it(
-    make_settings: Any, fake_osascript: FakeOsascript
+    channel_settings: Any, fake_osascript: FakeOsascript
 ) -> None:
     fake_osascript.mode("fail-participant")
-    egress = build_imessage_egress(make_settings())
+    egress = build_imessage_egress(channel_settings())
 
     egress.send("someone@example.com", "first")
     egress.send("someone@example.com", "second")
@@ -69,9 +69,9 @@ def test_participant_form_falls_back_to_buddy_and_remembers_it(
     ]
 
 
-def test_failures_are_retried_a_bounded_number_of_times(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_failures_are_retried_a_bounded_number_of_times(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("fail")
-    egress = build_imessage_egress(make_settings(send_retries=2))
+    egress = build_imessage_egress(channel_settings(send_retries=2))
 
     with pytest.raises(SendError, match=r"after 3 attempts.*-1728"):
         egress.send("+15551234567", "hello")
@@ -79,16 +79,16 @@ def test_failures_are_retried_a_bounded_number_of_times(make_settings: Any, fake
     assert len(fake_osascript.calls()) == 6  # 3 attempts, each trying both forms
 
 
-def test_a_transient_failure_is_retried_and_succeeds(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_a_transient_failure_is_retried_and_succeeds(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("fail-once")
-    build_imessage_egress(make_settings()).send("+15551234567", "hello")
+    build_imessage_egress(channel_settings()).send("+15551234567", "hello")
     assert [c["stdin"] for c in fake_osascript.calls()] == [PARTICIPANT_SCRIPT, BUDDY_SCRIPT]
 
 
-def test_retries_back_off(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_retries_back_off(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("fail")
     waits: list[float] = []
-    egress = build_imessage_egress(make_settings(send_retries=2, send_retry_backoff_seconds=0.5))
+    egress = build_imessage_egress(channel_settings(send_retries=2, send_retry_backoff_seconds=0.5))
     egress._sleep = waits.append  # the backoff schedule, without waiting for it
     with pytest.raises(SendError):
         egress.send("+15551234567", "hello")
@@ -96,17 +96,17 @@ def test_retries_back_off(make_settings: Any, fake_osascript: FakeOsascript) -> 
 
 
 def test_missing_automation_permission_is_named_and_not_retried(
-    make_settings: Any, fake_osascript: FakeOsascript
+    channel_settings: Any, fake_osascript: FakeOsascript
 ) -> None:
     fake_osascript.mode("deny")
     with pytest.raises(SendError, match=r"Automation"):
-        build_imessage_egress(make_settings()).send("+15551234567", "hello")
+        build_imessage_egress(channel_settings()).send("+15551234567", "hello")
     assert len(fake_osascript.calls()) == 1
 
 
-def test_a_hanging_osascript_is_killed_at_the_timeout(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_a_hanging_osascript_is_killed_at_the_timeout(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("hang")
-    egress = build_imessage_egress(make_settings(send_timeout_seconds=0.5))
+    egress = build_imessage_egress(channel_settings(send_timeout_seconds=0.5))
     started = time.monotonic()
     with pytest.raises(SendError, match=r"did not finish within 0.5s"):
         egress.send("+15551234567", "hello")
@@ -114,15 +114,15 @@ def test_a_hanging_osascript_is_killed_at_the_timeout(make_settings: Any, fake_o
     assert len(fake_osascript.calls()) == 1  # a hang is not retried: the text may already have gone out
 
 
-def test_missing_osascript_says_it_needs_macos(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_missing_osascript_says_it_needs_macos(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     with pytest.raises(SendError, match=r"needs macOS"):
-        build_imessage_egress(make_settings(osascript_command="no-such-osascript")).send("+15551234567", "x")
+        build_imessage_egress(channel_settings(osascript_command="no-such-osascript")).send("+15551234567", "x")
 
 
 def test_long_replies_go_out_as_numbered_parts_each_recorded_for_echoes(
-    make_settings: Any, fake_osascript: FakeOsascript, sent: SentTexts
+    channel_settings: Any, fake_osascript: FakeOsascript, sent_texts: SentTexts
 ) -> None:
-    egress = build_imessage_egress(make_settings(reply_chunk_chars=200), sent)
+    egress = build_imessage_egress(channel_settings(reply_chunk_chars=200), sent_texts)
     text = "\n\n".join(f"Step {i}: " + "do the thing carefully. " * 5 for i in range(5))
 
     egress.send("+15551234567", text)
@@ -131,20 +131,20 @@ def test_long_replies_go_out_as_numbered_parts_each_recorded_for_echoes(
     assert len(texts) > 1
     assert all(len(t) <= 200 for t in texts)
     assert texts[0].startswith(f"(1/{len(texts)}) ") and texts[-1].startswith(f"({len(texts)}/{len(texts)}) ")
-    assert all(sent.take_echo("+15551234567", t) for t in texts)
+    assert all(sent_texts.take_echo("+15551234567", t) for t in texts)
 
 
-def test_a_failed_part_says_how_many_went_out(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_a_failed_part_says_how_many_went_out(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("fail-after-first")
-    egress = build_imessage_egress(make_settings(reply_chunk_chars=100, send_retries=0))
+    egress = build_imessage_egress(channel_settings(reply_chunk_chars=100, send_retries=0))
 
     with pytest.raises(SendError, match=r"part 2 of \d+; 1 sent"):
         egress.send("+15551234567", "First sentence here is long enough. " * 10)
     assert len(fake_osascript.calls()) == 3  # part 1, then part 2 in both forms
 
 
-def test_concurrent_replies_do_not_interleave_their_parts(make_settings: Any, fake_osascript: FakeOsascript) -> None:
-    egress = build_imessage_egress(make_settings(reply_chunk_chars=100))
+def test_concurrent_replies_do_not_interleave_their_parts(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
+    egress = build_imessage_egress(channel_settings(reply_chunk_chars=100))
     texts = {who: " ".join(f"{who} sentence {i}." for i in range(20)) for who in ("alice", "bob")}
     threads = [
         threading.Thread(target=egress.send, args=(f"{who}@example.com", text)) for who, text in texts.items()

@@ -12,8 +12,8 @@ from apple_flow.channels.base import InboundMessage, SentTexts
 from apple_flow.channels.imessage import Skipped, build_imessage_channel
 from apple_flow.channels.imessage.ingress import IMessageIngress
 from apple_flow.daemon.store import Store
-from channels.ingress_helpers import take
 from support.chatdb import REAL_BODIES, ChatDbWriter, make_body
+from support.ingress_helpers import take
 
 
 def ingress_for(db: ChatDbWriter, sent: SentTexts | None = None, **kwargs: object) -> IMessageIngress:
@@ -104,7 +104,7 @@ def test_scanned_rowid_does_not_pass_a_message_before_the_caller_is_done_with_it
 
 
 def test_a_restart_from_the_persisted_cursor_neither_repeats_nor_answers_an_echo(
-    chat_db: ChatDbWriter, sent: SentTexts, tmp_path: Path
+    chat_db: ChatDbWriter, sent_texts: SentTexts, tmp_path: Path
 ) -> None:
     # The daemon persists the cursor for each handled message and for each skipped row, as a kill -9 could come
     # at any point. So the echo row is behind the persisted cursor, even for a restart with an empty record.
@@ -113,13 +113,13 @@ def test_a_restart_from_the_persisted_cursor_neither_repeats_nor_answers_an_echo
     def persist(rowid: int) -> None:
         persisted["cursor"] = max(persisted["cursor"], rowid)
 
-    ingress = ingress_for(chat_db, sent=sent)
+    ingress = ingress_for(chat_db, sent=sent_texts)
     request = chat_db.message("what time is it?")
     stop = threading.Event()
     messages = ingress.messages(0, stop)
     message = next(messages)
     persist(message.rowid)
-    sent.record("+15551234567", "It is noon.")  # the daemon's reply; Messages stores it twice when self-texting
+    sent_texts.record("+15551234567", "It is noon.")  # the daemon's reply; Messages stores it twice when self-texting
     chat_db.message("It is noon.", is_from_me=True)
     echo = chat_db.message("It is noon.")
     stopper = threading.Timer(1.0, stop.set)
@@ -155,24 +155,24 @@ def test_the_echo_of_a_text_sent_before_a_restart_is_taken_from_the_stores_recor
 
 
 def test_echo_of_the_daemons_reply_is_skipped_but_the_same_words_later_are_heard(
-    chat_db: ChatDbWriter, sent: SentTexts
+    chat_db: ChatDbWriter, sent_texts: SentTexts
 ) -> None:
-    sent.record("+15551234567", "Done:  all tests pass.")
+    sent_texts.record("+15551234567", "Done:  all tests pass.")
     echo = chat_db.message("Done: all tests pass.\n")
     again = chat_db.message("Done: all tests pass.")
     skipped: list[Skipped] = []
 
-    got = take(ingress_for(chat_db, sent=sent), after=0, count=1, skipped=skipped)
+    got = take(ingress_for(chat_db, sent=sent_texts), after=0, count=1, skipped=skipped)
 
     assert [(s.rowid, s.reason) for s in skipped] == [(echo, "echo")]
     assert [m.rowid for m in got] == [again]
 
 
-def test_echo_is_only_recognised_from_the_recipient(chat_db: ChatDbWriter, sent: SentTexts) -> None:
-    sent.record("+15551234567", "ok")
+def test_echo_is_only_recognised_from_the_recipient(chat_db: ChatDbWriter, sent_texts: SentTexts) -> None:
+    sent_texts.record("+15551234567", "ok")
     other = chat_db.message("ok", sender="+15557654321")
 
-    got = take(ingress_for(chat_db, sent=sent), after=0, count=1)
+    got = take(ingress_for(chat_db, sent=sent_texts), after=0, count=1)
 
     assert [m.rowid for m in got] == [other]
 
@@ -211,8 +211,8 @@ def test_the_ingress_watches_the_database_folder_while_waiting(chat_db: ChatDbWr
     assert states == [True]
 
 
-def test_build_imessage_channel_shares_the_sent_record(make_settings, chat_db, fake_osascript, sent) -> None:  # type: ignore[no-untyped-def]
-    ingress, egress = build_imessage_channel(make_settings(), sent)
+def test_build_imessage_channel_shares_the_sent_record(channel_settings, chat_db, fake_osascript, sent_texts) -> None:  # type: ignore[no-untyped-def]
+    ingress, egress = build_imessage_channel(channel_settings(), sent_texts)
     egress.send("(555) 123-4567", "Here is your answer.")
     echo = chat_db.message("Here is your answer.")
     real = chat_db.message("thanks")
@@ -223,11 +223,11 @@ def test_build_imessage_channel_shares_the_sent_record(make_settings, chat_db, f
     assert ingress.latest_rowid() == real
 
 
-def test_texting_yourself_never_loops(make_settings, chat_db, fake_osascript, sent) -> None:  # type: ignore[no-untyped-def]
+def test_texting_yourself_never_loops(channel_settings, chat_db, fake_osascript, sent_texts) -> None:  # type: ignore[no-untyped-def]
     # The usual smoke test: you text your own handle; every reply comes back as a sent row and an incoming copy.
     me = "+15551234567"
     fake_osascript.store_self_messages(me, chat_db.path)
-    ingress, egress = build_imessage_channel(make_settings(reply_chunk_chars=120), sent)
+    ingress, egress = build_imessage_channel(channel_settings(reply_chunk_chars=120), sent_texts)
     chat_db.message("hello agent", sender=me, is_from_me=True)  # what you typed, as Messages stores it
     chat_db.message("hello agent", sender=me)
 

@@ -4,7 +4,7 @@ Messages an Apple event can be refused (-1743), and a Mac without an iMessage ac
 from __future__ import annotations
 
 from apple_flow.channels.imessage.probe import ProbeState, probe_messages_automation
-from channels.conftest import FakeOsascript
+from support.fake_osascript import FakeOsascript
 
 QUERY = "get id of 1st account whose service type = iMessage"
 

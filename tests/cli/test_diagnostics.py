@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from apple_flow.channels.imessage.chatdb import python_binary
 from apple_flow.cli import app, diagnostics
 from apple_flow.config import Settings, load_settings
-from channels.conftest import FakeOsascript
 from support.chatdb import ChatDbWriter, make_body
 from support.daemon_process import wait_for
+from support.fake_osascript import FakeOsascript
 from support.scripted_server import MODEL_ID, ScriptedServer
 
 

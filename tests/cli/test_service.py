@@ -19,10 +19,10 @@ from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.daemon import service as launchd_module
 from apple_flow.paths import PROJECT_ROOT
-from channels.conftest import FakeOsascript
 from support.chatdb import ChatDbWriter
 from support.daemon_process import wait_for
 from support.fake_launchctl import FakeLaunchctl
+from support.fake_osascript import FakeOsascript
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""AfmConnector against a fake apple-code that follows the CLI contract (tests/connectors/fake_apple_code.py)."""
+"""AfmConnector against a fake apple-code that follows the CLI contract (tests/support/fake_apple_code.py)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ MakeSettings = Callable[..., Settings]
 
 
 @pytest.fixture
-def connector(make_settings: MakeSettings) -> AfmConnector:
-    return AfmConnector(make_settings(), runner=ProcessRunner(drain_seconds=0.3, kill_grace_seconds=0.3))
+def connector(connector_settings: MakeSettings) -> AfmConnector:
+    return AfmConnector(connector_settings(), runner=ProcessRunner(drain_seconds=0.3, kill_grace_seconds=0.3))
 
 
 def mode(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
@@ -40,8 +40,8 @@ def mode(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
 # --- the protocol ------------------------------------------------------------------------------------------
 
 
-def test_build_connector_gives_an_afm_connector_that_meets_the_protocol(make_settings: MakeSettings) -> None:
-    connector = build_connector(make_settings())
+def test_build_connector_gives_an_afm_connector_that_meets_the_protocol(connector_settings: MakeSettings) -> None:
+    connector = build_connector(connector_settings())
     assert isinstance(connector, AfmConnector)
     assert isinstance(connector, Connector)
 
@@ -82,8 +82,10 @@ def test_successful_run_returns_the_result_event_and_sends_the_prompt_on_stdin(
     assert run["argv"][-1] == "-"
 
 
-def test_exact_argv_with_cwd_system_and_timeout(make_settings: MakeSettings, workspace: Path, record: Runs) -> None:
-    connector = AfmConnector(make_settings(soul_prompt="You are terse.", afm_timeout_seconds=45))
+def test_exact_argv_with_cwd_system_and_timeout(
+    connector_settings: MakeSettings, workspace: Path, record: Runs
+) -> None:
+    connector = AfmConnector(connector_settings(soul_prompt="You are terse.", afm_timeout_seconds=45))
     reply(connector, "hi")
     (run,) = record()
     assert run["argv"] == [
@@ -133,18 +135,18 @@ def test_a_read_only_request_runs_read_only(connector: AfmConnector, record: Run
     assert "--read-only" not in doing["argv"]
 
 
-def test_plan_option_passes_plan_only_when_the_setting_allows(make_settings: MakeSettings, record: Runs) -> None:
-    reply(AfmConnector(make_settings()), "task", plan=True)
-    reply(AfmConnector(make_settings(afm_plan_tasks=False)), "task", plan=True)
-    reply(AfmConnector(make_settings()), "chat")
+def test_plan_option_passes_plan_only_when_the_setting_allows(connector_settings: MakeSettings, record: Runs) -> None:
+    reply(AfmConnector(connector_settings()), "task", plan=True)
+    reply(AfmConnector(connector_settings(afm_plan_tasks=False)), "task", plan=True)
+    reply(AfmConnector(connector_settings()), "chat")
     planned, not_allowed, chat = record()
     assert "--plan" in planned["argv"]
     assert "--plan" not in not_allowed["argv"]
     assert "--plan" not in chat["argv"]
 
 
-def test_backend_settings_become_flags(make_settings: MakeSettings, record: Runs) -> None:
-    settings = make_settings(
+def test_backend_settings_become_flags(connector_settings: MakeSettings, record: Runs) -> None:
+    settings = connector_settings(
         afm_backend="openai", afm_model="qwen2.5:3b", afm_base_url="http://127.0.0.1:9/v1", afm_context_tokens=2048
     )
     reply(AfmConnector(settings), "hi")
@@ -166,10 +168,10 @@ def test_default_backend_passes_no_backend_flags(connector: AfmConnector, record
 
 
 def test_timeout_reported_by_apple_code(
-    make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
+    connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "timeout")
-    result = outcome(AfmConnector(make_settings(afm_timeout_seconds=0.5)), "big job")
+    result = outcome(AfmConnector(connector_settings(afm_timeout_seconds=0.5)), "big job")
     assert (result.status, result.limit_seconds, result.exit_code, result.subtype) == (
         Status.TIMED_OUT, 0.5, 124, "error_timeout"
     )
@@ -179,11 +181,11 @@ def test_timeout_reported_by_apple_code(
 
 
 def test_apple_code_that_ignores_its_timeout_is_killed(
-    make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
+    connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "hang")
     connector = AfmConnector(
-        make_settings(afm_timeout_seconds=1), runner=ProcessRunner(0.3, 0.3), kill_margin_seconds=0.5
+        connector_settings(afm_timeout_seconds=1), runner=ProcessRunner(0.3, 0.3), kill_margin_seconds=0.5
     )
     started = time.monotonic()
     result = outcome(connector, "big job")
@@ -192,24 +194,24 @@ def test_apple_code_that_ignores_its_timeout_is_killed(
     assert time.monotonic() - started < 4
 
 
-def test_command_not_found(make_settings: MakeSettings, tmp_path: Path) -> None:
+def test_command_not_found(connector_settings: MakeSettings, tmp_path: Path) -> None:
     missing = str(tmp_path / "no" / "apple-code")
-    result = outcome(AfmConnector(make_settings(afm_command=missing)), "hi")
+    result = outcome(AfmConnector(connector_settings(afm_command=missing)), "hi")
     assert result.status is Status.BINARY_MISSING
     assert result.as_text() == f"Error: apple-code CLI not found at '{missing}'. Check apple_flow_afm_command setting."
 
 
-def test_bare_command_not_on_path(make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bare_command_not_on_path(connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
-    text = reply(AfmConnector(make_settings(afm_command="apple-code-missing")), "hi")
+    text = reply(AfmConnector(connector_settings(afm_command="apple-code-missing")), "hi")
     assert text == "Error: apple-code CLI not found at 'apple-code-missing'. Check apple_flow_afm_command setting."
 
 
-def test_command_not_executable(make_settings: MakeSettings, tmp_path: Path) -> None:
+def test_command_not_executable(connector_settings: MakeSettings, tmp_path: Path) -> None:
     script = tmp_path / "not-exec"
     script.write_text("#!/bin/sh\necho hi\n")
     script.chmod(0o644)
-    result = outcome(AfmConnector(make_settings(afm_command=str(script))), "hi")
+    result = outcome(AfmConnector(connector_settings(afm_command=str(script))), "hi")
     assert result.status is Status.FAILED
     text = result.as_text()
     assert text.startswith(f"Error: apple-code CLI at '{script}' cannot be run")
@@ -276,10 +278,12 @@ def test_stream_without_result_event_is_a_failure(connector: AfmConnector, monke
 # --- prompt fitting ----------------------------------------------------------------------------------------------
 
 
-def test_context_window_limits_the_history_sent(make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_context_window_limits_the_history_sent(
+    connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The daemon sends the newest ``context_window`` exchanges; the connector fits what it is given.
     mode(monkeypatch, "echo")
-    connector = AfmConnector(make_settings(afm_context_window=1))
+    connector = AfmConnector(connector_settings(afm_context_window=1))
     assert connector.context_window == 1
     exchanges = tuple(Exchange(f"question {n}", f"answer {n}") for n in range(3))
     prompt = reply(connector, "newest", exchanges=exchanges[-connector.context_window :])
@@ -289,26 +293,26 @@ def test_context_window_limits_the_history_sent(make_settings: MakeSettings, mon
 
 
 def test_the_exchanges_of_the_request_lead_the_prompt(
-    make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
+    connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "echo")
-    connector = AfmConnector(make_settings(afm_context_window=2))
+    connector = AfmConnector(connector_settings(afm_context_window=2))
     prompt = reply(connector, "alice two", exchanges=(Exchange("alice one", "echo one"),))
     assert prompt.startswith("Earlier conversation (for context):\nUser: alice one\nAssistant: echo one")
     assert prompt.endswith("alice two")
 
 
-def test_zero_window_asks_for_no_history(make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_zero_window_asks_for_no_history(connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
     mode(monkeypatch, "echo")
-    connector = AfmConnector(make_settings(afm_context_window=0))
+    connector = AfmConnector(connector_settings(afm_context_window=0))
     assert connector.context_window == 0
     assert reply(connector, "two") == "two"
 
 
 def test_long_message_is_cut_from_the_middle_to_the_budget(
-    make_settings: MakeSettings, record: Runs, monkeypatch: pytest.MonkeyPatch
+    connector_settings: MakeSettings, record: Runs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    connector = AfmConnector(make_settings(afm_max_prompt_chars=1000))
+    connector = AfmConnector(connector_settings(afm_max_prompt_chars=1000))
     message = "START " + "x" * 5000 + " END"
     reply(connector, message, exchanges=(Exchange("old question", "old answer"),))
     sent = record()[0]["stdin"]
@@ -318,8 +322,8 @@ def test_long_message_is_cut_from_the_middle_to_the_budget(
     assert "old question" not in sent  # the message alone fills the budget
 
 
-def test_history_is_trimmed_to_what_the_budget_leaves(make_settings: MakeSettings, record: Runs) -> None:
-    connector = AfmConnector(make_settings(afm_max_prompt_chars=600, afm_context_window=3))
+def test_history_is_trimmed_to_what_the_budget_leaves(connector_settings: MakeSettings, record: Runs) -> None:
+    connector = AfmConnector(connector_settings(afm_max_prompt_chars=600, afm_context_window=3))
     exchanges = tuple(Exchange(f"q{n} " + "a" * 400, f"r{n} " + "b" * 400) for n in range(3))
     reply(connector, "the new message", exchanges=exchanges)
     sent = record()[0]["stdin"]
@@ -336,9 +340,9 @@ def test_no_tools_context_is_injected(connector: AfmConnector, record: Runs) -> 
         assert word not in sent
 
 
-def test_soul_prompt_is_cut_and_goes_in_system_not_the_prompt(make_settings: MakeSettings, record: Runs) -> None:
+def test_soul_prompt_is_cut_and_goes_in_system_not_the_prompt(connector_settings: MakeSettings, record: Runs) -> None:
     soul = "You are Flow. " + "Be kind. " * 200
-    connector = AfmConnector(make_settings(soul_prompt=soul, afm_soul_max_chars=100))
+    connector = AfmConnector(connector_settings(soul_prompt=soul, afm_soul_max_chars=100))
     reply(connector, "hi")
     run = record()[0]
     system = run["argv"][run["argv"].index("--system") + 1]
@@ -347,16 +351,18 @@ def test_soul_prompt_is_cut_and_goes_in_system_not_the_prompt(make_settings: Mak
     assert "Flow" not in run["stdin"]
 
 
-def test_the_soul_prompt_is_stripped(make_settings: MakeSettings, record: Runs) -> None:
-    reply(AfmConnector(make_settings(soul_prompt="  Answer in French.  ")), "hi")
+def test_the_soul_prompt_is_stripped(connector_settings: MakeSettings, record: Runs) -> None:
+    reply(AfmConnector(connector_settings(soul_prompt="  Answer in French.  ")), "hi")
     argv = record()[0]["argv"]
     assert argv[argv.index("--system") + 1] == "Answer in French."
 
 
-def test_the_soul_file_wins_over_the_soul_prompt(make_settings: MakeSettings, tmp_path: Path, record: Runs) -> None:
+def test_the_soul_file_wins_over_the_soul_prompt(
+    connector_settings: MakeSettings, tmp_path: Path, record: Runs
+) -> None:
     soul = tmp_path / "soul.md"
     soul.write_text("Answer in German.\n", encoding="utf-8")
-    reply(AfmConnector(make_settings(soul_prompt="Answer in French.", soul_file=soul)), "hi")
+    reply(AfmConnector(connector_settings(soul_prompt="Answer in French.", soul_file=soul)), "hi")
     argv = record()[0]["argv"]
     assert argv[argv.index("--system") + 1] == "Answer in German."
 
@@ -366,8 +372,8 @@ def test_empty_soul_prompt_sends_no_system_flag(connector: AfmConnector, record:
     assert "--system" not in record()[0]["argv"]
 
 
-def test_soul_prompt_starting_with_a_dash_is_one_value(make_settings: MakeSettings, record: Runs) -> None:
-    reply(AfmConnector(make_settings(soul_prompt="- be brief")), "hi")
+def test_soul_prompt_starting_with_a_dash_is_one_value(connector_settings: MakeSettings, record: Runs) -> None:
+    reply(AfmConnector(connector_settings(soul_prompt="- be brief")), "hi")
     argv = record()[0]["argv"]
     assert argv[argv.index("--system") + 1] == "- be brief"
 
@@ -405,18 +411,20 @@ def test_cancel_stops_the_turns_of_one_key(connector: AfmConnector, monkeypatch:
     assert replies == ["Error: apple-code run was cancelled."]
 
 
-def test_ensure_started_runs_version_then_check_with_the_backend(make_settings: MakeSettings, record: Runs) -> None:
-    AfmConnector(make_settings()).ensure_started()
-    AfmConnector(make_settings(afm_backend="openai", afm_base_url="http://127.0.0.1:9/v1")).ensure_started()
+def test_ensure_started_runs_version_then_check_with_the_backend(
+    connector_settings: MakeSettings, record: Runs
+) -> None:
+    AfmConnector(connector_settings()).ensure_started()
+    AfmConnector(connector_settings(afm_backend="openai", afm_base_url="http://127.0.0.1:9/v1")).ensure_started()
     assert [run["argv"] for run in record()] == [
         ["--version"], ["--check"],
         ["--version"], ["--check", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"],
     ]
 
 
-def test_ensure_started_names_a_missing_binary(make_settings: MakeSettings, tmp_path: Path) -> None:
+def test_ensure_started_names_a_missing_binary(connector_settings: MakeSettings, tmp_path: Path) -> None:
     with pytest.raises(ConnectorError, match=r"apple-code CLI not found at .*APPLE_FLOW_AFM_COMMAND"):
-        AfmConnector(make_settings(afm_command=str(tmp_path / "nope"))).ensure_started()
+        AfmConnector(connector_settings(afm_command=str(tmp_path / "nope"))).ensure_started()
 
 
 def test_ensure_started_says_why_the_model_is_unavailable(
@@ -428,9 +436,9 @@ def test_ensure_started_says_why_the_model_is_unavailable(
 
 
 def test_relative_command_path_still_runs_in_another_workspace(
-    make_settings: MakeSettings, fake_apple_code: Path, monkeypatch: pytest.MonkeyPatch, record: Runs
+    connector_settings: MakeSettings, fake_apple_code: Path, monkeypatch: pytest.MonkeyPatch, record: Runs
 ) -> None:
     monkeypatch.chdir(fake_apple_code.parent.parent)  # the command is relative to here, the workspace is not
-    connector = AfmConnector(make_settings(afm_command=f"{fake_apple_code.parent.name}/apple-code"))
+    connector = AfmConnector(connector_settings(afm_command=f"{fake_apple_code.parent.name}/apple-code"))
     assert reply(connector, "hi") == "fake answer"
     connector.ensure_started()

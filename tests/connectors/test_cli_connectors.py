@@ -1,4 +1,4 @@
-"""Codex and Claude connectors against fake binaries that record argv, cwd and stdin (tests/connectors/fake_cli.py)."""
+"""Codex and Claude connectors against fake binaries that record argv, cwd and stdin (tests/support/fake_cli.py)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ MakeSettings = Callable[..., Settings]
 
 
 @pytest.fixture
-def cli_settings(make_settings: MakeSettings, fake_bin: Path) -> Callable[..., Settings]:
+def cli_settings(connector_settings: MakeSettings, fake_cli_bin: Path) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
-        values = {"codex_command": str(fake_bin / "codex"), "claude_command": str(fake_bin / "claude")}
-        return make_settings(**(values | overrides))
+        values = {"codex_command": str(fake_cli_bin / "codex"), "claude_command": str(fake_cli_bin / "claude")}
+        return connector_settings(**(values | overrides))
 
     return make
 

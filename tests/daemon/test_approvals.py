@@ -25,11 +25,11 @@ def planner(prompt: str, request: TurnRequest) -> str:
 
 
 @pytest.fixture
-def run_daemon(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
+def run_daemon(daemon_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
     made: list[Harness] = []
 
     def make(**overrides: Any) -> Harness:
-        h = Harness(make_settings(**overrides), FakeConnector(answer=planner)).start()
+        h = Harness(daemon_settings(**overrides), FakeConnector(answer=planner)).start()
         made.append(h)
         return h
 
@@ -167,9 +167,9 @@ def test_a_decision_that_lands_between_the_check_and_the_write_wins_alone(tmp_pa
 
 
 def test_the_daemon_decides_again_when_a_request_was_decided_meanwhile(
-    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+    daemon_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    h = Harness(make_settings(), FakeConnector(answer=planner)).start()
+    h = Harness(daemon_settings(), FakeConnector(answer=planner)).start()
     h.ingress.add(ANA, "task: fix the parser")
     rid = request_id(_wait_for_replies(h, ANA, 1)[0])
     decide = h.daemon.orchestrator.decide
@@ -228,13 +228,13 @@ def test_replaying_a_bare_approve_after_a_crash_runs_the_task_again(tmp_path: Pa
 
 
 def test_a_workspace_alias_inside_the_allowed_workspaces_is_used(
-    make_settings: Callable[..., Settings], tmp_path: Path
+    daemon_settings: Callable[..., Settings], tmp_path: Path, workspace: Path
 ) -> None:
-    site = tmp_path / "ws" / "site"
+    site = workspace / "site"
     site.mkdir(parents=True)
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    settings = make_settings(workspace_aliases={"site": str(site), "out": str(outside)})
+    settings = daemon_settings(workspace_aliases={"site": str(site), "out": str(outside)})
     h = Harness(settings, FakeConnector(answer=planner)).start()
     h.ingress.add(ANA, "@site what is here")
     h.ingress.add(ANA, "@out what is here")
@@ -277,11 +277,11 @@ def _wait_for_replies(h: Harness, sender: str, count: int, timeout: float = 5) -
 
 
 def test_an_approved_task_runs_in_the_workspace_its_plan_was_made_in(
-    make_settings: Callable[..., Settings], tmp_path: Path
+    daemon_settings: Callable[..., Settings], workspace: Path
 ) -> None:
-    site = tmp_path / "ws" / "site"
+    site = workspace / "site"
     site.mkdir(parents=True)
-    h = Harness(make_settings(workspace_aliases={"site": str(site)}), FakeConnector(answer=planner)).start()
+    h = Harness(daemon_settings(workspace_aliases={"site": str(site)}), FakeConnector(answer=planner)).start()
     h.ingress.add(ANA, "@site task: fix the tests")
     rid = request_id(_wait_for_replies(h, ANA, 1)[0])
     h.ingress.add(ANA, f"approve {rid}")
@@ -307,14 +307,13 @@ def test_a_bare_deny_denies_the_one_pending_request_and_never_reaches_the_agent(
 
 
 def test_an_alias_through_a_symlink_that_leaves_the_allowed_workspaces_is_refused(
-    make_settings: Callable[..., Settings], tmp_path: Path
+    daemon_settings: Callable[..., Settings], tmp_path: Path, workspace: Path
 ) -> None:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    link = tmp_path / "ws" / "escape"
-    link.parent.mkdir(exist_ok=True)
+    link = workspace / "escape"
     link.symlink_to(outside)
-    h = Harness(make_settings(workspace_aliases={"esc": str(link)}), FakeConnector(answer=planner)).start()
+    h = Harness(daemon_settings(workspace_aliases={"esc": str(link)}), FakeConnector(answer=planner)).start()
     h.ingress.add(ANA, "@esc task: delete everything")
     h.finish()
     assert h.egress.to(ANA) == ["@esc points outside the allowed workspaces; ask the owner to allow it."]
@@ -322,12 +321,12 @@ def test_an_alias_through_a_symlink_that_leaves_the_allowed_workspaces_is_refuse
 
 
 def test_a_blocked_plan_asks_the_user_and_creates_no_approval_request(
-    make_settings: Callable[..., Settings],
+    daemon_settings: Callable[..., Settings],
 ) -> None:
     def blocked(prompt: str, request: TurnRequest) -> str:
         return "BLOCKER: which parser do you mean, the CSV or the JSON one?"
 
-    h = Harness(make_settings(), FakeConnector(answer=blocked)).start()
+    h = Harness(daemon_settings(), FakeConnector(answer=blocked)).start()
     h.ingress.add(ANA, "task: fix the parser")
     reply = _wait_for_replies(h, ANA, 1)[0]
     h.ingress.add(ANA, "approve")

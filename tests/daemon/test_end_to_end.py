@@ -21,12 +21,10 @@ ANA = "+15551234567"
 STRANGER = "+15550001111"
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    (folder / "README.md").write_text("# demo\n")
-    return folder
+@pytest.fixture(autouse=True)
+def demo_readme(workspace: Path) -> None:
+    """The workspace these tests' agent looks at holds a README."""
+    (workspace / "README.md").write_text("# demo\n")
 
 
 @pytest.fixture

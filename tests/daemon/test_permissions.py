@@ -26,9 +26,9 @@ from apple_flow.daemon.permissions import (
     responsible_app,
 )
 from apple_flow.daemon.store import Store
-from channels.conftest import FakeOsascript
 from support.chatdb import ChatDbWriter
 from support.daemon_process import DaemonProcess, wait_for
+from support.fake_osascript import FakeOsascript
 
 ANA = "+15551234567"
 SERVICE = Responsible("/opt/venv/bin/python3.12", terminal=False)

@@ -18,11 +18,11 @@ from support.daemon_harness import ANA, BOB, Harness, wait_until
 
 
 @pytest.fixture
-def harness(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
+def harness(daemon_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
     made: list[Harness] = []
 
     def make(connector: FakeConnector | None = None, **overrides: Any) -> Harness:
-        h = Harness(make_settings(**overrides), connector)
+        h = Harness(daemon_settings(**overrides), connector)
         made.append(h)
         return h
 
@@ -88,11 +88,11 @@ def test_a_fresh_install_answers_only_recent_messages_from_before_its_start(
 
 
 def test_a_first_start_cut_short_still_skips_the_old_history_at_the_restart(
-    make_settings: Callable[..., Settings],
+    daemon_settings: Callable[..., Settings],
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    settings = make_settings(startup_catchup_window_seconds=60, max_startup_replay_rows=50)
+    settings = daemon_settings(startup_catchup_window_seconds=60, max_startup_replay_rows=50)
     first = Harness(settings)
     first.ingress.add(ANA, "last week", date=datetime.now(UTC) - timedelta(days=7))
 
@@ -327,7 +327,7 @@ def test_rate_limited_messages_are_skipped_after_one_notice(harness: Callable[..
 
 
 def test_sigterm_style_stop_kills_turns_past_the_grace_and_leaves_them_for_the_restart(
-    harness: Callable[..., Harness], make_settings: Callable[..., Settings]
+    harness: Callable[..., Harness], daemon_settings: Callable[..., Settings]
 ) -> None:
     h = harness(shutdown_grace_seconds=0.2).start()
     h.ingress.add(ANA, "SLOW one")
@@ -354,8 +354,8 @@ def test_sigterm_style_stop_kills_turns_past_the_grace_and_leaves_them_for_the_r
     assert again.store.runs_of(ANA, 5)[-1].state == "interrupted"
 
 
-def test_a_restart_sends_a_recorded_reply_and_skips_finished_messages(make_settings: Callable[..., Settings]) -> None:
-    settings = make_settings()
+def test_a_restart_sends_a_recorded_reply_and_skips_finished_messages(daemon_settings: Callable[..., Settings]) -> None:
+    settings = daemon_settings()
     store = Store(settings.db_path)
     store.set_cursor("imessage", 0)
     store.take("imessage", 1, ANA, "done before")
@@ -487,7 +487,7 @@ def test_a_prefix_without_text_gets_an_example_and_runs_nothing(harness: Callabl
 
 
 def test_the_connectors_history_is_written_with_the_reply_not_before(
-    make_settings: Callable[..., Settings], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    daemon_settings: Callable[..., Settings], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A crash between the agent's answer and the recorded reply redoes the turn; its first run must leave no
     # exchange in the history. Stand-in for the crash: recording the first reply fails.
@@ -495,10 +495,10 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
 
     from apple_flow.connectors.afm import AfmConnector
     from apple_flow.daemon.runtime import Daemon
-    from connectors.conftest import HERE, install_script
     from support.daemon_fakes import ListIngress, RecordingEgress
+    from support.install import FAKE_APPLE_CODE, install_script
 
-    settings = make_settings(afm_command=str(install_script(HERE / "fake_apple_code.py", tmp_path / "apple-code")))
+    settings = daemon_settings(afm_command=str(install_script(FAKE_APPLE_CODE, tmp_path / "apple-code")))
     store = Store(settings.db_path)
     record_reply = store.record_reply
     attempts = itertools.count()

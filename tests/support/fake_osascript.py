@@ -1,19 +1,16 @@
-"""Fixtures for the iMessage channel: a real-schema chat.db and a fake ``osascript`` on PATH."""
+"""A fake ``osascript`` on PATH for the iMessage egress tests: it records the argv and stdin of every call and
+behaves as the test says (works, fails, hangs, Automation denied, or stores what was sent in a chat.db as Messages
+does when you text yourself)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from apple_flow.channels.base import SentTexts
-from apple_flow.config import Settings, load_settings
-from apple_flow.daemon.store import Store
 
 # Records argv and stdin of every call, then behaves as FAKE_OSASCRIPT_MODE says:
 #   ok | fail | fail-participant (the participant form fails, the buddy form works) | deny (no Automation
@@ -89,33 +86,3 @@ class FakeOsascript:
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
-
-
-@pytest.fixture
-def fake_osascript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeOsascript:
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    return FakeOsascript(folder, monkeypatch)
-
-
-@pytest.fixture
-def make_settings(tmp_path: Path) -> Any:
-    def make(**overrides: Any) -> Settings:
-        values: dict[str, Any] = {
-            "messages_db_path": tmp_path / "Messages" / "chat.db",
-            "poll_interval_seconds": 0.2,
-            "send_retry_backoff_seconds": 0,
-            "send_timeout_seconds": 5,
-        }
-        values.update(overrides)
-        return load_settings(env_file=None, **values)
-
-    return make
-
-
-@pytest.fixture
-def sent(tmp_path: Path) -> Iterator[SentTexts]:
-    """The daemon store's record of texts sent on the iMessage channel (600 s echo window)."""
-    store = Store(tmp_path / "state" / "relay.db")
-    yield store.sent_texts("imessage", 600)
-    store.close()
