@@ -122,7 +122,7 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         git.executableURL = URL(fileURLWithPath: "/bin/sh")
         git.arguments = ["-c", "cd \"$0\" && git init -q", ws.path]
         try git.run()
-        git.waitUntilExit()
+        await onOwnThread { git.waitUntilExit() }
         let command = """
             echo hi > a.txt && git add a.txt && git -c user.name=t -c user.email=t@example.com commit -qm one \
             && git branch topic && git log --oneline | wc -l && git status --short | wc -l
@@ -261,8 +261,10 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
     @Test func aWorkingSandboxIsUsedAndGetsTheProfileOnce() async throws {
         let ws = try TempWorkspace()
         let executable = try Self.standIn(Self.working, in: ws)
-        let sandbox = CommandSandbox.probeSeatbelt(executable: executable, folders: Self.folders,
-                                                   workspace: ws.outside)
+        let outside = ws.outside
+        let sandbox = await onOwnThread {
+            CommandSandbox.probeSeatbelt(executable: executable, folders: Self.folders, workspace: outside)
+        }
         #expect(sandbox == .seatbelt(executable: executable, folders: Self.folders))
         let probed = try String(contentsOfFile: ws.outside + "/argv", encoding: .utf8)
         #expect(probed == (["-p", SeatbeltProfile.text, "-DWORKSPACE=\(ws.outside)", "-DTMP=/tmp", "-DVAR_TMP=/var/tmp",
@@ -277,8 +279,10 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
     /// and --check, --verbose and every command's result say so.
     @Test func aNestedSandboxFallsBackToRunningWithoutOneAndSaysSo() async throws {
         let ws = try TempWorkspace()
-        let sandbox = CommandSandbox.probeSeatbelt(executable: try Self.standIn(Self.nested, in: ws),
-                                                   folders: Self.folders, workspace: ws.outside)
+        let (executable, outside) = (try Self.standIn(Self.nested, in: ws), ws.outside)
+        let sandbox = await onOwnThread {
+            CommandSandbox.probeSeatbelt(executable: executable, folders: Self.folders, workspace: outside)
+        }
         guard case .none(let reason) = sandbox else {
             Issue.record("expected no sandbox, got \(sandbox)")
             return
@@ -296,8 +300,10 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
     /// A profile sandbox-exec rejects is apple-code's own bug: commands are refused, never run unconfined.
     @Test func aRejectedProfileRefusesCommands() async throws {
         let ws = try TempWorkspace()
-        let sandbox = CommandSandbox.probeSeatbelt(executable: try Self.standIn(Self.rejecting, in: ws),
-                                                   folders: Self.folders, workspace: ws.outside)
+        let (executable, outside) = (try Self.standIn(Self.rejecting, in: ws), ws.outside)
+        let sandbox = await onOwnThread {
+            CommandSandbox.probeSeatbelt(executable: executable, folders: Self.folders, workspace: outside)
+        }
         guard case .broken(let reason) = sandbox else {
             Issue.record("expected a broken sandbox, got \(sandbox)")
             return
