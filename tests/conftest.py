@@ -69,6 +69,14 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def notes(workspace: Path) -> Path:
+    """notes.txt ("buy milk") in the workspace: a file for the agent to read (``usefixtures("notes")``)."""
+    path = workspace / "notes.txt"
+    path.write_text("buy milk\n")
+    return path
+
+
+@pytest.fixture
 def chat_db(tmp_path: Path) -> Iterator[ChatDbWriter]:
     """An empty Messages database with the real schema (tables of macOS 15 and 26)."""
     writer = ChatDbWriter(tmp_path / "Messages" / "chat.db")

@@ -174,10 +174,3 @@ def test_a_daemon_that_cannot_read_chat_db_stays_up_says_why_and_starts_once_it_
         assert "chat.db (Full Disk Access): ok" in reply and "Messages (Automation): ok" in reply
     finally:
         daemon.stop()
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    return folder
