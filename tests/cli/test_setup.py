@@ -5,7 +5,6 @@ injecting the platform check, with the fake launchctl recording what the service
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +20,8 @@ from apple_flow.cli import setup as setup_cli
 from apple_flow.daemon import service as launchd_module
 from apple_flow.paths import PROJECT_ROOT
 from support.fake_launchctl import FakeLaunchctl
+from support.install import FAKE_CLI, install_script
 from support.scripted_server import MODEL_ID, ScriptedServer
-
-FAKE_CLI = PROJECT_ROOT / "tests" / "connectors" / "fake_cli.py"
 
 
 def mode(path: Path) -> int:
@@ -60,9 +58,7 @@ def server() -> Iterator[ScriptedServer]:
 def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     bin_dir = tmp_path / "cli-bin"
     bin_dir.mkdir()
-    claude = bin_dir / "claude"
-    shutil.copy(FAKE_CLI, claude)
-    claude.chmod(0o755)
+    claude = install_script(FAKE_CLI, bin_dir / "claude")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return claude
 
