@@ -89,7 +89,8 @@ def test_child_that_never_reads_stdin_and_hangs_is_killed_at_the_deadline(runner
     assert time.monotonic() - started < 5
 
 
-def test_non_zero_exit_keeps_the_stderr_tail(runner: ProcessRunner) -> None:
+def test_non_zero_exit_keeps_the_stderr_tail() -> None:
+    runner = ProcessRunner(drain_seconds=6, kill_grace_seconds=0.5)
     started = time.monotonic()
     result = runner.run(
         python("import sys; sys.stderr.write('noise\\n' * 100000 + 'fatal: it broke\\n'); sys.exit(7)"), timeout=10
@@ -97,7 +98,8 @@ def test_non_zero_exit_keeps_the_stderr_tail(runner: ProcessRunner) -> None:
     assert result.exit_code == 7
     assert result.last_stderr_line == "fatal: it broke"
     assert len(result.stderr_tail) <= 8192
-    assert time.monotonic() - started < 0.4  # a child that is done is not waited on for the drain time
+    # A child that is done is not waited on for the drain time (6 s; seconds of margin on a busy machine).
+    assert time.monotonic() - started < 3
 
 
 def test_missing_command_raises_spawn_error(runner: ProcessRunner, tmp_path: Path) -> None:
