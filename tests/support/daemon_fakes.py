@@ -68,7 +68,9 @@ class FakeConnector:
         on_progress: ProgressCallback | None = None,
         options: TurnOptions | None = None,
     ) -> str:
-        call = Call(thread_id, prompt, dict(options or {}))  # type: ignore[arg-type]
+        # on_event is the daemon's recorder of the agent's stream, not an option of the turn: this fake has no stream.
+        recorded = {key: value for key, value in (options or {}).items() if key != "on_event"}
+        call = Call(thread_id, prompt, recorded)  # type: ignore[arg-type]
         cancel = threading.Event()
         with self._lock:
             self.calls.append(call)

@@ -6,9 +6,12 @@ import logging
 import platform
 import signal
 import sys
+import time
 import uuid
 from enum import StrEnum
+from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -21,6 +24,11 @@ from apple_flow.daemon.history import TurnHistory
 from apple_flow.daemon.lock import InstanceLock, LockError
 from apple_flow.daemon.runtime import Daemon, StartError
 from apple_flow.daemon.store import Store, StoreError
+
+if TYPE_CHECKING:
+    from apple_flow.web.server import WebServer
+
+ENV_FILE = ".env"  # where settings_or_exit reads them, and where a new web token is written
 
 
 class ChannelChoice(StrEnum):
@@ -73,7 +81,12 @@ def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, c
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        return daemon.run()
+        page = _web_page(settings, store, daemon, channel)
+        try:
+            return daemon.run()
+        finally:
+            if page is not None:
+                page.stop()
     except SettingsError as exc:
         print_error(exc)
         return 2
@@ -83,6 +96,30 @@ def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, c
     finally:
         store.close()
         lock.release()
+
+
+def _web_page(settings: Settings, store: Store, daemon: Daemon, channel: str) -> WebServer | None:
+    """Serves the web page beside the daemon. A page that cannot be served is logged and shown in the store's
+    events; the daemon runs on without it."""
+    if not settings.web_enabled:
+        return None
+    # Here, not at the top: the page's health view uses the doctor's checks, which live in this package.
+    from apple_flow.web.health import DaemonState
+    from apple_flow.web.server import WebError, start_page
+
+    started = time.time()
+
+    def state() -> DaemonState:
+        return DaemonState(channel, settings.connector, daemon.orchestrator.connector_status, started)
+
+    try:
+        page = start_page(settings, store, daemon.run_approved, state, Path(ENV_FILE))
+    except WebError as exc:
+        print_error(f"No web page: {exc}")
+        store.log_event("web_error", str(exc))
+        return None
+    err.print(f"Web page: {page.url} (log in with APPLE_FLOW_WEB_TOKEN from {Path(ENV_FILE).absolute()})")
+    return page
 
 
 def _logging(verbose: bool, quiet_default: bool) -> None:
@@ -105,7 +142,7 @@ def register(app: typer.Typer) -> None:
         """Run the daemon: read messages, run the agent, reply.
 
         On the console: one message per input line, replies on stdout; at end of input, finish and exit 0."""
-        settings = settings_or_exit()
+        settings = settings_or_exit(ENV_FILE)
         chosen = resolve_channel(channel.value if channel is not None else settings.channel)
         _logging(verbose, quiet_default=chosen == "console")
         if chosen == "console":
@@ -124,7 +161,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def chat(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every step on stderr.")) -> None:
         """Chat with the agent in this terminal (the same daemon, on the console channel). Ctrl-D quits."""
-        settings = settings_or_exit()
+        settings = settings_or_exit(ENV_FILE)
         _logging(verbose, quiet_default=True)
         channel = RichConsoleChannel()
         err.print("[bold]apple-flow chat[/bold]: type a message (`help` lists commands); Ctrl-D to quit.")

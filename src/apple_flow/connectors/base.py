@@ -6,11 +6,12 @@ A *thread* is the conversation of one sender. Connectors keep each thread's hist
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, TypedDict, runtime_checkable
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 ProgressCallback = Callable[[str], None]
+EventCallback = Callable[[Mapping[str, Any]], None]
 
 
 class TurnOptions(TypedDict, total=False):
@@ -19,6 +20,7 @@ class TurnOptions(TypedDict, total=False):
     allow_tools: bool
     cwd: str
     plan: bool
+    on_event: EventCallback  # gets each event of the agent's JSON stream as it arrives (the daemon keeps them)
 
 
 @dataclass(frozen=True)

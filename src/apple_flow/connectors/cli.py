@@ -15,6 +15,7 @@ from typing import ClassVar
 from apple_flow.config import Settings
 from apple_flow.connectors.base import (
     ConnectorError,
+    EventCallback,
     Exchange,
     HistoryStore,
     MemoryHistory,
@@ -140,15 +141,20 @@ class CliConnector:
         past = self.history.history(thread_id, self.context_window)
         fitted = fit_prompt(prompt, past, self.max_prompt_chars())
         invocation = self.invocation(fitted, cwd, options)
-        outcome = self._run(invocation, thread_id, on_progress)
+        outcome = self._run(invocation, thread_id, on_progress, options.get("on_event"))
         if outcome.ok and self.context_window > 0:
             self.history.append(thread_id, Exchange(user=prompt, assistant=outcome.text))
         return outcome.text
 
     # --- shared mechanics ------------------------------------------------------------------------------
 
-    def _run(self, invocation: Invocation, thread_id: str, on_progress: ProgressCallback | None) -> Outcome:
+    def _run(
+        self, invocation: Invocation, thread_id: str, on_progress: ProgressCallback | None,
+        on_event: EventCallback | None = None,
+    ) -> Outcome:
         stream = self.new_stream(on_progress)
+        if stream is not None:
+            stream.on_event = on_event
         try:
             result = self.runner.run(
                 invocation.argv,

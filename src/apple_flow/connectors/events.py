@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from apple_flow.connectors.base import ProgressCallback
+from apple_flow.connectors.base import EventCallback, ProgressCallback
 from apple_flow.connectors.prompt import cut_end
 
 PROGRESS_MAX_CHARS = 80
@@ -60,6 +60,7 @@ class EventStream:
     ) -> None:
         self._tool_calls = tool_calls
         self._on_progress = on_progress
+        self.on_event: EventCallback | None = None
         self.result: dict[str, Any] | None = None
         self.unparsed_lines = 0
 
@@ -77,6 +78,8 @@ class EventStream:
             return
         if event.get("type") == "result":
             self.result = event
+        if self.on_event is not None:
+            self.on_event(event)
         for name, arguments in self._tool_calls(event):
             line_text = describe_tool_call(name, arguments)
             if isinstance(event.get("subtask"), (int, str)):

@@ -17,6 +17,7 @@ from apple_flow.daemon import failures
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
 from apple_flow.daemon.policy import Policy
+from apple_flow.daemon.run_log import RunLog
 from apple_flow.daemon.store import Approval, Store
 from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
 
@@ -89,6 +90,7 @@ class Orchestrator:
         connector_name: str = "afm",
         reply_to_unknown: bool = False,
         clock: Callable[[], float] = time.time,
+        run_links: str | None = None,
     ) -> None:
         self._store = store
         self._connector = connector
@@ -99,6 +101,7 @@ class Orchestrator:
         self._connector_name = connector_name
         self._reply_to_unknown = reply_to_unknown
         self._clock = clock
+        self._run_links = run_links  # the web page's base URL: replies then end with a link to their run
         self._started = clock()
         self.connector_status = "not checked yet"
 
@@ -162,9 +165,13 @@ class Orchestrator:
 
     def _approve(self, command: Command, sender: str, message_key: str) -> Decision:
         decision = self._approvals.approve(sender, command.target, message_key, command.body)
-        approval = decision.approval
-        if approval is None:
+        if decision.approval is None:
             return Reply(decision.message)
+        return self.approved_turn(decision.approval)
+
+    def approved_turn(self, approval: Approval) -> Turn:
+        """The turn that carries out an approved request (approved by text or on the web page)."""
+        sender = approval.sender
         prompt = EXECUTE_PROMPT.format(task=approval.task, plan=approval.plan)
         if approval.extra:
             prompt += f"\n\nNotes from the user: {approval.extra}"
@@ -175,16 +182,27 @@ class Orchestrator:
     # ------------------------------------------------------------------------------------------- execute
 
     def execute(
-        self, turn: Turn, on_progress: ProgressCallback, stopped: Callable[[], str | None]
+        self, turn: Turn, on_progress: ProgressCallback, stopped: Callable[[], str | None], message: str | None = None
     ) -> TurnResult:
         """Runs one turn with the connector. Never raises for agent failures: they become short replies.
         ``stopped`` says whether the turn was stopped from outside: None (it was not), "" (cancelled; the sender
-        was told already), or the reply to send instead (e.g. it ran too long)."""
+        was told already), or the reply to send instead (e.g. it ran too long). ``message`` ("channel:rowid") is
+        the message the run answers, kept with the run for the web page."""
         run_id = f"run_{secrets.token_hex(3)}"
-        self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request)
+        result = self._execute(run_id, turn, on_progress, stopped, message)
+        if self._run_links and result.reply:
+            return TurnResult(f"{result.reply}\n\n{self._run_links}/runs/{run_id}", result.commit)
+        return result
+
+    def _execute(
+        self, run_id: str, turn: Turn, on_progress: ProgressCallback, stopped: Callable[[], str | None],
+        message: str | None,
+    ) -> TurnResult:
+        self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request, message)
+        options: TurnOptions = {**turn.options, "on_event": RunLog(self._store, run_id)}
         try:
             thread = self._connector.get_or_create_thread(turn.sender)
-            result = self._connector.run_turn_streaming(thread, turn.prompt, on_progress, turn.options)
+            result = self._connector.run_turn_streaming(thread, turn.prompt, on_progress, options)
         except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
             log.exception("turn %s failed", run_id)
             reply = failures.explain_exception(exc)

@@ -26,7 +26,7 @@ from apple_flow.daemon.orchestrator import Ignore, Orchestrator, Reply, Turn
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
 from apple_flow.daemon.scheduler import Job, Scheduler
-from apple_flow.daemon.store import Store
+from apple_flow.daemon.store import Approval, Store
 from apple_flow.daemon.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
@@ -38,8 +38,15 @@ KILL_WAIT_SECONDS = 5.0  # after killing turns at shutdown, how long to wait for
 
 @dataclass(frozen=True)
 class Work:
-    message: InboundMessage
+    message: InboundMessage | None  # None: a task approved on the web page (no message to record the reply on)
     turn: Turn
+
+
+@dataclass(frozen=True)
+class _WebApproval:
+    """A request approved on the web page, to run like one approved by text."""
+
+    approval: Approval
 
 
 class _End:
@@ -76,11 +83,12 @@ class Daemon:
             store, connector, policy, Approvals(store, settings.approval_ttl_minutes), Workspaces(settings),
             activity=self, connector_name=settings.connector,
             reply_to_unknown=settings.reply_to_unknown_senders,
+            run_links=settings.web_base_url if settings.web_enabled else None,
         )
         self._scheduler: Scheduler[Work] = Scheduler(settings.max_concurrent_ai_calls, self._run_job)
         self._stop = threading.Event()
         self._abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
-        self._inbox: queue.Queue[InboundMessage | _End | BaseException] = queue.Queue()
+        self._inbox: queue.Queue[InboundMessage | _WebApproval | _End | BaseException] = queue.Queue()
         self._tracker: CursorTracker | None = None
         self._catchup: tuple[int, float] | None = None  # first start: (up to this rowid, skip if older than)
         self._send_lock = threading.Lock()
@@ -132,6 +140,12 @@ class Daemon:
                 while not self._scheduler.wait_idle(0.2) and not self._stop.is_set():
                     pass  # drain: finish every pending turn (a stop request cuts it short)
                 break
+            if isinstance(item, _WebApproval):
+                turn = self.orchestrator.approved_turn(item.approval)
+                if turn.ack:
+                    self._progress(turn.sender, turn.ack)
+                self._scheduler.submit(Job(turn.sender, Work(None, turn)))
+                continue
             if isinstance(item, BaseException):
                 log.error("reading messages failed: %s", item)
                 self._store.log_event("ingress_error", str(item))
@@ -259,15 +273,21 @@ class Daemon:
             return Ignore("sent before the daemon was first started")
         return None
 
+    def run_approved(self, approval: Approval) -> None:
+        """From the web page (any thread): a request approved there runs in the sender's queue, and its answer
+        goes to the sender like any reply."""
+        self._inbox.put(_WebApproval(approval))
+
     def _run_job(self, job: Job[Work]) -> None:
         message, turn = job.payload.message, job.payload.turn
         throttle = ProgressThrottle(
-            self._settings.progress_interval_seconds, lambda text: self._progress(message.sender, text)
+            self._settings.progress_interval_seconds, lambda text: self._progress(turn.sender, text)
         )
         result = self.orchestrator.execute(
-            turn, throttle, lambda: job.stop_reply if job.cancelled.is_set() else None
+            turn, throttle, lambda: job.stop_reply if job.cancelled.is_set() else None,
+            f"{self._channel}:{message.rowid}" if message is not None else None,
         )
-        thread = self._connector.get_or_create_thread(message.sender)
+        thread = self._connector.get_or_create_thread(turn.sender)
         if self._abandon.is_set():
             if self._history is not None:
                 self._history.discard(thread)
@@ -278,7 +298,12 @@ class Daemon:
                 result.commit()
             if self._history is not None:
                 self._history.commit(thread)
-            self._store.record_reply(self._channel, message.rowid, reply, "cancelled" if reply is None else None)
+            if message is not None:
+                self._store.record_reply(self._channel, message.rowid, reply, "cancelled" if reply is None else None)
+        if message is None:
+            if reply is not None:
+                self._progress(turn.sender, reply)  # sent like progress: there is no message to record it on
+            return
         if reply is None:
             self._require_tracker().finished(message.rowid)
         else:
