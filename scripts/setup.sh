@@ -55,26 +55,23 @@ if ! (cd "$ROOT/apple_code" && swift build ${SWIFT_BUILD_FLAGS:-} 2>&1 | grep -E
     die "swift build failed (see above). Run 'cd apple_code && swift build' to see the whole output."
 fi
 
-# --- OS sandbox for apple-code's commands (Linux: bubblewrap) ---------------------------------------------------
-if [ "$(uname -s)" = Linux ] && ! command -v bwrap >/dev/null 2>&1; then
+# --- Debian packages (Linux) --------------------------------------------------------------------------------
+# apt_package COMMAND PACKAGE WHAT-IT-IS-FOR WITHOUT-IT: installs PACKAGE when COMMAND is missing and apt can run
+# (as root), else says what is missing and what to run.
+apt_package() {
+    local command=$1 package=$2 purpose=$3 without=$4
+    [ "$(uname -s)" = Linux ] && ! command -v "$command" >/dev/null 2>&1 || return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        say "Installing bubblewrap (the sandbox apple-code runs commands in)"
-        (apt-get install -y -q bubblewrap >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1; }) ||
-            say "could not install bubblewrap; apple-code will run commands without an OS sandbox (apt-get install bubblewrap)"
+        say "Installing $package ($purpose)"
+        (apt-get install -y -q "$package" >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "$package" >/dev/null 2>&1; }) ||
+            say "could not install $package; $without (apt-get install $package)"
     else
-        say "bubblewrap is not installed; apple-code runs commands without an OS sandbox until it is (sudo apt-get install bubblewrap)"
+        say "$package is not installed; $without until it is (sudo apt-get install $package)"
     fi
-fi
-
-# --- A browser for the web page's tests (Debian's chromium, driven by Playwright) -------------------------------
-if [ "$browser" = 1 ] && [ "$(uname -s)" = Linux ] && ! command -v chromium >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        say "Installing chromium (the browser the web page's tests drive)"
-        (apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }) ||
-            say "could not install chromium; the browser tests will be skipped (apt-get install chromium)"
-    else
-        say "chromium is not installed; the web page's browser tests are skipped until it is (sudo apt-get install chromium)"
-    fi
+}
+apt_package bwrap bubblewrap "the sandbox apple-code runs commands in" "apple-code runs commands without an OS sandbox"
+if [ "$browser" = 1 ]; then
+    apt_package chromium chromium "the browser the web page's tests drive" "the web page's browser tests are skipped"
 fi
 
 if [ "$local_model" = 1 ]; then
