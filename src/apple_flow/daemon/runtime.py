@@ -300,9 +300,9 @@ class Daemon:
                 self._history.commit(thread)
             if message is not None:
                 self._store.record_reply(self._channel, message.rowid, reply, "cancelled" if reply is None else None)
-        if message is None:
+        if message is None:  # approved on the web page: no message to record the reply on
             if reply is not None:
-                self._progress(turn.sender, reply)  # sent like progress: there is no message to record it on
+                self._send(turn.sender, reply)
             return
         if reply is None:
             self._require_tracker().finished(message.rowid)
@@ -310,19 +310,23 @@ class Daemon:
             self._deliver(message, reply)
 
     def _deliver(self, message: InboundMessage, reply: str) -> None:
-        self._store.record_sent(self._channel, message.sender, reply, self._settings.echo_window_seconds)
+        failed = self._send(message.sender, reply)
+        self._store.mark_sent(self._channel, message.rowid, failed=failed)
+        self._require_tracker().finished(message.rowid)
+
+    def _send(self, recipient: str, reply: str) -> str | None:
+        """Sends a reply; returns why it could not be sent (recorded as an event, never fatal), or None."""
+        self._store.record_sent(self._channel, recipient, reply, self._settings.echo_window_seconds)
         try:
             with self._send_lock:
-                self._egress.send(message.sender, reply)
-        except Exception as exc:  # SendError, or a channel bug: recorded, never fatal
+                self._egress.send(recipient, reply)
+        except Exception as exc:  # SendError, or a channel bug
             if not isinstance(exc, SendError):
-                log.exception("the channel failed sending to %s", message.sender)
-            log.error("could not send the reply to %s: %s", message.sender, exc)
-            self._store.mark_sent(self._channel, message.rowid, failed=str(exc))
-            self._store.log_event("send_failed", str(exc), message.sender)
-        else:
-            self._store.mark_sent(self._channel, message.rowid)
-        self._require_tracker().finished(message.rowid)
+                log.exception("the channel failed sending to %s", recipient)
+            log.error("could not send the reply to %s: %s", recipient, exc)
+            self._store.log_event("send_failed", str(exc), recipient)
+            return str(exc)
+        return None
 
     def _progress(self, sender: str, text: str) -> None:
         """Best effort: progress is not recorded, and a failure to send it does not stop the turn."""
