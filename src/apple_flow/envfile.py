@@ -1,12 +1,12 @@
 """Writing one setting into a ``.env`` file: every other line kept as it was, the file replaced atomically and left
-readable by its owner only (0600), since it holds secrets such as the web page's token."""
+readable by its owner only (0600, ``privatefile``), since it holds secrets such as the web page's token."""
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
+
+from apple_flow.privatefile import write_private
 
 
 class EnvFileError(RuntimeError):
@@ -46,17 +46,8 @@ def make_private(path: Path) -> bool:
 
 
 def _write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_private(path, text.encode("utf-8"))
     except OSError as exc:
-        raise EnvFileError(f"cannot write {path}: {exc.strerror}; check the folder's permissions") from exc
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:  # mkstemp creates it 0600
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
-        raise EnvFileError(f"cannot write {path}: {exc.strerror}; check the folder's permissions") from exc
+        raise EnvFileError(f"cannot write {path}: {exc.strerror or exc}; check the folder's permissions") from exc
