@@ -113,6 +113,7 @@ def main() -> int:
             "APPLE_FLOW_MAX_CONCURRENT_AI_CALLS": str(args.workers),
             "APPLE_FLOW_POLL_INTERVAL_SECONDS": "0.2",
             "APPLE_FLOW_SEND_RETRIES": "0",
+            "APPLE_FLOW_WEB_PORT": "0",  # the page on, as users run it, on a free port
         }
         log_path = tmp / "daemon.log"
         with log_path.open("wb") as log:

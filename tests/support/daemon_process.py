@@ -66,8 +66,6 @@ class DaemonProcess:
             "APPLE_FLOW_POLL_INTERVAL_SECONDS": "0.1",
             "APPLE_FLOW_SEND_RETRIES": "0",
             "APPLE_FLOW_PROGRESS_INTERVAL_SECONDS": "0",
-            # Parallel test runs would all want port 8787; the web page's own tests turn it on.
-            "APPLE_FLOW_WEB_ENABLED": "false",
             **env,
         }
         self.process: subprocess.Popen[bytes] | None = None

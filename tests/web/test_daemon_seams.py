@@ -30,7 +30,7 @@ def daemon(tmp_path: Path) -> Iterator[Callable[..., Harness]]:
     def make(**overrides: Any) -> Harness:
         settings = Settings(  # type: ignore[call-arg]
             _env_file=None, db_path=tmp_path / "relay.db", default_workspace=workspace, allowed_senders=[ANA],
-            progress_interval_seconds=0, shutdown_grace_seconds=2, **overrides,
+            progress_interval_seconds=0, shutdown_grace_seconds=2, **{"web_enabled": True, **overrides},
         )
         h = Harness(settings, FakeConnector(answer=planner)).start()
         made.append(h)
