@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from apple_flow.config import Settings
-from apple_flow.connectors.base import TurnOptions
-from apple_flow.daemon.approvals import Approvals
-from apple_flow.daemon.store import Approval, Store
+from apple_flow.connectors.base import TurnRequest
+from apple_flow.daemon.approvals import Approvals, Decision
+from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness
 
 
-def planner(prompt: str, options: TurnOptions) -> str:
-    if options.get("allow_tools") is False:
+def planner(prompt: str, request: TurnRequest) -> str:
+    if request.read_only:
         return "1. Edit a.py\n2. Run the tests"
     return "Changed a.py; tests pass."
 
@@ -50,7 +50,8 @@ def test_a_task_is_planned_read_only_then_runs_with_tools_once_approved(run_daem
     plan_reply = _wait_for_replies(h, ANA, 1)[0]
     assert "1. Edit a.py" in plan_reply and "Expires in 20 minutes" in plan_reply
     plan_call = h.connector.calls[0]
-    assert plan_call.options == {"allow_tools": False, "cwd": str(h.settings.default_workspace)}
+    assert (plan_call.request.read_only, plan_call.request.plan) == (True, False)
+    assert plan_call.request.workspace == h.settings.default_workspace
     assert "fix the parser" in plan_call.prompt
     rid = request_id(plan_reply)
     h.ingress.add(ANA, f"approve {rid} keep the old API")
@@ -59,7 +60,8 @@ def test_a_task_is_planned_read_only_then_runs_with_tools_once_approved(run_daem
     assert replies[1].startswith(f"Done ({rid}, run_") and "Changed a.py" in replies[1]
     assert (ANA, f"Approved {rid}: working on it in {h.settings.default_workspace}.") in h.egress.progress
     run_call = h.connector.calls[1]
-    assert run_call.options == {"allow_tools": True, "cwd": str(h.settings.default_workspace), "plan": True}
+    assert (run_call.request.read_only, run_call.request.plan) == (False, True)
+    assert run_call.request.workspace == h.settings.default_workspace
     assert "fix the parser" in run_call.prompt and "1. Edit a.py" in run_call.prompt
     assert "keep the old API" in run_call.prompt
     approval = h.store.approval(rid)
@@ -113,6 +115,29 @@ def test_deny_all_denies_every_pending_request_of_the_sender(run_daemon: Callabl
     assert all(h.store.approval(i).state == "denied" for i in ids)  # type: ignore[union-attr]
 
 
+def recorded(store: Store, decision: Decision) -> Decision:
+    """Records what a decision decided, as the daemon does with the message that made it."""
+    for approval in decision.decided:
+        store.decide_approval(approval.id, approval.state, approval.decided_by or "", approval.extra)
+    return decision
+
+
+def test_deciding_writes_nothing_until_the_decision_is_recorded(tmp_path: Path) -> None:
+    store = Store(tmp_path / "relay.db")
+    approvals = Approvals(store, ttl_minutes=20)
+    request = approvals.create(ANA, "task", "plan", "/ws")
+    store.add_approval(request)
+    decision = approvals.approve(ANA, request.id, "imessage:9", "keep the API")
+    assert decision.approval is not None and decision.approval.state == "approved"
+    assert decision.decided == (decision.approval,) and decision.approval.extra == "keep the API"
+    assert store.approval(request.id) == request  # still pending: the daemon records it with the message
+    recorded(store, decision)
+    stored = store.approval(request.id)
+    assert stored is not None and (stored.state, stored.decided_by, stored.extra) == (
+        "approved", "imessage:9", "keep the API"
+    )
+
+
 def test_an_expired_request_cannot_be_approved(tmp_path: Path) -> None:
     now = [1000.0]
     store = Store(tmp_path / "relay.db")
@@ -126,27 +151,41 @@ def test_an_expired_request_cannot_be_approved(tmp_path: Path) -> None:
     assert approvals.pending(ANA) == []
 
 
-def test_a_decision_that_lands_between_the_check_and_the_write_wins_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_decision_that_lands_between_the_check_and_the_write_wins_alone(tmp_path: Path) -> None:
     """The web page and a text can decide the same request at once: only the first write counts."""
     store = Store(tmp_path / "relay.db")
     approvals = Approvals(store, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
     store.add_approval(request)
-    checked = approvals._refusal
-
-    def deny_meanwhile(approval: Approval) -> str:
-        answer = checked(approval)
-        if approval.state == "pending":  # the other decider writes right after this check passed
-            assert store.decide_approval(approval.id, "denied", "web:other")
-        return answer
-
-    monkeypatch.setattr(approvals, "_refusal", deny_meanwhile)
-    decision = approvals.approve(ANA, request.id, "imessage:9")
-    assert decision.approval is None and decision.message == f"{request.id} was already denied."
+    decision = approvals.approve(ANA, request.id, "imessage:9")  # checked while still pending
+    assert store.decide_approval(request.id, "denied", "web:other")  # the other decider writes first
+    assert not store.decide_approvals(decision.decided)  # so this one records nothing
     stored = store.approval(request.id)
     assert stored is not None and (stored.state, stored.decided_by) == ("denied", "web:other")
+    again = approvals.approve(ANA, request.id, "imessage:9")
+    assert again.approval is None and again.message == f"{request.id} was already denied."
+
+
+def test_the_daemon_decides_again_when_a_request_was_decided_meanwhile(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = Harness(make_settings(), FakeConnector(answer=planner)).start()
+    h.ingress.add(ANA, "task: fix the parser")
+    rid = request_id(_wait_for_replies(h, ANA, 1)[0])
+    decide = h.daemon.orchestrator.decide
+
+    def web_denies_meanwhile(*args: Any) -> Any:
+        decision = decide(*args)
+        h.store.decide_approval(rid, "denied", "web:click")  # a no-op the second time
+        return decision
+
+    monkeypatch.setattr(h.daemon.orchestrator, "decide", web_denies_meanwhile)
+    h.ingress.add(ANA, f"approve {rid}")
+    h.finish()
+    assert h.egress.to(ANA)[1] == f"{rid} was already denied."
+    assert len(h.connector.calls) == 1  # the task did not run
+    stored = h.store.approval(rid)
+    assert stored is not None and (stored.state, stored.decided_by) == ("denied", "web:click")
 
 
 def test_replaying_the_approving_message_after_a_crash_runs_the_task_again(tmp_path: Path) -> None:
@@ -154,8 +193,8 @@ def test_replaying_the_approving_message_after_a_crash_runs_the_task_again(tmp_p
     approvals = Approvals(store, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
     store.add_approval(request)
-    first = approvals.approve(ANA, request.id, "imessage:9")
-    replay = approvals.approve(ANA, request.id, "imessage:9")
+    first = recorded(store, approvals.approve(ANA, request.id, "imessage:9"))
+    replay = recorded(store, approvals.approve(ANA, request.id, "imessage:9"))
     other = approvals.approve(ANA, request.id, "imessage:10")
     assert first.approval is not None and replay.approval is not None and replay.approval.id == request.id
     assert other.approval is None and other.message == f"{request.id} was already approved."
@@ -167,21 +206,25 @@ def test_replaying_a_bare_approve_after_a_crash_runs_the_task_again(tmp_path: Pa
     approvals = Approvals(store, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
     store.add_approval(request)
-    first = approvals.approve(ANA, None, "imessage:9")
-    replay = approvals.approve(ANA, None, "imessage:9")
+    first = recorded(store, approvals.approve(ANA, None, "imessage:9"))
+    replay = recorded(store, approvals.approve(ANA, None, "imessage:9"))
     assert first.approval is not None and replay.approval is not None and replay.approval.id == request.id
     assert approvals.approve(BOB, None, "imessage:9").approval is None  # the key alone proves nothing
     denied = approvals.create(ANA, "task 2", "plan", "/ws")
     store.add_approval(denied)
-    assert approvals.deny(ANA, None, "imessage:10").message == f"Denied {denied.id}; nothing was changed."
-    assert approvals.deny(ANA, None, "imessage:10").message == f"Denied {denied.id}; nothing was changed."
+    assert recorded(store, approvals.deny(ANA, None, "imessage:10")).message == (
+        f"Denied {denied.id}; nothing was changed."
+    )
+    assert recorded(store, approvals.deny(ANA, None, "imessage:10")).message == (
+        f"Denied {denied.id}; nothing was changed."
+    )
     more = [approvals.create(ANA, f"task {i}", "plan", "/ws") for i in (3, 4)]
     for request in more:
         store.add_approval(request)
-    said = approvals.deny_all(ANA, "imessage:11")
+    said = recorded(store, approvals.deny_all(ANA, "imessage:11")).message
     assert said.startswith("Denied 2 request(s)")
-    assert approvals.deny_all(ANA, "imessage:11") == said  # the replay says the same
-    assert approvals.deny_all(ANA, "imessage:12") == "You have no pending approval requests."
+    assert recorded(store, approvals.deny_all(ANA, "imessage:11")).message == said  # the replay says the same
+    assert approvals.deny_all(ANA, "imessage:12").message == "You have no pending approval requests."
 
 
 def test_a_workspace_alias_inside_the_allowed_workspaces_is_used(
@@ -197,7 +240,7 @@ def test_a_workspace_alias_inside_the_allowed_workspaces_is_used(
     h.ingress.add(ANA, "@out what is here")
     h.ingress.add(ANA, "@nope what is here")
     h.finish()
-    assert h.connector.calls[0].options["cwd"] == str(site)
+    assert h.connector.calls[0].request.workspace == site
     assert len(h.connector.calls) == 1
     assert sorted(h.egress.to(ANA)) == [
         "@out points outside the allowed workspaces; ask the owner to allow it.",
@@ -243,8 +286,8 @@ def test_an_approved_task_runs_in_the_workspace_its_plan_was_made_in(
     rid = request_id(_wait_for_replies(h, ANA, 1)[0])
     h.ingress.add(ANA, f"approve {rid}")
     h.finish()
-    assert [c.options["cwd"] for c in h.connector.calls] == [str(site), str(site)]
-    assert h.connector.calls[1].options["allow_tools"] is True
+    assert [c.request.workspace for c in h.connector.calls] == [site, site]
+    assert h.connector.calls[1].request.read_only is False
 
 
 def test_a_bare_deny_denies_the_one_pending_request_and_never_reaches_the_agent(
@@ -281,7 +324,7 @@ def test_an_alias_through_a_symlink_that_leaves_the_allowed_workspaces_is_refuse
 def test_a_blocked_plan_asks_the_user_and_creates_no_approval_request(
     make_settings: Callable[..., Settings],
 ) -> None:
-    def blocked(prompt: str, options: TurnOptions) -> str:
+    def blocked(prompt: str, request: TurnRequest) -> str:
         return "BLOCKER: which parser do you mean, the CSV or the JSON one?"
 
     h = Harness(make_settings(), FakeConnector(answer=blocked)).start()

@@ -11,14 +11,15 @@ from typing import Any
 import pytest
 
 from apple_flow.config import Settings
+from apple_flow.connectors.base import TurnRequest
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.web.actions import WebDecisions
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, Harness, wait_until
 
 
-def planner(prompt: str, options: Any) -> str:
-    return "1. Edit a.py" if options.get("allow_tools") is False else "Changed a.py."
+def planner(prompt: str, request: TurnRequest) -> str:
+    return "1. Edit a.py" if request.read_only else "Changed a.py."
 
 
 @pytest.fixture
@@ -52,9 +53,9 @@ def test_a_task_approved_on_the_page_runs_and_its_answer_goes_to_the_sender(daem
     done = wait_until(lambda: [t for t in h.egress.to(ANA) if t.startswith("Done")])
     assert done[0].startswith(f"Done ({request}, run_") and done[0].endswith("Changed a.py.")
     assert (ANA, f"Approved {request}: working on it in {h.settings.default_workspace}.") in h.egress.progress
-    execute = h.connector.calls[-1]
-    assert execute.options["allow_tools"] is True and execute.options["plan"] is True
-    assert "Notes from the user: only a.py" in execute.prompt
+    execute = h.connector.calls[-1].request
+    assert not execute.read_only and execute.plan
+    assert "Notes from the user: only a.py" in execute.message
     runs = h.store.recent_runs()
     assert [(r.kind, r.state, r.message) for r in runs] == [("approve", "done", None), ("task", "done", "imessage:1")]
     assert decisions.approve(request) == (None, f"{request} was already approved.")

@@ -20,7 +20,6 @@ from apple_flow.channels.base import Egress, Ingress
 from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError
-from apple_flow.daemon.history import TurnHistory
 from apple_flow.daemon.lock import InstanceLock, LockError
 from apple_flow.daemon.runtime import Daemon, StartError
 from apple_flow.daemon.store import Store, StoreError
@@ -68,13 +67,9 @@ def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, c
         print_error(exc)
         return 1
     try:
-        history = TurnHistory(store)
-        connector = build_connector(settings, history=history)
-        soul = settings.soul_text()
-        if soul:
-            connector.set_soul_prompt(soul)
+        connector = build_connector(settings)
         local = (CONSOLE_SENDER,) if channel == "console" else ()
-        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, history=history)
+        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local)
 
         def stop(signum: int, frame: FrameType | None) -> None:
             daemon.request_stop()
@@ -110,7 +105,7 @@ def _web_page(settings: Settings, store: Store, daemon: Daemon, channel: str) ->
     started = time.time()
 
     def state() -> DaemonState:
-        return DaemonState(channel, settings.connector, daemon.orchestrator.connector_status, started)
+        return DaemonState(channel, settings.connector, daemon.connector_status, started)
 
     try:
         page = start_page(settings, store, daemon.run_approved, state, Path(ENV_FILE))
