@@ -23,6 +23,8 @@ if delay:
     time.sleep(delay)
 with open(os.environ["FAKE_OSASCRIPT_LOG"], "a", encoding="utf-8") as log:
     log.write(json.dumps({{"argv": sys.argv[1:], "script": script}}) + "\\n")
+if "get id of 1st account" in script:  # the daemon's Automation probe at start
+    print("8D5E0A7B-3F1C-4B9E-9C11-2A7E5D40F6B3")
 fail = os.environ.get("FAKE_OSASCRIPT_FAIL")  # texts containing this are refused, as Messages refuses a send
 if fail and fail in sys.argv[-1]:
     sys.stderr.write("execution error: Messages got an error: Can't send this message. (-1708)\\n")
@@ -75,7 +77,10 @@ class DaemonProcess:
     def log_path(self) -> Path:
         return self.root / f"daemon-{self.starts}.log"
 
-    def start(self, extra_env: dict[str, str] | None = None, timeout: float = 30) -> DaemonProcess:
+    def start(
+        self, extra_env: dict[str, str] | None = None, timeout: float = 30, ready: str = READY
+    ) -> DaemonProcess:
+        """Starts the daemon and waits until its log shows ``ready``."""
         self.starts += 1
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
@@ -83,7 +88,7 @@ class DaemonProcess:
             env={**self.env, **(extra_env or {})}, cwd=self.root, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
         )
         log.close()
-        wait_for(lambda: READY in self.log() or self.process is None or self.process.poll() is not None,
+        wait_for(lambda: ready in self.log() or self.process is None or self.process.poll() is not None,
                  timeout, "the daemon to start")
         if self.process.poll() is not None:
             raise AssertionError(f"the daemon exited with {self.process.returncode}:\n{self.log()}")
@@ -108,11 +113,11 @@ class DaemonProcess:
             self.process.wait(10)
 
     def sends(self) -> list[tuple[str, str]]:
-        """(recipient, text) of every osascript call, in order."""
+        """(recipient, text) of every osascript call that sends, in order (not the Automation probe)."""
         if not self.sends_log.exists():
             return []
         entries = [json.loads(line) for line in self.sends_log.read_text().splitlines() if line.strip()]
-        return [(e["argv"][1], e["argv"][2]) for e in entries]
+        return [(e["argv"][1], e["argv"][2]) for e in entries if len(e["argv"]) >= 3]
 
     def sends_to(self, recipient: str) -> list[str]:
         return [text for who, text in self.sends() if who == recipient]
