@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem, python_binary
+from apple_flow.config import Settings, load_settings
 from apple_flow.daemon.permissions import (
     AUTOMATION,
     CHAT_DB,
@@ -22,9 +25,6 @@ from apple_flow.daemon.permissions import (
     read_report,
     responsible_app,
 )
-
-from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem, python_binary
-from apple_flow.config import Settings, load_settings
 from apple_flow.daemon.store import Store
 from channels.conftest import FakeOsascript
 from support.chatdb import ChatDbWriter
