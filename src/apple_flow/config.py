@@ -93,6 +93,8 @@ class Settings(BaseSettings):
     poll_interval_seconds: float = Field(2, gt=0)
     startup_catchup_window_seconds: int = Field(60, ge=0)
     max_startup_replay_rows: int = Field(50, ge=0)
+    max_message_age_seconds: int = Field(300, ge=0)  # older rows are not answered (iCloud replays); 0: no limit
+    group_replies: bool = False  # answer allowed senders in group chats, into the group
     echo_window_seconds: int = Field(600, ge=0)
     osascript_command: str = "osascript"
     send_timeout_seconds: float = Field(15, gt=0)

@@ -20,7 +20,8 @@ from rich.table import Table
 from apple_flow.channels.base import SendError
 from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_binary
-from apple_flow.channels.imessage.classify import Skipped, classify
+from apple_flow.channels.imessage.classify import ReadRules, Skipped, classify
+from apple_flow.channels.imessage.echo import Copies
 from apple_flow.channels.imessage.probe import probe_messages_automation
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 from apple_flow.cli.common import err, print_error, settings_or_exit
@@ -203,9 +204,11 @@ def print_checks(checks: list[Check]) -> None:
 def inbox_rows(db: Path, limit: int, settings: Settings) -> list[dict[str, Any]]:
     allowed = {normalize_handle(s, settings.default_region) for s in settings.allowed_senders}
     rows = ChatDB(db).newest_rows(limit)
+    rules = ReadRules(settings.default_region, settings.max_message_age_seconds, settings.group_replies)
+    copies = Copies()  # a second copy of a listed message shows as such
     listing: list[dict[str, Any]] = []
     for row in rows:
-        item = classify(row, None, settings.default_region)
+        item = classify(row, rules, None, copies)
         skipped = item.reason if isinstance(item, Skipped) else None
         sender = item.sender
         listing.append(

@@ -47,5 +47,7 @@ def build_imessage_channel(settings: Settings) -> tuple[IMessageIngress, IMessag
         default_region=settings.default_region,
         sent=sent,
         poll_seconds=settings.poll_interval_seconds,
+        max_message_age_seconds=settings.max_message_age_seconds,
+        group_replies=settings.group_replies,
     )
     return ingress, build_imessage_egress(settings, sent)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from apple_flow.channels.base import InboundMessage
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, MessageRow
-from apple_flow.channels.imessage.classify import Skipped, classify
-from apple_flow.channels.imessage.echo import SentLog
+from apple_flow.channels.imessage.classify import ReadRules, Skipped, classify
+from apple_flow.channels.imessage.echo import Copies, SentLog
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 
 log = logging.getLogger(__name__)
@@ -41,10 +41,13 @@ class IMessageIngress:
         poll_seconds: float,
         on_skip: SkipListener | None = None,
         on_error: ErrorListener | None = None,
+        max_message_age_seconds: float = 0,
+        group_replies: bool = False,
     ) -> None:
         self.db = ChatDB(db_path)
-        self._region = default_region
+        self._rules = ReadRules(default_region, max_message_age_seconds, group_replies)
         self._sent = sent
+        self._copies = Copies()
         self._poll_seconds = poll_seconds
         self.on_skip = on_skip
         self.on_error = on_error
@@ -106,7 +109,7 @@ class IMessageIngress:
 
     def _classify(self, row: MessageRow) -> InboundMessage | Skipped:
         try:
-            return classify(row, self._sent, self._region)
+            return classify(row, self._rules, self._sent, self._copies)
         except Exception as exc:  # one bad row must never stop the channel
             log.exception("chat.db row %d could not be read; skipped", row.rowid)
             return Skipped(row.rowid, f"error: {exc}")
