@@ -100,6 +100,7 @@ class Settings(BaseSettings):
     send_timeout_seconds: float = Field(15, gt=0)
     send_retries: int = Field(2, ge=0)
     send_retry_backoff_seconds: float = Field(1, ge=0)  # wait before retry n is n times this
+    send_confirm_seconds: float = Field(10, ge=0)  # wait for a sent text's row in chat.db; 0: trust osascript
     reply_chunk_chars: int = Field(1500, ge=100)
 
     # --- Daemon ----------------------------------------------------------------------------------------------

@@ -319,12 +319,15 @@ def register(app: typer.Typer) -> None:
         egress = build_imessage_egress(settings)
         try:
             with err.status(f"Sending to {handle} ..."):
-                egress.send(handle, text)
+                delivery = egress.deliver(handle, text)
         except SendError as exc:
             prefix = "" if is_macos() else "not applicable on this system: "
-            err.print(f"[red]{prefix}{escape(str(exc))}[/red]")
+            err.print(f"[red]{prefix}Not delivered: {escape(str(exc))}[/red]")
             raise typer.Exit(1) from exc
-        err.print(f"[green]Sent[/green] to {normalize_handle(handle, settings.default_region)}.")
+        if delivery.confirmed:
+            err.print(f"[green]Sent[/green] to {escape(delivery.recipient)}: {escape(delivery.note)}.")
+        else:
+            err.print(f"[yellow]Handed to Messages[/yellow] for {escape(delivery.recipient)}; {escape(delivery.note)}.")
 
     @app.command("config")
     def show_config(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.")) -> None:

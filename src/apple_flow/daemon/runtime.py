@@ -248,7 +248,7 @@ class Daemon:
         else:
             self._store.take(self._channel, message.rowid, message.sender, message.text)
             if decision.ack:
-                self._progress(message.sender, decision.ack)
+                self._progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(message.sender, Work(message, decision)))
 
     def _stale(self, message: InboundMessage) -> Ignore | None:
@@ -262,7 +262,7 @@ class Daemon:
     def _run_job(self, job: Job[Work]) -> None:
         message, turn = job.payload.message, job.payload.turn
         throttle = ProgressThrottle(
-            self._settings.progress_interval_seconds, lambda text: self._progress(message.sender, text)
+            self._settings.progress_interval_seconds, lambda text: self._progress(message.reply_target, text)
         )
         result = self.orchestrator.execute(
             turn, throttle, lambda: job.stop_reply if job.cancelled.is_set() else None
@@ -285,10 +285,11 @@ class Daemon:
             self._deliver(message, reply)
 
     def _deliver(self, message: InboundMessage, reply: str) -> None:
-        self._store.record_sent(self._channel, message.sender, reply, self._settings.echo_window_seconds)
+        target = message.reply_target  # the sender, or e.g. the group chat the message came from
+        self._store.record_sent(self._channel, target, reply, self._settings.echo_window_seconds)
         try:
             with self._send_lock:
-                self._egress.send(message.sender, reply)
+                self._egress.send(target, reply)
         except Exception as exc:  # SendError, or a channel bug: recorded, never fatal
             if not isinstance(exc, SendError):
                 log.exception("the channel failed sending to %s", message.sender)
@@ -299,15 +300,15 @@ class Daemon:
             self._store.mark_sent(self._channel, message.rowid)
         self._require_tracker().finished(message.rowid)
 
-    def _progress(self, sender: str, text: str) -> None:
+    def _progress(self, recipient: str, text: str) -> None:
         """Best effort: progress is not recorded, and a failure to send it does not stop the turn."""
         send: Callable[[str, str], None] = getattr(self._egress, "send_progress", self._egress.send)
         try:
             with self._send_lock:
-                self._store.record_sent(self._channel, sender, text, self._settings.echo_window_seconds)
-                send(sender, text)
+                self._store.record_sent(self._channel, recipient, text, self._settings.echo_window_seconds)
+                send(recipient, text)
         except Exception as exc:
-            log.warning("could not send progress to %s: %s", sender, exc)
+            log.warning("could not send progress to %s: %s", recipient, exc)
 
     def _watch_timeouts(self) -> None:
         """A turn past ``turn_timeout_seconds`` is killed here even if the connector's own timeout failed."""

@@ -35,6 +35,8 @@ def build_imessage_egress(settings: Settings, sent: SentLog | None = None) -> IM
         chunk_chars=settings.reply_chunk_chars,
         default_region=settings.default_region,
         sent=sent,
+        chat_db=settings.messages_db_path,
+        confirm_seconds=settings.send_confirm_seconds,
     )
 
 

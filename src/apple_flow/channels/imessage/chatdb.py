@@ -31,7 +31,8 @@ _ROWS_SQL = """
 SELECT m.ROWID, CAST(m.text AS BLOB), m.attributedBody, m.date, m.is_from_me, m.associated_message_type,
        m.item_type, CAST(h.id AS BLOB), CAST(c.chat_identifier AS BLOB),
        CAST(m.guid AS BLOB), CAST(m.service AS BLOB), CAST(m.destination_caller_id AS BLOB), CAST(m.account AS BLOB),
-       m.date_retracted, m.date_edited, m.message_summary_info, c.style, CAST(c.guid AS BLOB)
+       m.date_retracted, m.date_edited, m.message_summary_info, c.style, CAST(c.guid AS BLOB), m.error, m.is_sent,
+       m.is_delivered
   FROM message AS m
   LEFT JOIN handle AS h ON h.ROWID = m.handle_id
   LEFT JOIN chat AS c ON c.ROWID = (SELECT j.chat_id FROM chat_message_join AS j WHERE j.message_id = m.ROWID
@@ -63,6 +64,9 @@ class MessageRow:
     summary_info: bytes | None = None  # message_summary_info: a binary plist
     chat_style: int | None = None  # GROUP_STYLE for a group chat
     chat_guid: str | None = None  # e.g. "iMessage;+;chat123…" (macOS 26: "any;+;chat123…")
+    error: int = 0  # of a sent row: non-zero when Messages could not send it
+    is_sent: bool = False
+    is_delivered: bool = False
 
     @property
     def known_date(self) -> bool:
@@ -137,6 +141,13 @@ class ChatDB:
     def rows_after(self, rowid: int, limit: int = 200) -> list[MessageRow]:
         """Up to ``limit`` rows with ``ROWID > rowid``, in ROWID order."""
         rows = self._query(_ROWS_SQL + " WHERE m.ROWID > ? ORDER BY m.ROWID LIMIT ?", (rowid, limit))
+        return [_to_row(r) for r in rows]
+
+    def sent_rows_after(self, rowid: int, limit: int = 200) -> list[MessageRow]:
+        """Rows this Mac sent (``is_from_me = 1``) with ``ROWID > rowid``, in ROWID order."""
+        rows = self._query(
+            _ROWS_SQL + " WHERE m.ROWID > ? AND m.is_from_me = 1 ORDER BY m.ROWID LIMIT ?", (rowid, limit)
+        )
         return [_to_row(r) for r in rows]
 
     def newest_rows(self, limit: int) -> list[MessageRow]:
@@ -231,12 +242,13 @@ def _probe_access(path: Path) -> int | None:
 def _to_row(row: tuple[object, ...]) -> MessageRow:
     """Never raises: what cannot be read is decoded leniently, or named in ``problem``."""
     (rowid, text, body, date, from_me, assoc, item_type, handle, chat, guid, service, caller_id, account,
-     retracted, edited, summary, style, chat_guid) = row
+     retracted, edited, summary, style, chat_guid, error, is_sent, is_delivered) = row
     problems: list[str] = []
     integers = {
         name: _integer(value, name, problems)
         for name, value in (("date", date), ("is_from_me", from_me), ("associated_message_type", assoc),
-                            ("item_type", item_type), ("date_retracted", retracted), ("date_edited", edited))
+                            ("item_type", item_type), ("date_retracted", retracted), ("date_edited", edited),
+                            ("error", error), ("is_sent", is_sent), ("is_delivered", is_delivered))
     }
     sender, sender_exact = decode_text(handle)
     if not sender_exact:
@@ -263,6 +275,9 @@ def _to_row(row: tuple[object, ...]) -> MessageRow:
         summary_info=_blob(summary),
         chat_style=style if isinstance(style, int) else None,
         chat_guid=chat_guid_text if chat_guid_text and chat_guid_exact else None,
+        error=integers["error"],
+        is_sent=bool(integers["is_sent"]),
+        is_delivered=bool(integers["is_delivered"]),
     )
 
 
