@@ -87,3 +87,29 @@ def test_commands_do_not_see_the_api_key(apple_code_bin: Path, tmp_path: Path) -
     assert "sk-must-not-leak" not in sent
     # apple-code itself had the key (it sent it to the server); only the command did not get it.
     assert any("sk-must-not-leak" in text for text in headers)
+
+
+def test_tool_results_carry_output_exit_code_and_diff(apple_code_bin: Path, tmp_path: Path) -> None:
+    """Contract (stream-json tool_result): ``output`` is what the model was given (bounded), ``exit_code`` is a
+    command's exit status, ``diff`` is the unified diff of what writeFile/editFile changed."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "app.py").write_text("def greet():\n    return 'hello'\n")
+    steps = [
+        tool_call("editFile", {"path": "app.py", "oldText": "'hello'", "newText": "'hi'"}),
+        tool_call("writeFile", {"path": "notes/todo.txt", "content": "one\n"}),
+        tool_call("runCommand", {"command": "echo failing; exit 3"}),
+        tool_call("readFile", {"path": "app.py"}),
+        answer("done"),
+    ]
+    lines, sent, _ = run(apple_code_bin, workspace, steps, "--max-turns", "8")
+    results = {line["name"]: line for line in lines if line["type"] == "tool_result"}
+    assert results["editFile"]["diff"] == (
+        "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def greet():\n-    return 'hello'\n+    return 'hi'\n"
+    )
+    assert results["writeFile"]["diff"] == "--- /dev/null\n+++ b/notes/todo.txt\n@@ -0,0 +1 @@\n+one\n"
+    assert results["runCommand"]["exit_code"] == 3 and "exit_code" not in results["readFile"]
+    assert "diff" not in results["readFile"] and "diff" not in results["runCommand"]
+    # `output` is the very text the model got back for each call.
+    assert [results[name]["output"] for name in ("editFile", "writeFile", "runCommand", "readFile")] == sent[:4]
+    assert "return 'hi'" in results["readFile"]["output"]

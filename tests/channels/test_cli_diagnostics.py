@@ -143,7 +143,7 @@ def test_doctor_on_macos_checks_automation_and_names_full_disk_access_problems(
     result = cli("doctor", "--db", str(inbox_db.path))
     assert "Messages automation" in result.stdout and "Privacy & Security > Automation" in result.stdout
     (call,) = fake_osascript.calls()
-    assert call["argv"] == ["-"] and 'tell application "Messages" to get name' in call["stdin"]
+    assert call["argv"] == ["-"] and "get id of 1st account whose service type = iMessage" in call["stdin"]
 
     fake_osascript.mode("ok")
     missing = cli("doctor", "--db", str(inbox_db.path.parent / "nowhere" / "chat.db"))

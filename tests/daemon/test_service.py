@@ -1,40 +1,34 @@
-"""`apple-flow service ...` against a fake `launchctl` on PATH that records its argv and keeps load state like
-launchd; on Linux the commands print the systemd user unit."""
+"""`apple-flow service ...` against a fake `launchctl` on PATH that records its argv and keeps a job table like
+launchd (tests/support/fake_launchctl.py); on Linux the commands print the systemd user unit."""
 
 from __future__ import annotations
 
 import os
 import plistlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
-
-FAKE_LAUNCHCTL = """#!/bin/sh
-printf '%s\\n' "$*" >> "$FAKE_LAUNCHCTL_LOG"
-loaded="$FAKE_LAUNCHCTL_LOG.loaded"
-case "$1" in
-  bootstrap) [ -f "$3" ] || { echo "no such plist: $3" >&2; exit 5; }; touch "$loaded" ;;
-  bootout) [ -f "$loaded" ] || { echo "Boot-out failed: 3: No such process" >&2; exit 3; }; rm -f "$loaded" ;;
-  print) [ -f "$loaded" ] || { echo "Could not find service" >&2; exit 113; }
-         printf '%s = {\\n\\tstate = running\\n\\tpid = 4242\\n\\tlast exit code = 0\\n}\\n' "$2" ;;
-  kickstart) [ -f "$loaded" ] || exit 113 ;;
-esac
-"""
+from apple_flow.daemon import service as launchd_module
+from support.fake_launchctl import FakeLaunchctl
 
 
 @pytest.fixture
-def mac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "launchctl"
-    fake.write_text(FAKE_LAUNCHCTL)
-    fake.chmod(0o755)
-    log = tmp_path / "launchctl.log"
+def launchctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLaunchctl]:
+    fake = FakeLaunchctl(tmp_path, monkeypatch)
+    monkeypatch.setattr(launchd_module, "POLL_SECONDS", 0.05)
+    yield fake
+    fake.kill_all()
+
+
+@pytest.fixture
+def mac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launchctl: FakeLaunchctl) -> dict[str, Any]:
     project = tmp_path / "project"
     project.mkdir()
     (project / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\nAPPLE_FLOW_AFM_BACKEND=fm\n")
@@ -43,17 +37,15 @@ def mac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     apple_code.write_text("#!/bin/sh\n")
     apple_code.chmod(0o755)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_LAUNCHCTL_LOG", str(log))
     monkeypatch.setenv("APPLE_FLOW_LOG_DIR", str(tmp_path / "logs"))
     monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code))
     monkeypatch.chdir(project)
     monkeypatch.setattr(service_cli.platform, "system", lambda: "Darwin")
-    return {"log": log, "home": tmp_path / "home", "project": project, "apple_code": apple_code,
+    return {"launchctl": launchctl, "home": tmp_path / "home", "project": project, "apple_code": apple_code,
             "logs": tmp_path / "logs"}
 
 
-def test_install_takes_its_settings_from_the_given_env_file(mac: dict[str, Path], tmp_path: Path) -> None:
+def test_install_takes_its_settings_from_the_given_env_file(mac: dict[str, Any], tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     (other / "site.env").write_text("APPLE_FLOW_SERVICE_LABEL=com.example.site\n")
@@ -64,18 +56,14 @@ def test_install_takes_its_settings_from_the_given_env_file(mac: dict[str, Path]
     assert plist["Label"] == "com.example.site" and plist["WorkingDirectory"] == str(other.resolve())
 
 
-def calls(log: Path) -> list[str]:
-    return log.read_text().splitlines() if log.exists() else []
-
-
-def test_install_writes_the_plist_and_bootstraps_it(mac: dict[str, Path]) -> None:
+def test_install_writes_the_plist_and_bootstraps_it(mac: dict[str, Any]) -> None:
     result = CliRunner().invoke(app, ["service", "install"])
     assert result.exit_code == 0, result.output
     plist_path = mac["home"] / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist"
     plist = plistlib.loads(plist_path.read_bytes())
     uid = os.getuid()
-    assert calls(mac["log"]) == [
-        f"print gui/{uid}/com.apple-flow.daemon",
+    assert mac["launchctl"].calls() == [
+        f"bootout gui/{uid}/com.apple-flow.daemon",  # exit 3: not loaded, nothing to wait for
         f"bootstrap gui/{uid} {plist_path}",
     ]
     assert plist["Label"] == "com.apple-flow.daemon"
@@ -91,40 +79,98 @@ def test_install_writes_the_plist_and_bootstraps_it(mac: dict[str, Path]) -> Non
     assert mac["logs"].is_dir()
 
 
-def test_reinstall_boots_out_the_loaded_agent_first(mac: dict[str, Path]) -> None:
-    CliRunner().invoke(app, ["service", "install"])
-    mac["log"].write_text("")
+def test_reinstall_waits_until_the_old_job_has_left_the_domain(mac: dict[str, Any]) -> None:
+    # launchd removes a booted-out job in the background (~5 s on macOS 26.5); a bootstrap meanwhile fails with 5.
+    launchctl = mac["launchctl"]
+    assert CliRunner().invoke(app, ["service", "install"]).exit_code == 0
+    launchctl.configure(linger=3)
+    launchctl.clear_calls()
     result = CliRunner().invoke(app, ["service", "install"])
     assert result.exit_code == 0, result.output
-    uid = os.getuid()
-    assert [c.split()[0] for c in calls(mac["log"])] == ["print", "bootout", "bootstrap"]
-    assert calls(mac["log"])[1] == f"bootout gui/{uid}/com.apple-flow.daemon"
+    target = f"gui/{os.getuid()}/com.apple-flow.daemon"
+    assert launchctl.calls()[:5] == [f"bootout {target}", *[f"print {target}"] * 4]
+    assert launchctl.verbs()[5:] == ["bootstrap"]
+    assert target in launchctl.jobs()
 
 
-def test_status_restart_uninstall(mac: dict[str, Path]) -> None:
+def test_a_job_that_never_leaves_is_reported_after_a_bounded_wait(
+    mac: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(launchd_module, "LEAVE_TIMEOUT_SECONDS", 1.0)
+    assert CliRunner().invoke(app, ["service", "install"]).exit_code == 0
+    mac["launchctl"].configure(linger=10**6)
+    mac["launchctl"].clear_calls()
+    result = CliRunner().invoke(app, ["service", "install"])
+    assert result.exit_code == 1
+    assert "still in the launchd domain after 1 s" in result.output
+    assert "bootstrap" not in mac["launchctl"].verbs()
+
+
+@pytest.mark.parametrize("code", [5, 37])
+def test_bootstrap_is_retried_on_errors_5_and_37(mac: dict[str, Any], code: int) -> None:
+    mac["launchctl"].configure(busy=2, busy_code=code)
+    result = CliRunner().invoke(app, ["service", "install"])
+    assert result.exit_code == 0, result.output
+    assert mac["launchctl"].verbs() == ["bootout", "bootstrap", "bootstrap", "bootstrap"]
+
+
+def test_bootstrap_gives_up_after_a_bounded_time_and_other_errors_at_once(
+    mac: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(launchd_module, "BOOTSTRAP_RETRY_SECONDS", 0.5)
+    mac["launchctl"].configure(busy=10**6, busy_code=37)
+    result = CliRunner().invoke(app, ["service", "install"])
+    assert result.exit_code == 1
+    assert "exit 37" in result.output and "Operation already in progress" in result.output
+    assert 2 <= mac["launchctl"].verbs().count("bootstrap") < 100
+
+    mac["launchctl"].clear_calls()
+    mac["launchctl"].configure(busy=1, busy_code=1)  # e.g. "1: Operation not permitted": retrying cannot help
+    failed = CliRunner().invoke(app, ["service", "install"])
+    assert failed.exit_code == 1 and "exit 1" in failed.output
+    assert mac["launchctl"].verbs().count("bootstrap") == 1
+
+
+def test_the_plist_holding_env_values_is_private(mac: dict[str, Any]) -> None:
+    plist_path = mac["home"] / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist"
+    plist_path.parent.mkdir(parents=True)
+    plist_path.write_text("old")
+    plist_path.chmod(0o644)
+    old_umask = os.umask(0o022)
+    try:
+        result = CliRunner().invoke(app, ["service", "install"])
+    finally:
+        os.umask(old_umask)
+    assert result.exit_code == 0, result.output
+    assert plist_path.stat().st_mode & 0o777 == 0o600
+    assert plistlib.loads(plist_path.read_bytes())["EnvironmentVariables"]["APPLE_FLOW_ALLOWED_SENDERS"]
+    assert list(plist_path.parent.iterdir()) == [plist_path]  # no temporary file left beside it
+
+
+def test_status_restart_uninstall(mac: dict[str, Any]) -> None:
     runner = CliRunner()
     assert runner.invoke(app, ["service", "status"]).exit_code == 1
     runner.invoke(app, ["service", "install"])
     status = runner.invoke(app, ["service", "status"])
     assert status.exit_code == 0 and "running, pid 4242" in status.stdout
-    mac["log"].write_text("")
+    mac["launchctl"].clear_calls()
     assert runner.invoke(app, ["service", "restart"]).exit_code == 0
-    assert calls(mac["log"]) == [f"kickstart -k gui/{os.getuid()}/com.apple-flow.daemon"]
-    mac["log"].write_text("")
+    assert mac["launchctl"].calls() == [f"kickstart -k gui/{os.getuid()}/com.apple-flow.daemon"]
+    mac["launchctl"].clear_calls()
     assert runner.invoke(app, ["service", "uninstall"]).exit_code == 0
-    assert [c.split()[0] for c in calls(mac["log"])] == ["print", "bootout"]
+    assert mac["launchctl"].verbs() == ["bootout", "print"]
     assert not (mac["home"] / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist").exists()
     again = runner.invoke(app, ["service", "uninstall"])
     assert again.exit_code == 0 and "not installed" in again.output
 
 
-def test_a_launchctl_failure_is_reported_with_its_output(mac: dict[str, Path]) -> None:
+def test_a_launchctl_failure_is_reported_with_its_output(mac: dict[str, Any]) -> None:
     result = CliRunner().invoke(app, ["service", "restart"])
     assert result.exit_code == 1
     assert "launchctl kickstart -k" in result.output and "exit 113" in result.output
 
 
-def test_logs_show_the_end_of_each_log(mac: dict[str, Path]) -> None:
+def test_logs_show_the_end_of_each_log(mac: dict[str, Any]) -> None:
     runner = CliRunner()
     assert runner.invoke(app, ["service", "logs"]).exit_code == 1
     mac["logs"].mkdir()
@@ -135,7 +181,7 @@ def test_logs_show_the_end_of_each_log(mac: dict[str, Path]) -> None:
 
 
 def test_on_linux_the_commands_print_the_systemd_unit(
-    mac: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+    mac: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(service_cli.platform, "system", lambda: "Linux")
     for command in ("install", "uninstall", "status", "restart"):
@@ -146,4 +192,4 @@ def test_on_linux_the_commands_print_the_systemd_unit(
         assert f"ExecStart={sys.executable} -m apple_flow run --channel imessage" in unit
         assert f"EnvironmentFile=-{mac['project'].resolve() / '.env'}" in unit
         assert "Restart=always" in unit and "WantedBy=default.target" in unit
-    assert calls(mac["log"]) == []
+    assert mac["launchctl"].calls() == []

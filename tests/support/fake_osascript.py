@@ -4,7 +4,8 @@ as one JSON line in ``$FAKE_OSASCRIPT_LOG``, then answers as Messages would, as 
 FAKE_OSASCRIPT_MODE   ok (default) | fail | fail-participant (the participant form fails, others work) |
                       fail-participant-once | fail-any-guid (``chat id "any;…"`` fails, as on macOS 26) | deny (no
                       Automation permission) | hang | fail-once (the first call fails) | fail-after-first (only the
-                      first call works)
+                      first call works) | no-imessage (no iMessage account: Messages is not signed in)
+FAKE_OSASCRIPT_ACCOUNT_ID  the answer to ``get id of 1st account whose service type = iMessage``
 FAKE_OSASCRIPT_FAIL   texts containing this are refused (exit 1), as Messages refuses a send
 FAKE_OSASCRIPT_DELAY  seconds to wait before answering
 FAKE_OSASCRIPT_CHATDB a chat.db where each send that succeeds leaves its row, as Messages does: ``is_from_me = 1``
@@ -23,7 +24,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 
 SCRIPT = """#!{python}
-import json, os, sys, time
+import json, os, re, sys, time
 script = sys.stdin.read()
 log = os.environ["FAKE_OSASCRIPT_LOG"]
 with open(log, "a", encoding="utf-8") as f:
@@ -32,6 +33,16 @@ delay = float(os.environ.get("FAKE_OSASCRIPT_DELAY", "0"))
 if delay:
     time.sleep(delay)
 mode = os.environ.get("FAKE_OSASCRIPT_MODE", "ok")
+# Like the real osascript, `tell application "Messages" to get name` (or version) is answered by AppleScript
+# itself, without an Apple event to Messages, so it succeeds whatever the mode (never -1743).
+if re.search(r'tell application "Messages" to get (name|version)\\s*$', script, re.MULTILINE):
+    print("Messages")
+    sys.exit(0)
+account_query = "get id of 1st account whose service type = iMessage" in script
+if mode == "no-imessage" and account_query:
+    sys.stderr.write("execution error: Messages got an error: Can't get account 1 whose service type = iMessage. "
+                     "Invalid index. (-1719)\\n")
+    sys.exit(1)
 calls = sum(1 for _ in open(log, encoding="utf-8"))
 if mode == "hang":
     time.sleep(120)
@@ -53,6 +64,8 @@ if failing:
 if mode == "deny":
     sys.stderr.write("execution error: Not authorized to send Apple events to Messages. (-1743)\\n")
     sys.exit(1)
+if account_query:
+    print(os.environ.get("FAKE_OSASCRIPT_ACCOUNT_ID", "8D5E0A7B-3F1C-4B9E-9C11-2A7E5D40F6B3"))
 chat_db = os.environ.get("FAKE_OSASCRIPT_CHATDB")
 row = os.environ.get("FAKE_OSASCRIPT_ROW", "sent")
 if chat_db and len(sys.argv) > 3 and row != "none" and not (row == "none-for-buddy" and "buddy" in script):

@@ -219,8 +219,8 @@ private struct LoopRun {
     }
 
     private mutating func record(_ call: ModelToolCall, _ result: ToolResult) {
-        events.emit(.toolResult(id: call.id, name: call.name, ok: result.ok, summary: result.summary,
-                                truncated: result.truncated))
+        events.emit(AgentEvent(.toolResult(id: call.id, name: call.name, ok: result.ok, summary: result.summary,
+                                           truncated: result.truncated), detail: result.eventDetail))
         entries.append(.toolResult(id: call.id, name: call.name, text: result.text,
                                    summary: "\(call.name): \(result.summary)", condensed: false))
         lastCallFollowedToolMessage = style == .toolMessages

@@ -27,6 +27,9 @@ extension AgentEvent {
             put("ok", .bool(ok))
             put("summary", .string(summary))
             put("truncated", .bool(truncated))
+            if let output = detail?.output { put("output", .string(output)) }
+            if let exitCode = detail?.exitCode { put("exit_code", .int(exitCode)) }
+            if let diff = detail?.diff { put("diff", .string(diff)) }
         case .text(let delta):
             put("type", "text")
             putSubtask(&object)

@@ -13,10 +13,40 @@ public struct AgentEvent: Sendable, Equatable {
     public var kind: Kind
     /// Set by the planner on events of a worker, so a caller can follow a plan run.
     public var subtask: Int?
+    /// Only on `toolResult`: what a caller may show of the call beyond its summary.
+    public var detail: ToolResultDetail?
 
-    public init(_ kind: Kind, subtask: Int? = nil) {
+    public init(_ kind: Kind, subtask: Int? = nil, detail: ToolResultDetail? = nil) {
         self.kind = kind
         self.subtask = subtask
+        self.detail = detail
+    }
+}
+
+/// The optional fields of a `tool_result` event (contract: stream-json): the text the model was given, cut to
+/// `maxOutputBytes`; a command's exit code; a changed text file's unified diff. For a person reading the run
+/// afterwards (apple-flow's web page); none of it goes back to the model.
+public struct ToolResultDetail: Sendable, Equatable {
+    public static let maxOutputBytes = 4096
+
+    public var output: String?
+    public var exitCode: Int?
+    public var diff: String?
+
+    public init(output: String? = nil, exitCode: Int? = nil, diff: String? = nil) {
+        self.output = output
+        self.exitCode = exitCode
+        self.diff = diff
+    }
+
+    /// `text` within `maxOutputBytes`: its start and its end, with how much was left out between them.
+    public static func bounded(_ text: String, limit: Int = maxOutputBytes) -> String {
+        let size = text.utf8.count
+        guard size > limit else { return text }
+        let tail = TokenEstimator.suffix(text, bytes: limit / 4)
+        let head = TokenEstimator.prefix(text, bytes: limit - limit / 4 - 64)
+        let omitted = size - head.utf8.count - tail.utf8.count
+        return head + "\n[... \(omitted) bytes not shown ...]\n" + tail
     }
 }
 

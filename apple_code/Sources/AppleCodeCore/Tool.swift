@@ -140,15 +140,26 @@ public struct ToolResult: Sendable, Equatable {
     /// Workspace-relative paths this call created or modified.
     public var filesChanged: [String]
     public var commandsRun: Int
+    /// runCommand: the command's exit code, when it exited.
+    public var exitCode: Int?
+    /// writeFile/editFile: the unified diff of the text they changed (bounded), when there is one.
+    public var diff: String?
 
     public init(text: String, ok: Bool = true, summary: String, truncated: Bool = false,
-                filesChanged: [String] = [], commandsRun: Int = 0) {
+                filesChanged: [String] = [], commandsRun: Int = 0, exitCode: Int? = nil, diff: String? = nil) {
         self.text = text
         self.ok = ok
         self.summary = summary
         self.truncated = truncated
         self.filesChanged = filesChanged
         self.commandsRun = commandsRun
+        self.exitCode = exitCode
+        self.diff = diff
+    }
+
+    /// The `tool_result` event's optional fields for this result (the text as the model got it, bounded).
+    public var eventDetail: ToolResultDetail {
+        ToolResultDetail(output: ToolResultDetail.bounded(text), exitCode: exitCode, diff: diff)
     }
 
     public static func failure(_ message: String) -> ToolResult {

@@ -65,7 +65,8 @@ struct FrameworkTool: Tool {
             events.emit(.toolCall(id: id, name: name, arguments: raw))
             let refused = ToolResult.failure(message)
             ledger.finishCall(tool: name, arguments: raw.jsonText, result: refused)
-            events.emit(.toolResult(id: id, name: name, ok: false, summary: refused.summary, truncated: false))
+            events.emit(AgentEvent(.toolResult(id: id, name: name, ok: false, summary: refused.summary,
+                                               truncated: false), detail: refused.eventDetail))
             return refused.text
         case .run(let id, let budget):
             events.emit(.toolCall(id: id, name: name, arguments: raw))
@@ -77,8 +78,8 @@ struct FrameworkTool: Tool {
                 result.truncated = true
             }
             ledger.finishCall(tool: name, arguments: raw.jsonText, result: result)
-            events.emit(.toolResult(id: id, name: name, ok: result.ok, summary: result.summary,
-                                    truncated: result.truncated))
+            events.emit(AgentEvent(.toolResult(id: id, name: name, ok: result.ok, summary: result.summary,
+                                               truncated: result.truncated), detail: result.eventDetail))
             return result.text
         }
     }

@@ -66,6 +66,8 @@ public struct CapturedOutput: Sendable, Equatable {
 /// Runs a program in its own process group with stdin on /dev/null and stdout+stderr on one pipe, and never
 /// hangs: the timeout, the run's deadline and task cancellation each SIGTERM the whole group, SIGKILL it a
 /// second later, and stop draining the pipe half a second after that, even if a grandchild still holds it.
+/// When the command ends, however it ends, everything it started is killed: its process group, and every process
+/// that carries its marker (`LeftoverProcesses`), so a `setsid` or daemonized grandchild does not outlive it.
 /// Supervision runs on its own thread so a long command never blocks Swift's cooperative thread pool.
 public enum CommandRunner {
     /// SIGTERM-to-SIGKILL grace.
@@ -95,27 +97,35 @@ public enum CommandRunner {
         return try result.get()
     }
 
-    /// Sends SIGKILL to the process group of every command still running (for the CLI's signal handling:
-    /// children are killed before the process exits).
+    /// Sends SIGKILL to the process group of every command still running and to everything each one started
+    /// (for the CLI's signal handling: children are killed before the process exits).
     public static func killAllRunning() {
-        for group in running.withLock({ $0 }) { _ = killpg(group, SIGKILL) }
+        for (group, token) in running.withLock({ $0 }) { signalEverything(group, token: token, SIGKILL) }
     }
 
-    static let running = Mutex<Set<pid_t>>([])
+    /// The commands running now: process group (the leader's pid) to marker token.
+    static let running = Mutex<[pid_t: String]>([:])
+
+    /// `signal` to the command's process group and to every process holding its marker.
+    private static func signalEverything(_ group: pid_t, token: String, _ signal: Int32) {
+        _ = killpg(group, signal)
+        LeftoverProcesses.send(signal, token: token)
+    }
 
     static func supervise(_ argv: [String], directory: String, timeoutAt: ContinuousClock.Instant,
                           deadline: ContinuousClock.Instant?, capture: CapturedOutput,
                           control: RunControl) throws -> CommandOutcome {
         let start = ContinuousClock.now
+        let token = LeftoverProcesses.newToken()
         // Spawned under the registry's lock, so killAllRunning cannot miss a command that has just started.
         let (pid, readEnd) = try running.withLock { groups in
-            let started = try spawn(argv, directory: directory)
-            groups.insert(started.0)
+            let started = try spawn(argv, directory: directory, marker: LeftoverProcesses.entry(token: token))
+            groups[started.0] = token
             return started
         }
         defer {
             close(readEnd)
-            running.withLock { _ = $0.remove(pid) }
+            running.withLock { _ = $0.removeValue(forKey: pid) }
         }
         var output = capture
         var endOfOutput = false
@@ -148,7 +158,7 @@ public enum CommandRunner {
                 }
                 if stopReason != nil {
                     terminatedAt = now
-                    _ = killpg(pid, SIGTERM)
+                    signalEverything(pid, token: token, SIGTERM)
                 }
             }
             if killedAt == nil {
@@ -156,16 +166,17 @@ public enum CommandRunner {
                 // The leader is done but something it started still holds the pipe: the command is over.
                 let leftovers = exitedAt.map { now - $0 >= drainGrace } ?? false
                 if graceOver || leftovers {
-                    _ = killpg(pid, SIGKILL)
+                    signalEverything(pid, token: token, SIGKILL)
                     killedAt = now
                 }
             } else if let killedAt, now - killedAt >= drainGrace {
                 break
             }
         }
-        // Whatever is left of the group (background jobs that closed the pipe) goes too. The leader is a zombie
-        // until reaped below, so its process group id cannot have been reused.
+        // Whatever is left (background jobs that closed the pipe, processes in other groups or sessions) goes
+        // too. The leader is a zombie until reaped below, so its process group id cannot have been reused.
         _ = killpg(pid, SIGKILL)
+        LeftoverProcesses.killAll(token: token)
         let status = reap(pid)
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -216,8 +227,9 @@ public enum CommandRunner {
     }
 
     /// Starts `argv` in a new process group: stdin /dev/null, stdout and stderr on one pipe, default signal
-    /// dispositions (the parent may ignore SIGPIPE), working directory `directory`.
-    private static func spawn(_ argv: [String], directory: String) throws -> (pid_t, Int32) {
+    /// dispositions (the parent may ignore SIGPIPE), working directory `directory`, `marker` (`NAME=value`) added
+    /// to the environment.
+    private static func spawn(_ argv: [String], directory: String, marker: String) throws -> (pid_t, Int32) {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw ToolFailure("cannot create a pipe (\(FileIO.errorText(errno)))") }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -255,7 +267,7 @@ public enum CommandRunner {
         var cArguments = wrapped.map { strdup($0) } + [nil]
         defer { for pointer in cArguments { free(pointer) } }
         var pid: pid_t = 0
-        var cEnvironment = commandEnvironment().map { strdup($0) } + [nil]
+        var cEnvironment = (commandEnvironment() + [marker]).map { strdup($0) } + [nil]
         defer { for pointer in cEnvironment { free(pointer) } }
         let code = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &cArguments, &cEnvironment)
         close(fds[1])

@@ -29,9 +29,12 @@ public enum CommandSandbox: Sendable, Equatable {
 
     /// `--tmpfs /tmp` gives each command a private, writable /tmp that vanishes with it, so even a workspace
     /// under /tmp leaves the rest of the host's /tmp untouched. The workspace bind comes after it and wins.
+    /// `--unshare-pid --as-pid-1`: the command is PID 1 of its own PID namespace, so when it exits the kernel
+    /// kills everything it started, whatever session or group that moved to; `--die-with-parent` does the same
+    /// when bwrap (killed at a timeout) or apple-code goes.
     static func bubblewrapArguments(executable: String, workspace: String) -> [String] {
         [executable, "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--bind", workspace, workspace,
-         "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--die-with-parent",
+         "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1", "--die-with-parent",
          "--setenv", "TMPDIR", "/tmp", "--chdir", workspace]
     }
 

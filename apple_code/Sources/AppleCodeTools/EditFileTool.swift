@@ -45,7 +45,8 @@ public struct EditFileTool: WorkspaceTool {
         let lineNote = plan.firstLine == plan.lastLine ? "line \(plan.firstLine)" :
             "lines \(plan.firstLine)-\(plan.lastLine)"
         return ToolResult(text: "Edited \(name): replaced 1 occurrence at \(lineNote)",
-                          summary: "edited \(name) \(lineNote)", filesChanged: [name])
+                          summary: "edited \(name) \(lineNote)", filesChanged: [name],
+                          diff: TextDiff.unified(path: name, before: original, after: plan.text))
     }
 
     struct Replacement: Equatable {

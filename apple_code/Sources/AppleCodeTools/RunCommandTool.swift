@@ -76,7 +76,9 @@ public struct RunCommandTool: WorkspaceTool {
         }
         // A command that ran and failed is information for the model, not a tool error: no `Error:` text, but
         // `ok` false so the event shows it failed.
-        return ToolResult(text: text, ok: ok, summary: "\(short): \(ending)")
+        var exitCode: Int?
+        if case .exited(let code) = outcome.ending { exitCode = Int(code) }
+        return ToolResult(text: text, ok: ok, summary: "\(short): \(ending)", exitCode: exitCode)
     }
 }
 

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import AppleCodeCore
 
 /// `writeFile(path, content)`: creates or replaces a file inside the workspace, creating parent folders;
@@ -27,11 +32,33 @@ public struct WriteFileTool: WorkspaceTool {
         if created, let slash = target.absolute.lastIndex(of: "/"), slash > target.absolute.startIndex {
             try FileIO.makeDirectories(String(target.absolute[..<slash]), shown: target.relative)
         }
+        let before = created ? nil : Self.previousText(target.absolute)
         let bytes = Array(content.utf8)
         try FileIO.writeFile(bytes, to: target.absolute, shown: target.relative)
         let verb = created ? "Created" : "Replaced"
+        var diff: String?
+        if created {
+            diff = TextDiff.unified(path: target.relative, before: nil, after: content)
+        } else if case .text(let old) = before {
+            diff = TextDiff.unified(path: target.relative, before: old, after: content)
+        }
         return ToolResult(text: "\(verb) \(target.relative) (\(bytes.count) bytes written)",
                           summary: "\(verb.lowercased()) \(target.relative), \(bytes.count) bytes",
-                          filesChanged: [target.relative])
+                          filesChanged: [target.relative], diff: diff)
+    }
+
+    enum Previous: Equatable {
+        case text(String)
+        /// Not UTF-8 text, too large to diff, or unreadable: the write goes ahead without a diff.
+        case noDiff
+    }
+
+    /// The file's text before it is replaced, for the diff in the event.
+    static func previousText(_ path: String) -> Previous {
+        guard let fd = try? FileIO.openForReading(path, shown: path) else { return .noDiff }
+        defer { close(fd) }
+        guard let bytes = try? FileIO.readAll(fd: fd, limit: TextDiff.maxInputBytes), !bytes.contains(0),
+              let text = String(validating: bytes, as: UTF8.self) else { return .noDiff }
+        return .text(text)
     }
 }

@@ -28,6 +28,9 @@ import Testing
         // A call without an id gets one, used in the event and the message.
         #expect(sink.events.contains { $0.kind == .toolCall(id: "c1", name: "editFile", arguments: ["path": "a.py"]) })
         #expect(sink.events.last?.kind == .text(delta: "Changed a.py."))
+        // Each tool_result carries the text the model was given (the event's `output`).
+        let details = sink.events.filter { if case .toolResult = $0.kind { true } else { false } }.map(\.detail)
+        #expect(details == [ToolResultDetail(output: "a.py (file)"), ToolResultDetail(output: "edited")])
     }
 
     @Test func malformedArgumentsAndUnknownToolGetErrorsAndTheLoopGoesOn() async throws {

@@ -142,6 +142,9 @@ import Testing
         #expect(start.json.jsonText == #"{"type":"start","version":"1","backend":"openai","model":"m","cwd":"/w","context_tokens":4096,"tools":["readFile"]}"#)
         let result = AgentEvent(.toolResult(id: "c1", name: "readFile", ok: true, summary: "s", truncated: false), subtask: 2)
         #expect(result.json.jsonText == #"{"type":"tool_result","subtask":2,"id":"c1","name":"readFile","ok":true,"summary":"s","truncated":false}"#)
+        let detailed = AgentEvent(.toolResult(id: "c2", name: "runCommand", ok: false, summary: "s", truncated: false),
+                                  detail: ToolResultDetail(output: "exit code 2", exitCode: 2, diff: "--- a/x\n"))
+        #expect(detailed.json.jsonText == #"{"type":"tool_result","id":"c2","name":"runCommand","ok":false,"summary":"s","truncated":false,"output":"exit code 2","exit_code":2,"diff":"--- a/x\n"}"#)
         var progress = RunProgress(turns: 3, usage: Usage(inputTokens: 10, outputTokens: 2), filesChanged: ["a", "a", "b"])
         progress.commandsRun = 1
         let report = RunReport(outcome: .maxTurns, result: "r", durationMs: 5, progress: progress, backend: "openai", model: "m")

@@ -8,9 +8,10 @@ import Synchronization
 
 /// Collects every event a run emits.
 final class RecordingSink: EventSink {
-    private let events = Mutex<[AgentEvent.Kind]>([])
-    func emit(_ event: AgentEvent) { events.withLock { $0.append(event.kind) } }
-    var kinds: [AgentEvent.Kind] { events.withLock { $0 } }
+    private let events = Mutex<[AgentEvent]>([])
+    func emit(_ event: AgentEvent) { events.withLock { $0.append(event) } }
+    var kinds: [AgentEvent.Kind] { events.withLock { $0.map(\.kind) } }
+    var details: [ToolResultDetail?] { events.withLock { $0.map(\.detail) } }
     var texts: [String] { kinds.compactMap { if case .text(let delta) = $0 { delta } else { nil } } }
     var notices: [String] { kinds.compactMap { if case .notice(let message) = $0 { message } else { nil } } }
 }

@@ -52,6 +52,7 @@ import Testing
             .text(delta: "Done"),
             .text(delta: ": a.py fixed."),
         ])
+        #expect(sink.details[1] == ToolResultDetail(output: "wrote 5 bytes to a.py"))
         let sent = try #require(script.requests.first)
         #expect(sent.toolNames == ["writeFile"])
         #expect(sent.instructions == "You are a careful coding agent.")

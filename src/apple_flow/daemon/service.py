@@ -11,6 +11,8 @@ import os
 import plistlib
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,9 +21,18 @@ from dotenv import dotenv_values
 
 from apple_flow.config import Settings
 from apple_flow.paths import resolve_apple_code
+from apple_flow.privatefile import write_private
 
 BASE_PATH = ("/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 LAUNCHCTL_TIMEOUT = 30
+# launchctl's answers (see mac-edges.md): `bootout` returns before the job has left the domain, and a `bootstrap`
+# of the same label meanwhile fails with 5 (Input/output error) or 37 (Operation already in progress) for a few
+# seconds (~5 s measured on macOS 26.5). `bootout` of a job that is not loaded exits 3.
+BOOTOUT_NOT_LOADED = 3
+BOOTSTRAP_BUSY = frozenset({5, 37})
+LEAVE_TIMEOUT_SECONDS = 15.0  # how long a booted-out job may take to leave the domain
+BOOTSTRAP_RETRY_SECONDS = 20.0  # how long bootstrap is retried on 5 / 37
+POLL_SECONDS = 0.5
 
 
 class ServiceError(RuntimeError):
@@ -107,9 +118,18 @@ def _quote(part: str) -> str:
 class Launchd:
     """The launchctl calls for one agent in the user's GUI domain."""
 
-    def __init__(self, settings: Settings, launchctl: str = "launchctl", uid: int | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        launchctl: str = "launchctl",
+        uid: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._settings = settings
         self._launchctl = launchctl
+        self._clock = clock
+        self._sleep = sleep
         self._domain = f"gui/{os.getuid() if uid is None else uid}"
         self.target = f"{self._domain}/{settings.service_label}"
 
@@ -124,27 +144,56 @@ class Launchd:
         except subprocess.TimeoutExpired as exc:
             raise ServiceError(f"launchctl {args[0]} did not answer in {LAUNCHCTL_TIMEOUT} s.") from exc
         if check and done.returncode != 0:
-            output = (done.stderr or done.stdout).strip()
-            raise ServiceError(f"launchctl {' '.join(args)} failed (exit {done.returncode}): {output}")
+            raise _failed(args, done)
         return done
 
     def install(self, plist: Path, content: dict[str, Any], log_dir: Path) -> None:
+        """Writes the plist (mode 0600: it holds the .env values) and loads it, replacing a loaded agent."""
         log_dir.mkdir(parents=True, exist_ok=True)
         plist.parent.mkdir(parents=True, exist_ok=True)
-        if self.is_loaded():
-            self._call("bootout", self.target)
-        with plist.open("wb") as handle:
-            plistlib.dump(content, handle)
-        self._call("bootstrap", self._domain, str(plist))
+        self.bootout()
+        write_private(plist, plistlib.dumps(content))
+        self._bootstrap(plist)
 
     def uninstall(self, plist: Path) -> bool:
         """Unloads and removes the agent; False when there was nothing to remove."""
-        loaded = self.is_loaded()
-        if loaded:
-            self._call("bootout", self.target)
+        loaded = self.bootout()
         existed = plist.exists()
         plist.unlink(missing_ok=True)
         return loaded or existed
+
+    def bootout(self) -> bool:
+        """Unloads the agent and waits until it has left the domain; False when it was not loaded."""
+        done = self._call("bootout", self.target, check=False)
+        if done.returncode == BOOTOUT_NOT_LOADED:
+            return False
+        if done.returncode != 0:
+            raise _failed(("bootout", self.target), done)
+        deadline = self._clock() + LEAVE_TIMEOUT_SECONDS
+        while self.is_loaded():
+            if self._clock() >= deadline:
+                raise ServiceError(
+                    f"{self.target} is still in the launchd domain after {LEAVE_TIMEOUT_SECONDS:g} s of bootout; "
+                    f"wait a little and run the command again (`launchctl print {self.target}` shows it)."
+                )
+            self._sleep(POLL_SECONDS)
+        return True
+
+    def _bootstrap(self, plist: Path) -> None:
+        args = ("bootstrap", self._domain, str(plist))
+        deadline = self._clock() + BOOTSTRAP_RETRY_SECONDS
+        while True:
+            done = self._call(*args, check=False)
+            if done.returncode == 0:
+                return
+            if done.returncode not in BOOTSTRAP_BUSY or self._clock() >= deadline:
+                hint = (
+                    f" launchd kept refusing for {BOOTSTRAP_RETRY_SECONDS:g} s: check the plist with "
+                    f"`plutil -lint {plist}`, then run the command again."
+                    if done.returncode in BOOTSTRAP_BUSY else ""
+                )
+                raise ServiceError(str(_failed(args, done)) + hint)
+            self._sleep(POLL_SECONDS)
 
     def is_loaded(self) -> bool:
         return self._call("print", self.target, check=False).returncode == 0
@@ -163,3 +212,8 @@ class Launchd:
 
     def restart(self) -> None:
         self._call("kickstart", "-k", self.target)
+
+
+def _failed(args: tuple[str, ...], done: subprocess.CompletedProcess[str]) -> ServiceError:
+    output = (done.stderr or done.stdout).strip()
+    return ServiceError(f"launchctl {' '.join(args)} failed (exit {done.returncode}): {output}")

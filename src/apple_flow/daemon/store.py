@@ -99,6 +99,21 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX sent_by_time ON sent (channel, at);
     """,
+    # 4: what each run did, for the web page: the agent's stream-json events (size-bounded, see RunEvents), and the
+    # message a run answers ("channel:rowid"), whose reply is the one sent.
+    """
+    CREATE TABLE run_events (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        at REAL NOT NULL,
+        type TEXT NOT NULL,
+        body TEXT NOT NULL,           -- the event's JSON, cut to EVENT_MAX_BYTES
+        PRIMARY KEY (run_id, seq)
+    );
+    ALTER TABLE runs ADD COLUMN message TEXT;
+    ALTER TABLE runs ADD COLUMN events_dropped INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX runs_by_time ON runs (started_at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 HISTORY_KEEP = 50  # exchanges kept per thread; connectors inject far fewer
@@ -140,6 +155,16 @@ class Run:
     result: str | None
     started_at: float
     finished_at: float | None
+    message: str | None = None  # "channel:rowid" of the message the run answers
+    events_dropped: int = 0  # events not kept once the run's share of the store was used up
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    seq: int
+    at: float
+    type: str
+    body: str  # JSON
 
 
 @dataclass(frozen=True)
@@ -369,11 +394,13 @@ class Store:
 
     # ------------------------------------------------------------------------------------------- runs
 
-    def start_run(self, run_id: str, sender: str, kind: str, workspace: str, request: str) -> None:
+    def start_run(
+        self, run_id: str, sender: str, kind: str, workspace: str, request: str, message: str | None = None
+    ) -> None:
         self._write(
-            "INSERT INTO runs (id, sender, kind, workspace, request, state, started_at) "
-            "VALUES (?, ?, ?, ?, ?, 'running', ?)",
-            (run_id, sender, kind, workspace, request, self._clock()),
+            "INSERT INTO runs (id, sender, kind, workspace, request, state, started_at, message) "
+            "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
+            (run_id, sender, kind, workspace, request, self._clock(), message),
         )
 
     def finish_run(self, run_id: str, state: str, result: str) -> None:
@@ -391,6 +418,38 @@ class Store:
             "SELECT * FROM runs WHERE sender = ? ORDER BY started_at DESC, rowid DESC LIMIT ?", (sender, limit)
         )
         return [Run(**dict(row)) for row in rows]
+
+    def recent_runs(self, limit: int = 50) -> list[Run]:
+        """Every sender's runs, newest first."""
+        rows = self._rows("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
+        return [Run(**dict(row)) for row in rows]
+
+    def add_run_event(self, run_id: str, event_type: str, body: str, budget: int, keep_runs: int) -> bool:
+        """Keeps one event of a run unless the run's events already take ``budget`` bytes (then it is counted as
+        dropped). The first event of a run also forgets the events of runs older than the newest ``keep_runs``,
+        so the table stays bounded. Returns whether the event was kept."""
+        with self.transaction():
+            used, count = self._db.execute(
+                "SELECT COALESCE(SUM(LENGTH(body)), 0), COUNT(*) FROM run_events WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if count == 0:
+                self._db.execute(
+                    "DELETE FROM run_events WHERE run_id IN (SELECT id FROM runs ORDER BY started_at DESC, "
+                    "rowid DESC LIMIT -1 OFFSET ?)",
+                    (keep_runs,),
+                )
+            if used + len(body) > budget:
+                self._db.execute("UPDATE runs SET events_dropped = events_dropped + 1 WHERE id = ?", (run_id,))
+                return False
+            self._db.execute(
+                "INSERT INTO run_events (run_id, seq, at, type, body) VALUES (?, ?, ?, ?, ?)",
+                (run_id, count + 1, self._clock(), event_type, body),
+            )
+            return True
+
+    def run_events(self, run_id: str) -> list[RunEvent]:
+        rows = self._rows("SELECT seq, at, type, body FROM run_events WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [RunEvent(*row) for row in rows]
 
     def interrupt_running_runs(self) -> int:
         """At start-up: runs still 'running' were cut short by a crash or kill."""
@@ -422,6 +481,11 @@ class Store:
         rows = self._rows(
             "SELECT * FROM approvals WHERE sender = ? AND decided_by = ? ORDER BY created_at", (sender, decided_by)
         )
+        return [Approval(**dict(row)) for row in rows]
+
+    def all_pending_approvals(self) -> list[Approval]:
+        """Every sender's pending requests (expired ones too: the caller compares with its clock)."""
+        rows = self._rows("SELECT * FROM approvals WHERE state = 'pending' ORDER BY created_at")
         return [Approval(**dict(row)) for row in rows]
 
     def pending_approvals(self, sender: str) -> list[Approval]:

@@ -1,37 +1,90 @@
-"""Harmless probes of what the iMessage channel needs, for ``apple-flow doctor``."""
+"""The Automation probe: one Apple event that Messages itself must answer, so macOS checks (and, the first time,
+asks) whether the calling app may control Messages. It changes nothing.
+
+``tell application "Messages" to get name`` would not do: AppleScript answers that for the application object
+without sending Messages an event, so it can never be refused. The id of the iMessage account must come from
+Messages, and its absence also tells that Messages is not signed in to iMessage.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from enum import StrEnum
 
-from apple_flow.channels.imessage.egress import AUTOMATION_HINT, is_automation_denied
-from apple_flow.channels.imessage.osascript import OsascriptMissing, ScriptTimeout, run_osascript
+from apple_flow.channels.imessage.osascript import OsascriptMissing, ScriptResult, ScriptTimeout, run_osascript
 
-# Asks Messages for its name: needs the same Automation permission as sending, and changes nothing.
-HARMLESS_SCRIPT = """on run argv
-	tell application "Messages" to get name
+PROBE_SCRIPT = """on run argv
+	tell application "Messages" to get id of 1st account whose service type = iMessage
 end run
 """
+
+AUTOMATION_SETTINGS = "System Settings > Privacy & Security > Automation"
+SIGN_IN = "open Messages and sign in to iMessage (Messages > Settings > iMessage), then check again"
+# errAEEventNotPermitted: the user (or a policy) refused this app Apple events to Messages.
+_DENIED = re.compile(r"\(-1743\)|Not authorized to send Apple events", re.IGNORECASE)
+# errAENoSuchObject / errAEIllegalIndex on the account: Messages has no iMessage account.
+_NO_ACCOUNT = re.compile(r"Can.t get account.*\((-1728|-1719)\)", re.IGNORECASE | re.DOTALL)
+# errAETimeout: the event waited (usually on the permission prompt) longer than AppleScript's 2 minutes.
+_EVENT_TIMEOUT = re.compile(r"\(-1712\)")
+
+
+class ProbeState(StrEnum):
+    OK = "ok"
+    DENIED = "denied"  # Automation refused: the user must switch it on
+    NOT_SIGNED_IN = "not signed in"  # allowed, but Messages has no iMessage account
+    NO_ANSWER = "no answer"  # waiting on the permission prompt, or Messages did not answer
+    UNAVAILABLE = "unavailable"  # no osascript: not macOS
+    FAILED = "failed"  # any other error, with its text
 
 
 @dataclass(frozen=True)
 class ProbeResult:
-    ok: bool
+    state: ProbeState
     detail: str
     fix: str = ""
 
+    @property
+    def ok(self) -> bool:
+        return self.state is ProbeState.OK
 
-def probe_messages_automation(osascript_command: str, timeout: float) -> ProbeResult:
+
+def automation_fix(app: str) -> str:
+    return f"switch on Messages under {app} in {AUTOMATION_SETTINGS}, then check again"
+
+
+def probe_messages_automation(
+    osascript_command: str, timeout: float, app: str = "the app running apple-flow"
+) -> ProbeResult:
+    """Asks Messages for its iMessage account as ``app`` would (macOS charges the event to the responsible app,
+    which is what ``app`` names in the result)."""
     try:
-        result = run_osascript(osascript_command, HARMLESS_SCRIPT, [], timeout)
+        result = run_osascript(osascript_command, PROBE_SCRIPT, [], timeout)
     except OsascriptMissing as exc:
-        return ProbeResult(False, str(exc), "run apple-flow on macOS for the iMessage channel")
-    except ScriptTimeout as exc:
-        return ProbeResult(False, str(exc), f"answer the permission prompt if macOS shows one, or {AUTOMATION_HINT}")
+        return ProbeResult(ProbeState.UNAVAILABLE, str(exc), "run apple-flow on macOS for the iMessage channel")
+    except ScriptTimeout:
+        return _no_answer(app, f"Messages did not answer within {timeout:g} s")
+    return interpret(result, app)
+
+
+def interpret(result: ScriptResult, app: str) -> ProbeResult:
     if result.ok:
-        return ProbeResult(True, f"Messages answered ({result.stdout.strip() or 'ok'})")
-    if is_automation_denied(result):
-        return ProbeResult(False, "not allowed to control Messages", AUTOMATION_HINT)
+        account = result.stdout.strip() or "?"
+        return ProbeResult(ProbeState.OK, f"{app} may control Messages (iMessage account {account})")
+    error = result.stderr.strip() or f"osascript exit {result.returncode}"
+    if _DENIED.search(error):
+        detail = f"{app} is not allowed to control Messages ({error})"
+        return ProbeResult(ProbeState.DENIED, detail, automation_fix(app))
+    if _NO_ACCOUNT.search(error):
+        return ProbeResult(ProbeState.NOT_SIGNED_IN, "Messages has no iMessage account (not signed in)", SIGN_IN)
+    if _EVENT_TIMEOUT.search(error):
+        return _no_answer(app, f"Messages did not answer ({error})")
+    return ProbeResult(ProbeState.FAILED, error, "open Messages once and check that it works, then check again")
+
+
+def _no_answer(app: str, detail: str) -> ProbeResult:
     return ProbeResult(
-        False, result.stderr.strip() or f"osascript exit {result.returncode}", "open Messages once and sign in"
+        ProbeState.NO_ANSWER, detail,
+        f"answer the permission prompt (macOS asks whether {app} may control Messages: click Allow); if none shows, "
+        f"{automation_fix(app)}",
     )

@@ -1,0 +1,99 @@
+"""The run log: a run's agent events kept in the store, each event and each run bounded, old runs forgotten."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from apple_flow.daemon import run_log
+from apple_flow.daemon.run_log import EVENT_MAX_BYTES, RunLog, bounded_json
+from apple_flow.daemon.store import Store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path / "relay.db")
+
+
+def test_events_are_kept_in_order_without_text_deltas(store: Store) -> None:
+    store.start_run("run_a", "+15551234567", "chat", "/ws", "fix it", message="imessage:7")
+    record = RunLog(store, "run_a")
+    record({"type": "start", "backend": "openai", "model": "m"})
+    record({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "a.py"}})
+    record({"type": "text", "delta": "partial"})
+    record({"type": "tool_result", "id": "c1", "name": "readFile", "ok": True, "output": "1\tx"})
+    record({"type": "result", "subtype": "success", "result": "done"})
+    events = store.run_events("run_a")
+    assert [e.type for e in events] == ["start", "tool_call", "tool_result", "result"]
+    assert [e.seq for e in events] == [1, 2, 3, 4]
+    assert json.loads(events[1].body)["arguments"] == {"path": "a.py"}
+    run = store.run("run_a")
+    assert run is not None and run.message == "imessage:7" and run.events_dropped == 0
+
+
+def test_a_run_past_its_budget_drops_events_but_keeps_its_result(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_log, "RUN_MAX_BYTES", 3 * EVENT_MAX_BYTES)
+    store.start_run("run_b", "+15551234567", "chat", "/ws", "read everything")
+    record = RunLog(store, "run_b")
+    for index in range(10):
+        record({"type": "tool_result", "id": f"c{index}", "output": "x" * 6000})
+    record({"type": "result", "subtype": "success", "result": "y" * 6000})
+    types = [e.type for e in store.run_events("run_b")]
+    assert types[-1] == "result"
+    assert 2 <= types.count("tool_result") < 10
+    run = store.run("run_b")
+    assert run is not None and run.events_dropped == 10 - types.count("tool_result")
+    assert sum(len(e.body) for e in store.run_events("run_b")) <= 3 * EVENT_MAX_BYTES
+
+
+def test_only_the_newest_runs_keep_their_events(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run_log, "KEEP_RUNS", 2)
+    clock = iter(range(100))
+    store._clock = lambda: float(next(clock))  # type: ignore[method-assign]
+    for name in ("r1", "r2", "r3"):
+        store.start_run(name, "+15551234567", "chat", "/ws", name)
+        RunLog(store, name)({"type": "notice", "message": name})
+    assert store.run_events("r1") == []
+    assert [len(store.run_events(name)) for name in ("r2", "r3")] == [1, 1]
+    assert [r.id for r in store.recent_runs()] == ["r3", "r2", "r1"]  # the runs themselves stay
+
+
+def test_a_huge_event_is_cut_and_says_so() -> None:
+    event = {"type": "tool_call", "name": "writeFile", "arguments": {"path": "big.txt", "content": "é" * 50_000}}
+    body = bounded_json(event)
+    assert len(body.encode()) <= EVENT_MAX_BYTES
+    kept = json.loads(body)
+    assert kept["arguments"]["path"] == "big.txt"
+    assert kept["arguments"]["content"].endswith("characters]") and "[... cut: " in kept["arguments"]["content"]
+    many = {"type": "tool_call", "arguments": {str(i): i for i in range(5000)}}
+    assert json.loads(bounded_json(many)) == {"type": "tool_call", "cut": f"an event of {len(json.dumps(many))} bytes"}
+
+
+def test_a_store_that_cannot_be_written_does_not_stop_the_run(store: Store, tmp_path: Path) -> None:
+    store.start_run("run_c", "+15551234567", "chat", "/ws", "x")
+    store.close()
+    RunLog(store, "run_c")({"type": "notice", "message": "still fine"})  # logged, not raised
+
+
+def test_the_migration_keeps_existing_runs(tmp_path: Path) -> None:
+    path = tmp_path / "relay.db"
+    db = sqlite3.connect(path)
+    from apple_flow.daemon.store import MIGRATIONS, _statements
+
+    for index in range(3):
+        for statement in _statements(MIGRATIONS[index]):
+            db.execute(statement)
+    db.execute(
+        "INSERT INTO runs (id, sender, kind, workspace, request, state, started_at) "
+        "VALUES ('old', 's', 'chat', '/ws', 'hi', 'done', 1)"
+    )
+    db.execute("PRAGMA user_version = 3")
+    db.commit()
+    db.close()
+    run = Store(path).run("old")
+    assert run is not None and run.message is None and run.events_dropped == 0 and run.request == "hi"

@@ -1,0 +1,156 @@
+"""A fake ``launchctl`` for the service tests: records every argv and keeps a job table like launchd's GUI domain,
+with launchd's exit codes and error texts, and its timing edges made controllable:
+
+- ``bootout`` of a job that is not loaded exits 3 ("Boot-out failed: 3: No such process");
+- after ``bootout`` the job stays in the domain for ``linger`` more ``print`` polls (launchd removes it in the
+  background), and a ``bootstrap`` of the same label meanwhile fails with "Bootstrap failed: 5: Input/output error";
+- the next ``busy`` bootstraps fail with ``busy_code`` (5 or 37) whatever the state;
+- with ``run`` on, ``bootstrap`` of a ``RunAtLoad`` job starts its ``ProgramArguments`` as launchd would (the
+  plist's environment only, its working folder and log files), and ``bootout`` stops it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SCRIPT = r'''#!{python}
+import json, os, plistlib, signal, subprocess, sys, time
+home = os.environ["FAKE_LAUNCHCTL_HOME"]
+with open(os.path.join(home, "calls.log"), "a") as log:
+    log.write(" ".join(sys.argv[1:]) + "\n")
+path = os.path.join(home, "state.json")
+with open(path) as f:
+    state = json.load(f)
+
+def save():
+    with open(path, "w") as f:
+        json.dump(state, f)
+
+def fail(code, text):
+    save()
+    sys.stderr.write(text + "\n")
+    sys.exit(code)
+
+def stop(job):
+    pid = job.get("pid")
+    if pid:
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+def start(job, plist):
+    if not (state["run"] and plist.get("RunAtLoad")):
+        return
+    env = dict(plist.get("EnvironmentVariables", {{}}))
+    env.setdefault("HOME", os.environ.get("HOME", ""))
+    out = open(plist["StandardOutPath"], "ab")
+    err = open(plist["StandardErrorPath"], "ab")
+    process = subprocess.Popen(plist["ProgramArguments"], cwd=plist.get("WorkingDirectory"), env=env,
+                               stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+    job["pid"] = process.pid
+    state["pids"].append(process.pid)
+
+command = sys.argv[1]
+if command == "bootstrap":
+    domain, plist_path = sys.argv[2], sys.argv[3]
+    try:
+        with open(plist_path, "rb") as f:
+            plist = plistlib.load(f)
+    except Exception:
+        fail(5, "Bootstrap failed: 5: Input/output error")
+    target = domain + "/" + plist["Label"]
+    if state["busy"] > 0:
+        state["busy"] -= 1
+        text = {{5: "Input/output error", 37: "Operation already in progress"}}.get(state["busy_code"], "Error")
+        fail(state["busy_code"], "Bootstrap failed: %d: %s" % (state["busy_code"], text))
+    if state["leaving"].get(target, 0) > 0 or target in state["jobs"]:
+        fail(5, "Bootstrap failed: 5: Input/output error")
+    job = {{"plist": plist_path, "mode": oct(os.stat(plist_path).st_mode & 0o777)}}
+    start(job, plist)
+    state["jobs"][target] = job
+elif command == "bootout":
+    target = sys.argv[2]
+    job = state["jobs"].pop(target, None)
+    if job is None:
+        fail(3, "Boot-out failed: 3: No such process")
+    stop(job)
+    state["leaving"][target] = state["linger"]
+elif command == "print":
+    target = sys.argv[2]
+    if state["leaving"].get(target, 0) > 0:
+        state["leaving"][target] -= 1
+        save()
+        print(target + " = {{\n\tstate = not running\n}}")
+        sys.exit(0)
+    job = state["jobs"].get(target)
+    if job is None:
+        fail(113, 'Could not find service "%s" in domain for user gui: %d' % (target.rsplit("/", 1)[-1], os.getuid()))
+    print(target + " = {{\n\tstate = running\n\tpid = %d\n\tlast exit code = 0\n}}" % job.get("pid", 4242))
+elif command == "kickstart":
+    target = sys.argv[-1]
+    if target not in state["jobs"]:
+        fail(113, "Could not find service")
+save()
+'''
+
+
+class FakeLaunchctl:
+    def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.home = folder / "launchctl-state"
+        self.home.mkdir(parents=True)
+        bin_dir = folder / "launchctl-bin"
+        bin_dir.mkdir()
+        fake = bin_dir / "launchctl"
+        fake.write_text(SCRIPT.format(python=sys.executable))
+        fake.chmod(0o755)
+        self._state: dict[str, Any] = {
+            "jobs": {}, "leaving": {}, "linger": 0, "busy": 0, "busy_code": 5, "run": False, "pids": [],
+        }
+        self._save()
+        monkeypatch.setenv("FAKE_LAUNCHCTL_HOME", str(self.home))
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    def _save(self) -> None:
+        (self.home / "state.json").write_text(json.dumps(self._state))
+
+    def _load(self) -> dict[str, Any]:
+        state: dict[str, Any] = json.loads((self.home / "state.json").read_text())
+        return state
+
+    def configure(self, *, linger: int | None = None, busy: int | None = None, busy_code: int | None = None,
+                  run: bool | None = None) -> None:
+        state = self._load()
+        for key, value in (("linger", linger), ("busy", busy), ("busy_code", busy_code), ("run", run)):
+            if value is not None:
+                state[key] = value
+        self._state = state
+        self._save()
+
+    def calls(self) -> list[str]:
+        log = self.home / "calls.log"
+        return log.read_text().splitlines() if log.exists() else []
+
+    def verbs(self) -> list[str]:
+        return [call.split()[0] for call in self.calls()]
+
+    def clear_calls(self) -> None:
+        (self.home / "calls.log").unlink(missing_ok=True)
+
+    def jobs(self) -> dict[str, dict[str, Any]]:
+        jobs: dict[str, dict[str, Any]] = self._load()["jobs"]
+        return jobs
+
+    def kill_all(self) -> None:
+        """Stops every process a bootstrap started (test teardown)."""
+        for pid in self._load()["pids"]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
