@@ -93,12 +93,15 @@ class DaemonProcess:
             self.process.kill()
             self.process.wait(10)
 
-    def sends(self) -> list[tuple[str, str]]:
-        """(recipient, text) of every osascript call, in order."""
+    def calls(self) -> list[dict[str, Any]]:
+        """Every osascript call: its argv and its script (stdin), in order."""
         if not self.sends_log.exists():
             return []
-        entries = [json.loads(line) for line in self.sends_log.read_text().splitlines() if line.strip()]
-        return [(e["argv"][1], e["argv"][2]) for e in entries]
+        return [json.loads(line) for line in self.sends_log.read_text().splitlines() if line.strip()]
+
+    def sends(self) -> list[tuple[str, str]]:
+        """(recipient, text) of every osascript call, in order."""
+        return [(e["argv"][1], e["argv"][2]) for e in self.calls()]
 
     def sends_to(self, recipient: str) -> list[str]:
         return [text for who, text in self.sends() if who == recipient]

@@ -261,6 +261,9 @@ class Daemon:
 
     def _run_job(self, job: Job[Work]) -> None:
         message, turn = job.payload.message, job.payload.turn
+        if self._unsent(message):
+            self._withdrawn(message, turn)
+            return
         throttle = ProgressThrottle(
             self._settings.progress_interval_seconds, lambda text: self._progress(message.reply_target, text)
         )
@@ -283,6 +286,26 @@ class Daemon:
             self._require_tracker().finished(message.rowid)
         else:
             self._deliver(message, reply)
+
+    def _unsent(self, message: InboundMessage) -> bool:
+        """The sender unsent the message while its turn waited (a channel that can tell offers ``unsent``)."""
+        unsent: Callable[[int], bool] | None = getattr(self._ingress, "unsent", None)
+        return unsent is not None and unsent(message.rowid)
+
+    def _withdrawn(self, message: InboundMessage, turn: Turn) -> None:
+        """Not run; an approval it carried is pending again, and the sender, told it was approved, hears so."""
+        log.info("message %d of %s was unsent before its turn started: not run", message.rowid, message.sender)
+        self._store.log_event("unsent", f"not run: {message.text[:80]!r}", message.sender)
+        if turn.approval is None:
+            self._store.record_reply(self._channel, message.rowid, None, "unsent before it ran")
+            self._require_tracker().finished(message.rowid)
+            return
+        note = (f"Not run: you unsent `{message.text.strip()}` before it started. "
+                f"{turn.approval.id} is pending again.")
+        with self._store.transaction():
+            self._store.reopen_approval(turn.approval.id)
+            self._store.record_reply(self._channel, message.rowid, note)
+        self._deliver(message, note)
 
     def _deliver(self, message: InboundMessage, reply: str) -> None:
         target = message.reply_target  # the sender, or e.g. the group chat the message came from

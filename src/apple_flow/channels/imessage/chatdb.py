@@ -155,6 +155,11 @@ class ChatDB:
         rows = self._query(_ROWS_SQL + " ORDER BY m.ROWID DESC LIMIT ?", (limit,))
         return [_to_row(r) for r in reversed(rows)]
 
+    def is_retracted(self, rowid: int) -> bool:
+        """Whether the row was unsent since it was read (Messages updates ``date_retracted`` in place)."""
+        rows = self._query("SELECT date_retracted FROM message WHERE ROWID = ?", (rowid,))
+        return bool(rows) and isinstance(rows[0][0], int) and rows[0][0] != 0
+
     def latest_rowid(self) -> int:
         rows = self._query("SELECT COALESCE(MAX(ROWID), 0) FROM message", ())
         newest = rows[0][0]

@@ -59,6 +59,15 @@ class IMessageIngress:
         """The newest ROWID now. Raises ``ChatDBError`` (with the fix in its message) when chat.db is unreadable."""
         return self.db.latest_rowid()
 
+    def unsent(self, rowid: int) -> bool:
+        """Whether the message was unsent after it was read (asked before a queued turn starts). False when
+        chat.db cannot tell now."""
+        try:
+            return ChatDB(self.db.path).is_retracted(rowid)  # its own connection: the reading loop has one
+        except ChatDBError as exc:
+            log.warning("cannot tell whether row %d was unsent: %s", rowid, exc)
+            return False
+
     def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage]:
         cursor = after_rowid
         self.scanned_rowid = after_rowid
