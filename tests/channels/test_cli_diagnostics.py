@@ -55,7 +55,7 @@ def test_inbox_json_lists_what_the_daemon_sees(cli: Any, inbox_db: ChatDbWriter,
         (4, "+15551234567", "reaction", True),
         (5, "+15551234567", "undecodable body", True),
     ]
-    assert listing[0]["text"] == "please fix the tests 👋🏽"
+    assert listing[0]["text"] == "please fix the tests 👋🏽" and listing[0]["reply_to"] == "+15551234567"
     assert listing[1]["text"] == "中文 𝐁 café"
 
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from apple_flow.channels.base import SendError
+from apple_flow.channels.base import InboundMessage, SendError
 from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_binary
 from apple_flow.channels.imessage.classify import ReadRules, Skipped, classify
@@ -220,6 +220,7 @@ def inbox_rows(db: Path, limit: int, settings: Settings) -> list[dict[str, Any]]
                 "text": item.text,
                 "skipped": skipped,
                 "allowed": sender in allowed if sender else False,
+                "reply_to": item.reply_target if isinstance(item, InboundMessage) else None,
             }
         )
     return listing
@@ -307,7 +308,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def send(
-        handle: str = typer.Argument(..., help="Phone number or email to send to."),
+        handle: str = typer.Argument(
+            ..., help="Phone number or email to send to; SMS;-;<number> goes through the SMS account, a group chat's "
+            "guid into the group (the reply_to that `apple-flow inbox --json` shows).",
+        ),
         text: str = typer.Argument(..., help="The message."),
     ) -> None:
         """Send one message through the iMessage egress (tests Automation permission and delivery)."""
