@@ -63,7 +63,7 @@ public struct CapturedOutput: Sendable, Equatable {
     public var isEmpty: Bool { totalBytes == 0 }
 }
 
-/// Runs a program in its own process group with stdin on /dev/null and stdout+stderr on one pipe, and never
+/// Runs a program in its own session and process group with stdin on /dev/null and stdout+stderr on one pipe, and never
 /// hangs: the timeout, the run's deadline and task cancellation each SIGTERM the whole group, SIGKILL it a
 /// second later, and stop draining the pipe half a second after that, even if a grandchild still holds it.
 /// When the command ends, however it ends, everything it started is killed: its process group, and every process
@@ -226,7 +226,14 @@ public enum CommandRunner {
         return nil
     }
 
-    /// Starts `argv` in a new process group: stdin /dev/null, stdout and stderr on one pipe, default signal
+    #if os(Linux)
+    /// glibc's (and musl's) POSIX_SPAWN_SETSID, which Swift's Glibc module does not export (it needs _GNU_SOURCE).
+    private static let spawnSetSID: Int32 = 0x80
+    #else
+    private static let spawnSetSID = Int32(POSIX_SPAWN_SETSID)
+    #endif
+
+    /// Starts `argv` in a new session and process group: stdin /dev/null, stdout and stderr on one pipe, default signal
     /// dispositions (the parent may ignore SIGPIPE), working directory `directory`, `marker` (`NAME=value`) added
     /// to the environment.
     private static func spawn(_ argv: [String], directory: String, marker: String) throws -> (pid_t, Int32) {
@@ -257,9 +264,9 @@ public enum CommandRunner {
         sigemptyset(&mask)
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF
-                                                    | POSIX_SPAWN_SETSIGMASK))
+        // A new session (which also makes it the leader of a new process group): no controlling terminal, so a
+        // command cannot push input into the terminal apple-code runs in (TIOCSTI, CVE-2017-5226).
+        posix_spawnattr_setflags(&attributes, Int16(spawnSetSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
 
         // posix_spawn_file_actions_addchdir_np is not visible through Swift's Glibc module: a one-line shell
         // changes directory and then execs the real program (same process, same group).

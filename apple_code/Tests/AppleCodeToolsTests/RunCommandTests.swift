@@ -36,7 +36,7 @@ func processIsGone(_ pid: pid_t) -> Bool {
 func processes(withMarker marker: String) -> [pid_t] {
     let ps = Process()
     ps.executableURL = URL(fileURLWithPath: "/bin/ps")
-    ps.arguments = ["-eo", "pid=,stat=,args="]
+    ps.arguments = ["-A", "-o", "pid=,stat=,args="]  // -A: every process, on Linux and macOS (-e is another flag there)
     let pipe = Pipe()
     ps.standardOutput = pipe
     guard (try? ps.run()) != nil else { return [] }
@@ -113,6 +113,19 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let numbers = result.text.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
         #expect(numbers.count == 3)  // exit code 0, pgid, pid
         #expect(numbers.count == 3 && numbers[1] == numbers[2] && numbers[1] != getpgrp())
+    }
+
+    /// Issue 20 item 3: a command starts in a session of its own, so it has no controlling terminal and cannot
+    /// push input into the terminal apple-code runs in (TIOCSTI); it still leads its own process group.
+    @Test(arguments: commandSandboxes)
+    func commandStartsItsOwnSession(sandbox: CommandSandbox) async throws {
+        let ws = try TempWorkspace()
+        let result = await ws.call(RunCommandTool(sandbox: sandbox),
+                                   ["command": "echo $$ $(ps -o sid= -p $$) $(ps -o pgid= -p $$)"])
+        let numbers = result.text.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
+        #expect(numbers.count == 4, "\(result.text)")  // exit code 0, pid, session, group
+        #expect(numbers.count == 4 && numbers[1] == numbers[2] && numbers[1] == numbers[3], "\(result.text)")
+        #expect(!result.text.contains(" \(getsid(0)) "))
     }
 
     @Test(arguments: commandSandboxes)
@@ -314,76 +327,4 @@ final class LogLines: @unchecked Sendable {
     private var lines: [String] = []
     func append(_ line: String) { lock.withLock { lines.append(line) } }
     var all: [String] { lock.withLock { lines } }
-}
-
-@Suite struct SandboxTests {
-    /// bwrap: writes inside the workspace work; writes anywhere else on the host are refused or land in the
-    /// sandbox's private /tmp and vanish; there is no network but loopback.
-    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
-    func bubblewrapRefusesWritesOutsideTheWorkspace() async throws {
-        let ws = try TempWorkspace()
-        let probe = "/var/tmp/apple-code-sandbox-\(UUID().uuidString)"
-        defer { unlink(probe) }  // only there if the sandbox failed
-        let command = """
-            echo in > inside.txt; echo out > \(ws.outside)/escaped.txt; echo var > \(probe); \
-            echo tmp > /tmp/private.txt && cat /tmp/private.txt; grep -c : /proc/net/dev; true
-            """
-        let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": .string(command)])
-        #expect(ws.read("inside.txt") == "in\n")
-        #expect(ws.outsideEntries() == ["secret.txt"])
-        #expect(!ws.exists(probe))
-        #expect(!ws.exists("/tmp/private.txt"))
-        #expect(result.text.contains("Read-only file system"))
-        #expect(result.text.contains("tmp\n1\n"), "only the loopback interface: \(result.text)")
-    }
-
-    /// sandbox-exec (macOS): the workspace is writable, a folder outside the workspace and temp is not.
-    @Test(.enabled(if: hasSeatbelt, "needs a working sandbox-exec (macOS)"))
-    func seatbeltRefusesWritesOutsideTheWorkspace() async throws {
-        let ws = try TempWorkspace()
-        let probe = NSHomeDirectory() + "/.apple-code-sandbox-probe-\(UUID().uuidString)"
-        defer { unlink(probe) }  // only there if the sandbox failed
-        let result = await ws.call(RunCommandTool(sandbox: .detected),
-                                   ["command": .string("echo in > inside.txt; echo out > \(probe); true")])
-        #expect(ws.read("inside.txt") == "in\n")
-        #expect(!ws.exists(probe))
-        #expect(result.text.contains("Operation not permitted"), "\(result.text)")
-    }
-
-    @Test func bubblewrapArguments() {
-        let argv = CommandSandbox.bubblewrap(executable: "/usr/bin/bwrap").argv(command: "make test", workspace: "/w s")
-        #expect(argv == ["/usr/bin/bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--bind", "/w s", "/w s",
-                         "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1",
-                         "--die-with-parent",
-                         "--setenv", "TMPDIR", "/tmp", "--chdir", "/w s", "/bin/sh", "-c", "make test"])
-        #expect(CommandSandbox.none(reason: "x").argv(command: "ls", workspace: "/w") == ["/bin/sh", "-c", "ls"])
-    }
-
-    @Test func seatbeltProfileAllowsWritesOnlyToWorkspaceAndTemp() {
-        let profile = SeatbeltProfile.text(workspace: "/Users/me/code/site",
-                                           tempFolders: ["/private/tmp", "/private/var/folders/xy/T"])
-        let lines = profile.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        #expect(lines.first == "(version 1)")
-        #expect(lines.contains("(allow default)"))
-        #expect(lines.contains("(deny network*)"))
-        #expect(lines.contains("(deny file-write*)"))
-        let subpaths = lines.filter { $0.hasPrefix("(subpath") }
-        #expect(subpaths == ["(subpath \"/Users/me/code/site\")", "(subpath \"/private/tmp\")",
-                             "(subpath \"/private/var/folders/xy/T\")"])
-        // Deny comes before the allow list: in SBPL the last matching rule wins.
-        let deny = lines.firstIndex(of: "(deny file-write*)") ?? 99
-        let allow = lines.firstIndex(of: "(allow file-write*") ?? -1
-        #expect(deny < allow)
-        #expect(profile.filter { $0 == "(" }.count == profile.filter { $0 == ")" }.count)
-    }
-
-    @Test func seatbeltProfileEscapesPaths() {
-        let profile = SeatbeltProfile.text(workspace: #"/Users/me/we"ird\dir"#, tempFolders: [])
-        #expect(profile.contains(#"(subpath "/Users/me/we\"ird\\dir")"#))
-        #expect(SeatbeltProfile.quoted("a\u{1}b") == #""a\x1b""#)
-        let argv = CommandSandbox.seatbelt.argv(command: "ls", workspace: "/w")
-        #expect(argv.first == "/usr/bin/sandbox-exec")
-        #expect(argv[1] == "-p")
-        #expect(argv.suffix(3) == ["/bin/sh", "-c", "ls"])
-    }
 }
