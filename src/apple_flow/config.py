@@ -5,17 +5,28 @@ Every other module takes a ``Settings`` instance; nothing else reads the environ
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # The accepted connector names are the keys of apple_flow.connectors.registry.REGISTRY (checked below).
 ConnectorName = str
 ChannelName = Literal["auto", "imessage", "console"]
 AfmBackend = Literal["auto", "fm", "openai"]
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class SettingsError(ValueError):
@@ -119,6 +130,14 @@ class Settings(BaseSettings):
     local_model_host: str = "127.0.0.1"
     local_model_port: int = Field(8765, gt=0, lt=65536)
 
+    # --- Web page (served by the daemon itself) ------------------------------------------------------------
+    web_enabled: bool = True
+    web_host: str = "127.0.0.1"
+    web_port: int = Field(8787, ge=0, lt=65536)  # 0: any free port
+    web_allow_remote: bool = False  # a web_host that is not loopback needs this set to true
+    web_token: str | None = Field(None, min_length=16)  # created in .env at first start when unset
+    web_base_url: str | None = None  # e.g. https://mac.tailnet.ts.net: replies end with a link to their run
+
     @field_validator("connector", mode="after")
     @classmethod
     def _known_connector(cls, value: str) -> str:
@@ -158,6 +177,27 @@ class Settings(BaseSettings):
     @classmethod
     def _expand_aliases(cls, value: dict[str, Path]) -> dict[str, Path]:
         return {name.lower(): path.expanduser() for name, path in value.items()}
+
+    @field_validator("web_allow_remote", mode="after")
+    @classmethod
+    def _loopback_unless_allowed(cls, value: bool, info: ValidationInfo) -> bool:
+        host = info.data.get("web_host")
+        if not value and isinstance(host, str) and not is_loopback(host):
+            raise ValueError(
+                f"APPLE_FLOW_WEB_HOST={host} is not a loopback address, so the web page would be reachable from "
+                "other machines; set APPLE_FLOW_WEB_ALLOW_REMOTE=true if you mean that, or use 127.0.0.1 (the "
+                "README says how to reach it over Tailscale without that)"
+            )
+        return value
+
+    @field_validator("web_base_url", mode="after")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://, e.g. https://mac.tailnet.ts.net")
+        return value.strip().rstrip("/")
 
     def soul_text(self) -> str:
         """The persona prompt: ``soul_file`` when set and readable, else ``soul_prompt``."""

@@ -13,7 +13,7 @@ import pytest
 from apple_flow.config import Settings
 from apple_flow.connectors.base import TurnOptions
 from apple_flow.daemon.approvals import Approvals
-from apple_flow.daemon.store import Store
+from apple_flow.daemon.store import Approval, Store
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness
 
@@ -124,6 +124,29 @@ def test_an_expired_request_cannot_be_approved(tmp_path: Path) -> None:
     assert decision.approval is None
     assert decision.message == f"{request.id} expired (requests last 20 minutes). Send the task again."
     assert approvals.pending(ANA) == []
+
+
+def test_a_decision_that_lands_between_the_check_and_the_write_wins_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The web page and a text can decide the same request at once: only the first write counts."""
+    store = Store(tmp_path / "relay.db")
+    approvals = Approvals(store, ttl_minutes=20)
+    request = approvals.create(ANA, "task", "plan", "/ws")
+    store.add_approval(request)
+    checked = approvals._refusal
+
+    def deny_meanwhile(approval: Approval) -> str:
+        answer = checked(approval)
+        if approval.state == "pending":  # the other decider writes right after this check passed
+            assert store.decide_approval(approval.id, "denied", "web:other")
+        return answer
+
+    monkeypatch.setattr(approvals, "_refusal", deny_meanwhile)
+    decision = approvals.approve(ANA, request.id, "imessage:9")
+    assert decision.approval is None and decision.message == f"{request.id} was already denied."
+    stored = store.approval(request.id)
+    assert stored is not None and (stored.state, stored.decided_by) == ("denied", "web:other")
 
 
 def test_replaying_the_approving_message_after_a_crash_runs_the_task_again(tmp_path: Path) -> None:

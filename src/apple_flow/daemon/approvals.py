@@ -71,7 +71,8 @@ class Approvals:
         refusal = self._refusal(found)
         if refusal:
             return Decision(None, refusal)
-        self._store.decide_approval(found.id, "approved", decided_by, extra or None)
+        if not self._store.decide_approval(found.id, "approved", decided_by, extra or None):
+            return Decision(None, self._refusal(self._store.approval(found.id) or found))
         return Decision(self._store.approval(found.id), "")
 
     def deny(self, sender: str, approval_id: str | None, decided_by: str) -> Decision:
@@ -84,7 +85,8 @@ class Approvals:
         refusal = self._refusal(found)
         if refusal:
             return Decision(None, refusal)
-        self._store.decide_approval(found.id, "denied", decided_by)
+        if not self._store.decide_approval(found.id, "denied", decided_by):
+            return Decision(None, self._refusal(self._store.approval(found.id) or found))
         return Decision(found, f"Denied {found.id}; nothing was changed.")
 
     def deny_all(self, sender: str, decided_by: str) -> str:

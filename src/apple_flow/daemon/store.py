@@ -8,6 +8,7 @@ writes so that, for example, a reply and the approval it announces are recorded 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -99,7 +100,7 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX sent_by_time ON sent (channel, at);
     """,
-    # 4: what each run did, for the web page: the agent's stream-json events (size-bounded, see RunEvents), and the
+    # 4: what each run did, for the web page: the agent's stream-json events (size-bounded, see run_log.py), and the
     # message a run answers ("channel:rowid"), whose reply is the one sent.
     """
     CREATE TABLE run_events (
@@ -447,6 +448,26 @@ class Store:
             )
             return True
 
+    def run_facts(self, run_ids: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+        """The ``start`` and ``result`` events of these runs, decoded: {run_id: {"start": {...}, "result": {...}}}
+        (the figures a list of runs shows: backend, model, tokens)."""
+        found: dict[str, dict[str, dict[str, Any]]] = {}
+        for chunk in range(0, len(run_ids), 500):
+            ids = run_ids[chunk : chunk + 500]
+            marks = ",".join("?" * len(ids))
+            rows = self._rows(
+                f"SELECT run_id, type, body FROM run_events WHERE run_id IN ({marks}) AND type IN ('start', 'result')",
+                tuple(ids),
+            )
+            for run_id, event_type, body in rows:
+                try:
+                    event = json.loads(body)
+                except ValueError:
+                    continue
+                if isinstance(event, dict):
+                    found.setdefault(str(run_id), {})[str(event_type)] = event
+        return found
+
     def run_events(self, run_id: str) -> list[RunEvent]:
         rows = self._rows("SELECT seq, at, type, body FROM run_events WHERE run_id = ? ORDER BY seq", (run_id,))
         return [RunEvent(*row) for row in rows]
@@ -494,11 +515,15 @@ class Store:
         )
         return [Approval(**dict(row)) for row in rows]
 
-    def decide_approval(self, approval_id: str, state: str, decided_by: str, extra: str | None = None) -> None:
-        self._write(
-            "UPDATE approvals SET state = ?, decided_at = ?, decided_by = ?, extra = ? WHERE id = ?",
+    def decide_approval(self, approval_id: str, state: str, decided_by: str, extra: str | None = None) -> bool:
+        """Decides a pending request; False (and nothing written) when it was decided already, e.g. by a click on
+        the web page a moment before the message."""
+        cursor = self._write(
+            "UPDATE approvals SET state = ?, decided_at = ?, decided_by = ?, extra = ? "
+            "WHERE id = ? AND state = 'pending'",
             (state, self._clock(), decided_by, extra, approval_id),
         )
+        return cursor.rowcount == 1
 
     def reopen_approval(self, approval_id: str) -> None:
         """An approval whose message was unsent before its task ran is pending again."""

@@ -1,0 +1,48 @@
+"""Approve and Deny from the page: the same ``Approvals`` rules as the iMessage commands (one decision, expiry),
+decided on behalf of the sender who asked, by the token holder (the Mac's owner). An approved task is handed to
+the daemon to run like one approved by text; its answer goes to the sender over their channel."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+
+from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.store import Approval, Store
+
+
+class WebDecisions:
+    def __init__(self, store: Store, approvals: Approvals, run_approved: Callable[[Approval], None]) -> None:
+        self._store = store
+        self._approvals = approvals
+        self._run_approved = run_approved
+
+    def pending(self) -> list[Approval]:
+        return [a for sender in self._senders() for a in self._approvals.pending(sender)]
+
+    def _senders(self) -> list[str]:
+        return list(dict.fromkeys(a.sender for a in self._store.all_pending_approvals()))
+
+    def approve(self, approval_id: str, notes: str = "") -> tuple[Approval | None, str]:
+        """(the approved request, "") when it now runs; (None, why not) otherwise."""
+        found = self._store.approval(approval_id)
+        if found is None:
+            return None, f"No approval request {approval_id}."
+        # A decision of its own for every click: "web:<approval>" alone would let a second click replay the first
+        # (the replay rule that lets a message redo its own decision after a crash).
+        decision = self._approvals.approve(found.sender, found.id, _decided_by(), notes.strip())
+        if decision.approval is None:
+            return None, decision.message
+        self._run_approved(decision.approval)
+        return decision.approval, ""
+
+    def deny(self, approval_id: str) -> tuple[bool, str]:
+        found = self._store.approval(approval_id)
+        if found is None:
+            return False, f"No approval request {approval_id}."
+        decision = self._approvals.deny(found.sender, found.id, _decided_by())
+        return decision.approval is not None, decision.message
+
+
+def _decided_by() -> str:
+    return f"web:{secrets.token_hex(6)}"

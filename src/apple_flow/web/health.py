@@ -1,0 +1,75 @@
+"""The health page's checks: the agent and its model, the message channel (chat.db and Full Disk Access on a Mac),
+sending, and the last error the daemon recorded. Cheap enough to run on every page view: no model request, no
+AppleScript (the doctor does those; here sending is judged by the last send)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from apple_flow.cli.diagnostics import Check, Status, check_chat_db, check_full_disk_access
+from apple_flow.config import Settings
+from apple_flow.daemon.store import Store
+
+ERROR_KINDS = ("ingress_error", "send_failed", "dispatch_error")
+RECENT_SECONDS = 3600  # a send failure this recent makes "sending replies" a warning
+
+
+@dataclass(frozen=True)
+class DaemonState:
+    """What the running daemon knows about itself."""
+
+    channel: str  # imessage | console
+    connector: str
+    connector_status: str  # "ready", or "not ready: <why>"
+    started_at: float
+
+
+def health_checks(settings: Settings, store: Store, state: DaemonState) -> list[Check]:
+    checks = [_agent(settings, state)]
+    if state.channel == "imessage":
+        chat, error = check_chat_db(settings.messages_db_path, given=False)
+        checks += [chat, check_full_disk_access(error, chat)]
+    else:
+        checks.append(Check("messages", Status.NA, f"{state.channel} channel (no chat.db)"))
+    checks += [_sending(store), _last_error(store)]
+    return checks
+
+
+def _agent(settings: Settings, state: DaemonState) -> Check:
+    model = ""
+    if settings.connector == "afm":
+        backend = settings.afm_backend
+        model = f", backend {backend}" + (f", model {settings.afm_model}" if settings.afm_model else "")
+        if settings.afm_base_url:
+            model += f" at {settings.afm_base_url}"
+    detail = f"{state.connector}{model}: {state.connector_status}"
+    if state.connector_status == "ready":
+        return Check("agent and model", Status.OK, detail)
+    return Check("agent and model", Status.FAIL, detail, "run `apple-flow doctor` for what to do")
+
+
+def _sending(store: Store, now: float | None = None) -> Check:
+    sent, failed = store.count_messages("sent"), store.count_messages("send_failed")
+    counts = f"{sent} replies sent, {failed} could not be sent"
+    newest = store.events(1, kind="send_failed")
+    if newest and (now or time.time()) - newest[-1].at < RECENT_SECONDS:
+        return Check("sending replies", Status.WARN, f"{counts}; the last failure ({_when(newest[-1].at)}): "
+                     f"{newest[-1].detail}",
+                     "on a Mac: allow Messages in Privacy & Security > Automation; `apple-flow doctor` checks it")
+    return Check("sending replies", Status.OK, counts)
+
+
+def _last_error(store: Store) -> Check:
+    newest = None
+    for kind in ERROR_KINDS:
+        found = store.events(1, kind=kind)
+        if found and (newest is None or found[-1].at > newest.at):
+            newest = found[-1]
+    if newest is None:
+        return Check("last error", Status.OK, "none recorded")
+    return Check("last error", Status.WARN, f"{_when(newest.at)} {newest.kind}: {newest.detail}")
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))

@@ -1,0 +1,203 @@
+"""What the run pages show, read from the store: a row per run for the list, and for one run its request, its
+tool calls paired with their results, the commands with exit codes, the files changed with their diffs, the reply
+as sent, and why it failed. Everything here comes from the run's row, the message it answers and the agent's own
+events (``run_events``); nothing is inferred from the reply's wording."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from apple_flow.daemon.store import Run, Store
+
+RUNS_PER_PAGE = 50
+ARGUMENT_SHOWN_CHARS = 2000  # a writeFile's content is shown this far; its diff shows the change
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run: Run
+    backend: str
+    model: str
+    input_tokens: int | None
+    output_tokens: int | None
+    duration: float  # seconds; for a running run, so far
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: str  # add | del | hunk | head | note | same
+    text: str
+
+
+@dataclass
+class Step:
+    """One tool call and (once it came) its result."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    subtask: int | None = None
+    done: bool = False
+    ok: bool = True
+    summary: str = ""
+    output: str | None = None
+    exit_code: int | None = None
+    diff: list[DiffLine] = field(default_factory=list)
+    truncated: bool = False
+
+    @property
+    def target(self) -> str:
+        for key in ("path", "command", "pattern"):
+            value = self.arguments.get(key)
+            if isinstance(value, str) and value:
+                return value
+        return ""
+
+    def shown_arguments(self) -> list[tuple[str, str]]:
+        shown = []
+        for key, value in self.arguments.items():
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            if len(text) > ARGUMENT_SHOWN_CHARS:
+                text = f"{text[:ARGUMENT_SHOWN_CHARS]}\n[... {len(text) - ARGUMENT_SHOWN_CHARS} more characters]"
+            shown.append((key, text))
+        return shown
+
+
+@dataclass
+class RunDetail:
+    row: RunRow
+    steps: list[Step]
+    notices: list[str]
+    other_events: list[tuple[str, str]]  # (type, JSON) of events this page does not know (other agent CLIs)
+    result: dict[str, Any] | None
+    files_changed: list[str]
+    reply: str | None  # the reply recorded for the message this run answers
+    reply_state: str | None  # sent | send_failed | replied (recorded, not yet sent) | ...
+    reply_note: str | None
+
+    @property
+    def commands(self) -> list[Step]:
+        return [step for step in self.steps if step.name == "runCommand"]
+
+    @property
+    def diffs(self) -> list[Step]:
+        return [step for step in self.steps if step.diff]
+
+    @property
+    def failure(self) -> str | None:
+        """Why the run failed, in the words recorded for it (the agent's error, a timeout, a refusal)."""
+        run = self.row.run
+        if run.state in ("failed", "interrupted", "cancelled"):
+            subtype = (self.result or {}).get("subtype")
+            detail = run.result or "no reason was recorded"
+            return f"{detail} ({subtype})" if subtype and subtype != "success" else detail
+        return None
+
+
+def run_rows(store: Store, limit: int = RUNS_PER_PAGE, now: float | None = None) -> list[RunRow]:
+    runs = store.recent_runs(limit)
+    facts = store.run_facts([run.id for run in runs])
+    return [_row(run, facts.get(run.id, {}), now) for run in runs]
+
+
+def _row(run: Run, facts: dict[str, dict[str, Any]], now: float | None) -> RunRow:
+    start = facts.get("start", {})
+    result = facts.get("result", {})
+    usage: dict[str, Any] = result["usage"] if isinstance(result.get("usage"), dict) else {}
+    end = run.finished_at if run.finished_at is not None else (now if now is not None else time.time())
+    return RunRow(
+        run=run,
+        backend=str(result.get("backend") or start.get("backend") or ""),
+        model=str(result.get("model") or start.get("model") or ""),
+        input_tokens=_int(usage.get("input_tokens")),
+        output_tokens=_int(usage.get("output_tokens")),
+        duration=max(0.0, end - run.started_at),
+    )
+
+
+def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail | None:
+    run = store.run(run_id)
+    if run is None:
+        return None
+    steps: dict[tuple[int | None, str], Step] = {}
+    order: list[Step] = []
+    notices: list[str] = []
+    other: list[tuple[str, str]] = []
+    facts: dict[str, dict[str, Any]] = {}
+    for stored in store.run_events(run_id):
+        try:
+            event = json.loads(stored.body)
+        except ValueError:
+            other.append((stored.type, stored.body))
+            continue
+        if not isinstance(event, dict):
+            other.append((stored.type, stored.body))
+            continue
+        subtask = event.get("subtask") if isinstance(event.get("subtask"), int) else None
+        kind = event.get("type")
+        if kind == "tool_call":
+            arguments = event.get("arguments")
+            step = Step(
+                id=str(event.get("id", "")), name=str(event.get("name", "?")),
+                arguments=arguments if isinstance(arguments, dict) else {"arguments": arguments}, subtask=subtask,
+            )
+            steps[(subtask, step.id)] = step
+            order.append(step)
+        elif kind == "tool_result":
+            found = steps.get((subtask, str(event.get("id", ""))))
+            if found is None:  # its call was not kept (the run's budget): show the result alone
+                found = Step(id=str(event.get("id", "")), name=str(event.get("name", "?")), arguments={},
+                             subtask=subtask)
+                order.append(found)
+            found.done = True
+            found.ok = bool(event.get("ok", True))
+            found.summary = str(event.get("summary", ""))
+            found.truncated = bool(event.get("truncated", False))
+            found.output = event["output"] if isinstance(event.get("output"), str) else None
+            found.exit_code = _int(event.get("exit_code"))
+            found.diff = diff_lines(event["diff"]) if isinstance(event.get("diff"), str) else []
+        elif kind == "notice":
+            prefix = f"[{subtask}] " if subtask is not None else ""
+            notices.append(prefix + str(event.get("message", "")))
+        elif kind in ("start", "result"):
+            facts[kind] = event
+        else:
+            other.append((str(kind), stored.body))
+    result = facts.get("result")
+    files = [str(f) for f in (result or {}).get("files_changed", []) if isinstance(f, str)]
+    reply = reply_state = note = None
+    if run.message:
+        channel, _, rowid = run.message.rpartition(":")
+        record = store.message(channel, int(rowid)) if rowid.isdigit() else None
+        if record is not None:
+            reply, reply_state, note = record.reply, record.state, record.note
+    return RunDetail(
+        row=_row(run, facts, now), steps=order, notices=notices, other_events=other, result=result,
+        files_changed=files, reply=reply, reply_state=reply_state, reply_note=note,
+    )
+
+
+def diff_lines(diff: str) -> list[DiffLine]:
+    lines = []
+    for line in diff.splitlines():
+        if line.startswith(("--- ", "+++ ")):
+            kind = "head"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        elif line.startswith(("\\", "[... diff cut")):
+            kind = "note"
+        else:
+            kind = "same"
+        lines.append(DiffLine(kind, line))
+    return lines
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

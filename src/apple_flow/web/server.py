@@ -1,0 +1,103 @@
+"""Serving the page from inside the daemon: uvicorn on a thread of its own, on a socket bound here (so a port in
+use is a clear error, not an exit), stopped with the daemon. And the login token: from the settings, or created
+at first start and written to the ``.env`` the daemon reads (mode 0600)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
+from starlette.applications import Starlette
+
+from apple_flow import envfile
+from apple_flow.config import Settings
+from apple_flow.web.auth import new_token
+
+log = logging.getLogger(__name__)
+
+TOKEN_VARIABLE = "APPLE_FLOW_WEB_TOKEN"
+START_TIMEOUT_SECONDS = 15.0
+STOP_TIMEOUT_SECONDS = 5.0
+
+
+class WebError(RuntimeError):
+    """The page cannot be served; the message says why and what to change."""
+
+
+def ensure_token(settings: Settings, env_file: Path | None) -> str:
+    """The login token: ``APPLE_FLOW_WEB_TOKEN``, else a new one written to ``env_file``. A ``.env`` that holds
+    the token and that others may read is made private."""
+    if settings.web_token:
+        held = env_file is not None and env_file.is_file() and settings.web_token in _read(env_file)
+        if held and env_file is not None and envfile.make_private(env_file):
+            log.warning("%s holds the web token and was readable by others: made it private (0600)", env_file)
+        return settings.web_token
+    if env_file is None:
+        raise WebError(f"No web token: set {TOKEN_VARIABLE} (16 characters or more), or start where a .env can be")
+    token = new_token()
+    try:
+        envfile.set_value(env_file, TOKEN_VARIABLE, token)
+    except envfile.EnvFileError as exc:
+        raise WebError(f"Cannot save a new web token: {exc}. Or set {TOKEN_VARIABLE} yourself.") from exc
+    log.warning("created a token for the web page in %s (%s)", env_file.absolute(), TOKEN_VARIABLE)
+    return token
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+class WebServer:
+    def __init__(self, app: Starlette, host: str, port: int) -> None:
+        self._app = app
+        self._host = host
+        self._port = port
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.url = ""
+
+    def start(self) -> str:
+        """Binds and serves; returns the page's URL. Raises ``WebError`` when the address cannot be used."""
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        try:
+            sock = socket.create_server((self._host.strip("[]"), self._port), family=family)
+        except OSError as exc:
+            hint = " (another apple-flow, or another program, uses it)" if exc.errno in (48, 98) else ""
+            raise WebError(
+                f"Cannot serve the web page on {self._host}:{self._port}: {exc.strerror}{hint}. Set "
+                "APPLE_FLOW_WEB_PORT to a free port, or APPLE_FLOW_WEB_ENABLED=false."
+            ) from exc
+        port = sock.getsockname()[1]
+        host = f"[{self._host}]" if family == socket.AF_INET6 else self._host
+        self.url = f"http://{host}:{port}"
+        config = uvicorn.Config(
+            self._app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2,
+            server_header=False,
+        )
+        server = uvicorn.Server(config)
+        self._server = server
+        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="web", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while not server.started and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not server.started:
+            sock.close()
+            raise WebError(f"The web page did not start on {self.url}; see the log above.")
+        return self.url
+
+    def stop(self) -> None:
+        if self._server is None or self._thread is None:
+            return
+        self._server.should_exit = True
+        self._thread.join(STOP_TIMEOUT_SECONDS)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(STOP_TIMEOUT_SECONDS)

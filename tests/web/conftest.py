@@ -1,0 +1,62 @@
+"""The web page served for real (uvicorn on 127.0.0.1, a free port) over a real store, with a recorded hand-off for
+approved tasks instead of the daemon's scheduler."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from apple_flow.config import Settings
+from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.store import Approval, Store
+from apple_flow.web.actions import WebDecisions
+from apple_flow.web.app import WebContext, build_app
+from apple_flow.web.health import DaemonState
+from apple_flow.web.server import WebServer
+
+TOKEN = "test-token-0123456789abcdef"
+
+
+@dataclass
+class Page:
+    url: str
+    store: Store
+    approvals: Approvals
+    started: list[Approval] = field(default_factory=list)
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, follow_redirects=False, timeout=10)
+
+    def logged_in(self) -> httpx.Client:
+        client = self.client()
+        response = client.post("/login", data={"token": TOKEN})
+        assert response.status_code == 303, response.text
+        return client
+
+    def csrf(self, client: httpx.Client, path: str = "/approvals") -> str:
+        html = client.get(path).text
+        marker = 'name="csrf" value="'
+        return html[html.index(marker) + len(marker) :].split('"', 1)[0]
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Page]:
+    settings = Settings(_env_file=None, db_path=tmp_path / "relay.db", web_port=0)  # type: ignore[call-arg]
+    store = Store(settings.db_path)
+    approvals = Approvals(store, ttl_minutes=20)
+    started: list[Approval] = []
+    decisions = WebDecisions(store, approvals, started.append)
+    state = DaemonState(channel="console", connector="afm", connector_status="ready", started_at=time.time() - 5)
+    context = WebContext(settings=settings, store=store, decisions=decisions, state=lambda: state)
+    server = WebServer(build_app(context, TOKEN), "127.0.0.1", 0)
+    url = server.start()
+    try:
+        yield Page(url, store, approvals, started)
+    finally:
+        server.stop()
+        store.close()
