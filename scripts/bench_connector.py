@@ -1,9 +1,9 @@
-"""The connector's own overhead per turn: ``AfmConnector.run_turn`` against spawning the same fake apple-code
-directly with the same argv and stdin (both wait for it to exit and read all of its output).
+"""The connector's own overhead per turn: one ``AfmConnector.run`` to its outcome against spawning the same fake
+apple-code directly with the same argv and stdin (both wait for it to exit and read all of its output).
 
 The fake (tests/connectors/fake_apple_code.py in ``quick`` mode) answers at once, so the difference of the two
-medians is what the connector adds: prompt fitting, the runner's threads and process group, stream parsing,
-history. Runs alternate between the two ways so drift in machine load hits both alike. Target: < 25 ms.
+medians is what the connector adds: prompt fitting, the runner's threads and process group, stream parsing, the
+typed outcome. Runs alternate between the two ways so drift in machine load hits both alike. Target: < 25 ms.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 
 from apple_flow.config import load_settings  # noqa: E402
-from apple_flow.connectors import AfmConnector  # noqa: E402
+from apple_flow.connectors import AfmConnector, TurnRequest, outcome_of  # noqa: E402
 
 TARGET_MS = 25.0
 FAKE = ROOT / "tests" / "connectors" / "fake_apple_code.py"
@@ -62,16 +62,16 @@ def main() -> int:
         workspace.mkdir()
         settings = load_settings(env_file=None, afm_command=str(fake), default_workspace=workspace)
         connector = AfmConnector(settings)
-        argv = connector.invocation(PROMPT, workspace, {}).argv
+        request = TurnRequest(PROMPT, workspace)
+        argv = connector.invocation(PROMPT, workspace, request).argv
 
         def direct() -> None:
             done = subprocess.run(argv, input=PROMPT.encode(), capture_output=True, cwd=workspace, check=False)
             assert done.returncode == 0 and b'"result": "ok"' in done.stdout, done
 
         def through_connector() -> None:
-            connector.reset_thread("bench")  # the same prompt every time: no history grows between runs
-            reply = connector.run_turn("bench", PROMPT)
-            assert reply == "ok", reply
+            outcome = outcome_of(connector.run(request))
+            assert outcome.text == "ok", outcome
 
         for _ in range(3):  # warm-up: page cache, interpreter start-up
             direct()
@@ -101,8 +101,8 @@ def main() -> int:
 {os.cpu_count()} CPUs, {args.runs} runs of each way, alternating.
 
 A fake `apple-code` that answers at once (stream-json, one `result` event), run with the connector's exact argv
-and prompt: directly with `subprocess.run`, and through `AfmConnector.run_turn` (prompt fitting, the runner's
-own session and reader threads, stream parsing, history).
+and prompt: directly with `subprocess.run`, and through `AfmConnector.run` to its outcome (prompt fitting, the
+runner's own session and reader threads, stream parsing, the typed outcome).
 
 | way | median ms | p90 ms | min ms |
 |---|---|---|---|

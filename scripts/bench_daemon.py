@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,40 +39,32 @@ console = Console(stderr=True)
 class InstantConnector:
     """Answers every turn at once with ``echo: <prompt>``: the daemon's cost without an agent's."""
 
-    def __init__(self, settings: Any, history: Any = None) -> None:
+    context_window = 0
+
+    def __init__(self, settings: Any) -> None:
         pass
 
     def ensure_started(self) -> None:
         pass
 
-    def get_or_create_thread(self, sender: str) -> str:
-        return sender
+    def run(self, request: Any) -> Iterator[Any]:
+        from apple_flow.connectors import Status, TurnOutcome
 
-    def reset_thread(self, sender: str) -> str:
-        return sender
+        yield TurnOutcome(Status.ANSWERED, text=f"echo: {request.message}")
 
-    def run_turn(self, thread_id: str, prompt: str, options: Any = None) -> str:
-        return f"echo: {prompt}"
-
-    def run_turn_streaming(self, thread_id: str, prompt: str, on_progress: Any = None, options: Any = None) -> str:
-        return f"echo: {prompt}"
+    def cancel(self, key: str | None = None) -> int:
+        return 0
 
     def shutdown(self) -> None:
         pass
 
-    def set_soul_prompt(self, text: str) -> None:
-        pass
-
-    def cancel_active_processes(self, thread_id: str | None = None) -> int:
-        return 0
-
 
 def serve() -> None:
-    """The daemon process: `apple-flow run --channel imessage` with the instant connector registered."""
+    """The daemon process: `apple-flow run --channel imessage` with the instant connector in afm's place."""
     from apple_flow.cli import app
     from apple_flow.connectors.registry import REGISTRY
 
-    REGISTRY["instant"] = InstantConnector  # type: ignore[assignment]
+    REGISTRY["afm"] = InstantConnector  # type: ignore[assignment]
     app(["run", "--channel", "imessage"])
 
 
@@ -104,7 +97,6 @@ def main() -> int:
             "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
             "PYTHONPATH": str(ROOT / "src"),
             "BENCH_SENDS": str(sends),
-            "APPLE_FLOW_CONNECTOR": "instant",
             "APPLE_FLOW_MESSAGES_DB_PATH": str(chat.path),
             "APPLE_FLOW_DB_PATH": str(tmp / "relay.db"),
             "APPLE_FLOW_ALLOWED_SENDERS": ",".join(senders),

@@ -38,7 +38,9 @@ if [ "$arch" = arm64 ]; then pass "Apple silicon ($arch)"; else miss "not Apple 
 # The 26.4 SDK adds SystemLanguageModel.contextSize; the backend reads it only when told the SDK has it.
 flags=()
 sdk=$(xcrun --sdk macosx --show-sdk-version 2>/dev/null || echo "")
-sdk_major=${sdk%%.*}; sdk_minor=${sdk#*.}; sdk_minor=${sdk_minor%%.*}
+# "26" (no minor number) is 26.0.
+sdk_major=${sdk%%.*}
+case $sdk in *.*) sdk_minor=${sdk#*.}; sdk_minor=${sdk_minor%%.*} ;; *) sdk_minor=0 ;; esac
 if [ -z "$sdk" ]; then
     miss "no macOS SDK found: install the Command Line Tools (xcode-select --install)"
     summary; exit 1
@@ -77,10 +79,30 @@ fi
 bin="$(swift build --package-path "$ROOT/apple_code" -c release ${flags[@]+"${flags[@]}"} --show-bin-path)/apple-code"
 [ -x "$bin" ] || { miss "no binary at $bin"; summary; exit 1; }
 
+# swift test needs Swift Testing. Xcode has it on its default paths. The Command Line Tools (26 and later) ship
+# Testing.framework too, but on no default search path: -F to compile, and rpaths to load the framework and the
+# lib_TestingInterop.dylib it links (mac-edges.md, "Toolchain"). Older Command Line Tools have no Swift Testing.
+testing_flags() {
+    local developer frameworks
+    developer=$(xcode-select -p 2>/dev/null) || return 0
+    case $developer in */CommandLineTools) ;; *) return 0 ;; esac
+    frameworks="$developer/Library/Developer/Frameworks"
+    [ -d "$frameworks/Testing.framework" ] || return 1
+    test_flags=(-Xswiftc -F -Xswiftc "$frameworks" -Xlinker -rpath -Xlinker "$frameworks"
+        -Xlinker -rpath -Xlinker "$developer/Library/Developer/usr/lib")
+    printf '    using Swift Testing from the Command Line Tools (%s)\n' "$frameworks" >&2
+}
+
 if [ $run_tests = 1 ]; then
     say "Running the backend's tests on the real framework (schemas of the seven tools, availability texts)"
-    if build_with_progress "$log" swift test --package-path "$ROOT/apple_code" ${flags[@]+"${flags[@]}"} \
-        --filter 'PlatformTests|LogicTests|MirrorDeclarationTests'; then
+    test_flags=()
+    if ! testing_flags; then
+        miss "the backend's tests need Swift Testing, which the selected Command Line Tools ($(xcode-select -p)) \
+do not have: install Xcode and select it (sudo xcode-select -s /Applications/Xcode.app), or install the Command \
+Line Tools 26 or later (xcode-select --install)"
+        tests_failed=1
+    elif build_with_progress "$log" swift test --package-path "$ROOT/apple_code" ${flags[@]+"${flags[@]}"} \
+        ${test_flags[@]+"${test_flags[@]}"} --filter 'PlatformTests|LogicTests|MirrorDeclarationTests'; then
         pass "Foundation Models backend tests"
     else
         tail -n 30 "$log" >&2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets everything up, then runs every test: apple-code's Swift tests, ruff, and pytest (which also drives the
-# real apple-code binary, a scripted OpenAI-compatible server and the local llama.cpp model).
+# Sets everything up, then runs every test: apple-code's Swift tests, the FoundationModels compile gate, ruff, and
+# pytest (which also drives the real apple-code binary, a scripted OpenAI-compatible server and the local llama.cpp
+# model).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -9,6 +10,9 @@ cd "$ROOT"
 
 say "Swift tests (apple_code)"
 (cd apple_code && swift test 2>&1 | grep -Ev '^\[[0-9]+/[0-9]+\] (Compiling|Emitting|Wrapping|Write|Linking|Applying)'; exit "${PIPESTATUS[0]}")
+
+say "FoundationModels compile gate (AppleCodeFM against Apple's 26.1 and 26.4 declarations)"
+"$ROOT/scripts/fm-interface-gate.sh"
 
 say "ruff"
 "$VENV/bin/ruff" check src tests scripts

@@ -8,13 +8,13 @@ from __future__ import annotations
 import ipaddress
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-# The accepted connector names are the keys of apple_flow.connectors.registry.REGISTRY (checked below).
-ConnectorName = str
+# The connectors: apple_flow.connectors.registry maps each name to its class (a test keeps the two alike).
+ConnectorName = Literal["afm", "codex-cli", "claude-cli"]
 ChannelName = Literal["auto", "imessage", "console"]
 AfmBackend = Literal["auto", "fm", "openai"]
 
@@ -138,14 +138,13 @@ class Settings(BaseSettings):
     web_token: str | None = Field(None, min_length=16)  # created in .env at first start when unset
     web_base_url: str | None = None  # e.g. https://mac.tailnet.ts.net: replies end with a link to their run
 
-    @field_validator("connector", mode="after")
+    @field_validator("connector", mode="before")
     @classmethod
-    def _known_connector(cls, value: str) -> str:
-        # Imported here: the connectors import this module, and the registry is the one list of names.
-        from apple_flow.connectors.registry import REGISTRY
-
-        if value not in REGISTRY:
-            raise ValueError(f"unknown connector; accepted: {', '.join(REGISTRY)}")
+    def _known_connector(cls, value: Any) -> Any:
+        # Before the Literal's own check, whose message would not say "unknown connector".
+        names = get_args(ConnectorName)
+        if isinstance(value, str) and value not in names:
+            raise ValueError(f"unknown connector; accepted: {', '.join(names)}")
         return value
 
     @field_validator("allowed_senders", "allowed_workspaces", mode="before")

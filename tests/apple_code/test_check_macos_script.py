@@ -15,6 +15,7 @@ FAKES = {
     "uname": '[ "$1" = -m ] && echo "${FAKE_ARCH:-arm64}" || echo "${FAKE_OS:-Darwin}"',
     "sw_vers": 'echo "${FAKE_MACOS:-26.1}"',
     "xcrun": 'echo "$*" >>"$FAKE_LOG/xcrun.argv"; echo "${FAKE_SDK:-26.4}"',
+    "xcode-select": '[ "$1" = -p ] && echo "${FAKE_DEVELOPER_DIR:-/Applications/Xcode.app/Contents/Developer}"',
     "swift": (
         'echo "$*" >>"$FAKE_LOG/swift.argv"\n'
         'case " $* " in *" --show-bin-path "*) echo "$FAKE_BIN";; esac\n'
@@ -94,6 +95,19 @@ def test_an_older_sdk_builds_without_the_26_4_flag(project_root: Path, fake_mac:
     assert "FM_SDK_26_4" not in swift[0]
 
 
+@pytest.mark.parametrize(("sdk", "variant"), [
+    ("26", False), ("26.3", False), ("26.3.1", False), ("26.4", True), ("26.10", True), ("27", True), ("27.0", True),
+])
+def test_only_an_sdk_of_26_4_or_later_builds_the_26_4_variant(
+    project_root: Path, fake_mac: dict[str, str], sdk: str, variant: bool
+) -> None:
+    # "26" has no minor number: it is 26.0, not 26.26.
+    result = run_script(project_root, {**fake_mac, "FAKE_SDK": sdk})
+    assert result.returncode == 0, result.stderr
+    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    assert ("-DFM_SDK_26_4" in swift[0].split()) is variant
+
+
 def test_unavailable_model_exits_3_with_the_reason_and_runs_no_task(
     project_root: Path, fake_mac: dict[str, str]
 ) -> None:
@@ -134,3 +148,45 @@ def test_failing_framework_tests_fail_the_check(project_root: Path, fake_mac: di
     result = run_script(project_root, fake_mac, "--tests")
     assert result.returncode == 1
     assert "FAIL  Foundation Models backend tests failed" in result.stderr
+
+
+def command_line_tools(tmp_path: Path, *, testing: bool) -> Path:
+    """A developer folder laid out like /Library/Developer/CommandLineTools (with or without Swift Testing)."""
+    developer = tmp_path / "Library" / "Developer" / "CommandLineTools"
+    (developer / "usr" / "bin").mkdir(parents=True)
+    if testing:
+        (developer / "Library" / "Developer" / "Frameworks" / "Testing.framework").mkdir(parents=True)
+        (developer / "Library" / "Developer" / "usr" / "lib").mkdir(parents=True)
+    return developer
+
+
+def test_tests_with_only_the_command_line_tools_find_swift_testing(
+    project_root: Path, fake_mac: dict[str, str], tmp_path: Path
+) -> None:
+    developer = command_line_tools(tmp_path, testing=True)
+    result = run_script(project_root, {**fake_mac, "FAKE_DEVELOPER_DIR": str(developer)}, "--tests")
+    assert result.returncode == 0, result.stderr
+    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    package = str(project_root / "apple_code")
+    frameworks = f"{developer}/Library/Developer/Frameworks"
+    # -F to compile, one rpath to load Testing.framework, one for lib_TestingInterop.dylib beside it.
+    assert swift[2] == (f"test --package-path {package} -Xswiftc -DFM_SDK_26_4 -Xswiftc -F -Xswiftc {frameworks} "
+                        f"-Xlinker -rpath -Xlinker {frameworks} "
+                        f"-Xlinker -rpath -Xlinker {developer}/Library/Developer/usr/lib "
+                        "--filter PlatformTests|LogicTests|MirrorDeclarationTests")
+    assert "ok    Foundation Models backend tests" in result.stderr
+    assert "Command Line Tools" in result.stderr
+
+
+def test_tests_with_command_line_tools_lacking_swift_testing_say_xcode_is_needed(
+    project_root: Path, fake_mac: dict[str, str], tmp_path: Path
+) -> None:
+    developer = command_line_tools(tmp_path, testing=False)
+    result = run_script(project_root, {**fake_mac, "FAKE_DEVELOPER_DIR": str(developer)}, "--tests")
+    assert result.returncode == 1
+    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    assert not any(line.startswith("test ") for line in swift)
+    assert "FAIL  the backend's tests need Swift Testing" in result.stderr
+    assert "xcode-select -s /Applications/Xcode.app" in result.stderr
+    # The rest of the check still ran: the model was asked and the task done.
+    assert "ok    count.txt says 3" in result.stderr

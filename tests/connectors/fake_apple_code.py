@@ -13,6 +13,7 @@ empty             a success result with an empty answer
 fail              "backend error: connection refused" on stderr, result error_backend, exit 1
 unavailable       result error_model_unavailable ("Apple Intelligence is not enabled"), exit 3
 timeout           honours --timeout: waits it out, then result error_timeout with a partial answer, exit 124
+interrupted       result error_interrupted, exit 130 (as after a SIGTERM from someone else)
 hang              prints a start event and never ends (ignores --timeout and SIGTERM)
 no-result         a start event and a tool call, then exit 0 without a result event
 quick             only the result event, at once (for the benchmark)
@@ -140,6 +141,9 @@ def main() -> None:
     if mode == "timeout":
         time.sleep(float(values.get("--timeout", "120")))
         result("error_timeout", "partial: read 2 files", 124)
+    if mode == "interrupted":
+        sys.stderr.write("apple-code: error_interrupted: interrupted by SIGTERM\n")
+        result("error_interrupted", "interrupted by SIGTERM", 130)
     if mode == "no-result":
         emit({"type": "tool_call", "id": "c1", "name": "listDirectory", "arguments": {}})
         sys.exit(0)

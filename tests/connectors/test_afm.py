@@ -11,8 +11,18 @@ from typing import Any
 import pytest
 
 from apple_flow.config import Settings
-from apple_flow.connectors import AfmConnector, Connector, ConnectorError, Exchange, MemoryHistory, build_connector
+from apple_flow.connectors import (
+    AfmConnector,
+    Connector,
+    ConnectorError,
+    Exchange,
+    Status,
+    TurnRequest,
+    Usage,
+    build_connector,
+)
 from apple_flow.connectors.runner import ProcessRunner
+from support.turns import outcome, reply, with_progress
 
 Runs = Callable[[], list[dict[str, Any]]]
 MakeSettings = Callable[..., Settings]
@@ -37,22 +47,27 @@ def test_build_connector_gives_an_afm_connector_that_meets_the_protocol(make_set
 
 
 def test_no_op_methods_are_safe_with_nothing_running(connector: AfmConnector) -> None:
-    assert connector.cancel_active_processes() == 0
-    assert connector.cancel_active_processes("alice") == 0
+    assert connector.cancel() == 0
+    assert connector.cancel("alice") == 0
     connector.shutdown()
     connector.shutdown()  # twice is fine
 
 
-def test_threads_are_the_sender_and_reset_clears_history(
-    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    thread = connector.get_or_create_thread("+15551234567")
-    assert thread == connector.get_or_create_thread("+15551234567")
-    assert thread != connector.get_or_create_thread("bob@example.com")
-    assert connector.run_turn(thread, "hello") == "fake answer"
-    assert connector.history.history(thread, 5) == [Exchange("hello", "fake answer")]
-    assert connector.reset_thread("+15551234567") == thread
-    assert connector.history.history(thread, 5) == []
+def test_the_connector_keeps_no_conversation(connector: AfmConnector, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Stateless: what a turn sees of the conversation is what its request carries, nothing from earlier turns.
+    mode(monkeypatch, "echo")
+    assert reply(connector, "hello", key="alice") == "hello"
+    assert reply(connector, "again", key="alice") == "again"
+    assert not hasattr(connector, "history")
+    assert connector.context_window == 1  # how many exchanges it asks the daemon for (APPLE_FLOW_AFM_CONTEXT_WINDOW)
+
+
+def test_an_answer_carries_what_apple_code_reports(connector: AfmConnector) -> None:
+    result = outcome(connector, "fix it")
+    assert result.status is Status.ANSWERED and result.answered
+    assert (result.text, result.subtype, result.exit_code, result.agent) == ("fake answer", "success", 0, "apple-code")
+    assert result.usage == Usage(input_tokens=10, output_tokens=5, estimated=True)
+    assert (result.num_turns, result.duration_ms, result.commands_run, result.files_changed) == (1, 5, 0, ())
 
 
 # --- one turn ------------------------------------------------------------------------------------------------
@@ -61,7 +76,7 @@ def test_threads_are_the_sender_and_reset_clears_history(
 def test_successful_run_returns_the_result_event_and_sends_the_prompt_on_stdin(
     connector: AfmConnector, record: Runs
 ) -> None:
-    assert connector.run_turn("alice", "what does app.py do?") == "fake answer"
+    assert reply(connector, "what does app.py do?") == "fake answer"
     (run,) = record()
     assert run["stdin"] == "what does app.py do?"
     assert run["argv"][-1] == "-"
@@ -69,7 +84,7 @@ def test_successful_run_returns_the_result_event_and_sends_the_prompt_on_stdin(
 
 def test_exact_argv_with_cwd_system_and_timeout(make_settings: MakeSettings, workspace: Path, record: Runs) -> None:
     connector = AfmConnector(make_settings(soul_prompt="You are terse.", afm_timeout_seconds=45))
-    connector.run_turn("alice", "hi")
+    reply(connector, "hi")
     (run,) = record()
     assert run["argv"] == [
         "--cwd", str(workspace), "--system", "You are terse.", "--timeout", "45", "--output-format", "stream-json", "-",
@@ -80,7 +95,7 @@ def test_exact_argv_with_cwd_system_and_timeout(make_settings: MakeSettings, wor
 def test_cwd_from_options_wins(connector: AfmConnector, tmp_path: Path, record: Runs) -> None:
     other = tmp_path / "other"
     other.mkdir()
-    connector.run_turn("alice", "hi", {"cwd": str(other)})
+    reply(connector, "hi", other)
     (run,) = record()
     assert run["argv"][:2] == ["--cwd", str(other)]
 
@@ -91,7 +106,7 @@ def test_a_relative_workspace_is_made_absolute_before_the_child_moves_into_it(
     # e.g. APPLE_FLOW_DEFAULT_WORKSPACE=ws: "--cwd ws" seen from inside ws would be ws/ws.
     (tmp_path / "ws").mkdir(exist_ok=True)
     monkeypatch.chdir(tmp_path)
-    assert connector.run_turn("alice", "hi", {"cwd": "ws"}) == "fake answer"
+    assert reply(connector, "hi", "ws") == "fake answer"
     (run,) = record()
     assert run["argv"][:2] == ["--cwd", str(tmp_path / "ws")]
 
@@ -99,26 +114,29 @@ def test_a_relative_workspace_is_made_absolute_before_the_child_moves_into_it(
 def test_missing_workspace_is_a_clear_error_and_runs_nothing(
     connector: AfmConnector, tmp_path: Path, record: Runs
 ) -> None:
-    reply = connector.run_turn("alice", "hi", {"cwd": str(tmp_path / "gone")})
-    assert reply.startswith("Error: workspace ")
-    assert "does not exist" in reply and "the workspace you asked for" in reply
+    result = outcome(connector, "hi", tmp_path / "gone")
+    assert result.status is Status.FAILED
+    text = result.as_text()
+    assert text.startswith("Error: workspace ")
+    assert "does not exist" in text and "the workspace you asked for" in text
     default_gone = AfmConnector(connector.settings.model_copy(update={"default_workspace": tmp_path / "gone"}))
-    assert "Check APPLE_FLOW_DEFAULT_WORKSPACE." in default_gone.run_turn("alice", "hi")
+    assert "Check APPLE_FLOW_DEFAULT_WORKSPACE." in reply(default_gone, "hi")
+    assert "Check APPLE_FLOW_DEFAULT_WORKSPACE." in reply(default_gone, "hi", tmp_path / "gone")  # named, still it
     assert record() == []
 
 
-def test_allow_tools_false_runs_read_only(connector: AfmConnector, record: Runs) -> None:
-    connector.run_turn("alice", "plan it", {"allow_tools": False})
-    connector.run_turn("alice", "do it", {"allow_tools": True})
+def test_a_read_only_request_runs_read_only(connector: AfmConnector, record: Runs) -> None:
+    reply(connector, "plan it", read_only=True)
+    reply(connector, "do it", read_only=False)
     planning, doing = record()
     assert "--read-only" in planning["argv"]
     assert "--read-only" not in doing["argv"]
 
 
 def test_plan_option_passes_plan_only_when_the_setting_allows(make_settings: MakeSettings, record: Runs) -> None:
-    AfmConnector(make_settings()).run_turn("alice", "task", {"plan": True})
-    AfmConnector(make_settings(afm_plan_tasks=False)).run_turn("alice", "task", {"plan": True})
-    AfmConnector(make_settings()).run_turn("alice", "chat")
+    reply(AfmConnector(make_settings()), "task", plan=True)
+    reply(AfmConnector(make_settings(afm_plan_tasks=False)), "task", plan=True)
+    reply(AfmConnector(make_settings()), "chat")
     planned, not_allowed, chat = record()
     assert "--plan" in planned["argv"]
     assert "--plan" not in not_allowed["argv"]
@@ -129,7 +147,7 @@ def test_backend_settings_become_flags(make_settings: MakeSettings, record: Runs
     settings = make_settings(
         afm_backend="openai", afm_model="qwen2.5:3b", afm_base_url="http://127.0.0.1:9/v1", afm_context_tokens=2048
     )
-    AfmConnector(settings).run_turn("alice", "hi")
+    reply(AfmConnector(settings), "hi")
     argv = record()[0]["argv"]
     flags = argv[argv.index("stream-json") + 1 : -1]
     assert flags == [
@@ -139,7 +157,7 @@ def test_backend_settings_become_flags(make_settings: MakeSettings, record: Runs
 
 
 def test_default_backend_passes_no_backend_flags(connector: AfmConnector, record: Runs) -> None:
-    connector.run_turn("alice", "hi")
+    reply(connector, "hi")
     argv = record()[0]["argv"]
     assert not {"--backend", "--model", "--base-url", "--context-tokens"} & set(argv)
 
@@ -151,9 +169,13 @@ def test_timeout_reported_by_apple_code(
     make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "timeout")
-    reply = AfmConnector(make_settings(afm_timeout_seconds=0.5)).run_turn("alice", "big job")
-    assert reply.startswith("Error: Request timed out after 0.5s.")
-    assert "Partial answer: partial: read 2 files" in reply
+    result = outcome(AfmConnector(make_settings(afm_timeout_seconds=0.5)), "big job")
+    assert (result.status, result.limit_seconds, result.exit_code, result.subtype) == (
+        Status.TIMED_OUT, 0.5, 124, "error_timeout"
+    )
+    assert result.text == "partial: read 2 files"
+    assert result.as_text().startswith("Error: Request timed out after 0.5s.")
+    assert "Partial answer: partial: read 2 files" in result.as_text()
 
 
 def test_apple_code_that_ignores_its_timeout_is_killed(
@@ -164,92 +186,123 @@ def test_apple_code_that_ignores_its_timeout_is_killed(
         make_settings(afm_timeout_seconds=1), runner=ProcessRunner(0.3, 0.3), kill_margin_seconds=0.5
     )
     started = time.monotonic()
-    reply = connector.run_turn("alice", "big job")
-    assert reply.startswith("Error: Request timed out after 1s.")
+    result = outcome(connector, "big job")
+    assert result.status is Status.TIMED_OUT
+    assert result.as_text().startswith("Error: Request timed out after 1s.")
     assert time.monotonic() - started < 4
-    assert connector.history.history("alice", 5) == []
 
 
 def test_command_not_found(make_settings: MakeSettings, tmp_path: Path) -> None:
     missing = str(tmp_path / "no" / "apple-code")
-    reply = AfmConnector(make_settings(afm_command=missing)).run_turn("alice", "hi")
-    assert reply == f"Error: apple-code CLI not found at '{missing}'. Check apple_flow_afm_command setting."
+    result = outcome(AfmConnector(make_settings(afm_command=missing)), "hi")
+    assert result.status is Status.BINARY_MISSING
+    assert result.as_text() == f"Error: apple-code CLI not found at '{missing}'. Check apple_flow_afm_command setting."
 
 
 def test_bare_command_not_on_path(make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
-    reply = AfmConnector(make_settings(afm_command="apple-code-missing")).run_turn("alice", "hi")
-    assert reply == "Error: apple-code CLI not found at 'apple-code-missing'. Check apple_flow_afm_command setting."
+    text = reply(AfmConnector(make_settings(afm_command="apple-code-missing")), "hi")
+    assert text == "Error: apple-code CLI not found at 'apple-code-missing'. Check apple_flow_afm_command setting."
 
 
 def test_command_not_executable(make_settings: MakeSettings, tmp_path: Path) -> None:
     script = tmp_path / "not-exec"
     script.write_text("#!/bin/sh\necho hi\n")
     script.chmod(0o644)
-    reply = AfmConnector(make_settings(afm_command=str(script))).run_turn("alice", "hi")
-    assert reply.startswith(f"Error: apple-code CLI at '{script}' cannot be run")
-    assert str(script) in reply
-    assert "apple_flow_afm_command" in reply
+    result = outcome(AfmConnector(make_settings(afm_command=str(script))), "hi")
+    assert result.status is Status.FAILED
+    text = result.as_text()
+    assert text.startswith(f"Error: apple-code CLI at '{script}' cannot be run")
+    assert str(script) in text
+    assert "apple_flow_afm_command" in text
 
 
 def test_error_exit_code_names_the_code_and_last_stderr_line(
     connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "fail")
-    reply = connector.run_turn("alice", "hi")
-    assert reply == "Error: apple-code execution failed (exit code 1). backend error: connection refused"
-    assert connector.history.history("alice", 5) == []  # errors are not remembered
+    result = outcome(connector, "hi")
+    assert (result.status, result.exit_code, result.subtype) == (Status.FAILED, 1, "error_backend")
+    assert result.as_text() == "Error: apple-code execution failed (exit code 1). backend error: connection refused"
 
 
 def test_model_unavailable_says_why(connector: AfmConnector, monkeypatch: pytest.MonkeyPatch) -> None:
     mode(monkeypatch, "unavailable")
-    reply = connector.run_turn("alice", "hi")
-    assert reply.startswith("Error: apple-code execution failed (exit code 3). No model available: ")
-    assert "Apple Intelligence is not enabled" in reply
-    assert "APPLE_FLOW_AFM_BACKEND=openai" in reply
+    result = outcome(connector, "hi")
+    assert (result.status, result.exit_code, result.subtype) == (Status.NO_MODEL, 3, "error_model_unavailable")
+    assert result.detail.startswith("Apple Intelligence is not enabled. Turn on Apple Intelligence")
+    text = result.as_text()
+    assert text.startswith("Error: apple-code execution failed (exit code 3). No model available: ")
+    assert "Apple Intelligence is not enabled" in text
+    assert "APPLE_FLOW_AFM_BACKEND=openai" in text
 
 
 def test_empty_response(connector: AfmConnector, monkeypatch: pytest.MonkeyPatch) -> None:
     mode(monkeypatch, "empty")
-    assert connector.run_turn("alice", "hi") == "No response generated."
+    result = outcome(connector, "hi")
+    assert (result.status, result.text) == (Status.EMPTY, "")
+    assert result.as_text() == "No response generated."
+
+
+def test_an_answer_that_starts_with_error_is_an_answer(
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_APPLE_CODE_ANSWER", "Error: is what parse() raises on a blank line.")
+    result = outcome(connector, "what does parse() raise?")
+    assert result.status is Status.ANSWERED
+    assert result.as_text() == "Error: is what parse() raises on a blank line."
+
+
+def test_an_interrupted_apple_code_is_a_cancelled_turn(
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mode(monkeypatch, "interrupted")
+    result = outcome(connector, "hi")
+    assert (result.status, result.exit_code, result.subtype) == (Status.CANCELLED, 130, "error_interrupted")
+    assert result.as_text() == (
+        "Error: apple-code was interrupted (exit code 130). apple-code: error_interrupted: interrupted by SIGTERM"
+    )
 
 
 def test_stream_without_result_event_is_a_failure(connector: AfmConnector, monkeypatch: pytest.MonkeyPatch) -> None:
     mode(monkeypatch, "no-result")
-    reply = connector.run_turn("alice", "hi")
-    assert reply.startswith("Error: apple-code execution failed (exit code 0). The output ended without a result")
+    result = outcome(connector, "hi")
+    assert result.status is Status.FAILED
+    assert result.as_text().startswith(
+        "Error: apple-code execution failed (exit code 0). The output ended without a result"
+    )
 
 
 # --- prompt fitting ----------------------------------------------------------------------------------------------
 
 
 def test_context_window_limits_the_history_sent(make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The daemon sends the newest ``context_window`` exchanges; the connector fits what it is given.
     mode(monkeypatch, "echo")
-    history = MemoryHistory()
-    connector = AfmConnector(make_settings(afm_context_window=1), history)
-    for n in range(3):
-        history.append("alice", Exchange(f"question {n}", f"answer {n}"))
-    prompt = connector.run_turn("alice", "newest")
+    connector = AfmConnector(make_settings(afm_context_window=1))
+    assert connector.context_window == 1
+    exchanges = tuple(Exchange(f"question {n}", f"answer {n}") for n in range(3))
+    prompt = reply(connector, "newest", exchanges=exchanges[-connector.context_window :])
     assert "User: question 2\nAssistant: answer 2" in prompt
     assert "question 1" not in prompt and "question 0" not in prompt
     assert prompt.endswith("newest")
 
 
-def test_history_is_kept_per_sender(make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_exchanges_of_the_request_lead_the_prompt(
+    make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     mode(monkeypatch, "echo")
     connector = AfmConnector(make_settings(afm_context_window=2))
-    connector.run_turn("alice", "alice one")
-    connector.run_turn("bob", "bob one")
-    prompt = connector.run_turn("alice", "alice two")
-    assert "User: alice one" in prompt
-    assert "bob" not in prompt
+    prompt = reply(connector, "alice two", exchanges=(Exchange("alice one", "echo one"),))
+    assert prompt.startswith("Earlier conversation (for context):\nUser: alice one\nAssistant: echo one")
+    assert prompt.endswith("alice two")
 
 
-def test_zero_window_sends_no_history(make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_zero_window_asks_for_no_history(make_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
     mode(monkeypatch, "echo")
     connector = AfmConnector(make_settings(afm_context_window=0))
-    connector.run_turn("alice", "one")
-    assert connector.run_turn("alice", "two") == "two"
+    assert connector.context_window == 0
+    assert reply(connector, "two") == "two"
 
 
 def test_long_message_is_cut_from_the_middle_to_the_budget(
@@ -257,8 +310,7 @@ def test_long_message_is_cut_from_the_middle_to_the_budget(
 ) -> None:
     connector = AfmConnector(make_settings(afm_max_prompt_chars=1000))
     message = "START " + "x" * 5000 + " END"
-    connector.history.append("alice", Exchange("old question", "old answer"))
-    connector.run_turn("alice", message)
+    reply(connector, message, exchanges=(Exchange("old question", "old answer"),))
     sent = record()[0]["stdin"]
     assert len(sent) == 1000
     assert sent.startswith("START ") and sent.endswith(" END")
@@ -268,9 +320,8 @@ def test_long_message_is_cut_from_the_middle_to_the_budget(
 
 def test_history_is_trimmed_to_what_the_budget_leaves(make_settings: MakeSettings, record: Runs) -> None:
     connector = AfmConnector(make_settings(afm_max_prompt_chars=600, afm_context_window=3))
-    for n in range(3):
-        connector.history.append("alice", Exchange(f"q{n} " + "a" * 400, f"r{n} " + "b" * 400))
-    connector.run_turn("alice", "the new message")
+    exchanges = tuple(Exchange(f"q{n} " + "a" * 400, f"r{n} " + "b" * 400) for n in range(3))
+    reply(connector, "the new message", exchanges=exchanges)
     sent = record()[0]["stdin"]
     assert len(sent) <= 600
     assert sent.endswith("the new message")
@@ -278,7 +329,7 @@ def test_history_is_trimmed_to_what_the_budget_leaves(make_settings: MakeSetting
 
 
 def test_no_tools_context_is_injected(connector: AfmConnector, record: Runs) -> None:
-    connector.run_turn("alice", "list the files")
+    reply(connector, "list the files")
     sent = record()[0]["stdin"]
     assert sent == "list the files"
     for word in ("readFile", "runCommand", "tool", "Tools"):
@@ -288,7 +339,7 @@ def test_no_tools_context_is_injected(connector: AfmConnector, record: Runs) -> 
 def test_soul_prompt_is_cut_and_goes_in_system_not_the_prompt(make_settings: MakeSettings, record: Runs) -> None:
     soul = "You are Flow. " + "Be kind. " * 200
     connector = AfmConnector(make_settings(soul_prompt=soul, afm_soul_max_chars=100))
-    connector.run_turn("alice", "hi")
+    reply(connector, "hi")
     run = record()[0]
     system = run["argv"][run["argv"].index("--system") + 1]
     assert len(system) <= 100
@@ -296,20 +347,27 @@ def test_soul_prompt_is_cut_and_goes_in_system_not_the_prompt(make_settings: Mak
     assert "Flow" not in run["stdin"]
 
 
-def test_set_soul_prompt_replaces_the_setting(connector: AfmConnector, record: Runs) -> None:
-    connector.set_soul_prompt("  Answer in French.  ")
-    connector.run_turn("alice", "hi")
+def test_the_soul_prompt_is_stripped(make_settings: MakeSettings, record: Runs) -> None:
+    reply(AfmConnector(make_settings(soul_prompt="  Answer in French.  ")), "hi")
     argv = record()[0]["argv"]
     assert argv[argv.index("--system") + 1] == "Answer in French."
 
 
+def test_the_soul_file_wins_over_the_soul_prompt(make_settings: MakeSettings, tmp_path: Path, record: Runs) -> None:
+    soul = tmp_path / "soul.md"
+    soul.write_text("Answer in German.\n", encoding="utf-8")
+    reply(AfmConnector(make_settings(soul_prompt="Answer in French.", soul_file=soul)), "hi")
+    argv = record()[0]["argv"]
+    assert argv[argv.index("--system") + 1] == "Answer in German."
+
+
 def test_empty_soul_prompt_sends_no_system_flag(connector: AfmConnector, record: Runs) -> None:
-    connector.run_turn("alice", "hi")
+    reply(connector, "hi")
     assert "--system" not in record()[0]["argv"]
 
 
 def test_soul_prompt_starting_with_a_dash_is_one_value(make_settings: MakeSettings, record: Runs) -> None:
-    AfmConnector(make_settings(soul_prompt="- be brief")).run_turn("alice", "hi")
+    reply(AfmConnector(make_settings(soul_prompt="- be brief")), "hi")
     argv = record()[0]["argv"]
     assert argv[argv.index("--system") + 1] == "- be brief"
 
@@ -317,30 +375,32 @@ def test_soul_prompt_starting_with_a_dash_is_one_value(make_settings: MakeSettin
 # --- streaming ---------------------------------------------------------------------------------------------------
 
 
-def test_streaming_reports_tool_calls_as_progress_lines(connector: AfmConnector) -> None:
-    progress: list[str] = []
-    reply = connector.run_turn_streaming("alice", "fix it", progress.append)
-    assert reply == "fake answer"
+def test_tool_calls_become_progress_lines_as_they_come(connector: AfmConnector) -> None:
+    text, progress = with_progress(connector, "fix it")
+    assert text == "fake answer"
     assert progress == ["reading src/app.py", "running: make test"]
 
 
-def test_streaming_without_callback_is_run_turn(connector: AfmConnector) -> None:
-    assert connector.run_turn_streaming("alice", "fix it") == "fake answer"
+def test_every_event_of_the_stream_is_yielded_in_order_before_the_outcome(connector: AfmConnector) -> None:
+    items = list(connector.run(TurnRequest("fix it")))
+    kinds = [item.data["type"] for item in items[:-1]]  # type: ignore[union-attr]
+    assert kinds == ["start", "tool_call", "tool_result", "tool_call", "tool_result", "text", "result"]
+    assert items[-1] == outcome(connector, "fix it")
 
 
 # --- cancelling and starting ---------------------------------------------------------------------------------------
 
 
-def test_cancel_active_processes_stops_a_thread(connector: AfmConnector, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cancel_stops_the_turns_of_one_key(connector: AfmConnector, monkeypatch: pytest.MonkeyPatch) -> None:
     mode(monkeypatch, "hang")
     replies: list[str] = []
-    worker = threading.Thread(target=lambda: replies.append(connector.run_turn("alice", "long")))
+    worker = threading.Thread(target=lambda: replies.append(reply(connector, "long", key="alice")))
     worker.start()
     deadline = time.monotonic() + 5
     while connector.runner.active_count() == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert connector.cancel_active_processes("bob") == 0
-    assert connector.cancel_active_processes("alice") == 1
+    assert connector.cancel("bob") == 0
+    assert connector.cancel("alice") == 1
     worker.join(5)
     assert replies == ["Error: apple-code run was cancelled."]
 
@@ -372,5 +432,5 @@ def test_relative_command_path_still_runs_in_another_workspace(
 ) -> None:
     monkeypatch.chdir(fake_apple_code.parent.parent)  # the command is relative to here, the workspace is not
     connector = AfmConnector(make_settings(afm_command=f"{fake_apple_code.parent.name}/apple-code"))
-    assert connector.run_turn("alice", "hi") == "fake answer"
+    assert reply(connector, "hi") == "fake answer"
     connector.ensure_started()

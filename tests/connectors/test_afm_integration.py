@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from apple_flow.config import Settings, load_settings
-from apple_flow.connectors import AfmConnector, ConnectorError
+from apple_flow.connectors import AfmConnector, ConnectorError, Exchange, Status
 from apple_flow.connectors.runner import ProcessRunner
 from support.scripted_server import ScriptedServer, answer, hang, http_error, tool_call
+from support.turns import outcome, reply, with_progress
 
 GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
 
@@ -73,8 +74,10 @@ def closed_port_url() -> str:
 def test_second_turn_carries_the_first_exchange(settings_for: Callable[..., Settings]) -> None:
     with ScriptedServer([answer("It greets."), answer("Yes, by name.")]) as server:
         connector = AfmConnector(settings_for(server))
-        assert connector.run_turn("alice", "What does greet.py do?") == "It greets."
-        assert connector.run_turn("alice", "Does it use the name?") == "Yes, by name."
+        first = outcome(connector, "What does greet.py do?")
+        assert first.text == "It greets."
+        exchanges = (Exchange("What does greet.py do?", first.text),)  # what the daemon keeps and hands back
+        assert reply(connector, "Does it use the name?", exchanges=exchanges) == "Yes, by name."
         _, second = system_and_user(server.requests()[1])
     assert "User: What does greet.py do?\nAssistant: It greets." in second
     assert second.endswith("Does it use the name?")
@@ -82,26 +85,28 @@ def test_second_turn_carries_the_first_exchange(settings_for: Callable[..., Sett
 
 def test_backend_failure_is_an_execution_error(settings_for: Callable[..., Settings]) -> None:
     with ScriptedServer([http_error(400, '{"error":{"message":"bad request from script"}}')] * 5) as server:
-        connector = AfmConnector(settings_for(server))
-        reply = connector.run_turn("alice", "hi")
-    assert reply.startswith("Error: apple-code execution failed (exit code 1).")
-    assert connector.history.history("alice", 5) == []
+        result = outcome(AfmConnector(settings_for(server)), "hi")
+    assert (result.status, result.exit_code, result.subtype) == (Status.FAILED, 1, "error_backend")
+    assert result.as_text().startswith("Error: apple-code execution failed (exit code 1).")
 
 
 def test_timeout_gives_the_timeout_reply(settings_for: Callable[..., Settings]) -> None:
     with ScriptedServer([hang()]) as server:
         connector = AfmConnector(settings_for(server, afm_timeout_seconds=2), runner=ProcessRunner(0.5, 0.5))
-        reply = connector.run_turn("alice", "hi")
-    assert reply.startswith("Error: Request timed out after 2s.")
+        result = outcome(connector, "hi")
+    assert (result.status, result.exit_code, result.subtype) == (Status.TIMED_OUT, 124, "error_timeout")
+    assert result.as_text().startswith("Error: Request timed out after 2s.")
 
 
 def test_unreachable_server_says_no_model_is_available(settings_for: Callable[..., Settings]) -> None:
     connector = AfmConnector(settings_for(None, afm_base_url=closed_port_url()))
-    reply = connector.run_turn("alice", "hi")
-    assert reply.startswith("Error: apple-code execution failed (exit code 3). No model available: ")
-    assert ".." not in reply  # apple-code's reason ends with a full stop; the hint follows as a new sentence
+    result = outcome(connector, "hi")
+    assert result.status is Status.NO_MODEL
+    text = result.as_text()
+    assert text.startswith("Error: apple-code execution failed (exit code 3). No model available: ")
+    assert ".." not in text  # apple-code's reason ends with a full stop; the hint follows as a new sentence
     # The backend is already openai with a base URL: the advice is to start that server, not to set them.
-    assert "Start that server" in reply and "set APPLE_FLOW_AFM_BACKEND=openai" not in reply
+    assert "Start that server" in text and "set APPLE_FLOW_AFM_BACKEND=openai" not in text
     with pytest.raises(ConnectorError, match="no model available") as raised:
         connector.ensure_started()
     assert ".." not in str(raised.value)
@@ -118,19 +123,18 @@ def test_missing_workspace_option_is_refused_before_running(
     settings_for: Callable[..., Settings], tmp_path: Path
 ) -> None:
     with ScriptedServer([answer("never")]) as server:
-        reply = AfmConnector(settings_for(server)).run_turn("alice", "hi", {"cwd": str(tmp_path / "missing")})
+        text = reply(AfmConnector(settings_for(server)), "hi", tmp_path / "missing")
         assert server.requests() == []
-    assert reply.startswith("Error: workspace ")
+    assert text.startswith("Error: workspace ")
 
 
 def test_turn_reads_a_file_and_answers_with_progress(settings_for: Callable[..., Settings]) -> None:
     script = [tool_call("readFile", {"path": "greet.py"}), answer("greet() returns a greeting.")]
     with ScriptedServer(script) as server:
         connector = AfmConnector(settings_for(server, soul_prompt="You are Flow, a terse assistant."))
-        progress: list[str] = []
-        reply = connector.run_turn_streaming("alice", "What does greet.py do?", progress.append)
+        text, progress = with_progress(connector, "What does greet.py do?")
         requests = server.requests()
-    assert reply == "greet() returns a greeting."
+    assert text == "greet() returns a greeting."
     assert progress == ["reading greet.py"]
     assert len(requests) == 2
     system, user = system_and_user(requests[0])
@@ -143,9 +147,9 @@ def test_turn_reads_a_file_and_answers_with_progress(settings_for: Callable[...,
 def test_planning_turn_is_read_only_for_real(settings_for: Callable[..., Settings], project: Path) -> None:
     script = [tool_call("writeFile", {"path": "greet.py", "content": "broken"}), answer("Plan: edit greet.py.")]
     with ScriptedServer(script) as server:
-        reply = AfmConnector(settings_for(server)).run_turn("alice", "plan: rename greet", {"allow_tools": False})
+        text = reply(AfmConnector(settings_for(server)), "plan: rename greet", read_only=True)
         tools = offered_tools(server.requests()[0])
-    assert reply == "Plan: edit greet.py."
+    assert text == "Plan: edit greet.py."
     assert "writeFile" not in tools and "runCommand" not in tools and "readFile" in tools
     assert (project / "greet.py").read_text(encoding="utf-8") == GREET  # the write was refused
 
@@ -156,9 +160,8 @@ def test_task_turn_edits_the_workspace(settings_for: Callable[..., Settings], pr
         answer("Changed the greeting."),
     ]
     with ScriptedServer(script) as server:
-        progress: list[str] = []
-        reply = AfmConnector(settings_for(server)).run_turn_streaming("alice", "say Hi", progress.append)
-    assert reply == "Changed the greeting."
+        text, progress = with_progress(AfmConnector(settings_for(server)), "say Hi")
+    assert text == "Changed the greeting."
     assert progress == ["editing greet.py"]
     assert "Hi, {name}!" in (project / "greet.py").read_text(encoding="utf-8")
 
@@ -171,12 +174,9 @@ def test_plan_option_runs_apple_code_plan_mode(settings_for: Callable[..., Setti
         answer("Overall: greet.py greets by name."),  # the summary
     ]
     with ScriptedServer(script) as server:
-        progress: list[str] = []
-        reply = AfmConnector(settings_for(server)).run_turn_streaming(
-            "alice", "task: explain greet.py", progress.append, {"plan": True}
-        )
+        text, progress = with_progress(AfmConnector(settings_for(server)), "task: explain greet.py", plan=True)
         requests = server.requests()
-    assert "greet() returns Hello plus the name." in reply
-    assert "Overall: greet.py greets by name." in reply
+    assert "greet() returns Hello plus the name." in text
+    assert "Overall: greet.py greets by name." in text
     assert len(requests) == 4
     assert progress == ["[1] reading greet.py"]  # tool calls of plan workers carry their subtask id

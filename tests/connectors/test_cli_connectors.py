@@ -9,7 +9,16 @@ from typing import Any
 import pytest
 
 from apple_flow.config import Settings
-from apple_flow.connectors import ClaudeConnector, CodexConnector, Connector, ConnectorError, build_connector
+from apple_flow.connectors import (
+    ClaudeConnector,
+    CodexConnector,
+    Connector,
+    ConnectorError,
+    Exchange,
+    Status,
+    build_connector,
+)
+from support.turns import outcome, reply, with_progress
 
 Runs = Callable[[], list[dict[str, Any]]]
 MakeSettings = Callable[..., Settings]
@@ -31,7 +40,7 @@ def test_codex_argv_cwd_and_stdin(cli_settings: Callable[..., Settings], workspa
     connector = build_connector(cli_settings(connector="codex-cli", codex_model="gpt-5-codex"))
     assert isinstance(connector, CodexConnector)
     assert isinstance(connector, Connector)
-    assert connector.run_turn("alice", "fix the test") == "codex answer"
+    assert reply(connector, "fix the test") == "codex answer"
     (run,) = record()
     assert run["argv"] == [
         "exec", "--skip-git-repo-check", "--sandbox", "workspace-write", "--cd", str(workspace),
@@ -42,16 +51,16 @@ def test_codex_argv_cwd_and_stdin(cli_settings: Callable[..., Settings], workspa
 
 
 def test_codex_read_only_turn_uses_the_read_only_sandbox(cli_settings: Callable[..., Settings], record: Runs) -> None:
-    CodexConnector(cli_settings()).run_turn("alice", "plan", {"allow_tools": False})
+    reply(CodexConnector(cli_settings()), "plan", read_only=True)
     argv = record()[0]["argv"]
     assert argv[argv.index("--sandbox") + 1] == "read-only"
 
 
 def test_codex_soul_prompt_and_history_lead_the_prompt(cli_settings: Callable[..., Settings], record: Runs) -> None:
     connector = CodexConnector(cli_settings(soul_prompt="Be brief.", codex_context_window=3))
-    connector.run_turn("alice", "first")
-    connector.run_turn("alice", "second")
-    second = record()[1]["stdin"]
+    assert connector.context_window == 3
+    reply(connector, "second", exchanges=(Exchange("first", "codex answer"),))
+    second = record()[0]["stdin"]
     assert second.startswith("Be brief.\n\n")
     assert "User: first\nAssistant: codex answer" in second
     assert second.endswith("second")
@@ -62,15 +71,19 @@ def test_codex_failure_and_empty_answer(
 ) -> None:
     connector = CodexConnector(cli_settings())
     monkeypatch.setenv("FAKE_CLI_MODE", "fail")
-    assert connector.run_turn("alice", "x") == "Error: Codex execution failed (exit code 2). error: not logged in"
+    failed = outcome(connector, "x")
+    assert (failed.status, failed.exit_code) == (Status.FAILED, 2)
+    assert failed.as_text() == "Error: Codex execution failed (exit code 2). error: not logged in"
     monkeypatch.setenv("FAKE_CLI_MODE", "empty")
-    assert connector.run_turn("alice", "x") == "No response generated."
+    assert outcome(connector, "x").status is Status.EMPTY
+    assert reply(connector, "x") == "No response generated."
 
 
 def test_codex_missing_binary(cli_settings: Callable[..., Settings], tmp_path: Path) -> None:
     missing = str(tmp_path / "codex-missing")
     connector = CodexConnector(cli_settings(codex_command=missing))
-    assert connector.run_turn("alice", "x") == (
+    assert outcome(connector, "x").status is Status.BINARY_MISSING
+    assert reply(connector, "x") == (
         f"Error: Codex CLI not found at '{missing}'. Check apple_flow_codex_command setting."
     )
     with pytest.raises(ConnectorError, match="APPLE_FLOW_CODEX_COMMAND"):
@@ -97,8 +110,8 @@ def test_claude_argv_cwd_stdin_and_progress(
 ) -> None:
     connector = build_connector(cli_settings(connector="claude-cli", claude_model="sonnet", soul_prompt="Be kind."))
     assert isinstance(connector, ClaudeConnector)
-    progress: list[str] = []
-    assert connector.run_turn_streaming("alice", "fix the test", progress.append) == "claude answer"
+    text, progress = with_progress(connector, "fix the test")
+    assert text == "claude answer"
     (run,) = record()
     assert run["argv"] == [
         "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits",
@@ -110,7 +123,7 @@ def test_claude_argv_cwd_stdin_and_progress(
 
 
 def test_claude_read_only_turn_uses_plan_mode(cli_settings: Callable[..., Settings], record: Runs) -> None:
-    ClaudeConnector(cli_settings()).run_turn("alice", "plan", {"allow_tools": False})
+    reply(ClaudeConnector(cli_settings()), "plan", read_only=True)
     argv = record()[0]["argv"]
     assert argv[argv.index("--permission-mode") + 1] == "plan"
 
@@ -119,16 +132,19 @@ def test_claude_is_error_with_exit_zero_is_a_failure(
     cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_CLI_MODE", "error-result")
-    reply = ClaudeConnector(cli_settings()).run_turn("alice", "x")
-    assert reply == "Error: Claude execution failed (exit code 0). error_max_turns: stopped after 10 turns"
+    result = outcome(ClaudeConnector(cli_settings()), "x")
+    assert (result.status, result.subtype, result.num_turns) == (Status.FAILED, "error_max_turns", 2)
+    assert result.as_text() == "Error: Claude execution failed (exit code 0). error_max_turns: stopped after 10 turns"
 
 
 def test_claude_failure_exit(cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_MODE", "fail")
-    reply = ClaudeConnector(cli_settings()).run_turn("alice", "x")
-    assert reply == "Error: Claude execution failed (exit code 2). error: not logged in"
+    text = reply(ClaudeConnector(cli_settings()), "x")
+    assert text == "Error: Claude execution failed (exit code 2). error: not logged in"
 
 
 def test_claude_empty_answer(cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_CLI_MODE", "empty")
-    assert ClaudeConnector(cli_settings()).run_turn("alice", "x") == "No response generated."
+    result = outcome(ClaudeConnector(cli_settings()), "x")
+    assert result.status is Status.EMPTY
+    assert result.as_text() == "No response generated."

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from apple_flow.connectors.base import Exchange
+from apple_flow.connectors.base import AgentEvent, Exchange
 from apple_flow.connectors.events import EventStream, apple_code_tool_calls, describe_tool_call
 from apple_flow.connectors.prompt import cut_end, cut_middle, fit_prompt
 
@@ -82,8 +82,8 @@ def test_long_progress_lines_are_cut() -> None:
 
 
 def test_event_stream_reads_results_subtasks_and_skips_junk() -> None:
-    seen: list[str] = []
-    stream = EventStream(apple_code_tool_calls, seen.append)
+    events: list[AgentEvent] = []
+    stream = EventStream(apple_code_tool_calls)
     for line in [
         "not json",
         "[1, 2]",
@@ -91,8 +91,9 @@ def test_event_stream_reads_results_subtasks_and_skips_junk() -> None:
         '{"type":"tool_call","id":"c1","name":"readFile","arguments":{"path":"a.py"},"subtask":2}',
         '{"type":"result","subtype":"success","is_error":false,"result":"  done  "}',
     ]:
-        stream.feed(line)
-    assert seen == ["[2] reading a.py"]
+        events.extend(stream.feed(line))
+    assert [event.progress for event in events] == [("[2] reading a.py",), ()]
+    assert [event.data["type"] for event in events] == ["tool_call", "result"]
     assert stream.unparsed_lines == 2
     assert stream.result_text == "done"
     assert not stream.is_error

@@ -149,32 +149,38 @@ def test_child_that_exits_while_grandchild_holds_the_pipes_returns(runner: Proce
     assert gone(grandchild)
 
 
-def test_lines_reach_the_callback_as_they_arrive(runner: ProcessRunner) -> None:
+def test_lines_are_yielded_as_they_arrive(runner: ProcessRunner) -> None:
     seen: list[tuple[str, float]] = []
     started = time.monotonic()
-    runner.run(
-        python("import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second', flush=True)"),
-        timeout=10,
-        on_line=lambda line: seen.append((line, time.monotonic() - started)),
-    )
+    code = "import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second', flush=True)"
+    with runner.start(python(code), timeout=10) as child:
+        for line in child:
+            seen.append((line, time.monotonic() - started))
     assert [line for line, _ in seen] == ["first", "second"]
     assert seen[0][1] < seen[1][1] - 0.5  # the first line was handed over before the child slept
+    assert child.result is not None and child.result.stdout_lines == ["first", "second"]
 
 
-def test_callback_error_still_kills_the_child(runner: ProcessRunner) -> None:
-    def explode(line: str) -> None:
-        raise RuntimeError(f"bad line {line}")
-
-    with pytest.raises(RuntimeError):
-        runner.run(python("import time; print('x', flush=True); time.sleep(60)"), timeout=30, on_line=explode)
+def test_an_error_while_reading_still_kills_the_child(runner: ProcessRunner) -> None:
+    with pytest.raises(RuntimeError), runner.start(python("import time; print('x', flush=True); time.sleep(60)"),
+                                                   timeout=30) as child:
+        for line in child:
+            raise RuntimeError(f"bad line {line}")
     assert runner.active_count() == 0
 
 
-def run_in_background(runner: ProcessRunner, thread_id: str, results: dict[str, object]) -> threading.Thread:
+def test_a_run_never_read_is_killed_when_its_block_ends(runner: ProcessRunner) -> None:
+    with runner.start(python("import time; time.sleep(60)"), timeout=30) as child:
+        pid = next(iter(runner._live))
+        assert runner.active_count() == 1
+    assert child.result is None
+    assert runner.active_count() == 0
+    assert gone(pid)
+
+
+def run_in_background(runner: ProcessRunner, key: str, results: dict[str, object]) -> threading.Thread:
     def work() -> None:
-        results[thread_id] = runner.run(
-            python("import time; print('up', flush=True); time.sleep(60)"), timeout=30, thread_id=thread_id
-        )
+        results[key] = runner.run(python("import time; print('up', flush=True); time.sleep(60)"), timeout=30, key=key)
 
     thread = threading.Thread(target=work)
     thread.start()
@@ -187,7 +193,7 @@ def wait_for(condition: object, seconds: float = 5) -> None:
         time.sleep(0.02)
 
 
-def test_cancel_by_thread_id_kills_only_that_thread(runner: ProcessRunner) -> None:
+def test_cancel_by_key_kills_only_that_run(runner: ProcessRunner) -> None:
     results: dict[str, object] = {}
     alice = run_in_background(runner, "alice", results)
     bob = run_in_background(runner, "bob", results)
@@ -205,10 +211,12 @@ def test_cancel_by_thread_id_kills_only_that_thread(runner: ProcessRunner) -> No
     assert runner.active_count() == 0
 
 
-def test_kept_stdout_is_bounded_but_every_line_reaches_the_callback() -> None:
+def test_kept_stdout_is_bounded_but_every_line_is_yielded() -> None:
     runner = ProcessRunner(drain_seconds=0.5, kill_grace_seconds=0.5, max_kept_stdout_chars=1000)
-    seen: list[str] = []
-    result = runner.run(python("for n in range(100): print(str(n) * 50)"), timeout=10, on_line=seen.append)
+    with runner.start(python("for n in range(100): print(str(n) * 50)"), timeout=10) as child:
+        seen = list(child)
+    result = child.result
+    assert result is not None
     assert len(seen) == 100
     assert result.stdout_truncated
     assert sum(len(line) for line in result.stdout_lines) <= 1000

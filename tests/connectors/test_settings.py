@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
-from apple_flow.config import SettingsError, load_settings
+from apple_flow.config import ConnectorName, SettingsError, load_settings
 from apple_flow.connectors import REGISTRY, build_connector
 
 
@@ -64,5 +65,6 @@ def test_bad_values_name_the_variable_and_what_it_accepts(
 
 
 def test_every_accepted_connector_builds(tmp_path: Path) -> None:
+    assert set(REGISTRY) == set(get_args(ConnectorName))  # the setting accepts exactly the registered connectors
     for name, cls in REGISTRY.items():
         assert type(build_connector(load_settings(env_file=None, connector=name))) is cls

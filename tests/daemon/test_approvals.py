@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from apple_flow.config import Settings
-from apple_flow.connectors.base import TurnOptions
+from apple_flow.connectors.base import TurnRequest
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness
 
 
-def planner(prompt: str, options: TurnOptions) -> str:
-    if options.get("allow_tools") is False:
+def planner(prompt: str, request: TurnRequest) -> str:
+    if request.read_only:
         return "1. Edit a.py\n2. Run the tests"
     return "Changed a.py; tests pass."
 
@@ -50,7 +50,8 @@ def test_a_task_is_planned_read_only_then_runs_with_tools_once_approved(run_daem
     plan_reply = _wait_for_replies(h, ANA, 1)[0]
     assert "1. Edit a.py" in plan_reply and "Expires in 20 minutes" in plan_reply
     plan_call = h.connector.calls[0]
-    assert plan_call.options == {"allow_tools": False, "cwd": str(h.settings.default_workspace)}
+    assert (plan_call.request.read_only, plan_call.request.plan) == (True, False)
+    assert plan_call.request.workspace == h.settings.default_workspace
     assert "fix the parser" in plan_call.prompt
     rid = request_id(plan_reply)
     h.ingress.add(ANA, f"approve {rid} keep the old API")
@@ -59,7 +60,8 @@ def test_a_task_is_planned_read_only_then_runs_with_tools_once_approved(run_daem
     assert replies[1].startswith(f"Done ({rid}, run_") and "Changed a.py" in replies[1]
     assert (ANA, f"Approved {rid}: working on it in {h.settings.default_workspace}.") in h.egress.progress
     run_call = h.connector.calls[1]
-    assert run_call.options == {"allow_tools": True, "cwd": str(h.settings.default_workspace), "plan": True}
+    assert (run_call.request.read_only, run_call.request.plan) == (False, True)
+    assert run_call.request.workspace == h.settings.default_workspace
     assert "fix the parser" in run_call.prompt and "1. Edit a.py" in run_call.prompt
     assert "keep the old API" in run_call.prompt
     approval = h.store.approval(rid)
@@ -197,7 +199,7 @@ def test_a_workspace_alias_inside_the_allowed_workspaces_is_used(
     h.ingress.add(ANA, "@out what is here")
     h.ingress.add(ANA, "@nope what is here")
     h.finish()
-    assert h.connector.calls[0].options["cwd"] == str(site)
+    assert h.connector.calls[0].request.workspace == site
     assert len(h.connector.calls) == 1
     assert sorted(h.egress.to(ANA)) == [
         "@out points outside the allowed workspaces; ask the owner to allow it.",
@@ -243,8 +245,8 @@ def test_an_approved_task_runs_in_the_workspace_its_plan_was_made_in(
     rid = request_id(_wait_for_replies(h, ANA, 1)[0])
     h.ingress.add(ANA, f"approve {rid}")
     h.finish()
-    assert [c.options["cwd"] for c in h.connector.calls] == [str(site), str(site)]
-    assert h.connector.calls[1].options["allow_tools"] is True
+    assert [c.request.workspace for c in h.connector.calls] == [site, site]
+    assert h.connector.calls[1].request.read_only is False
 
 
 def test_a_bare_deny_denies_the_one_pending_request_and_never_reaches_the_agent(
@@ -281,7 +283,7 @@ def test_an_alias_through_a_symlink_that_leaves_the_allowed_workspaces_is_refuse
 def test_a_blocked_plan_asks_the_user_and_creates_no_approval_request(
     make_settings: Callable[..., Settings],
 ) -> None:
-    def blocked(prompt: str, options: TurnOptions) -> str:
+    def blocked(prompt: str, request: TurnRequest) -> str:
         return "BLOCKER: which parser do you mean, the CSV or the JSON one?"
 
     h = Harness(make_settings(), FakeConnector(answer=blocked)).start()

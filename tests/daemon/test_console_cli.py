@@ -24,7 +24,7 @@ from support.daemon_fakes import FakeConnector
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     made: list[FakeConnector] = []
 
-    def build(settings: Any, history: Any = None) -> FakeConnector:
+    def build(settings: Any) -> FakeConnector:
         connector = FakeConnector()
         made.append(connector)
         return connector

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from apple_flow.config import Settings
+from apple_flow.connectors.base import Exchange, Status, TurnOutcome
 from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness, wait_until
@@ -39,7 +40,7 @@ def test_a_chat_message_is_answered_and_recorded(harness: Callable[..., Harness]
     record = h.store.message("imessage", 1)
     assert record is not None and record.state == "sent" and record.reply == "echo: hello there"
     assert h.store.cursor("imessage") == 1
-    assert h.connector.calls[0].options["allow_tools"] is True
+    assert h.connector.calls[0].request.read_only is False
     assert h.connector.shut_down
 
 
@@ -239,26 +240,54 @@ def test_a_turn_past_the_timeout_is_killed_and_the_sender_told(harness: Callable
 
 
 @pytest.mark.parametrize(
-    ("result", "expected"),
+    ("outcome", "expected"),
     [
-        ("Error: Request timed out after 120s. The agent was stopped.", "took too long and was stopped after 120 s"),
-        ("Error: AFM CLI not found at 'apple-code'. Check apple_flow_afm_command setting.", "cannot start"),
         (
-            "Error: apple-code execution failed (exit code 3). No model available: Apple Intelligence is off. "
-            "Turn on Apple Intelligence (macOS 26), or set APPLE_FLOW_AFM_BACKEND=openai",
+            TurnOutcome(Status.TIMED_OUT, detail="Request timed out after 120s. The agent was stopped.",
+                        limit_seconds=120),
+            "took too long and was stopped after 120 s",
+        ),
+        (
+            TurnOutcome(Status.BINARY_MISSING,
+                        detail="AFM CLI not found at 'apple-code'. Check apple_flow_afm_command setting."),
+            "cannot start",
+        ),
+        (
+            TurnOutcome(Status.NO_MODEL, detail="Apple Intelligence is off. Turn on Apple Intelligence (macOS 26), "
+                        "or set APPLE_FLOW_AFM_BACKEND=openai", agent="apple-code", exit_code=3),
             "no model is available: Apple Intelligence is off. Turn on Apple Intelligence",
         ),
-        ("Error: apple-code execution failed (exit code 1). error_max_turns", "the agent failed: apple-code"),
-        ("No response generated.", "without an answer"),
+        (
+            TurnOutcome(Status.FAILED, detail="apple-code execution failed (exit code 1). error_max_turns"),
+            "the agent failed: apple-code",
+        ),
+        (TurnOutcome(Status.EMPTY), "without an answer"),
+        (
+            TurnOutcome(Status.CANCELLED, detail="apple-code was interrupted (exit code 130)."),
+            "stopped before it finished: apple-code was interrupted",
+        ),
     ],
 )
-def test_failures_get_short_honest_replies(harness: Callable[..., Harness], result: str, expected: str) -> None:
-    h = harness(FakeConnector(answer=lambda prompt, options: result)).start()
+def test_failures_get_short_honest_replies(
+    harness: Callable[..., Harness], outcome: TurnOutcome, expected: str
+) -> None:
+    h = harness(FakeConnector(answer=lambda prompt, request: outcome)).start()
     h.ingress.add(ANA, "hi")
     h.finish()
     [reply] = h.egress.to(ANA)
     assert expected in reply and "Traceback" not in reply and len(reply) < 400
-    assert h.store.runs_of(ANA)[0].state == "failed"
+    run = h.store.runs_of(ANA)[0]
+    assert run.state == "failed" and run.result == outcome.as_text()
+
+
+def test_an_answer_that_starts_with_error_is_an_answer(harness: Callable[..., Harness]) -> None:
+    # What the agent says is its answer, whatever its first word; only the outcome's status says it failed.
+    text = "Error: handling in parse() swallows the exception; re-raise it after logging."
+    h = harness(FakeConnector(answer=lambda prompt, request: text)).start()
+    h.ingress.add(ANA, "why does parse() hide errors?")
+    h.finish()
+    assert h.egress.to(ANA) == [text]
+    assert h.store.runs_of(ANA)[0].state == "done"
 
 
 def test_a_connector_exception_becomes_a_reply_not_a_crash(harness: Callable[..., Harness]) -> None:
@@ -369,17 +398,47 @@ def test_health_reports_an_unready_connector(harness: Callable[..., Harness]) ->
     assert "not ready: apple-code not found: run scripts/setup.sh" in reply
 
 
-def test_clear_context_resets_the_thread_and_the_stored_history(harness: Callable[..., Harness]) -> None:
-    from apple_flow.connectors.base import Exchange
-
-    h = harness()
+def test_clear_context_clears_the_stored_history_the_next_turn_starts_afresh(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness(FakeConnector(context_window=3))
     h.store.append(ANA, Exchange("q", "a"))
     h.start()
     h.ingress.add(ANA, "new chat")
+    h.ingress.add(ANA, "hello again")
     h.finish()
-    assert h.connector.resets == [ANA]
+    assert h.store.history(ANA, 5) == [Exchange("hello again", "echo: hello again")]
+    assert h.connector.calls[0].request.exchanges == ()  # the turn after the clear sees no earlier exchange
+    assert h.egress.to(ANA)[0] == "Context cleared: the next message starts a new conversation."
+
+
+def test_the_daemon_keeps_each_senders_exchanges_and_hands_the_connector_its_window(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness(FakeConnector(context_window=2)).start()
+    for text in ("one", "two", "three"):
+        h.ingress.add(ANA, f"ana {text}")
+    h.ingress.add(BOB, "bob one")
+    h.finish()
+    ana = [c.request for c in h.connector.calls if c.request.key == ANA]
+    assert [e.user for e in ana[2].exchanges] == ["ana one", "ana two"]  # the newest two, oldest first
+    assert ana[2].exchanges[-1] == Exchange("ana two", "echo: ana two")
+    bob = next(c.request for c in h.connector.calls if c.request.key == BOB)
+    assert bob.exchanges == ()  # another sender's conversation is not his
+
+
+def test_failed_turns_leave_no_exchange_and_a_connector_without_a_window_gets_none(
+    harness: Callable[..., Harness],
+) -> None:
+    failing = FakeConnector(answer=lambda p, r: TurnOutcome(Status.FAILED, detail="x"), context_window=2)
+    h = harness(failing).start()
+    h.ingress.add(ANA, "hi")
+    h.finish()
     assert h.store.history(ANA, 5) == []
-    assert h.egress.to(ANA) == ["Context cleared: the next message starts a new conversation."]
+    h2 = harness(FakeConnector(), db_path=h.settings.db_path.with_name("two.db")).start()
+    h2.ingress.add(ANA, "hi")
+    h2.finish()
+    assert h2.store.history(ANA, 5) == []
 
 
 def test_rows_the_ingress_skips_move_the_cursor_once_earlier_messages_are_done(
@@ -432,14 +491,12 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
     import sqlite3
 
     from apple_flow.connectors.afm import AfmConnector
-    from apple_flow.daemon.history import TurnHistory
     from apple_flow.daemon.runtime import Daemon
     from connectors.conftest import HERE, install_script
     from support.daemon_fakes import ListIngress, RecordingEgress
 
     settings = make_settings(afm_command=str(install_script(HERE / "fake_apple_code.py", tmp_path / "apple-code")))
     store = Store(settings.db_path)
-    history = TurnHistory(store)
     record_reply = store.record_reply
     attempts = itertools.count()
 
@@ -450,8 +507,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
 
     monkeypatch.setattr(store, "record_reply", fails_once)
     ingress, egress = ListIngress(), RecordingEgress()
-    daemon = Daemon(settings, store, AfmConnector(settings, history=history), ingress, egress, "imessage",
-                    history=history)
+    daemon = Daemon(settings, store, AfmConnector(settings), ingress, egress, "imessage")
     ingress.add(ANA, "first")
     ingress.add(ANA, "second")
     ingress.close()

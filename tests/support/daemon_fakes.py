@@ -10,34 +10,34 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from apple_flow.channels.base import InboundMessage, SendError
-from apple_flow.connectors.base import ProgressCallback, TurnOptions
+from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest
+
+Answer = Callable[[str, TurnRequest], "str | TurnOutcome"]
 
 
 @dataclass
 class Call:
-    thread_id: str
-    prompt: str
-    options: TurnOptions
+    request: TurnRequest
     started: float = field(default_factory=time.monotonic)
     finished: float = 0.0
 
+    @property
+    def prompt(self) -> str:
+        return self.request.message
+
 
 class FakeConnector:
-    """Answers with ``answer(prompt, options)`` (default: "echo: <prompt>"). A prompt containing ``SLOW`` waits
-    until ``release`` is set (or the turn is cancelled); ``progress`` lines are reported before answering."""
+    """Answers with ``answer(prompt, request)`` (default: "echo: <prompt>"; a string is the answer, or give a
+    ``TurnOutcome``). A prompt containing ``SLOW`` waits until ``release`` is set (or the turn is cancelled);
+    ``progress`` lines are reported as tool-call events before answering."""
 
-    def __init__(
-        self,
-        answer: Callable[[str, TurnOptions], str] | None = None,
-        progress: tuple[str, ...] = (),
-    ) -> None:
-        self.answer = answer or (lambda prompt, options: f"echo: {prompt}")
+    def __init__(self, answer: Answer | None = None, progress: tuple[str, ...] = (), context_window: int = 0) -> None:
+        self.answer = answer or (lambda prompt, request: f"echo: {prompt}")
         self.progress = progress
+        self.context_window = context_window
         self.calls: list[Call] = []
         self.release = threading.Event()
         self.cancelled: list[str | None] = []
-        self.resets: list[str] = []
-        self.soul: str | None = None
         self.shut_down = False
         self.fail_start: str | None = None
         self._cancel_events: dict[str, threading.Event] = {}
@@ -47,44 +47,30 @@ class FakeConnector:
 
     def ensure_started(self) -> None:
         if self.fail_start:
-            from apple_flow.connectors.base import ConnectorError
-
             raise ConnectorError(self.fail_start)
 
-    def get_or_create_thread(self, sender: str) -> str:
-        return sender
-
-    def reset_thread(self, sender: str) -> str:
-        self.resets.append(sender)
-        return sender
-
-    def run_turn(self, thread_id: str, prompt: str, options: TurnOptions | None = None) -> str:
-        return self.run_turn_streaming(thread_id, prompt, None, options)
-
-    def run_turn_streaming(
-        self,
-        thread_id: str,
-        prompt: str,
-        on_progress: ProgressCallback | None = None,
-        options: TurnOptions | None = None,
-    ) -> str:
-        call = Call(thread_id, prompt, dict(options or {}))  # type: ignore[arg-type]
+    def run(self, request: TurnRequest) -> TurnEvents:
+        call = Call(request)
         cancel = threading.Event()
         with self._lock:
             self.calls.append(call)
-            self._cancel_events[thread_id] = cancel
+            self._cancel_events[request.key] = cancel
             self.running += 1
             self.max_running = max(self.max_running, self.running)
         try:
             for line in self.progress:
-                if on_progress:
-                    on_progress(line)
-            if "SLOW" in prompt:
+                yield AgentEvent({"type": "tool_call", "name": line}, (line,))
+            if "SLOW" in request.message:
                 while not (self.release.is_set() or cancel.is_set()):
                     time.sleep(0.01)
                 if cancel.is_set():
-                    return "Error: AFM execution failed (exit code -15). The turn was stopped."
-            return self.answer(prompt, call.options)
+                    yield TurnOutcome(Status.CANCELLED, detail="AFM run was cancelled.", agent="AFM")
+                    return
+            answer = self.answer(request.message, request)
+            if isinstance(answer, TurnOutcome):
+                yield answer
+            else:
+                yield TurnOutcome(Status.ANSWERED if answer else Status.EMPTY, text=answer, agent="AFM")
         finally:
             call.finished = time.monotonic()
             with self._lock:
@@ -93,13 +79,10 @@ class FakeConnector:
     def shutdown(self) -> None:
         self.shut_down = True
 
-    def set_soul_prompt(self, text: str) -> None:
-        self.soul = text
-
-    def cancel_active_processes(self, thread_id: str | None = None) -> int:
-        self.cancelled.append(thread_id)
+    def cancel(self, key: str | None = None) -> int:
+        self.cancelled.append(key)
         with self._lock:
-            events = [e for t, e in self._cancel_events.items() if thread_id is None or t == thread_id]
+            events = [e for t, e in self._cancel_events.items() if key is None or t == key]
         for event in events:
             event.set()
         return len(events)

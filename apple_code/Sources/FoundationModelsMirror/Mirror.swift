@@ -1,10 +1,10 @@
 // Linux-only stand-in for exactly the FoundationModels API subset that AppleCodeFM uses, so `swift build` on
 // Linux type-checks the backend's real source and its logic is testable. Everything is inside
 // `#if !canImport(FoundationModels)` so it can never shadow the real framework, and Package.swift links it only
-// `.when(platforms: [.linux])`.
+// `.when(platforms: [.linux])`. (scripts/fm-interface-gate.sh also type-checks AppleCodeFM against modules built
+// from the real interfaces; the mirror is what its runtime tests run on.)
 //
-// Rules for this file (checked by MirrorDeclarationTests against the interface dumps in
-// Tests/AppleCodeFMTests/Interfaces):
+// Rules for this file (checked by MirrorDeclarationTests against the interface dumps in apple_code/Interfaces):
 // - A `public` declaration line is copied verbatim from the 26.1 dump (26.4 inside `#if FM_SDK_26_4`), except
 //   for attributes the SourceKit dump drops (`@_disfavoredOverload`) and conformances left out (a subset).
 // - Test-only additions carry a trailing `// mirror-only` and are named Mirror*; AppleCodeFM must not use them.

@@ -17,7 +17,6 @@ from apple_flow.channels.base import Egress, Ingress
 from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError
-from apple_flow.daemon.history import TurnHistory
 from apple_flow.daemon.lock import InstanceLock, LockError
 from apple_flow.daemon.runtime import Daemon, StartError
 from apple_flow.daemon.store import Store, StoreError
@@ -60,13 +59,9 @@ def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, c
         print_error(exc)
         return 1
     try:
-        history = TurnHistory(store)
-        connector = build_connector(settings, history=history)
-        soul = settings.soul_text()
-        if soul:
-            connector.set_soul_prompt(soul)
+        connector = build_connector(settings)
         local = (CONSOLE_SENDER,) if channel == "console" else ()
-        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, history=history)
+        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local)
 
         def stop(signum: int, frame: FrameType | None) -> None:
             daemon.request_stop()

@@ -5,41 +5,47 @@ from __future__ import annotations
 from apple_flow.config import Settings
 from apple_flow.connectors.afm import AfmConnector
 from apple_flow.connectors.base import (
+    AgentEvent,
     Connector,
     ConnectorError,
     Exchange,
-    HistoryStore,
-    MemoryHistory,
-    ProgressCallback,
-    TurnOptions,
+    Status,
+    TurnEvents,
+    TurnOutcome,
+    TurnRequest,
+    Usage,
+    outcome_of,
 )
 from apple_flow.connectors.claude import ClaudeConnector
 from apple_flow.connectors.codex import CodexConnector
 from apple_flow.connectors.registry import REGISTRY
 
 
-def build_connector(settings: Settings, history: HistoryStore | None = None) -> Connector:
-    """The connector ``settings.connector`` names, keeping history in ``history`` (in memory when None)."""
+def build_connector(settings: Settings) -> Connector:
+    """The connector ``settings.connector`` names."""
     try:
         cls = REGISTRY[settings.connector]
     except KeyError:
         raise ConnectorError(
             f"APPLE_FLOW_CONNECTOR: unknown connector {settings.connector!r}; accepted: {', '.join(REGISTRY)}"
         ) from None
-    return cls(settings, history)
+    return cls(settings)
 
 
 __all__ = [
     "REGISTRY",
     "AfmConnector",
+    "AgentEvent",
     "ClaudeConnector",
     "CodexConnector",
     "Connector",
     "ConnectorError",
     "Exchange",
-    "HistoryStore",
-    "MemoryHistory",
-    "ProgressCallback",
-    "TurnOptions",
+    "Status",
+    "TurnEvents",
+    "TurnOutcome",
+    "TurnRequest",
+    "Usage",
     "build_connector",
+    "outcome_of",
 ]

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from apple_flow.config import Settings
-from apple_flow.connectors.base import ConnectorError, HistoryStore, ProgressCallback, TurnOptions
-from apple_flow.connectors.cli import NO_RESPONSE, CliConnector, Invocation, Outcome, format_seconds
+from apple_flow.connectors.base import ConnectorError, Status, TurnOutcome, TurnRequest
+from apple_flow.connectors.cli import CliConnector, Invocation, format_seconds
 from apple_flow.connectors.events import EventStream, apple_code_tool_calls
 from apple_flow.connectors.prompt import cut_end
 from apple_flow.connectors.runner import ProcessRunner, RunResult
@@ -21,6 +21,7 @@ from apple_flow.paths import resolve_apple_code
 
 EXIT_MODEL_UNAVAILABLE = 3
 EXIT_TIMEOUT = 124
+EXIT_INTERRUPTED = 130
 # apple-code enforces --timeout itself and reports a partial answer; the runner's own wall clock is this much
 # later, for an apple-code that does not stop.
 DEFAULT_KILL_MARGIN_SECONDS = 10.0
@@ -42,11 +43,10 @@ class AfmConnector(CliConnector):
     def __init__(
         self,
         settings: Settings,
-        history: HistoryStore | None = None,
         runner: ProcessRunner | None = None,
         kill_margin_seconds: float = DEFAULT_KILL_MARGIN_SECONDS,
     ) -> None:
-        super().__init__(settings, history, runner)
+        super().__init__(settings, runner)
         self.kill_margin_seconds = kill_margin_seconds
 
     def _context_window(self) -> int:
@@ -61,7 +61,7 @@ class AfmConnector(CliConnector):
 
     # --- one turn ------------------------------------------------------------------------------------------
 
-    def invocation(self, prompt: str, cwd: Path, options: TurnOptions) -> Invocation:
+    def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         s = self.settings
         argv = [self.executable(), "--cwd", str(cwd)]
         soul = cut_end(self.soul_prompt, s.afm_soul_max_chars)
@@ -69,9 +69,9 @@ class AfmConnector(CliConnector):
             argv += ["--system", soul]
         argv += ["--timeout", format_seconds(s.afm_timeout_seconds), "--output-format", "stream-json"]
         argv += self._backend_flags()
-        if options.get("allow_tools") is False:
+        if request.read_only:
             argv.append("--read-only")
-        if options.get("plan") and s.afm_plan_tasks:
+        if request.plan and s.afm_plan_tasks:
             argv.append("--plan")
         argv.append("-")
         return Invocation(argv, prompt, cwd, s.afm_timeout_seconds + self.kill_margin_seconds)
@@ -89,31 +89,33 @@ class AfmConnector(CliConnector):
             flags += ["--context-tokens", str(s.afm_context_tokens)]
         return flags
 
-    def new_stream(self, on_progress: ProgressCallback | None) -> EventStream:
-        return EventStream(apple_code_tool_calls, on_progress)
+    def new_stream(self) -> EventStream:
+        return EventStream(apple_code_tool_calls)
 
-    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> Outcome:
+    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
+        """apple-code's exit code (and ``result`` subtype, which the contract pairs with it) -> the outcome."""
         assert stream is not None
+        report = stream.result or {}
         code = result.exit_code
+        said = stream.result_text  # the answer; on an error, the message (after any partial answer)
         if result.timed_out or code == EXIT_TIMEOUT:
-            partial = stream.result_text
-            text = self.timeout_text(self.settings.afm_timeout_seconds)
-            return Outcome(f"{text}\nPartial answer: {partial}" if partial else text, ok=False)
-        detail = result.last_stderr_line or stream.result_text
+            return self.timed_out(self.settings.afm_timeout_seconds, said, exit_code=code, report=report)
+        detail = result.last_stderr_line or said
         if code == EXIT_MODEL_UNAVAILABLE:
-            reason = _sentence(stream.result_text or result.last_stderr_line or "no reason given")
-            return Outcome(self.failure_text(code, f"No model available: {reason} {self._model_hint()}"), ok=False)
-        if code != 0:
-            return Outcome(self.failure_text(code, detail), ok=False)
-        if stream.result is None:
-            return Outcome(
-                self.failure_text(code, f"The output ended without a result event. {result.last_stderr_line}"),
-                ok=False,
+            reason = _sentence(said or result.last_stderr_line or "no reason given")
+            return self.outcome(Status.NO_MODEL, f"{reason} {self._model_hint()}", code, report=report)
+        if code == EXIT_INTERRUPTED:
+            return self.outcome(
+                Status.CANCELLED, f"{self.display_name} was interrupted (exit code {code}). {detail}".rstrip(), code,
+                report=report,
             )
+        if code != 0:
+            return self.failed(code, detail, report=report)
+        if stream.result is None:
+            return self.failed(code, f"The output ended without a result event. {result.last_stderr_line}")
         if stream.is_error:
-            return Outcome(self.failure_text(code, stream.result_text or detail), ok=False)
-        answer = stream.result_text
-        return Outcome(answer, ok=True) if answer else Outcome(NO_RESPONSE, ok=False)
+            return self.failed(code, said or detail, report=report)
+        return self.answer(said, code, report=report)
 
     def _model_hint(self) -> str:
         return SERVER_UNAVAILABLE_HINT if self.settings.afm_backend == "openai" else MODEL_UNAVAILABLE_HINT

@@ -1,95 +1,140 @@
 """The connector interface: how the daemon asks an agent CLI to answer one turn.
 
-A *thread* is the conversation of one sender. Connectors keep each thread's history in a ``HistoryStore``
-(in memory by default; the daemon passes its SQLite store so history survives restarts).
+A connector is stateless. It gets one ``TurnRequest`` (the message, the earlier exchanges the daemon chose to
+include, the workspace, read-only or plan) and runs the agent once: ``run`` yields the agent's events as they
+happen (each with the progress line it makes, if any) and, last, one ``TurnOutcome`` saying what happened. It
+keeps no conversation: the daemon's store does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol, TypedDict, runtime_checkable
-
-ProgressCallback = Callable[[str], None]
-
-
-class TurnOptions(TypedDict, total=False):
-    """Per-turn options. ``allow_tools=False`` makes the turn read-only (planning turns)."""
-
-    allow_tools: bool
-    cwd: str
-    plan: bool
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
 class Exchange:
-    """One past turn of a thread."""
+    """One past turn of a conversation: what the user asked and what the agent answered."""
 
     user: str
     assistant: str
 
 
-class HistoryStore(Protocol):
-    def history(self, thread_id: str, limit: int) -> list[Exchange]:
-        """The newest ``limit`` exchanges, oldest first."""
-        ...
+@dataclass(frozen=True)
+class TurnRequest:
+    message: str
+    #: The workspace the agent works in; None: the default workspace of the settings.
+    workspace: Path | None = None
+    #: Earlier exchanges of the conversation to include, oldest first (the connector fits them to its budget).
+    exchanges: tuple[Exchange, ...] = ()
+    read_only: bool = False  # planning turns: the agent may read, not change
+    plan: bool = False  # approved tasks: plan-and-execute where the agent has it
+    key: str = ""  # whose turn this is (the sender): ``cancel(key)`` stops it
 
-    def append(self, thread_id: str, exchange: Exchange) -> None: ...
 
-    def clear(self, thread_id: str) -> None: ...
+class Status(StrEnum):
+    """What happened to a turn. apple-code's ``subtype`` and exit code map to it one to one."""
+
+    ANSWERED = "answered"
+    EMPTY = "empty"  # the agent finished without an answer
+    TIMED_OUT = "timed_out"
+    NO_MODEL = "no_model"
+    BINARY_MISSING = "binary_missing"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
 
 
-class MemoryHistory:
-    """The default ``HistoryStore``: per-thread lists kept in memory."""
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    estimated: bool = False  # counted by apple-code's estimator rather than by the model
 
-    def __init__(self, keep: int = 50) -> None:
-        self._keep = keep
-        self._threads: dict[str, list[Exchange]] = {}
 
-    def history(self, thread_id: str, limit: int) -> list[Exchange]:
-        if limit <= 0:
-            return []
-        return list(self._threads.get(thread_id, [])[-limit:])
+@dataclass(frozen=True)
+class TurnOutcome:
+    """How one turn ended, with what the agent reported about it."""
 
-    def append(self, thread_id: str, exchange: Exchange) -> None:
-        entries = self._threads.setdefault(thread_id, [])
-        entries.append(exchange)
-        del entries[: -self._keep]
+    status: Status
+    #: The answer; for a turn stopped early, what the agent had said by then.
+    text: str = ""
+    #: One line on why there is no answer and what to do (empty when answered). For NO_MODEL: the reason and the
+    #: fix; otherwise the line of the Apple-Flow reply string after ``Error:``.
+    detail: str = ""
+    agent: str = ""  # the agent's display name, e.g. "apple-code"
+    exit_code: int | None = None
+    subtype: str = ""  # the ``result`` event's subtype, as reported
+    limit_seconds: float | None = None  # for TIMED_OUT: the limit it ran into
+    files_changed: tuple[str, ...] = ()
+    commands_run: int = 0
+    usage: Usage | None = None
+    num_turns: int = 0
+    duration_ms: int = 0
 
-    def clear(self, thread_id: str) -> None:
-        self._threads.pop(thread_id, None)
+    @property
+    def answered(self) -> bool:
+        return self.status is Status.ANSWERED
+
+    def as_text(self) -> str:
+        """The reply string of Apple Flow's connectors: the answer, ``No response generated.``, or ``Error: ...``."""
+        if self.status is Status.ANSWERED:
+            return self.text
+        if self.status is Status.EMPTY:
+            return NO_RESPONSE
+        if self.status is Status.NO_MODEL:
+            code = "killed" if self.exit_code is None else str(self.exit_code)
+            return f"Error: {self.agent} execution failed (exit code {code}). No model available: {self.detail}"
+        if self.status is Status.TIMED_OUT and self.text:
+            return f"Error: {self.detail}\nPartial answer: {self.text}"
+        return f"Error: {self.detail}"
+
+
+NO_RESPONSE = "No response generated."
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """One event of the agent's output stream as it happened (the parsed JSON object), and the short progress
+    lines its tool calls make for the chat ("reading src/app.py"; claude can put several calls in one event)."""
+
+    data: Mapping[str, Any]
+    progress: tuple[str, ...] = ()
+
+
+TurnEvents = Iterator[AgentEvent | TurnOutcome]
 
 
 @runtime_checkable
 class Connector(Protocol):
+    #: How many earlier exchanges of the conversation this agent wants in each request (0: none).
+    context_window: int
+
     def ensure_started(self) -> None:
         """Checks the agent can run (binary found, model available); raises ``ConnectorError`` if not."""
         ...
 
-    def get_or_create_thread(self, sender: str) -> str: ...
-
-    def reset_thread(self, sender: str) -> str: ...
-
-    def run_turn(self, thread_id: str, prompt: str, options: TurnOptions | None = None) -> str:
-        """Runs one turn and returns the reply (or an ``Error: ...`` string; never raises for agent failures)."""
+    def run(self, request: TurnRequest) -> TurnEvents:
+        """Runs one turn: yields its ``AgentEvent``s as they come, then one ``TurnOutcome`` (always, and last).
+        Never raises for agent failures: they are outcomes."""
         ...
 
-    def run_turn_streaming(
-        self,
-        thread_id: str,
-        prompt: str,
-        on_progress: ProgressCallback | None = None,
-        options: TurnOptions | None = None,
-    ) -> str: ...
+    def cancel(self, key: str | None = None) -> int:
+        """Stops the running turns of ``key`` (all when None); returns how many were stopped."""
+        ...
 
     def shutdown(self) -> None: ...
-
-    def set_soul_prompt(self, text: str) -> None: ...
-
-    def cancel_active_processes(self, thread_id: str | None = None) -> int:
-        """Kills running turns (of one thread, or all); returns how many were killed."""
-        ...
 
 
 class ConnectorError(RuntimeError):
     """The connector cannot work at all (e.g. binary missing); the message says how to fix it."""
+
+
+def outcome_of(events: Iterable[AgentEvent | TurnOutcome]) -> TurnOutcome:
+    """Runs a turn to its end, leaving its events aside, and returns its outcome."""
+    for item in events:
+        if isinstance(item, TurnOutcome):
+            return item
+    raise ConnectorError("the connector ended a turn without an outcome")

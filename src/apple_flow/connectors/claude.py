@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from apple_flow.connectors.base import ProgressCallback, TurnOptions
-from apple_flow.connectors.cli import NO_RESPONSE, CliConnector, Invocation, Outcome
+from apple_flow.connectors.base import TurnOutcome, TurnRequest
+from apple_flow.connectors.cli import CliConnector, Invocation
 from apple_flow.connectors.events import EventStream, claude_tool_calls
 from apple_flow.connectors.runner import RunResult
 
@@ -18,9 +18,9 @@ class ClaudeConnector(CliConnector):
     def _context_window(self) -> int:
         return self.settings.claude_context_window
 
-    def invocation(self, prompt: str, cwd: Path, options: TurnOptions) -> Invocation:
+    def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         # claude needs --verbose for stream-json in print mode; "plan" mode makes a turn read-only for real.
-        mode = "plan" if options.get("allow_tools") is False else "acceptEdits"
+        mode = "plan" if request.read_only else "acceptEdits"
         argv = [self.executable(), "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
         if self.settings.claude_model:
             argv += ["--model", self.settings.claude_model]
@@ -28,21 +28,21 @@ class ClaudeConnector(CliConnector):
             argv += ["--append-system-prompt", self.soul_prompt]
         return Invocation(argv, prompt, cwd, self.settings.turn_timeout_seconds)
 
-    def new_stream(self, on_progress: ProgressCallback | None) -> EventStream:
-        return EventStream(claude_tool_calls, on_progress)
+    def new_stream(self) -> EventStream:
+        return EventStream(claude_tool_calls)
 
-    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> Outcome:
+    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
         assert stream is not None
+        report = stream.result or {}
         if result.timed_out:
-            return Outcome(self.timeout_text(invocation.timeout), ok=False)
+            return self.timed_out(invocation.timeout, exit_code=result.exit_code, report=report)
         if result.exit_code != 0:
             detail = result.last_stderr_line or stream.result_text
-            return Outcome(self.failure_text(result.exit_code, detail), ok=False)
+            return self.failed(result.exit_code, detail, report=report)
         if stream.result is None:
             detail = f"The output ended without a result event. {result.last_stderr_line}"
-            return Outcome(self.failure_text(result.exit_code, detail), ok=False)
+            return self.failed(result.exit_code, detail)
         if stream.is_error:  # claude reports max-turn stops and failures with exit 0: check is_error
             subtype = stream.result.get("subtype", "error")
-            return Outcome(self.failure_text(result.exit_code, f"{subtype}: {stream.result_text}"), ok=False)
-        answer = stream.result_text
-        return Outcome(answer, ok=True) if answer else Outcome(NO_RESPONSE, ok=False)
+            return self.failed(result.exit_code, f"{subtype}: {stream.result_text}", report=report)
+        return self.answer(stream.result_text, result.exit_code, report=report)

@@ -1,8 +1,9 @@
-"""What every agent-CLI connector shares: threads and history, the soul prompt, running one turn on the
-``ProcessRunner``, and the result strings the daemon classifies (field notes §1).
+"""What every agent-CLI connector shares: building one turn's request (the prompt fitted with the exchanges the
+daemon chose, the soul prompt), running it on the ``ProcessRunner``, and the outcomes every CLI has in common
+(cancelled, not found, cannot be run, timed out, failed).
 
 A concrete connector says how to build the command line (``invocation``) and how to read its output
-(``interpret``); everything else is here, once.
+(``interpret``); everything else is here, once. A connector holds no conversation: only its settings.
 """
 
 from __future__ import annotations
@@ -10,22 +11,14 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from apple_flow.config import Settings
-from apple_flow.connectors.base import (
-    ConnectorError,
-    Exchange,
-    HistoryStore,
-    MemoryHistory,
-    ProgressCallback,
-    TurnOptions,
-)
+from apple_flow.connectors.base import ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest, Usage
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.prompt import fit_prompt
 from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
 
-NO_RESPONSE = "No response generated."
 VERSION_TIMEOUT_SECONDS = 15.0
 
 
@@ -39,14 +32,6 @@ class Invocation:
     timeout: float
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """A turn's reply; ``ok`` replies are kept in the thread's history, errors are not."""
-
-    text: str
-    ok: bool
-
-
 class CliConnector:
     """Base of the connectors that run an agent CLI once per turn."""
 
@@ -55,15 +40,9 @@ class CliConnector:
     #: The Settings field holding the command, named in "CLI not found" errors.
     command_setting: ClassVar[str]
 
-    def __init__(
-        self,
-        settings: Settings,
-        history: HistoryStore | None = None,
-        runner: ProcessRunner | None = None,
-    ) -> None:
+    def __init__(self, settings: Settings, runner: ProcessRunner | None = None) -> None:
         self.settings = settings
         self.context_window = self._context_window()
-        self.history: HistoryStore = history if history is not None else MemoryHistory(keep=max(1, self.context_window))
         self.runner = runner if runner is not None else ProcessRunner()
         self.soul_prompt = settings.soul_text()
 
@@ -72,14 +51,14 @@ class CliConnector:
     def _context_window(self) -> int:
         raise NotImplementedError
 
-    def invocation(self, prompt: str, cwd: Path, options: TurnOptions) -> Invocation:
+    def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         raise NotImplementedError
 
-    def new_stream(self, on_progress: ProgressCallback | None) -> EventStream | None:
+    def new_stream(self) -> EventStream | None:
         """A parser fed each stdout line as it arrives (JSON-lines CLIs), or None to read stdout at the end."""
         return None
 
-    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> Outcome:
+    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
         raise NotImplementedError
 
     def max_prompt_chars(self) -> int:
@@ -105,88 +84,79 @@ class CliConnector:
     def ensure_started(self) -> None:
         self._require_version()
 
-    def get_or_create_thread(self, sender: str) -> str:
-        return sender
-
-    def reset_thread(self, sender: str) -> str:
-        self.history.clear(sender)
-        return sender
-
-    def set_soul_prompt(self, text: str) -> None:
-        self.soul_prompt = text.strip()
-
     def shutdown(self) -> None:
         self.runner.shutdown()
 
-    def cancel_active_processes(self, thread_id: str | None = None) -> int:
-        return self.runner.cancel(thread_id)
+    def cancel(self, key: str | None = None) -> int:
+        return self.runner.cancel(key)
 
-    def run_turn(self, thread_id: str, prompt: str, options: TurnOptions | None = None) -> str:
-        return self.run_turn_streaming(thread_id, prompt, None, options)
-
-    def run_turn_streaming(
-        self,
-        thread_id: str,
-        prompt: str,
-        on_progress: ProgressCallback | None = None,
-        options: TurnOptions | None = None,
-    ) -> str:
-        options = options or {}
+    def run(self, request: TurnRequest) -> TurnEvents:
+        default = self.settings.default_workspace.expanduser().absolute()
         # Absolute: the child runs inside it, where a relative path given to it would mean something else.
-        cwd = Path(options.get("cwd") or self.settings.default_workspace).expanduser().absolute()
+        cwd = (request.workspace or default).expanduser().absolute()
         if not cwd.is_dir():
-            fix = "Check the workspace you asked for." if options.get("cwd") else "Check APPLE_FLOW_DEFAULT_WORKSPACE."
-            return f"Error: workspace '{cwd}' does not exist or is not a folder. {fix}"
-        past = self.history.history(thread_id, self.context_window)
-        fitted = fit_prompt(prompt, past, self.max_prompt_chars())
-        invocation = self.invocation(fitted, cwd, options)
-        outcome = self._run(invocation, thread_id, on_progress)
-        if outcome.ok and self.context_window > 0:
-            self.history.append(thread_id, Exchange(user=prompt, assistant=outcome.text))
-        return outcome.text
-
-    # --- shared mechanics ------------------------------------------------------------------------------
-
-    def _run(self, invocation: Invocation, thread_id: str, on_progress: ProgressCallback | None) -> Outcome:
-        stream = self.new_stream(on_progress)
+            fix = "Check APPLE_FLOW_DEFAULT_WORKSPACE." if cwd == default else "Check the workspace you asked for."
+            yield self.outcome(Status.FAILED, f"workspace '{cwd}' does not exist or is not a folder. {fix}")
+            return
+        prompt = fit_prompt(request.message, request.exchanges, self.max_prompt_chars())
+        invocation = self.invocation(prompt, cwd, request)
+        stream = self.new_stream()
         try:
-            result = self.runner.run(
-                invocation.argv,
-                invocation.stdin,
-                cwd=invocation.cwd,
-                timeout=invocation.timeout,
-                thread_id=thread_id,
-                on_line=stream.feed if stream is not None else None,
+            child = self.runner.start(
+                invocation.argv, invocation.stdin, cwd=invocation.cwd, timeout=invocation.timeout, key=request.key
             )
         except SpawnError as exc:
-            return Outcome(self.spawn_error_text(exc), ok=False)
-        if result.cancelled:
-            return Outcome(f"Error: {self.display_name} run was cancelled.", ok=False)
-        return self.interpret(result, invocation, stream)
+            yield self.spawn_outcome(exc)
+            return
+        with child:
+            for line in child:
+                if stream is not None:
+                    yield from stream.feed(line)
+        assert child.result is not None
+        if child.result.cancelled:
+            yield self.outcome(Status.CANCELLED, f"{self.display_name} run was cancelled.", child.result.exit_code)
+            return
+        yield self.interpret(child.result, invocation, stream)
 
-    def spawn_error_text(self, exc: SpawnError) -> str:
+    # --- shared outcomes ------------------------------------------------------------------------------------
+
+    def outcome(
+        self, status: Status, detail: str = "", exit_code: int | None = None, text: str = "",
+        report: dict[str, Any] | None = None, **fields: Any,
+    ) -> TurnOutcome:
+        """An outcome of this agent, with what its ``result`` event (``report``) says about the run."""
+        return TurnOutcome(
+            status, text=text, detail=detail, agent=self.display_name, exit_code=exit_code,
+            **{**reported(report or {}), **fields},
+        )
+
+    def spawn_outcome(self, exc: SpawnError) -> TurnOutcome:
+        check = f"Check apple_flow_{self.command_setting} setting."
         if exc.reason == "not_found":
-            return (
-                f"Error: {self.display_name} CLI not found at '{exc.command}'. "
-                f"Check apple_flow_{self.command_setting} setting."
-            )
+            return self.outcome(Status.BINARY_MISSING, f"{self.display_name} CLI not found at '{exc.command}'. {check}")
         if exc.reason == "bad_cwd":
-            return f"Error: {exc}. Check the workspace you asked for."
-        return (
-            f"Error: {self.display_name} CLI at '{exc.command}' cannot be run ({exc.strerror or exc}). "
-            f"Check apple_flow_{self.command_setting} setting."
+            return self.outcome(Status.FAILED, f"{exc}. Check the workspace you asked for.")
+        return self.outcome(
+            Status.FAILED, f"{self.display_name} CLI at '{exc.command}' cannot be run ({exc.strerror or exc}). {check}"
         )
 
-    def timeout_text(self, seconds: float) -> str:
-        return (
-            f"Error: Request timed out after {format_seconds(seconds)}s. "
-            "Try a smaller request, or raise the timeout setting."
+    def timed_out(self, seconds: float, partial: str = "", **fields: Any) -> TurnOutcome:
+        detail = (
+            f"Request timed out after {format_seconds(seconds)}s. Try a smaller request, or raise the timeout setting."
         )
+        return self.outcome(Status.TIMED_OUT, detail, text=partial, limit_seconds=seconds, **fields)
 
-    def failure_text(self, exit_code: int | None, detail: str) -> str:
+    def failed(self, exit_code: int | None, detail: str, **fields: Any) -> TurnOutcome:
         code = "killed" if exit_code is None else str(exit_code)
-        text = f"Error: {self.display_name} execution failed (exit code {code})."
-        return f"{text} {detail}".rstrip() if detail else text
+        text = f"{self.display_name} execution failed (exit code {code})."
+        return self.outcome(Status.FAILED, f"{text} {detail}".rstrip() if detail else text, exit_code, **fields)
+
+    def answer(self, text: str, exit_code: int | None = 0, **fields: Any) -> TurnOutcome:
+        """ANSWERED with ``text``, or EMPTY when there is none."""
+        status = Status.ANSWERED if text else Status.EMPTY
+        return self.outcome(status, exit_code=exit_code, text=text, **fields)
+
+    # --- start-up check ------------------------------------------------------------------------------------
 
     def _require_version(self) -> str:
         """Runs ``<command> --version``; returns its output or raises ``ConnectorError`` saying what to do."""
@@ -208,7 +178,26 @@ class CliConnector:
         try:
             return self.runner.run(argv, "", timeout=VERSION_TIMEOUT_SECONDS)
         except SpawnError as exc:
-            raise ConnectorError(self.spawn_error_text(exc).removeprefix("Error: ")) from exc
+            raise ConnectorError(self.spawn_outcome(exc).detail) from exc
+
+
+def reported(report: dict[str, Any]) -> dict[str, Any]:
+    """What a ``result`` event reports about the run (apple-code's contract; claude's uses the same names), as
+    ``TurnOutcome`` fields. Missing or malformed fields are left at their defaults."""
+    fields: dict[str, Any] = {}
+    if isinstance(report.get("subtype"), str):
+        fields["subtype"] = report["subtype"]
+    files = report.get("files_changed")
+    if isinstance(files, list):
+        fields["files_changed"] = tuple(str(f) for f in files)
+    for name in ("commands_run", "num_turns", "duration_ms"):
+        if isinstance(report.get(name), int) and not isinstance(report.get(name), bool):
+            fields[name] = report[name]
+    usage = report.get("usage")
+    if isinstance(usage, dict):
+        tokens = {k: usage[k] for k in ("input_tokens", "output_tokens") if isinstance(usage.get(k), int)}
+        fields["usage"] = Usage(**tokens, estimated=bool(usage.get("estimated")))
+    return fields
 
 
 def format_seconds(value: float) -> str:

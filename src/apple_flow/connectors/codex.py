@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from apple_flow.connectors.base import TurnOptions
-from apple_flow.connectors.cli import NO_RESPONSE, CliConnector, Invocation, Outcome
+from apple_flow.connectors.base import TurnOutcome, TurnRequest
+from apple_flow.connectors.cli import CliConnector, Invocation
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.runner import RunResult
 
@@ -18,21 +18,20 @@ class CodexConnector(CliConnector):
     def _context_window(self) -> int:
         return self.settings.codex_context_window
 
-    def invocation(self, prompt: str, cwd: Path, options: TurnOptions) -> Invocation:
+    def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         # codex has no system-prompt flag: the soul prompt leads the prompt instead.
         if self.soul_prompt:
             prompt = f"{self.soul_prompt}\n\n{prompt}"
-        sandbox = "read-only" if options.get("allow_tools") is False else "workspace-write"
+        sandbox = "read-only" if request.read_only else "workspace-write"
         argv = [self.executable(), "exec", "--skip-git-repo-check", "--sandbox", sandbox, "--cd", str(cwd)]
         if self.settings.codex_model:
             argv += ["--model", self.settings.codex_model]
         argv.append("-")
         return Invocation(argv, prompt, cwd, self.settings.turn_timeout_seconds)
 
-    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> Outcome:
+    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
         if result.timed_out:
-            return Outcome(self.timeout_text(invocation.timeout), ok=False)
+            return self.timed_out(invocation.timeout, exit_code=result.exit_code)
         if result.exit_code != 0:
-            return Outcome(self.failure_text(result.exit_code, result.last_stderr_line), ok=False)
-        answer = result.stdout.strip()
-        return Outcome(answer, ok=True) if answer else Outcome(NO_RESPONSE, ok=False)
+            return self.failed(result.exit_code, result.last_stderr_line)
+        return self.answer(result.stdout.strip())

@@ -1,7 +1,8 @@
 """Reading the JSON-lines event streams of agent CLIs (apple-code and claude ``stream-json``).
 
 Both end with a ``result`` event (``subtype``, ``is_error``, ``result``); tool calls along the way become short
-progress lines for the chat ("reading src/app.py", "running: make test").
+progress lines for the chat ("reading src/app.py", "running: make test"). Each parsed line comes back as an
+``AgentEvent``, so the caller can pass progress on and keep the events.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from apple_flow.connectors.base import ProgressCallback
+from apple_flow.connectors.base import AgentEvent
 from apple_flow.connectors.prompt import cut_end
 
 PROGRESS_MAX_CHARS = 80
@@ -47,42 +48,40 @@ def describe_tool_call(name: str, arguments: Mapping[str, Any] | None) -> str:
 
 
 class EventStream:
-    """Collects one run's JSON-lines stream: the ``result`` event, and progress lines as they come.
+    """Reads one run's JSON-lines stream: keeps the ``result`` event, and turns each line into the events it
+    carries, with the progress line of its tool calls.
 
     ``tool_calls`` picks the tool calls out of one event as ``(name, arguments)`` pairs; each stream format has
     its own.
     """
 
-    def __init__(
-        self,
-        tool_calls: Callable[[Mapping[str, Any]], list[tuple[str, Mapping[str, Any]]]],
-        on_progress: ProgressCallback | None = None,
-    ) -> None:
+    def __init__(self, tool_calls: Callable[[Mapping[str, Any]], list[tuple[str, Mapping[str, Any]]]]) -> None:
         self._tool_calls = tool_calls
-        self._on_progress = on_progress
         self.result: dict[str, Any] | None = None
         self.unparsed_lines = 0
 
-    def feed(self, line: str) -> None:
+    def feed(self, line: str) -> list[AgentEvent]:
+        """The event on ``line``: one, or none for a blank or unreadable line."""
         line = line.strip()
         if not line:
-            return
+            return []
         try:
             event = json.loads(line)
         except ValueError:
             self.unparsed_lines += 1
-            return
+            return []
         if not isinstance(event, dict):
             self.unparsed_lines += 1
-            return
+            return []
         if event.get("type") == "result":
             self.result = event
+        progress = []
         for name, arguments in self._tool_calls(event):
             line_text = describe_tool_call(name, arguments)
             if isinstance(event.get("subtask"), (int, str)):
                 line_text = f"[{event['subtask']}] {line_text}"
-            if self._on_progress is not None:
-                self._on_progress(line_text)
+            progress.append(line_text)
+        return [AgentEvent(event, tuple(progress))]
 
     @property
     def result_text(self) -> str:

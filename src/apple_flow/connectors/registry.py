@@ -1,4 +1,5 @@
-"""The one list of connectors: ``APPLE_FLOW_CONNECTOR`` value -> class. Adding a connector is one line here."""
+"""The connectors by ``APPLE_FLOW_CONNECTOR`` value. Adding a connector: a line here and its name in
+``config.ConnectorName`` (a test checks the two agree)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,9 @@
 Each child gets its own session (so its process group can be killed whole), the prompt on stdin which is then
 closed (never a terminal, never left open), stdout read line by line in a thread (no 64 KiB line limit: plain
 ``readline`` on a binary pipe), stderr kept as a bounded tail, and a wall-clock deadline after which the whole
-tree is killed and the pipes are drained for a bounded time only. Live children are registered by thread id so
-they can be cancelled one conversation at a time, or all at shutdown.
+tree is killed and the pipes are drained for a bounded time only. Stdout lines are yielded to the caller as they
+arrive (a generator: the caller pulls, nothing calls back into it). Live children are registered by a key (the
+sender) so they can be cancelled one conversation at a time, or all at shutdown.
 """
 
 from __future__ import annotations
@@ -17,14 +18,12 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import psutil
-
-LineCallback = Callable[[str], None]
 
 # How long the output pipes may still be read once the child is gone or has been killed: a grandchild that
 # inherited the pipes must not keep a turn open.
@@ -34,7 +33,7 @@ DEFAULT_KILL_GRACE_SECONDS = 1.0
 STDERR_TAIL_CHARS = 8192
 # Prompts up to this size are written on the calling thread: a pipe buffer holds at least 16 KiB everywhere.
 INLINE_STDIN_BYTES = 8192
-# stdout kept in the result (every line still reaches ``on_line``): a runaway child cannot exhaust memory.
+# stdout kept in the result (every line is still yielded): a runaway child cannot exhaust memory.
 MAX_KEPT_STDOUT_CHARS = 32 * 1024 * 1024
 # One stdout line is read whole up to this size (far above any real event); beyond it the line is cut and the
 # rest of it skipped, so a child that never prints a newline cannot grow one line without bound.
@@ -74,14 +73,32 @@ class RunResult:
         return lines[-1] if lines else ""
 
 
-class _KeptLines:
-    """The stdout lines kept for the result (up to a size), each also handed to the caller's ``on_line``."""
+class ChildRun:
+    """A started child: iterate it for its stdout lines; ``result`` is set once the iteration has ended."""
 
-    def __init__(self, limit: int, on_line: LineCallback | None) -> None:
+    def __init__(self, lines: Generator[str, None, RunResult], release: Callable[[], None]) -> None:
+        self._lines = lines
+        self._release = release
+        self.result: RunResult | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        self.result = yield from self._lines
+
+    def __enter__(self) -> ChildRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lines.close()
+        self._release()  # a run left early (or never read) must not leave its child running
+
+
+class _KeptLines:
+    """The stdout lines kept for the result (up to a size; every line is still yielded to the caller)."""
+
+    def __init__(self, limit: int) -> None:
         self.lines: list[str] = []
         self.truncated = False
         self._room = limit
-        self._on_line = on_line
 
     def add(self, line: str) -> None:
         if len(line) <= self._room:
@@ -90,16 +107,14 @@ class _KeptLines:
         else:
             self.truncated = True
             self._room = 0
-        if self._on_line is not None:
-            self._on_line(line)
 
 
 class _Live:
     """A running child and why it might have been stopped."""
 
-    def __init__(self, process: subprocess.Popen[bytes], thread_id: str | None) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], key: str | None) -> None:
         self.process = process
-        self.thread_id = thread_id
+        self.key = key
         self.cancelled = False
         self.reaped = False
         # Held while signalling or reaping: a pid is never signalled after it was reaped (and maybe reused).
@@ -175,21 +190,41 @@ class ProcessRunner:
         *,
         cwd: str | Path | None = None,
         timeout: float,
-        thread_id: str | None = None,
-        on_line: LineCallback | None = None,
+        key: str | None = None,
         env: dict[str, str] | None = None,
     ) -> RunResult:
-        """Runs ``argv`` to completion or until ``timeout`` seconds (wall clock) have passed.
+        """Runs ``argv`` to completion or until ``timeout`` seconds (wall clock) have passed; see ``start``."""
+        with self.start(argv, stdin_text, cwd=cwd, timeout=timeout, key=key, env=env) as child:
+            for _ in child:
+                pass
+        assert child.result is not None
+        return child.result
 
-        ``on_line`` is called on the calling thread for every stdout line as it arrives (without its newline).
+    def start(
+        self,
+        argv: Sequence[str],
+        stdin_text: str = "",
+        *,
+        cwd: str | Path | None = None,
+        timeout: float,
+        key: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ChildRun:
+        """Starts ``argv``; iterating the returned run yields its stdout lines as they arrive (without their
+        newline) until it ends, is killed at ``timeout`` seconds (wall clock), or is cancelled; then its ``result``
+        is set. Use it in a ``with`` block: leaving early kills the child. ``key`` is what ``cancel`` stops.
+
         Raises ``SpawnError`` when the command cannot be started; every other failure is in the result.
         """
         started = time.monotonic()
-        deadline = started + timeout
         process = self._spawn(argv, cwd, env)
-        live = _Live(process, thread_id)
+        live = _Live(process, key)
         with self._lock:
             self._live[process.pid] = live
+        return ChildRun(self._lines(live, stdin_text, started + timeout, started), lambda: self._release(live))
+
+    def _lines(self, live: _Live, stdin_text: str, deadline: float, started: float) -> Generator[str, None, RunResult]:
+        process = live.process
         try:
             assert process.stdin is not None and process.stdout is not None and process.stderr is not None
             lines: queue.Queue[object] = queue.Queue()
@@ -205,8 +240,8 @@ class ProcessRunner:
                 threading.Thread(target=_feed, args=(process.stdin, prompt), daemon=True).start()
             for thread in threads:
                 thread.start()
-            kept = _KeptLines(self._max_kept, on_line)
-            timed_out, at_eof = self._collect(process.pid, lines, deadline, kept.add)
+            kept = _KeptLines(self._max_kept)
+            timed_out, at_eof = yield from self._collect(process.pid, lines, deadline, kept)
             if at_eof:  # stdout closes a moment before the process is gone
                 _wait_exited(process.pid, min(deadline, time.monotonic() + self._drain_seconds))
             with live.lock:
@@ -219,7 +254,7 @@ class ProcessRunner:
                         os.killpg(process.pid, signal.SIGKILL)
             drain_until = time.monotonic() + self._drain_seconds
             if not at_eof:
-                _drain(lines, drain_until, kept.add)
+                yield from _drain(lines, drain_until, kept)
             for thread in threads:
                 thread.join(max(0.0, drain_until - time.monotonic()))
             return RunResult(
@@ -232,16 +267,21 @@ class ProcessRunner:
                 stdout_truncated=kept.truncated,
             )
         finally:
-            if not live.reaped:  # an exception (e.g. from on_line): never leave the child running
-                with live.lock:
-                    kill_tree(process.pid, self._kill_grace)
-                self._reap(live)
-            with self._lock:
-                self._live.pop(process.pid, None)
-            for stream in (process.stdin, process.stdout, process.stderr):
-                if stream is not None:
-                    with contextlib.suppress(OSError, ValueError):
-                        stream.close()
+            self._release(live)
+
+    def _release(self, live: _Live) -> None:
+        """Ends a run for good (idempotent): a child still running (the caller stopped reading, or raised) is
+        killed, reaped and forgotten, and its pipes are closed."""
+        if not live.reaped:
+            with live.lock:
+                kill_tree(live.process.pid, self._kill_grace)
+            self._reap(live)
+        with self._lock:
+            self._live.pop(live.process.pid, None)
+        for stream in (live.process.stdin, live.process.stdout, live.process.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    stream.close()
 
     def _reap(self, live: _Live) -> int | None:
         with live.lock:
@@ -277,13 +317,9 @@ class ProcessRunner:
             raise SpawnError(command, "not_executable", exc.strerror or str(exc)) from exc
 
     def _collect(
-        self,
-        pid: int,
-        lines: queue.Queue[object],
-        deadline: float,
-        on_line: LineCallback,
-    ) -> tuple[bool, bool]:
-        """Hands stdout lines to ``on_line`` until EOF, the deadline, or the child's exit plus the drain time.
+        self, pid: int, lines: queue.Queue[object], deadline: float, kept: _KeptLines
+    ) -> Generator[str, None, tuple[bool, bool]]:
+        """Yields stdout lines until EOF, the deadline, or the child's exit plus the drain time.
 
         Returns whether the deadline passed, and whether stdout reached EOF."""
         exited_at: float | None = None
@@ -302,14 +338,15 @@ class ProcessRunner:
             if item is _EOF:
                 return False, True
             assert isinstance(item, str)
-            on_line(item)
+            kept.add(item)
+            yield item
 
     # --- stopping --------------------------------------------------------------------------------------
 
-    def cancel(self, thread_id: str | None = None) -> int:
-        """Kills the running children of ``thread_id`` (all when None); returns how many were running."""
+    def cancel(self, key: str | None = None) -> int:
+        """Kills the running children started with ``key`` (all when None); returns how many were running."""
         with self._lock:
-            targets = [live for live in self._live.values() if thread_id is None or live.thread_id == thread_id]
+            targets = [live for live in self._live.values() if key is None or live.key == key]
             for live in targets:
                 live.cancelled = True
         for live in targets:
@@ -364,8 +401,8 @@ def _read_tail(stream: IO[bytes], tail: deque[str]) -> None:
         pass
 
 
-def _drain(lines: queue.Queue[object], until: float, on_line: LineCallback) -> None:
-    """Hands over whatever stdout lines are still queued or arrive before ``until``."""
+def _drain(lines: queue.Queue[object], until: float, kept: _KeptLines) -> Iterator[str]:
+    """Yields whatever stdout lines are still queued or arrive before ``until``."""
     while True:
         remaining = until - time.monotonic()
         try:
@@ -377,7 +414,8 @@ def _drain(lines: queue.Queue[object], until: float, on_line: LineCallback) -> N
         if item is _EOF:
             return
         assert isinstance(item, str)
-        on_line(item)
+        kept.add(item)
+        yield item
 
 
 def _has_exited(pid: int) -> bool:

@@ -1,19 +1,15 @@
-"""Short, honest replies for failed turns: the connector's ``Error: ...`` strings and unexpected exceptions become
-one or two sentences that say what happened and what to do, never a stack trace."""
+"""Short, honest replies for turns without an answer: each outcome, and each unexpected exception, becomes one or
+two sentences that say what happened and what to do, never a stack trace."""
 
 from __future__ import annotations
 
 import re
 
+from apple_flow.connectors.base import Status, TurnOutcome
+
 _MAX = 400
 _SENTENCE_END = re.compile(r"(?<=\.)\s+")
 _PARENTHESES = re.compile(r"\s*\([^)]*\)")
-_SECONDS = re.compile(r"after (\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
-
-
-def is_failure(result: str) -> bool:
-    text = result.strip()
-    return not text or text.startswith("Error:") or text == "No response generated."
 
 
 def is_blocker(result: str) -> bool:
@@ -21,25 +17,25 @@ def is_blocker(result: str) -> bool:
     return result.lstrip().upper().startswith("BLOCKER:")
 
 
-def explain(result: str) -> str:
-    """The reply for a connector result that ``is_failure``."""
-    text = result.strip()
-    if not text or text == "No response generated.":
+def explain(outcome: TurnOutcome) -> str:
+    """The reply for an outcome that is not an answer."""
+    status = outcome.status
+    if status is Status.EMPTY:
         return "The agent finished without an answer. Try rephrasing, or ask for something smaller."
-    detail = _first_lines(text.removeprefix("Error:").strip())
-    lowered = text.lower()
-    if "timed out" in lowered:
-        seconds = _SECONDS.search(text)
-        limit = f" after {seconds.group(1)} s" if seconds else ""
-        return f"Sorry, that took too long and was stopped{limit}. Try a smaller request, or split it up."
-    if "not found at" in lowered or "cli not found" in lowered:
-        return f"Sorry, the agent cannot start: {detail}"
-    if "no model available" in lowered:
-        reason = text[lowered.index("no model available") + len("no model available") :].lstrip(" :")
-        return f"Sorry, no model is available: {_cause_and_fix(reason)}"
-    if "unavailable" in lowered or "not available" in lowered:
-        return f"Sorry, no model is available: {detail}"
-    return f"Sorry, the agent failed: {detail}"
+    if status is Status.TIMED_OUT:
+        return timed_out(outcome.limit_seconds)
+    if status is Status.BINARY_MISSING:
+        return f"Sorry, the agent cannot start: {_first_lines(outcome.detail)}"
+    if status is Status.NO_MODEL:
+        return f"Sorry, no model is available: {_cause_and_fix(outcome.detail)}"
+    if status is Status.CANCELLED:
+        return f"Sorry, the agent was stopped before it finished: {_first_lines(outcome.detail)}"
+    return f"Sorry, the agent failed: {_first_lines(outcome.detail)}"
+
+
+def timed_out(seconds: float | None) -> str:
+    limit = f" after {seconds:g} s" if seconds is not None else ""
+    return f"Sorry, that took too long and was stopped{limit}. Try a smaller request, or split it up."
 
 
 def explain_exception(exc: BaseException) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from apple_flow.channels.base import InboundMessage
-from apple_flow.connectors.base import Connector, ProgressCallback, TurnOptions
+from apple_flow.connectors.base import AgentEvent, Connector, Exchange, Status, TurnOutcome, TurnRequest
 from apple_flow.daemon import failures
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
@@ -63,7 +63,8 @@ class Turn:
     request: str
     prompt: str
     workspace: Path
-    options: TurnOptions
+    read_only: bool = False
+    plan: bool = False
     ack: str | None = None  # sent at once, before the turn is queued
     approval: Approval | None = None
 
@@ -128,17 +129,16 @@ class Orchestrator:
         return self._turn(command, sender, workspace)
 
     def _turn(self, command: Command, sender: str, workspace: Path) -> Turn:
-        cwd = str(workspace)
         if command.kind is Kind.TASK:
             prompt = PLAN_PROMPT.format(task=command.body)
-            return Turn(Kind.TASK, sender, command.body, prompt, workspace, TurnOptions(allow_tools=False, cwd=cwd))
+            return Turn(Kind.TASK, sender, command.body, prompt, workspace, read_only=True)
         if command.kind is Kind.IDEA:
             prompt = IDEA_PROMPT.format(body=command.body)
-            return Turn(Kind.IDEA, sender, command.body, prompt, workspace, TurnOptions(allow_tools=False, cwd=cwd))
+            return Turn(Kind.IDEA, sender, command.body, prompt, workspace, read_only=True)
         if command.kind is Kind.PLAN:
             prompt = READONLY_PLAN_PROMPT.format(body=command.body)
-            return Turn(Kind.PLAN, sender, command.body, prompt, workspace, TurnOptions(allow_tools=False, cwd=cwd))
-        return Turn(Kind.CHAT, sender, command.body, command.body, workspace, TurnOptions(allow_tools=True, cwd=cwd))
+            return Turn(Kind.PLAN, sender, command.body, prompt, workspace, read_only=True)
+        return Turn(Kind.CHAT, sender, command.body, command.body, workspace)
 
     def _fast(self, command: Command, sender: str, message_key: str) -> Decision:
         if command.kind is Kind.HELP:
@@ -148,7 +148,6 @@ class Orchestrator:
         if command.kind is Kind.STATUS:
             return Reply(self._status(sender, command.target))
         if command.kind is Kind.CLEAR:
-            self._connector.reset_thread(sender)
             self._store.clear(sender)
             return Reply("Context cleared: the next message starts a new conversation.")
         if command.kind is Kind.CANCEL:
@@ -168,58 +167,78 @@ class Orchestrator:
         prompt = EXECUTE_PROMPT.format(task=approval.task, plan=approval.plan)
         if approval.extra:
             prompt += f"\n\nNotes from the user: {approval.extra}"
-        options = TurnOptions(allow_tools=True, cwd=approval.workspace, plan=True)
         ack = f"Approved {approval.id}: working on it in {approval.workspace}."
-        return Turn(Kind.APPROVE, sender, approval.task, prompt, Path(approval.workspace), options, ack, approval)
+        return Turn(Kind.APPROVE, sender, approval.task, prompt, Path(approval.workspace), plan=True, ack=ack,
+                    approval=approval)
 
     # ------------------------------------------------------------------------------------------- execute
 
     def execute(
-        self, turn: Turn, on_progress: ProgressCallback, stopped: Callable[[], str | None]
+        self, turn: Turn, on_progress: Callable[[str], None], stopped: Callable[[], str | None]
     ) -> TurnResult:
         """Runs one turn with the connector. Never raises for agent failures: they become short replies.
         ``stopped`` says whether the turn was stopped from outside: None (it was not), "" (cancelled; the sender
         was told already), or the reply to send instead (e.g. it ran too long)."""
         run_id = f"run_{secrets.token_hex(3)}"
         self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request)
+        window = self._connector.context_window
+        request = TurnRequest(
+            turn.prompt, turn.workspace, tuple(self._store.history(turn.sender, window)), turn.read_only, turn.plan,
+            key=turn.sender,
+        )
         try:
-            thread = self._connector.get_or_create_thread(turn.sender)
-            result = self._connector.run_turn_streaming(thread, turn.prompt, on_progress, turn.options)
+            outcome = TurnOutcome(Status.FAILED, detail="the connector ended the turn without an outcome")
+            for item in self._connector.run(request):
+                if isinstance(item, AgentEvent):
+                    for line in item.progress:
+                        on_progress(line)
+                else:
+                    outcome = item
         except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
             log.exception("turn %s failed", run_id)
             reply = failures.explain_exception(exc)
             return TurnResult(reply, lambda: self._store.finish_run(run_id, "failed", reply))
+        result = outcome.as_text()
         stop = stopped()
         if stop:
             return TurnResult(stop, lambda: self._store.finish_run(run_id, "failed", stop))
         if stop is not None:
             return TurnResult(None, lambda: self._store.finish_run(run_id, "cancelled", result))
-        if failures.is_failure(result):
-            reply = failures.explain(result)
+        if not outcome.answered:
+            reply = failures.explain(outcome)
             return TurnResult(reply, lambda: self._store.finish_run(run_id, "failed", result))
+        # Kept with the reply: a turn redone after a crash leaves no exchange twice.
+        exchange = Exchange(turn.prompt, outcome.text) if window > 0 else None
         if failures.is_blocker(result):  # passed on as is: no approval for a plan that is a question
-            blocker = result.strip()
-            return TurnResult(blocker, lambda: self._store.finish_run(run_id, "blocked", result))
+            return TurnResult(result.strip(), self._finish(turn.sender, run_id, "blocked", result, exchange))
         if turn.kind is Kind.TASK:
-            return self._announce_plan(turn, run_id, result)
+            return self._announce_plan(turn, run_id, result, exchange)
         reply = result.strip()
         if turn.kind is Kind.APPROVE and turn.approval is not None:
             reply = f"Done ({turn.approval.id}, {run_id}):\n{reply}"
-        return TurnResult(reply, lambda: self._store.finish_run(run_id, "done", result))
+        return TurnResult(reply, self._finish(turn.sender, run_id, "done", result, exchange))
 
-    def _announce_plan(self, turn: Turn, run_id: str, plan: str) -> TurnResult:
+    def _finish(
+        self, sender: str, run_id: str, state: str, result: str, exchange: Exchange | None,
+        approval: Approval | None = None,
+    ) -> Callable[[], None]:
+        def commit() -> None:
+            if exchange is not None:
+                self._store.append(sender, exchange)
+            if approval is not None:
+                self._store.add_approval(approval)
+            self._store.finish_run(run_id, state, result)
+
+        return commit
+
+    def _announce_plan(self, turn: Turn, run_id: str, plan: str, exchange: Exchange | None) -> TurnResult:
         approval = self._approvals.create(turn.sender, turn.request, plan.strip(), str(turn.workspace))
         reply = (
             f"Plan ({approval.id}, in {turn.workspace}):\n{plan.strip()}\n\n"
             f"Reply `approve {approval.id}` to run it (optionally with notes), or `deny {approval.id}`. "
             f"Expires in {self._approvals.ttl_minutes} minutes."
         )
-
-        def commit() -> None:
-            self._store.add_approval(approval)
-            self._store.finish_run(run_id, "done", plan)
-
-        return TurnResult(reply, commit)
+        return TurnResult(reply, self._finish(turn.sender, run_id, "done", plan, exchange, approval))
 
     # ------------------------------------------------------------------------------------------- status
 

@@ -21,7 +21,6 @@ from apple_flow.connectors.base import Connector, ConnectorError
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.cursor import CursorTracker
-from apple_flow.daemon.history import TurnHistory
 from apple_flow.daemon.orchestrator import Ignore, Orchestrator, Reply, Turn
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
@@ -60,7 +59,6 @@ class Daemon:
         egress: Egress,
         channel_key: str,
         local_senders: Iterable[str] = (),
-        history: TurnHistory | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -68,7 +66,6 @@ class Daemon:
         self._ingress = ingress
         self._egress = egress
         self._channel = channel_key
-        self._history = history  # the connector's history, when it is to be written with each reply
         policy = Policy(
             settings.allowed_senders, settings.max_messages_per_minute, settings.default_region, local_senders
         )
@@ -211,7 +208,7 @@ class Daemon:
             log.warning("turns still running after %.0f s: stopping them (their messages are redone next start)",
                         grace)
             self._abandon.set()
-            self._connector.cancel_active_processes()
+            self._connector.cancel()
             self._scheduler.wait_idle(KILL_WAIT_SECONDS)
         try:
             self._connector.shutdown()
@@ -270,17 +267,12 @@ class Daemon:
         result = self.orchestrator.execute(
             turn, throttle, lambda: job.stop_reply if job.cancelled.is_set() else None
         )
-        thread = self._connector.get_or_create_thread(message.sender)
         if self._abandon.is_set():
-            if self._history is not None:
-                self._history.discard(thread)
             return
         reply = result.reply
         with self._store.transaction():
             if result.commit is not None:
                 result.commit()
-            if self._history is not None:
-                self._history.commit(thread)
             self._store.record_reply(self._channel, message.rowid, reply, "cancelled" if reply is None else None)
         if reply is None:
             self._require_tracker().finished(message.rowid)
@@ -341,9 +333,9 @@ class Daemon:
             for job in self._scheduler.running():
                 if job.started_at is not None and now - job.started_at > limit and not job.cancelled.is_set():
                     log.warning("a turn of %s exceeded %g s: stopping it", job.sender, limit)
-                    job.stop_reply = failures.explain(f"Error: Request timed out after {limit:g}s.")
+                    job.stop_reply = failures.timed_out(limit)
                     job.cancelled.set()
-                    self._connector.cancel_active_processes(self._connector.get_or_create_thread(job.sender))
+                    self._connector.cancel(job.sender)
 
     def _store_event_quietly(self, kind: str, detail: str) -> None:
         try:
@@ -372,5 +364,5 @@ class Daemon:
         if job is None or job.started_at is None:
             return False
         job.cancelled.set()
-        self._connector.cancel_active_processes(self._connector.get_or_create_thread(sender))
+        self._connector.cancel(sender)
         return True

@@ -1,0 +1,299 @@
+"""The path of one message through the daemon, traced: from the chat.db row to the sent reply.
+
+A real daemon in this process (the real chat.db ingress on a chat.db with the real schema, the store, the afm
+connector running the fake apple-code of the tests, the iMessage egress with a fake ``osascript`` on PATH), wired
+as ``apple-flow run`` wires it. For each kind of message (a chat turn, a ``task:`` planning turn, a fast
+``status``) one row is written and every call between apple-flow's modules is recorded until the reply is sent
+and the cursor has passed the row. Idle machinery is left out: the file watcher, chat.db reads that find no new
+row, and the watchdog thread. Progress is sent for every tool call (``progress_interval_seconds=0``), as it is
+in a turn long enough to report progress.
+
+Reported per message: the modules it passes through; the calls from one module into another, and how many of
+them enter a module the message had already been in; the calls into the store and its transactions (BEGIN
+statements); and the calls back up the layers, each named. Layers, top down: 0 the runtime (``cli``,
+``daemon.runtime``), 1 the orchestrator and the runtime's helpers (scheduler, cursor, progress throttle), 2 the
+parts (connectors, channels), 3 beside everything (store, settings, handles). A call from a lower layer into code
+of a higher one (a callback, a closure handed down) is a call back up; closures (functions defined inside
+another function) called from another module are counted too, whichever way they go.
+
+    scripts/bench_path [--report reports/bench_path.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import stat
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
+
+from rich.console import Console  # noqa: E402
+
+FAKE_APPLE_CODE = ROOT / "tests" / "connectors" / "fake_apple_code.py"
+FAKE_OSASCRIPT = "#!/bin/sh\ncat >/dev/null\nexit 0\n"
+SENDER = "+15551234567"
+KINDS = (("chat", "what does app.py do?"), ("task", "task: add a test for app.py"), ("status", "status"))
+console = Console(stderr=True)
+
+# Layer of each module (longest matching prefix wins). Unknown apple_flow modules are an error, so a new module
+# cannot skew the count unnoticed.
+LAYERS: dict[str, int] = {
+    "apple_flow.cli": 0,
+    "apple_flow.daemon.runtime": 0,
+    "apple_flow.daemon.orchestrator": 1,
+    "apple_flow.daemon.commands": 1,
+    "apple_flow.daemon.policy": 1,
+    "apple_flow.daemon.approvals": 1,
+    "apple_flow.daemon.workspaces": 1,
+    "apple_flow.daemon.failures": 1,
+    "apple_flow.daemon.history": 1,
+    "apple_flow.daemon.scheduler": 1,
+    "apple_flow.daemon.cursor": 1,
+    "apple_flow.daemon.progress": 1,
+    "apple_flow.daemon.orphans": 1,
+    "apple_flow.daemon.lock": 1,
+    "apple_flow.connectors": 2,
+    "apple_flow.channels": 2,
+    "apple_flow.daemon.store": 3,
+    "apple_flow.config": 3,
+    "apple_flow.handles": 3,
+    "apple_flow.paths": 3,
+}
+IDLE_MODULES = ("apple_flow.channels.imessage.watcher",)
+IDLE_THREADS = ("watchdog",)
+
+
+def layer(module: str) -> int:
+    best = max((prefix for prefix in LAYERS if module == prefix or module.startswith(prefix + ".")), key=len,
+               default=None)
+    if best is None:
+        raise SystemExit(f"bench_path: module {module} has no layer; add it to LAYERS")
+    return LAYERS[best]
+
+
+def short(module: str) -> str:
+    return module.removeprefix("apple_flow.")
+
+
+@dataclass
+class Call:
+    caller: str  # module
+    callee: str  # module
+    where: str  # caller function -> callee function
+
+
+@dataclass
+class Trace:
+    """Cross-module calls recorded while ``on`` is set, per thread, leaving out idle machinery."""
+
+    on: bool = False
+    calls: list[Call] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    local: threading.local = field(default_factory=threading.local)
+
+    def profile(self, frame: FrameType, event: str, arg: Any) -> None:
+        if event not in ("call", "return"):
+            return
+        state = self.local.__dict__.setdefault("state", {"idle": 0, "buffers": []})
+        code = frame.f_code
+        module = frame.f_globals.get("__name__", "")
+        if not module.startswith("apple_flow") or code.co_filename.startswith("<"):
+            return
+        idle_frame = module in IDLE_MODULES
+        reads_rows = code.co_name == "rows_after" and module.endswith("chatdb")
+        if event == "return":
+            if idle_frame:
+                state["idle"] -= 1
+            elif reads_rows and state["buffers"]:
+                kept = state["buffers"].pop()
+                if arg:  # rows were read: part of a message's path
+                    self._keep(state, kept)
+            return
+        if idle_frame:
+            state["idle"] += 1
+            return
+        if state["idle"] or not self.on or threading.current_thread().name.startswith(IDLE_THREADS):
+            return
+        caller = frame.f_back
+        while caller is not None and caller.f_code.co_filename.startswith("<"):
+            caller = caller.f_back
+        caller_module = caller.f_globals.get("__name__", "") if caller is not None else ""
+        if reads_rows:
+            state["buffers"].append([])
+        if caller_module.startswith("apple_flow") and caller_module != module:
+            assert caller is not None
+            self._keep(state, [Call(caller_module, module, f"{caller.f_code.co_qualname} -> {code.co_qualname}")])
+
+    def _keep(self, state: dict[str, Any], calls: list[Call]) -> None:
+        if state["buffers"]:
+            state["buffers"][-1].extend(calls)
+        else:
+            with self.lock:
+                self.calls.extend(calls)
+
+
+@dataclass
+class Figures:
+    kind: str
+    modules: list[str]
+    calls: int
+    reentries: int
+    store_calls: int
+    transactions: int
+    up: Counter[str]
+    closures: Counter[str]
+
+
+def figures(kind: str, calls: list[Call], transactions: int) -> Figures:
+    seen: list[str] = []
+    reentries = 0
+    for call in calls:
+        if call.callee in seen:
+            reentries += 1
+        else:
+            seen.append(call.callee)
+    modules = list(dict.fromkeys(m for call in calls for m in (call.caller, call.callee)))
+    up = Counter(
+        f"{short(c.caller)} -> {short(c.callee)}: {c.where}" for c in calls if layer(c.callee) < layer(c.caller)
+    )
+    closures = Counter(
+        f"{short(c.caller)} -> {short(c.callee)}: {c.where}" for c in calls if "<locals>" in c.where.split(" -> ")[1]
+    )
+    store_calls = sum(1 for c in calls if c.callee == "apple_flow.daemon.store")
+    return Figures(kind, modules, len(calls), reentries, store_calls, transactions, up, closures)
+
+
+def install(source: Path, target: Path) -> Path:
+    body = source.read_text(encoding="utf-8").split("\n", 1)[1]
+    target.write_text(f"#!{sys.executable}\n{body}", encoding="utf-8")
+    target.chmod(target.stat().st_mode | stat.S_IXUSR)
+    return target
+
+
+def build_daemon(settings: Any, store: Any) -> Any:
+    """The daemon as ``apple-flow run --channel imessage`` builds it."""
+    from apple_flow.channels.imessage import build_imessage_channel
+    from apple_flow.connectors import build_connector
+    from apple_flow.daemon.runtime import Daemon
+
+    connector = build_connector(settings)
+    ingress, egress = build_imessage_channel(settings)
+    return Daemon(settings, store, connector, ingress, egress, "imessage")
+
+
+def wait(condition: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench_path: timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def measure() -> list[Figures]:
+    from apple_flow.config import load_settings
+    from apple_flow.daemon.store import Store
+    from support.chatdb import ChatDbWriter
+
+    with tempfile.TemporaryDirectory(prefix="bench-path-") as folder:
+        tmp = Path(folder)
+        (tmp / "bin").mkdir()
+        (tmp / "bin" / "osascript").write_text(FAKE_OSASCRIPT)
+        (tmp / "bin" / "osascript").chmod(0o755)
+        os.environ["PATH"] = f"{tmp / 'bin'}{os.pathsep}{os.environ['PATH']}"
+        os.environ["FAKE_APPLE_CODE_MODE"] = "answer"
+        workspace = tmp / "ws"
+        workspace.mkdir()
+        chat = ChatDbWriter(tmp / "chat.db")
+        settings = load_settings(
+            env_file=None, afm_command=str(install(FAKE_APPLE_CODE, tmp / "bin" / "apple-code")),
+            default_workspace=workspace, allowed_workspaces=[workspace], allowed_senders=[SENDER],
+            messages_db_path=chat.path, db_path=tmp / "relay.db", poll_interval_seconds=60,
+            progress_interval_seconds=0,  # the fake's two tool calls go out as progress, as in a long turn
+        )
+        store = Store(settings.db_path)
+        store.set_cursor("imessage", 0)
+        transactions = Counter[str]()
+        store._db.set_trace_callback(lambda sql: transactions.update([sql.split()[0].upper()]))
+        trace = Trace()
+        threading.setprofile(trace.profile)  # before the daemon starts its worker threads
+        daemon = build_daemon(settings, store)
+        runner = threading.Thread(target=daemon.run, name="daemon", daemon=True)
+        runner.start()
+        wait(daemon.ready.is_set, "the daemon to start")
+        time.sleep(0.5)  # the ingress reaches its wait
+        results = []
+        state = sqlite3.connect(settings.db_path)
+        for kind, text in KINDS:
+            trace.calls.clear()
+            transactions.clear()
+            trace.on = True
+            rowid = chat.message(text, sender=SENDER)
+            wait(lambda rowid=rowid: state.execute(  # type: ignore[misc]
+                "SELECT last_rowid FROM cursor WHERE channel = 'imessage'").fetchone()[0] >= rowid, f"{kind}'s reply")
+            trace.on = False
+            found = state.execute("SELECT state FROM messages WHERE rowid = ?", (rowid,)).fetchone()
+            assert found == ("sent",), found
+            time.sleep(0.3)  # calls still running on other threads are done
+            results.append(figures(kind, list(trace.calls), transactions["BEGIN"]))
+        daemon.request_stop()
+        runner.join(30)
+        threading.setprofile(None)  # type: ignore[arg-type]
+        state.close()
+        chat.close()
+    return results
+
+
+def report(results: list[Figures]) -> str:
+    head = "| | " + " | ".join(f.kind for f in results) + " |"
+    rows = [
+        ("modules passed through", [str(len(f.modules)) for f in results]),
+        ("calls between modules", [str(f.calls) for f in results]),
+        ("... of which into a module already visited", [str(f.reentries) for f in results]),
+        ("calls into the store", [str(f.store_calls) for f in results]),
+        ("store transactions", [str(f.transactions) for f in results]),
+        ("calls back up the layers", [str(sum(f.up.values())) for f in results]),
+        ("closures called from another module", [str(sum(f.closures.values())) for f in results]),
+    ]
+    table = "\n".join([head, "|---" * (len(results) + 1) + "|"] + [f"| {n} | " + " | ".join(v) + " |" for n, v in rows])
+    details = []
+    for f in results:
+        details.append(f"**{f.kind}**: " + " -> ".join(short(m) for m in f.modules))
+        for where, count in sorted(f.up.items()):
+            details.append(f"- up: `{where}`" + (f" ({count}x)" if count > 1 else ""))
+        for where, count in sorted(f.closures.items()):
+            details.append(f"- closure: `{where}`" + (f" ({count}x)" if count > 1 else ""))
+    return (
+        f"# The path of one message (scripts/bench_path)\n\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python "
+        f"{sys.version.split()[0]}. One message of each kind from a chat.db row to the sent reply, traced in a "
+        "real daemon (chat.db ingress, store, afm connector with the tests' fake apple-code, iMessage egress with "
+        f"a fake osascript).\n\n{table}\n\n" + "\n".join(details) + "\n"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--report", type=Path, default=ROOT / "reports" / "bench_path.md")
+    args = parser.parse_args()
+    with console.status("tracing one message of each kind"):
+        results = measure()
+    text = report(results)
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    args.report.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
