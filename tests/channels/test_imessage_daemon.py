@@ -129,6 +129,24 @@ def test_a_reply_messages_could_not_send_is_reported_not_trusted(
     assert "Messages could not send it (chat.db row" in daemon.log()
 
 
+def test_a_reply_messages_stored_before_a_kill_9_is_not_sent_again(
+    daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    # The daemon dies after Messages stored the reply but before it could record it as sent: chat.db says it went.
+    daemon.start({"FAKE_OSASCRIPT_LINGER": "5"})
+    request = chat_db.message("help", sender=ANA)
+    wait_for(lambda: sent_rows(chat_db) == [HELP_TEXT], 20, "the reply's row in chat.db")
+    daemon.kill9()
+    assert message_states(daemon) == {request: "replied"}
+    daemon.start()
+    wait_for(lambda: message_states(daemon).get(request) == "sent", 20, "the reply to be known as sent")
+    assert daemon.sends_to(ANA) == [HELP_TEXT] and sent_rows(chat_db) == [HELP_TEXT]
+
+
+def sent_rows(chat_db: ChatDbWriter) -> list[str]:
+    return [row[0] for row in chat_db.conn.execute("SELECT text FROM message WHERE is_from_me = 1 ORDER BY ROWID")]
+
+
 def test_a_queued_task_or_approve_unsent_before_it_ran_is_not_run(
     chat_db: ChatDbWriter, tmp_path: Path, apple_code_bin: Path
 ) -> None:

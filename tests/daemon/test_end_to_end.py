@@ -139,6 +139,8 @@ def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
         _gone, alive = psutil.wait_procs(agents, timeout=5)
         assert alive == []  # the restart killed the previous daemon's agent before redoing its message
         wait_for(lambda: "answer two" in final_replies(daemon, ANA), 20, "the redone answer")
+        # Recorded as sent only once Messages' row of it is seen: the kill below is for "three", not this send.
+        wait_for(lambda: message_states(daemon).get(two) == "sent", 20, "the redone answer to be recorded")
         three = chat_db.message("three", sender=ANA)
         time.sleep(0.05)
         daemon.kill9()

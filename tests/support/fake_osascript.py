@@ -8,6 +8,7 @@ FAKE_OSASCRIPT_MODE   ok (default) | fail | fail-participant (the participant fo
 FAKE_OSASCRIPT_ACCOUNT_ID  the answer to ``get id of 1st account whose service type = iMessage``
 FAKE_OSASCRIPT_FAIL   texts containing this are refused (exit 1), as Messages refuses a send
 FAKE_OSASCRIPT_DELAY  seconds to wait before answering
+FAKE_OSASCRIPT_LINGER seconds to wait after the send's row is in chat.db, before exiting
 FAKE_OSASCRIPT_CHATDB a chat.db where each send that succeeds leaves its row, as Messages does: ``is_from_me = 1``
                       in the recipient's chat (the group's for ``chat id``; service SMS for the SMS account)
 FAKE_OSASCRIPT_ROW    that row: sent (default: is_sent = 1) | queued (not sent yet) | error (error = 22) | none
@@ -86,6 +87,7 @@ if chat_db and len(sys.argv) > 3 and row != "none" and not (row == "none-for-bud
         if target == owner and os.environ.get("FAKE_OSASCRIPT_SELF_COPY") == "1":
             db.message(text, sender=target, destination_caller_id=owner)
     db.close()
+time.sleep(float(os.environ.get("FAKE_OSASCRIPT_LINGER", "0")))
 """
 
 

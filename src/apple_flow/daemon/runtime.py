@@ -224,7 +224,11 @@ class Daemon:
             tracker.finished(message.rowid)
             return
         if record is not None and record.state == "replied" and record.reply is not None:
-            self._deliver(message, record.reply)  # recorded before a crash, never sent
+            if self._went_out(message, record.reply):  # sent just before a crash: the channel shows it
+                self._store.mark_sent(self._channel, message.rowid)
+                tracker.finished(message.rowid)
+            else:
+                self._deliver(message, record.reply)  # recorded before a crash, never sent
             return
         key = f"{self._channel}:{message.rowid}"
         try:
@@ -278,6 +282,10 @@ class Daemon:
             self._require_tracker().finished(message.rowid)
         else:
             self._deliver(message, reply)
+
+    def _went_out(self, message: InboundMessage, reply: str) -> bool:
+        went_out: Callable[[str, str, int], bool] | None = getattr(self._egress, "went_out", None)
+        return went_out is not None and went_out(message.reply_target, reply, message.rowid)
 
     def _unsent(self, message: InboundMessage) -> bool:
         """The sender unsent the message while its turn waited (a channel that can tell offers ``unsent``)."""

@@ -96,6 +96,14 @@ def confirm(
     )
 
 
+def already_sent(db: ChatDB, target: Target, parts: list[str], after_rowid: int, region: str) -> bool:
+    """Whether chat.db holds a sent row without error for every part, after ``after_rowid``."""
+    rows = [row for row in db.sent_rows_after(after_rowid, limit=1000) if not row.error]
+    return bool(parts) and all(
+        any(_is_ours(row, target, normalise_text(part), region) for row in rows) for part in parts
+    )
+
+
 def _is_ours(row: MessageRow, target: Target, wanted: str, region: str) -> bool:
     if target.kind == "group":
         if row.chat_identifier != target.address:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from apple_flow.channels.base import SendError
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
-from apple_flow.channels.imessage.delivery import Evidence, Target, confirm
+from apple_flow.channels.imessage.delivery import Evidence, Target, already_sent, confirm
 from apple_flow.channels.imessage.echo import SentLog
 from apple_flow.channels.imessage.osascript import (
     OsascriptMissing,
@@ -121,6 +121,19 @@ class IMessageEgress:
         unconfirmed = [note for note in notes if not note.confirmed]
         shown = unconfirmed[0].note if unconfirmed else (notes[-1].note if notes else "nothing to send")
         return Delivery(target.describe(), len(parts), not unconfirmed and bool(notes), shown)
+
+    def went_out(self, recipient: str, text: str, after_rowid: int) -> bool:
+        """Whether chat.db shows ``text`` sent to ``recipient`` after row ``after_rowid`` (a reply recorded before
+        a crash may have gone out before the daemon could note it). False when chat.db cannot tell."""
+        if self._db is None:
+            return False
+        target = Target.parse(recipient, self._region)
+        try:
+            return already_sent(self._db, target, split_reply(argv_safe(text), self._chunk_chars), after_rowid,
+                                self._region)
+        except ChatDBError as exc:
+            log.warning("cannot tell whether the reply to %s went out: %s", target.describe(), exc)
+            return False
 
     def remember(self, recipient: str, text: str) -> None:
         """Records ``text`` as sent to ``recipient`` without sending it: a text sent before a restart, whose echo
