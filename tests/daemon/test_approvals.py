@@ -12,8 +12,8 @@ import pytest
 
 from apple_flow.config import Settings
 from apple_flow.connectors.base import TurnRequest
-from apple_flow.daemon.approvals import Approvals
-from apple_flow.daemon.store import Approval, Store
+from apple_flow.daemon.approvals import Approvals, Decision
+from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness
 
@@ -115,6 +115,29 @@ def test_deny_all_denies_every_pending_request_of_the_sender(run_daemon: Callabl
     assert all(h.store.approval(i).state == "denied" for i in ids)  # type: ignore[union-attr]
 
 
+def recorded(store: Store, decision: Decision) -> Decision:
+    """Records what a decision decided, as the daemon does with the message that made it."""
+    for approval in decision.decided:
+        store.decide_approval(approval.id, approval.state, approval.decided_by or "", approval.extra)
+    return decision
+
+
+def test_deciding_writes_nothing_until_the_decision_is_recorded(tmp_path: Path) -> None:
+    store = Store(tmp_path / "relay.db")
+    approvals = Approvals(store, ttl_minutes=20)
+    request = approvals.create(ANA, "task", "plan", "/ws")
+    store.add_approval(request)
+    decision = approvals.approve(ANA, request.id, "imessage:9", "keep the API")
+    assert decision.approval is not None and decision.approval.state == "approved"
+    assert decision.decided == (decision.approval,) and decision.approval.extra == "keep the API"
+    assert store.approval(request.id) == request  # still pending: the daemon records it with the message
+    recorded(store, decision)
+    stored = store.approval(request.id)
+    assert stored is not None and (stored.state, stored.decided_by, stored.extra) == (
+        "approved", "imessage:9", "keep the API"
+    )
+
+
 def test_an_expired_request_cannot_be_approved(tmp_path: Path) -> None:
     now = [1000.0]
     store = Store(tmp_path / "relay.db")
@@ -128,27 +151,41 @@ def test_an_expired_request_cannot_be_approved(tmp_path: Path) -> None:
     assert approvals.pending(ANA) == []
 
 
-def test_a_decision_that_lands_between_the_check_and_the_write_wins_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_decision_that_lands_between_the_check_and_the_write_wins_alone(tmp_path: Path) -> None:
     """The web page and a text can decide the same request at once: only the first write counts."""
     store = Store(tmp_path / "relay.db")
     approvals = Approvals(store, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
     store.add_approval(request)
-    checked = approvals._refusal
-
-    def deny_meanwhile(approval: Approval) -> str:
-        answer = checked(approval)
-        if approval.state == "pending":  # the other decider writes right after this check passed
-            assert store.decide_approval(approval.id, "denied", "web:other")
-        return answer
-
-    monkeypatch.setattr(approvals, "_refusal", deny_meanwhile)
-    decision = approvals.approve(ANA, request.id, "imessage:9")
-    assert decision.approval is None and decision.message == f"{request.id} was already denied."
+    decision = approvals.approve(ANA, request.id, "imessage:9")  # checked while still pending
+    assert store.decide_approval(request.id, "denied", "web:other")  # the other decider writes first
+    assert not store.decide_approvals(decision.decided)  # so this one records nothing
     stored = store.approval(request.id)
     assert stored is not None and (stored.state, stored.decided_by) == ("denied", "web:other")
+    again = approvals.approve(ANA, request.id, "imessage:9")
+    assert again.approval is None and again.message == f"{request.id} was already denied."
+
+
+def test_the_daemon_decides_again_when_a_request_was_decided_meanwhile(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = Harness(make_settings(), FakeConnector(answer=planner)).start()
+    h.ingress.add(ANA, "task: fix the parser")
+    rid = request_id(_wait_for_replies(h, ANA, 1)[0])
+    decide = h.daemon.orchestrator.decide
+
+    def web_denies_meanwhile(*args: Any) -> Any:
+        decision = decide(*args)
+        h.store.decide_approval(rid, "denied", "web:click")  # a no-op the second time
+        return decision
+
+    monkeypatch.setattr(h.daemon.orchestrator, "decide", web_denies_meanwhile)
+    h.ingress.add(ANA, f"approve {rid}")
+    h.finish()
+    assert h.egress.to(ANA)[1] == f"{rid} was already denied."
+    assert len(h.connector.calls) == 1  # the task did not run
+    stored = h.store.approval(rid)
+    assert stored is not None and (stored.state, stored.decided_by) == ("denied", "web:click")
 
 
 def test_replaying_the_approving_message_after_a_crash_runs_the_task_again(tmp_path: Path) -> None:
@@ -156,8 +193,8 @@ def test_replaying_the_approving_message_after_a_crash_runs_the_task_again(tmp_p
     approvals = Approvals(store, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
     store.add_approval(request)
-    first = approvals.approve(ANA, request.id, "imessage:9")
-    replay = approvals.approve(ANA, request.id, "imessage:9")
+    first = recorded(store, approvals.approve(ANA, request.id, "imessage:9"))
+    replay = recorded(store, approvals.approve(ANA, request.id, "imessage:9"))
     other = approvals.approve(ANA, request.id, "imessage:10")
     assert first.approval is not None and replay.approval is not None and replay.approval.id == request.id
     assert other.approval is None and other.message == f"{request.id} was already approved."
@@ -169,21 +206,25 @@ def test_replaying_a_bare_approve_after_a_crash_runs_the_task_again(tmp_path: Pa
     approvals = Approvals(store, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
     store.add_approval(request)
-    first = approvals.approve(ANA, None, "imessage:9")
-    replay = approvals.approve(ANA, None, "imessage:9")
+    first = recorded(store, approvals.approve(ANA, None, "imessage:9"))
+    replay = recorded(store, approvals.approve(ANA, None, "imessage:9"))
     assert first.approval is not None and replay.approval is not None and replay.approval.id == request.id
     assert approvals.approve(BOB, None, "imessage:9").approval is None  # the key alone proves nothing
     denied = approvals.create(ANA, "task 2", "plan", "/ws")
     store.add_approval(denied)
-    assert approvals.deny(ANA, None, "imessage:10").message == f"Denied {denied.id}; nothing was changed."
-    assert approvals.deny(ANA, None, "imessage:10").message == f"Denied {denied.id}; nothing was changed."
+    assert recorded(store, approvals.deny(ANA, None, "imessage:10")).message == (
+        f"Denied {denied.id}; nothing was changed."
+    )
+    assert recorded(store, approvals.deny(ANA, None, "imessage:10")).message == (
+        f"Denied {denied.id}; nothing was changed."
+    )
     more = [approvals.create(ANA, f"task {i}", "plan", "/ws") for i in (3, 4)]
     for request in more:
         store.add_approval(request)
-    said = approvals.deny_all(ANA, "imessage:11")
+    said = recorded(store, approvals.deny_all(ANA, "imessage:11")).message
     assert said.startswith("Denied 2 request(s)")
-    assert approvals.deny_all(ANA, "imessage:11") == said  # the replay says the same
-    assert approvals.deny_all(ANA, "imessage:12") == "You have no pending approval requests."
+    assert recorded(store, approvals.deny_all(ANA, "imessage:11")).message == said  # the replay says the same
+    assert approvals.deny_all(ANA, "imessage:12").message == "You have no pending approval requests."
 
 
 def test_a_workspace_alias_inside_the_allowed_workspaces_is_used(

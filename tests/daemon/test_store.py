@@ -103,10 +103,55 @@ def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> No
     db.commit()
     db.close()
     store = Store(path)
-    assert store.schema_version == SCHEMA_VERSION == 4
+    assert store.schema_version == SCHEMA_VERSION == 5
     assert store.cursor("imessage") == 7
     store.set_meta("child_token", "abc")
     assert store.meta("child_token") == "abc" and store.meta("other") is None
+
+
+def test_a_finished_turn_is_recorded_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from apple_flow.connectors.base import Status, TurnOutcome, Usage
+    from apple_flow.daemon.approvals import Approvals
+    from apple_flow.daemon.store import FinishedTurn
+
+    store = Store(tmp_path / "relay.db")
+    plan = Approvals(store, ttl_minutes=20).create("+15551234567", "task", "1. do it", "/ws")
+    outcome = TurnOutcome(
+        Status.ANSWERED, "1. do it", files_changed=("a.py",), commands_run=2, usage=Usage(900, 40, estimated=True)
+    )
+    turn = FinishedTurn("Plan: 1. do it", "done", "1. do it", outcome, Exchange("task", "1. do it"), plan)
+    for rowid, run_id in ((1, "run_a"), (2, "run_b")):
+        store.take("imessage", rowid, "+15551234567", "task: do it")
+        store.start_run(run_id, "+15551234567", "task", "/ws", "do it")
+
+    def disk_full(approval: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(store, "add_approval", disk_full)
+    with pytest.raises(sqlite3.OperationalError):
+        store.record_turn("imessage", 1, "+15551234567", "run_a", turn)
+    message, run = store.message("imessage", 1), store.run("run_a")
+    assert message is not None and (message.state, message.reply) == ("taken", None)
+    assert run is not None and (run.state, run.outcome) == ("running", None)
+    assert store.history("+15551234567", 5) == [] and store.approval(plan.id) is None
+
+    monkeypatch.undo()
+    store.record_turn("imessage", 2, "+15551234567", "run_b", turn)
+    message, run = store.message("imessage", 2), store.run("run_b")
+    assert message is not None and (message.state, message.reply) == ("replied", "Plan: 1. do it")
+    assert run is not None and (run.state, run.result, run.outcome) == ("done", "1. do it", "answered")
+    assert (run.files_changed, run.commands_run, run.input_tokens, run.output_tokens) == ('["a.py"]', 2, 900, 40)
+    assert store.history("+15551234567", 5) == [Exchange("task", "1. do it")]
+    assert store.approval(plan.id) == plan
+
+
+def test_the_cursor_advances_and_never_goes_back(tmp_path: Path) -> None:
+    store = Store(tmp_path / "relay.db")
+    store.advance_cursor("imessage", 5)
+    store.advance_cursor("imessage", 3)  # a save that lost a race with a later one
+    assert store.cursor("imessage") == 5
+    store.advance_cursor("imessage", 9)
+    assert store.cursor("imessage") == 9
 
 
 def test_sent_texts_are_kept_for_the_echo_window_only(tmp_path: Path) -> None:

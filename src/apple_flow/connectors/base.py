@@ -8,7 +8,7 @@ keeps no conversation: the daemon's store does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -104,7 +104,7 @@ class AgentEvent:
     progress: tuple[str, ...] = ()
 
 
-TurnEvents = Iterator[AgentEvent | TurnOutcome]
+TurnEvents = Generator[AgentEvent | TurnOutcome, None, None]  # a generator: closing it stops the turn
 
 
 @runtime_checkable

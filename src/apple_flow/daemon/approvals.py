@@ -1,21 +1,38 @@
 """Approval requests for tasks: created after a read-only planning turn, decided by the same sender only, with an
 expiry. A decision remembers the message that made it, so replaying that message after a crash finds its own
-decision instead of "already approved"."""
+decision instead of "already approved".
+
+This module only reads the store: each decision comes back with the requests in their new state, which the
+caller records (``Store.decide_approvals``) together with the message that decided them. A request decided by
+someone else between the two (the web page and a text at once) makes that recording fail: decide again, and the
+answer says it was already decided."""
 
 from __future__ import annotations
 
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Protocol
 
-from apple_flow.daemon.store import Approval, Store
+from apple_flow.daemon.store import Approval
+
+
+class ApprovalRecords(Protocol):
+    """The store's approval records, read-only."""
+
+    def approval(self, approval_id: str) -> Approval | None: ...
+
+    def pending_approvals(self, sender: str) -> list[Approval]: ...
+
+    def approvals_decided_by(self, sender: str, decided_by: str) -> list[Approval]: ...
 
 
 @dataclass(frozen=True)
 class Decision:
     approval: Approval | None  # set when the request may run (approve) or was denied (deny)
     message: str  # what to tell the sender
+    decided: tuple[Approval, ...] = ()  # requests in their new state, to record with the message that decided them
 
 
 def new_id() -> str:
@@ -23,7 +40,7 @@ def new_id() -> str:
 
 
 class Approvals:
-    def __init__(self, store: Store, ttl_minutes: int, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: ApprovalRecords, ttl_minutes: int, clock: Callable[[], float] = time.time) -> None:
         self._store = store
         self._ttl = ttl_minutes * 60
         self._clock = clock
@@ -71,9 +88,8 @@ class Approvals:
         refusal = self._refusal(found)
         if refusal:
             return Decision(None, refusal)
-        if not self._store.decide_approval(found.id, "approved", decided_by, extra or None):
-            return Decision(None, self._refusal(self._store.approval(found.id) or found))
-        return Decision(self._store.approval(found.id), "")
+        approved = self._decide(found, "approved", decided_by, extra or None)
+        return Decision(approved, "", (approved,))
 
     def deny(self, sender: str, approval_id: str | None, decided_by: str) -> Decision:
         replayed = self._decided_by(sender, decided_by, "denied")
@@ -85,18 +101,24 @@ class Approvals:
         refusal = self._refusal(found)
         if refusal:
             return Decision(None, refusal)
-        if not self._store.decide_approval(found.id, "denied", decided_by):
-            return Decision(None, self._refusal(self._store.approval(found.id) or found))
-        return Decision(found, f"Denied {found.id}; nothing was changed.")
+        denied = self._decide(found, "denied", decided_by)
+        return Decision(denied, f"Denied {found.id}; nothing was changed.", (denied,))
 
-    def deny_all(self, sender: str, decided_by: str) -> str:
-        pending = self._decided_by(sender, decided_by, "denied") or self.pending(sender)  # replayed, or new
-        with self._store.transaction():
-            for approval in pending:
-                self._store.decide_approval(approval.id, "denied", decided_by)
-        if not pending:
-            return "You have no pending approval requests."
-        return f"Denied {len(pending)} request(s): {', '.join(a.id for a in pending)}."
+    def deny_all(self, sender: str, decided_by: str) -> Decision:
+        replayed = self._decided_by(sender, decided_by, "denied")
+        if replayed:  # this very message denied them before a restart: say it again, record nothing new
+            return Decision(None, self._denied_all(replayed))
+        denied = tuple(self._decide(a, "denied", decided_by) for a in self.pending(sender))
+        if not denied:
+            return Decision(None, "You have no pending approval requests.")
+        return Decision(None, self._denied_all(denied), denied)
+
+    @staticmethod
+    def _denied_all(denied: list[Approval] | tuple[Approval, ...]) -> str:
+        return f"Denied {len(denied)} request(s): {', '.join(a.id for a in denied)}."
+
+    def _decide(self, approval: Approval, state: str, decided_by: str, extra: str | None = None) -> Approval:
+        return replace(approval, state=state, decided_at=self._clock(), decided_by=decided_by, extra=extra)
 
     def _decided_by(self, sender: str, decided_by: str, state: str) -> list[Approval]:
         """What the message ``decided_by`` already decided (it is being handled again after a restart)."""

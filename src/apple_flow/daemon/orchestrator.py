@@ -1,5 +1,10 @@
-"""Decides what each message is and does it: policy first, then commands (answered at once) or a turn for the
-agent (run later by a worker through ``execute``). Knows nothing about threads, queues or channels."""
+"""Decides what to do with each message, and what a finished turn means: policy first, then commands (answered at
+once) or a turn for the agent; once the turn has run, its reply and what to record.
+
+Deciding only: it reads the message, the store (through ``StateView``) and a ``View`` of what runs now, and
+returns plain records (``Ignore``, ``Reply``, ``Turn``; ``Finished``) that the runtime applies. It writes nothing,
+runs nothing and calls nothing back; it knows no threads, queues or channels.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +12,17 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from apple_flow.channels.base import InboundMessage
-from apple_flow.connectors.base import AgentEvent, Connector, Exchange, Status, TurnOutcome, TurnRequest
+from apple_flow.connectors.base import Exchange, TurnOutcome
 from apple_flow.daemon import failures
-from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.approvals import ApprovalRecords, Approvals
 from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
 from apple_flow.daemon.policy import Policy
-from apple_flow.daemon.store import Approval, Store
+from apple_flow.daemon.store import Approval, FailedSend, FinishedTurn, Run
 from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
@@ -32,18 +37,25 @@ READONLY_PLAN_PROMPT = "Make a step-by-step plan. Do not change any files.\n\n{b
 UNDELIVERED_WINDOW = 24 * 3600  # how far back `health` and `status` report replies that did not go out
 
 
-class Activity(Protocol):
-    """What the runtime knows about turns in flight (for status and cancel)."""
+class StateView(ApprovalRecords, Protocol):
+    """What the orchestrator reads from the store (and all it may do with it)."""
 
-    def running(self, sender: str) -> tuple[str, float] | None:
-        """The sender's running turn: (its request, when it started), if any."""
-        ...
+    def count_messages(self, state: str | None = None) -> int: ...
 
-    def queued(self, sender: str) -> int: ...
+    def failed_sends(self, since: float, sender: str | None = None) -> tuple[int, FailedSend | None]: ...
 
-    def cancel(self, sender: str) -> bool:
-        """Stops the sender's running turn; False when nothing runs."""
-        ...
+    def run(self, run_id: str) -> Run | None: ...
+
+    def runs_of(self, sender: str, limit: int = 5) -> list[Run]: ...
+
+
+@dataclass(frozen=True)
+class View:
+    """What runs now, as the runtime saw it when the message came."""
+
+    running: tuple[str, float] | None = None  # the sender's running turn: (its request, when it started)
+    queued: int = 0  # the sender's turns waiting to run
+    connector_status: str = "not checked yet"
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,9 @@ class Ignore:
 @dataclass(frozen=True)
 class Reply:
     text: str
+    decided: tuple[Approval, ...] = ()  # requests this message decided (new state), recorded with the reply
+    clear_history: bool = False  # forget the sender's conversation
+    cancel: bool = False  # stop the sender's running turn
 
 
 @dataclass(frozen=True)
@@ -66,46 +81,40 @@ class Turn:
     read_only: bool = False
     plan: bool = False
     ack: str | None = None  # sent at once, before the turn is queued
-    approval: Approval | None = None
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    reply: str | None  # None: send nothing (the turn was cancelled and the sender already told)
-    commit: Callable[[], None] | None = field(default=None)  # store writes that belong with the reply
+    approval: Approval | None = None  # APPROVE: the approved request
+    decided: tuple[Approval, ...] = ()  # the approval, when this message decided it: recorded as it is taken
 
 
 Decision = Ignore | Reply | Turn
 
 
+def new_run_id() -> str:
+    return f"run_{secrets.token_hex(3)}"
+
+
 class Orchestrator:
     def __init__(
         self,
-        store: Store,
-        connector: Connector,
+        store: StateView,
         policy: Policy,
         approvals: Approvals,
         workspaces: Workspaces,
-        activity: Activity,
         connector_name: str = "afm",
         reply_to_unknown: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
-        self._connector = connector
         self._policy = policy
         self._approvals = approvals
         self._workspaces = workspaces
-        self._activity = activity
         self._connector_name = connector_name
         self._reply_to_unknown = reply_to_unknown
         self._clock = clock
         self._started = clock()
-        self.connector_status = "not checked yet"
 
     # ------------------------------------------------------------------------------------------- decide
 
-    def decide(self, message: InboundMessage, message_key: str) -> Decision:
+    def decide(self, message: InboundMessage, message_key: str, view: View) -> Decision:
         if message.is_from_me:
             return Ignore("sent by this Mac")
         verdict = self._policy.check(message.sender)
@@ -118,7 +127,7 @@ class Orchestrator:
         command = parse(message.text)
         sender = message.sender
         if command.kind in FAST:
-            return self._fast(command, sender, message_key)
+            return self._fast(command, sender, message_key, view)
         try:
             workspace = self._workspaces.resolve(command.alias)
         except WorkspaceError as exc:
@@ -140,23 +149,25 @@ class Orchestrator:
             return Turn(Kind.PLAN, sender, command.body, prompt, workspace, read_only=True)
         return Turn(Kind.CHAT, sender, command.body, command.body, workspace)
 
-    def _fast(self, command: Command, sender: str, message_key: str) -> Decision:
+    def _fast(self, command: Command, sender: str, message_key: str, view: View) -> Decision:
         if command.kind is Kind.HELP:
             return Reply(HELP_TEXT)
         if command.kind is Kind.HEALTH:
-            return Reply(self._health(sender))
+            return Reply(self._health(view))
         if command.kind is Kind.STATUS:
-            return Reply(self._status(sender, command.target))
+            return Reply(self._status(sender, command.target, view))
         if command.kind is Kind.CLEAR:
-            self._store.clear(sender)
-            return Reply("Context cleared: the next message starts a new conversation.")
+            return Reply("Context cleared: the next message starts a new conversation.", clear_history=True)
         if command.kind is Kind.CANCEL:
-            stopped = self._activity.cancel(sender)
-            return Reply("Stopped your running request." if stopped else "Nothing of yours is running.")
+            if view.running is None:
+                return Reply("Nothing of yours is running.")
+            return Reply("Stopped your running request.", cancel=True)
         if command.kind is Kind.DENY_ALL:
-            return Reply(self._approvals.deny_all(sender, message_key))
+            decision = self._approvals.deny_all(sender, message_key)
+            return Reply(decision.message, decision.decided)
         if command.kind is Kind.DENY:
-            return Reply(self._approvals.deny(sender, command.target, message_key).message)
+            decision = self._approvals.deny(sender, command.target, message_key)
+            return Reply(decision.message, decision.decided)
         return self._approve(command, sender, message_key)
 
     def _approve(self, command: Command, sender: str, message_key: str) -> Decision:
@@ -169,85 +180,52 @@ class Orchestrator:
             prompt += f"\n\nNotes from the user: {approval.extra}"
         ack = f"Approved {approval.id}: working on it in {approval.workspace}."
         return Turn(Kind.APPROVE, sender, approval.task, prompt, Path(approval.workspace), plan=True, ack=ack,
-                    approval=approval)
+                    approval=approval, decided=decision.decided)
 
-    # ------------------------------------------------------------------------------------------- execute
+    # ------------------------------------------------------------------------------------------- conclude
 
-    def execute(
-        self, turn: Turn, on_progress: Callable[[str], None], stopped: Callable[[], str | None]
-    ) -> TurnResult:
-        """Runs one turn with the connector. Never raises for agent failures: they become short replies.
-        ``stopped`` says whether the turn was stopped from outside: None (it was not), "" (cancelled; the sender
-        was told already), or the reply to send instead (e.g. it ran too long)."""
-        run_id = f"run_{secrets.token_hex(3)}"
-        self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request)
-        window = self._connector.context_window
-        request = TurnRequest(
-            turn.prompt, turn.workspace, tuple(self._store.history(turn.sender, window)), turn.read_only, turn.plan,
-            key=turn.sender,
-        )
-        try:
-            outcome = TurnOutcome(Status.FAILED, detail="the connector ended the turn without an outcome")
-            for item in self._connector.run(request):
-                if isinstance(item, AgentEvent):
-                    for line in item.progress:
-                        on_progress(line)
-                else:
-                    outcome = item
-        except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
-            log.exception("turn %s failed", run_id)
-            reply = failures.explain_exception(exc)
-            return TurnResult(reply, lambda: self._store.finish_run(run_id, "failed", reply))
+    def conclude(
+        self, turn: Turn, run_id: str, outcome: TurnOutcome | Exception, stop: str | None, keep_exchange: bool
+    ) -> FinishedTurn:
+        """What a turn that has run means: its reply and what to record. ``outcome`` is the connector's, or the
+        exception it raised (a bug: the sender hears about it, the daemon goes on). ``stop`` says whether the
+        turn was stopped from outside: None (it was not), "" (cancelled; the sender was told already), or the
+        reply to send instead (it ran too long). ``keep_exchange``: the conversation is kept (the connector
+        wants earlier exchanges)."""
+        if isinstance(outcome, Exception):
+            reply = failures.explain_exception(outcome)
+            return FinishedTurn(reply, "failed", reply)
         result = outcome.as_text()
-        stop = stopped()
         if stop:
-            return TurnResult(stop, lambda: self._store.finish_run(run_id, "failed", stop))
+            return FinishedTurn(stop, "failed", stop, outcome)
         if stop is not None:
-            return TurnResult(None, lambda: self._store.finish_run(run_id, "cancelled", result))
+            return FinishedTurn(None, "cancelled", result, outcome)
         if not outcome.answered:
-            reply = failures.explain(outcome)
-            return TurnResult(reply, lambda: self._store.finish_run(run_id, "failed", result))
-        # Kept with the reply: a turn redone after a crash leaves no exchange twice.
-        exchange = Exchange(turn.prompt, outcome.text) if window > 0 else None
+            return FinishedTurn(failures.explain(outcome), "failed", result, outcome)
+        exchange = Exchange(turn.prompt, outcome.text) if keep_exchange else None
         if failures.is_blocker(result):  # passed on as is: no approval for a plan that is a question
-            return TurnResult(result.strip(), self._finish(turn.sender, run_id, "blocked", result, exchange))
+            return FinishedTurn(result.strip(), "blocked", result, outcome, exchange)
         if turn.kind is Kind.TASK:
-            return self._announce_plan(turn, run_id, result, exchange)
+            approval = self._approvals.create(turn.sender, turn.request, result.strip(), str(turn.workspace))
+            reply = (
+                f"Plan ({approval.id}, in {turn.workspace}):\n{result.strip()}\n\n"
+                f"Reply `approve {approval.id}` to run it (optionally with notes), or `deny {approval.id}`. "
+                f"Expires in {self._approvals.ttl_minutes} minutes."
+            )
+            return FinishedTurn(reply, "done", result, outcome, exchange, approval)
         reply = result.strip()
         if turn.kind is Kind.APPROVE and turn.approval is not None:
             reply = f"Done ({turn.approval.id}, {run_id}):\n{reply}"
-        return TurnResult(reply, self._finish(turn.sender, run_id, "done", result, exchange))
-
-    def _finish(
-        self, sender: str, run_id: str, state: str, result: str, exchange: Exchange | None,
-        approval: Approval | None = None,
-    ) -> Callable[[], None]:
-        def commit() -> None:
-            if exchange is not None:
-                self._store.append(sender, exchange)
-            if approval is not None:
-                self._store.add_approval(approval)
-            self._store.finish_run(run_id, state, result)
-
-        return commit
-
-    def _announce_plan(self, turn: Turn, run_id: str, plan: str, exchange: Exchange | None) -> TurnResult:
-        approval = self._approvals.create(turn.sender, turn.request, plan.strip(), str(turn.workspace))
-        reply = (
-            f"Plan ({approval.id}, in {turn.workspace}):\n{plan.strip()}\n\n"
-            f"Reply `approve {approval.id}` to run it (optionally with notes), or `deny {approval.id}`. "
-            f"Expires in {self._approvals.ttl_minutes} minutes."
-        )
-        return TurnResult(reply, self._finish(turn.sender, run_id, "done", plan, exchange, approval))
+        return FinishedTurn(reply, "done", result, outcome, exchange)
 
     # ------------------------------------------------------------------------------------------- status
 
-    def _health(self, sender: str) -> str:
+    def _health(self, view: View) -> str:
         uptime = _duration(self._clock() - self._started)
         handled = self._store.count_messages()
         text = (
-            f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {self.connector_status}. "
-            f"Handled {handled} messages. Yours: {self._activity.queued(sender)} queued."
+            f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {view.connector_status}. "
+            f"Handled {handled} messages. Yours: {view.queued} queued."
         )
         failed, latest = self._store.failed_sends(self._clock() - UNDELIVERED_WINDOW)
         if latest is not None:
@@ -257,17 +235,15 @@ class Orchestrator:
             )
         return text
 
-    def _status(self, sender: str, target: str | None) -> str:
+    def _status(self, sender: str, target: str | None, view: View) -> str:
         if target is not None:
             return self._status_of(sender, target)
         lines = []
-        running = self._activity.running(sender)
-        if running:
-            request, since = running
+        if view.running:
+            request, since = view.running
             lines.append(f"Running for {_duration(self._clock() - since)}: {_clip(request)}")
-        queued = self._activity.queued(sender)
-        if queued:
-            lines.append(f"Queued: {queued}")
+        if view.queued:
+            lines.append(f"Queued: {view.queued}")
         for approval in self._approvals.pending(sender):
             minutes = max(1, round((approval.expires_at - self._clock()) / 60))
             lines.append(f"Awaiting approval: {approval.id} ({minutes} min left): {_clip(approval.task)}")

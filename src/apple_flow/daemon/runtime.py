@@ -1,27 +1,33 @@
-"""The daemon loop: messages from the ingress, decisions from the orchestrator, turns on the scheduler's workers,
-replies to the egress, every step recorded in the store first.
+"""The daemon loop, which does everything the orchestrator decides: messages from the ingress, a decision for each,
+turns run on worker threads, replies to the egress, every step recorded in the store first.
 
-Crash safety: a message is recorded as taken before its turn runs; its reply is recorded before it is sent; the
-cursor passes a message only once it is finished. After ``kill -9`` the restart reads from the cursor: finished
-messages are skipped, a recorded but unsent reply is sent, a taken message is handled again.
+Data flows one way: the runtime pulls messages from the ingress, asks the orchestrator (a plain decision back),
+pulls the turn's events and outcome from the connector, asks the orchestrator what the outcome means, records it,
+and hands the reply to the egress. Nothing below it calls back into it.
+
+Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
+conversation's new exchange and any approval request, in one transaction) before it is sent; the cursor passes a
+message only once it is finished. After ``kill -9`` the restart reads from the cursor: finished messages are
+skipped, a recorded but unsent reply is sent, a taken message is handled again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError
 from apple_flow.config import Settings
-from apple_flow.connectors.base import Connector, ConnectorError
+from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.cursor import CursorTracker
-from apple_flow.daemon.orchestrator import Ignore, Orchestrator, Reply, Turn
+from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Reply, Turn, View, new_run_id
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
 from apple_flow.daemon.scheduler import Job, Scheduler
@@ -33,6 +39,7 @@ log = logging.getLogger(__name__)
 CHILD_TOKEN_KEY = "child_token"
 FINISHED = frozenset({"sent", "ignored", "send_failed"})
 KILL_WAIT_SECONDS = 5.0  # after killing turns at shutdown, how long to wait for their threads to notice
+DECIDE_ATTEMPTS = 3  # deciding again when an approval request changed between deciding and recording
 
 
 @dataclass(frozen=True)
@@ -70,11 +77,14 @@ class Daemon:
             settings.allowed_senders, settings.max_messages_per_minute, settings.default_region, local_senders
         )
         self.orchestrator = Orchestrator(
-            store, connector, policy, Approvals(store, settings.approval_ttl_minutes), Workspaces(settings),
-            activity=self, connector_name=settings.connector,
-            reply_to_unknown=settings.reply_to_unknown_senders,
+            store, policy, Approvals(store, settings.approval_ttl_minutes), Workspaces(settings),
+            connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
         )
-        self._scheduler: Scheduler[Work] = Scheduler(settings.max_concurrent_ai_calls, self._run_job)
+        self.connector_status = "not checked yet"
+        self._scheduler: Scheduler[Work] = Scheduler()
+        # Daemon threads: a turn stuck in a connector must not keep the process alive after shutdown.
+        for index in range(settings.max_concurrent_ai_calls):
+            threading.Thread(target=self._work, name=f"turn-{index}", daemon=True).start()
         self._stop = threading.Event()
         self._abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
         self._inbox: queue.Queue[InboundMessage | _End | BaseException] = queue.Queue()
@@ -106,13 +116,12 @@ class Daemon:
             start = self._first_start()
         else:
             self._catchup = self._saved_catchup()
-        tracker = CursorTracker(start, lambda position: self._store.set_cursor(self._channel, position))
-        self._tracker = tracker
+        self._tracker = CursorTracker(start)
         self._remember_recent_sends()
         if hasattr(self._ingress, "on_skip"):
             # Rows the ingress skips (its own echoes, reactions) must be passed too, or a restart would re-read
             # them once the in-memory echo record is gone.
-            self._ingress.on_skip = lambda skipped: tracker.passed(skipped.rowid)
+            self._ingress.on_skip = lambda skipped: self._finished(skipped.rowid, skipped=True)
         threading.Thread(target=self._read, args=(start,), name="ingress", daemon=True).start()
         watchdog = threading.Thread(target=self._watch_timeouts, name="watchdog", daemon=True)
         watchdog.start()
@@ -173,7 +182,7 @@ class Daemon:
         """Hands the egress what the previous run sent within the echo window: their echoes may still be on the
         way (a person texting themselves), and the egress's own record of them died with that run."""
         recent = self._store.sent_since(self._channel, time.time() - self._settings.echo_window_seconds)
-        remember: Callable[[str, str], None] | None = getattr(self._egress, "remember", None)
+        remember = getattr(self._egress, "remember", None)
         if remember is None:  # a channel without echoes (the console)
             return
         for recipient, text in recent:
@@ -196,10 +205,10 @@ class Daemon:
         try:
             self._connector.ensure_started()
         except ConnectorError as exc:
-            self.orchestrator.connector_status = f"not ready: {exc}"
+            self.connector_status = f"not ready: {exc}"
             log.warning("the connector is not ready: %s", exc)
         else:
-            self.orchestrator.connector_status = "ready"
+            self.connector_status = "ready"
 
     def _shutdown(self) -> None:
         self._scheduler.close()
@@ -218,39 +227,67 @@ class Daemon:
     # ------------------------------------------------------------------------------------------- messages
 
     def _dispatch(self, message: InboundMessage) -> None:
-        tracker = self._require_tracker()
         record = self._store.message(self._channel, message.rowid)
         if record is not None and record.state in FINISHED:
-            tracker.finished(message.rowid)
+            self._finished(message.rowid)
             return
         if record is not None and record.state == "replied" and record.reply is not None:
             if self._went_out(message, record.reply):  # sent just before a crash: the channel shows it
-                self._store.mark_sent(self._channel, message.rowid)
-                tracker.finished(message.rowid)
+                with self._store.transaction():
+                    self._store.mark_sent(self._channel, message.rowid)
+                    self._finished(message.rowid)
             else:
                 self._deliver(message, record.reply)  # recorded before a crash, never sent
             return
+        for _ in range(DECIDE_ATTEMPTS):
+            if self._apply(message, self._decide(message)):
+                return
+        # Approval requests this message decides kept being decided elsewhere first (not seen in practice).
+        self._apply(message, Reply("Sorry, that request changed while I was handling it. Send it again."))
+
+    def _decide(self, message: InboundMessage) -> Decision:
         key = f"{self._channel}:{message.rowid}"
         try:
-            decision = self._stale(message) or self.orchestrator.decide(message, key)
+            return self._stale(message) or self.orchestrator.decide(message, key, self._view(message.sender))
         except Exception as exc:
             log.exception("handling message %s failed", key)
-            decision = Reply(failures.explain_exception(exc))
+            return Reply(failures.explain_exception(exc))
+
+    def _view(self, sender: str) -> View:
+        job = self._scheduler.active(sender)
+        running = (job.payload.turn.request, job.started_at) if job is not None and job.started_at else None
+        return View(running, self._scheduler.waiting(sender), self.connector_status)
+
+    def _apply(self, message: InboundMessage, decision: Decision) -> bool:
+        """Does what the orchestrator decided; what it records, it records in one transaction. False (nothing
+        done) when an approval request it decides was decided elsewhere in between: decide again."""
+        store, sender = self._store, message.sender
         if isinstance(decision, Ignore):
-            self._store.ignore(self._channel, message.rowid, message.sender, message.text, decision.reason)
-            self._store.log_event("ignored", f"{decision.reason}: {message.text[:80]!r}", message.sender)
-            log.info("ignored a message from %s (%s)", message.sender, decision.reason)
-            tracker.finished(message.rowid)
+            log.info("ignored a message from %s (%s)", sender, decision.reason)
+            with store.transaction():
+                store.ignore(self._channel, message.rowid, sender, message.text, decision.reason)
+                store.log_event("ignored", f"{decision.reason}: {message.text[:80]!r}", sender)
+                self._finished(message.rowid)
         elif isinstance(decision, Reply):
-            with self._store.transaction():
-                self._store.take(self._channel, message.rowid, message.sender, message.text)
-                self._store.record_reply(self._channel, message.rowid, decision.text)
+            with store.transaction():
+                if not store.decide_approvals(decision.decided):
+                    return False
+                store.take(self._channel, message.rowid, sender, message.text)
+                if decision.clear_history:
+                    store.clear(sender)
+                store.record_reply(self._channel, message.rowid, decision.text)
+            if decision.cancel:
+                self._cancel(sender)
             self._deliver(message, decision.text)
         else:
-            self._store.take(self._channel, message.rowid, message.sender, message.text)
+            with store.transaction():
+                if not store.decide_approvals(decision.decided):
+                    return False
+                store.take(self._channel, message.rowid, sender, message.text)
             if decision.ack:
                 self._progress(message.reply_target, decision.ack)
-            self._scheduler.submit(Job(message.sender, Work(message, decision)))
+            self._scheduler.submit(Job(sender, Work(message, decision)))
+        return True
 
     def _stale(self, message: InboundMessage) -> Ignore | None:
         if self._catchup is None:
@@ -260,45 +297,79 @@ class Daemon:
             return Ignore("sent before the daemon was first started")
         return None
 
+    # ------------------------------------------------------------------------------------------- turns
+
+    def _work(self) -> None:
+        """A worker thread: runs the turns the scheduler hands out until it closes."""
+        while (job := self._scheduler.next()) is not None:
+            try:
+                self._run_job(job)
+            except Exception:  # keep the worker: one broken job must not shrink the pool
+                log.exception("a turn of %s failed", job.sender)
+            finally:
+                self._scheduler.done(job)
+
     def _run_job(self, job: Job[Work]) -> None:
         message, turn = job.payload.message, job.payload.turn
         if self._unsent(message):
             self._withdrawn(message, turn)
             return
-        throttle = ProgressThrottle(
-            self._settings.progress_interval_seconds, lambda text: self._progress(message.reply_target, text)
+        run_id = new_run_id()
+        self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request)
+        window = self._connector.context_window
+        request = TurnRequest(
+            turn.prompt, turn.workspace, tuple(self._store.history(turn.sender, window)), turn.read_only, turn.plan,
+            key=turn.sender,
         )
-        result = self.orchestrator.execute(
-            turn, throttle, lambda: job.stop_reply if job.cancelled.is_set() else None
-        )
+        outcome: TurnOutcome | Exception
+        try:
+            outcome = self._turn(request, message.reply_target)
+        except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
+            log.exception("turn %s failed", run_id)
+            outcome = exc
+        stop = job.stop_reply if job.cancelled.is_set() else None
+        finished = self.orchestrator.conclude(turn, run_id, outcome, stop, keep_exchange=window > 0)
         if self._abandon.is_set():
             return
-        reply = result.reply
-        with self._store.transaction():
-            if result.commit is not None:
-                result.commit()
-            self._store.record_reply(self._channel, message.rowid, reply, "cancelled" if reply is None else None)
-        if reply is None:
-            self._require_tracker().finished(message.rowid)
+        self._store.record_turn(self._channel, message.rowid, turn.sender, run_id, finished)
+        if finished.reply is None:
+            self._finished(message.rowid)
         else:
-            self._deliver(message, reply)
+            self._deliver(message, finished.reply)
+
+    def _turn(self, request: TurnRequest, recipient: str) -> TurnOutcome:
+        """Runs the connector's turn to its outcome, passing its progress on to ``recipient`` (throttled)."""
+        throttle = ProgressThrottle(self._settings.progress_interval_seconds)
+        with contextlib.closing(self._connector.run(request)) as items:
+            for item in items:
+                if isinstance(item, TurnOutcome):
+                    return item
+                assert isinstance(item, AgentEvent)
+                for activity in item.progress:
+                    text = throttle.message(activity)
+                    if text is not None:
+                        self._progress(recipient, text)
+        raise ConnectorError("the connector ended the turn without an outcome")
+
+    # ------------------------------------------------------------------------------------------- sending
 
     def _went_out(self, message: InboundMessage, reply: str) -> bool:
-        went_out: Callable[[str, str, int], bool] | None = getattr(self._egress, "went_out", None)
-        return went_out is not None and went_out(message.reply_target, reply, message.rowid)
+        went_out = getattr(self._egress, "went_out", None)
+        return went_out is not None and bool(went_out(message.reply_target, reply, message.rowid))
 
     def _unsent(self, message: InboundMessage) -> bool:
         """The sender unsent the message while its turn waited (a channel that can tell offers ``unsent``)."""
-        unsent: Callable[[int], bool] | None = getattr(self._ingress, "unsent", None)
-        return unsent is not None and unsent(message.rowid)
+        unsent = getattr(self._ingress, "unsent", None)
+        return unsent is not None and bool(unsent(message.rowid))
 
     def _withdrawn(self, message: InboundMessage, turn: Turn) -> None:
         """Not run; an approval it carried is pending again, and the sender, told it was approved, hears so."""
         log.info("message %d of %s was unsent before its turn started: not run", message.rowid, message.sender)
         self._store.log_event("unsent", f"not run: {message.text[:80]!r}", message.sender)
         if turn.approval is None:
-            self._store.record_reply(self._channel, message.rowid, None, "unsent before it ran")
-            self._require_tracker().finished(message.rowid)
+            with self._store.transaction():
+                self._store.record_reply(self._channel, message.rowid, None, "unsent before it ran")
+                self._finished(message.rowid)
             return
         note = (f"Not run: you unsent `{message.text.strip()}` before it started. "
                 f"{turn.approval.id} is pending again.")
@@ -310,6 +381,7 @@ class Daemon:
     def _deliver(self, message: InboundMessage, reply: str) -> None:
         target = message.reply_target  # the sender, or e.g. the group chat the message came from
         self._store.record_sent(self._channel, target, reply, self._settings.echo_window_seconds)
+        failed: str | None = None
         try:
             with self._send_lock:
                 self._egress.send(target, reply)
@@ -317,21 +389,40 @@ class Daemon:
             if not isinstance(exc, SendError):
                 log.exception("the channel failed sending to %s", message.sender)
             log.error("could not send the reply to %s: %s", message.sender, exc)
-            self._store.mark_sent(self._channel, message.rowid, failed=str(exc))
-            self._store.log_event("send_failed", str(exc), message.sender)
-        else:
-            self._store.mark_sent(self._channel, message.rowid)
-        self._require_tracker().finished(message.rowid)
+            failed = str(exc)
+        with self._store.transaction():
+            self._store.mark_sent(self._channel, message.rowid, failed=failed)
+            if failed is not None:
+                self._store.log_event("send_failed", failed, message.sender)
+            self._finished(message.rowid)
+
+    def _finished(self, rowid: int, skipped: bool = False) -> None:
+        """The message (or skipped row) is done: the cursor may pass it."""
+        tracker = self._require_tracker()
+        position = tracker.passed(rowid) if skipped else tracker.finished(rowid)
+        if position is not None:
+            self._store.advance_cursor(self._channel, position)
 
     def _progress(self, recipient: str, text: str) -> None:
         """Best effort: progress is not recorded, and a failure to send it does not stop the turn."""
-        send: Callable[[str, str], None] = getattr(self._egress, "send_progress", self._egress.send)
+        send = getattr(self._egress, "send_progress", self._egress.send)
         try:
             with self._send_lock:
                 self._store.record_sent(self._channel, recipient, text, self._settings.echo_window_seconds)
                 send(recipient, text)
         except Exception as exc:
             log.warning("could not send progress to %s: %s", recipient, exc)
+
+    # ------------------------------------------------------------------------------------------- stopping turns
+
+    def _cancel(self, sender: str) -> bool:
+        """Stops the sender's running turn (the sender was told); False when nothing runs."""
+        job = self._scheduler.active(sender)
+        if job is None or job.started_at is None:
+            return False
+        job.cancelled.set()
+        self._connector.cancel(sender)
+        return True
 
     def _watch_timeouts(self) -> None:
         """A turn past ``turn_timeout_seconds`` is killed here even if the connector's own timeout failed."""
@@ -355,22 +446,3 @@ class Daemon:
         if self._tracker is None:
             raise RuntimeError("the daemon is not running")
         return self._tracker
-
-    # ------------------------------------------------------------------------------------------- Activity
-
-    def running(self, sender: str) -> tuple[str, float] | None:
-        job = self._scheduler.active(sender)
-        if job is None or job.started_at is None:
-            return None
-        return job.payload.turn.request, job.started_at
-
-    def queued(self, sender: str) -> int:
-        return self._scheduler.waiting(sender)
-
-    def cancel(self, sender: str) -> bool:
-        job = self._scheduler.active(sender)
-        if job is None or job.started_at is None:
-            return False
-        job.cancelled.set()
-        self._connector.cancel(sender)
-        return True

@@ -12,13 +12,13 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from apple_flow.connectors.base import Exchange
+from apple_flow.connectors.base import Exchange, TurnOutcome
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the initial schema.
@@ -115,6 +115,14 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN events_dropped INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX runs_by_time ON runs (started_at);
     """,
+    # 5: how each run ended, as its connector reported it (the typed outcome): for status, usage and the web page.
+    """
+    ALTER TABLE runs ADD COLUMN outcome TEXT;          -- answered | empty | timed_out | no_model | ... (Status)
+    ALTER TABLE runs ADD COLUMN files_changed TEXT;    -- JSON list of paths
+    ALTER TABLE runs ADD COLUMN commands_run INTEGER;
+    ALTER TABLE runs ADD COLUMN input_tokens INTEGER;
+    ALTER TABLE runs ADD COLUMN output_tokens INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 HISTORY_KEEP = 50  # exchanges kept per thread; connectors inject far fewer
@@ -158,6 +166,23 @@ class Run:
     finished_at: float | None
     message: str | None = None  # "channel:rowid" of the message the run answers
     events_dropped: int = 0  # events not kept once the run's share of the store was used up
+    outcome: str | None = None  # how the agent's turn ended (a connectors.base.Status value)
+    files_changed: str | None = None  # JSON list, as the agent reported
+    commands_run: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class FinishedTurn:
+    """A turn that has run: what to send and what to record of it, written together by ``record_turn``."""
+
+    reply: str | None  # None: send nothing (the turn was cancelled and the sender already told)
+    run_state: str  # done | failed | blocked | cancelled
+    run_result: str  # what the run row keeps: the agent's text, or the failure
+    outcome: TurnOutcome | None = None  # the connector's, when it gave one
+    exchange: Exchange | None = None  # the conversation's new exchange, to keep
+    approval: Approval | None = None  # a new request the reply announces
 
 
 @dataclass(frozen=True)
@@ -288,6 +313,14 @@ class Store:
         rows = self._rows("SELECT last_rowid FROM cursor WHERE channel = ?", (channel,))
         return int(rows[0][0]) if rows else None
 
+    def advance_cursor(self, channel: str, rowid: int) -> None:
+        """Moves the cursor forward to ``rowid``; never back (callers on several threads may save out of order)."""
+        self._write(
+            "INSERT INTO cursor (channel, last_rowid) VALUES (?, ?) "
+            "ON CONFLICT (channel) DO UPDATE SET last_rowid = MAX(last_rowid, excluded.last_rowid)",
+            (channel, rowid),
+        )
+
     def set_cursor(self, channel: str, rowid: int) -> None:
         self._write(
             "INSERT INTO cursor (channel, last_rowid) VALUES (?, ?) "
@@ -410,6 +443,31 @@ class Store:
             (state, result, self._clock(), run_id),
         )
 
+    def record_turn(self, channel: str, rowid: int, sender: str, run_id: str, turn: FinishedTurn) -> None:
+        """Records a finished turn in one transaction: the reply (before it is sent), the run's end and outcome,
+        the conversation's new exchange, and the request the reply announces. A crash leaves all or none."""
+        outcome = turn.outcome
+        usage = outcome.usage if outcome is not None else None
+        with self.transaction():
+            self.record_reply(channel, rowid, turn.reply, "cancelled" if turn.reply is None else None)
+            self._db.execute(
+                "UPDATE runs SET state = ?, result = ?, finished_at = ?, outcome = ?, files_changed = ?, "
+                "commands_run = ?, input_tokens = ?, output_tokens = ? WHERE id = ?",
+                (
+                    turn.run_state, turn.run_result, self._clock(),
+                    outcome.status.value if outcome is not None else None,
+                    json.dumps(list(outcome.files_changed)) if outcome is not None else None,
+                    outcome.commands_run if outcome is not None else None,
+                    usage.input_tokens if usage is not None else None,
+                    usage.output_tokens if usage is not None else None,
+                    run_id,
+                ),
+            )
+            if turn.exchange is not None:
+                self.append(sender, turn.exchange)
+            if turn.approval is not None:
+                self.add_approval(turn.approval)
+
     def run(self, run_id: str) -> Run | None:
         rows = self._rows("SELECT * FROM runs WHERE id = ?", (run_id,))
         return Run(**dict(rows[0])) if rows else None
@@ -514,6 +572,21 @@ class Store:
             "SELECT * FROM approvals WHERE sender = ? AND state = 'pending' ORDER BY created_at", (sender,)
         )
         return [Approval(**dict(row)) for row in rows]
+
+    def decide_approvals(self, decided: Sequence[Approval]) -> bool:
+        """Records decisions (requests in their new state) on pending requests, all or none: False, and nothing
+        written, when one of them was decided already (e.g. by a click on the web page a moment before)."""
+        with self.transaction():  # BEGIN IMMEDIATE: nobody writes between the check and the updates
+            for approval in decided:
+                rows = self._db.execute("SELECT state FROM approvals WHERE id = ?", (approval.id,)).fetchall()
+                if not rows or rows[0][0] != "pending":
+                    return False
+            for approval in decided:
+                self._db.execute(
+                    "UPDATE approvals SET state = ?, decided_at = ?, decided_by = ?, extra = ? WHERE id = ?",
+                    (approval.state, approval.decided_at, approval.decided_by, approval.extra, approval.id),
+                )
+            return True
 
     def decide_approval(self, approval_id: str, state: str, decided_by: str, extra: str | None = None) -> bool:
         """Decides a pending request; False (and nothing written) when it was decided already, e.g. by a click on

@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 
-from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.approvals import Approvals, Decision
 from apple_flow.daemon.store import Approval, Store
 
 
@@ -30,7 +30,7 @@ class WebDecisions:
             return None, f"No approval request {approval_id}."
         # A decision of its own for every click: "web:<approval>" alone would let a second click replay the first
         # (the replay rule that lets a message redo its own decision after a crash).
-        decision = self._approvals.approve(found.sender, found.id, _decided_by(), notes.strip())
+        decision = self._decide(lambda: self._approvals.approve(found.sender, found.id, _decided_by(), notes.strip()))
         if decision.approval is None:
             return None, decision.message
         self._run_approved(decision.approval)
@@ -40,8 +40,16 @@ class WebDecisions:
         found = self._store.approval(approval_id)
         if found is None:
             return False, f"No approval request {approval_id}."
-        decision = self._approvals.deny(found.sender, found.id, _decided_by())
+        decision = self._decide(lambda: self._approvals.deny(found.sender, found.id, _decided_by()))
         return decision.approval is not None, decision.message
+
+    def _decide(self, decide: Callable[[], Decision]) -> Decision:
+        """A decision, recorded; decided again when a text decided the request in between (it then says so)."""
+        decision = decide()
+        if self._store.decide_approvals(decision.decided):
+            return decision
+        again = decide()
+        return again if not again.decided else Decision(None, "The request changed meanwhile. Reload the page.")
 
 
 def _decided_by() -> str:
