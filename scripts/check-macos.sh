@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The first thing to run on a Mac: builds apple-code in release mode, asks whether Apple's on-device model is
-# available (`apple-code --check`), then runs one small real task on it in a temporary workspace and says
-# what worked. Exit 0 when all of that worked, 3 when the model is not available, 1 for anything else.
+# The first thing to run on a Mac: builds apple-code in release mode, tests its command sandbox
+# (`apple-code --sandbox-check`: a write outside the workspace refused, `open` refused, `swift build` of a tiny
+# package inside the workspace works), asks whether Apple's on-device model is available (`apple-code --check`),
+# then runs one small real task on it in a temporary workspace and says what worked. Exit 0 when all of that
+# worked, 3 when the model is not available, 1 for anything else.
 #
 #   scripts/check-macos.sh [--timeout SECONDS] [--tests]
 #   --timeout: for the task (default 180); --tests: also run the backend's tests that use the real framework
@@ -11,11 +13,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 timeout=180
 run_tests=0
 tests_failed=0
+sandbox_failed=0
 while [ $# -gt 0 ]; do
     case $1 in
         --timeout) timeout=${2:?--timeout needs a number of seconds}; shift 2 ;;
         --tests) run_tests=1; shift ;;
-        -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option $1 (see --help)" ;;
     esac
 done
@@ -111,6 +114,18 @@ Line Tools 26 or later (xcode-select --install)"
     fi
 fi
 
+say "Testing the command sandbox (apple-code --sandbox-check; swift build takes a minute the first time)"
+while IFS= read -r line; do
+    case $line in
+        "ok    "*) pass "sandbox: ${line#ok    }" ;;
+        "FAIL  "*) miss "sandbox: ${line#FAIL  }"; sandbox_failed=1 ;;
+        "exit 0") ;;
+        "exit "*) [ $sandbox_failed = 1 ] || miss "sandbox: apple-code --sandbox-check ended with ${line}"
+                  sandbox_failed=1 ;;
+        *) printf '    %s\n' "$line" >&2 ;;
+    esac
+done < <("$bin" --sandbox-check 2>&1; echo "exit $?")
+
 say "Asking for Apple's on-device model (apple-code --check --backend fm)"
 check=$("$bin" --check --backend fm 2>&1); check_status=$?
 printf '    %s\n' "$check" >&2
@@ -143,5 +158,5 @@ printf '    workspace kept for inspection: %s\n    events: %s (diagnostics: %s.s
     "$workspace" "$events" "$events" >&2
 
 summary
-[ $task_status -eq 0 ] && [ $tests_failed = 0 ] || exit 1
+[ $task_status -eq 0 ] && [ $tests_failed = 0 ] && [ $sandbox_failed = 0 ] || exit 1
 exit 0

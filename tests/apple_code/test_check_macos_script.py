@@ -25,6 +25,13 @@ FAKES = {
 
 APPLE_CODE = """\
 printf '%s\\n' "$@" >"$FAKE_LOG/apple-code.$(date +%s%N).argv"
+if [ "$1" = --sandbox-check ]; then
+    echo 'sandbox: sandbox-exec (writes: the workspace and the temp folders; network: loopback only)'
+    echo 'ok    a command runs in the workspace and writes there'
+    echo "${FAKE_SANDBOX_LINE:-ok    a write outside the workspace is refused}"
+    case $FAKE_SANDBOX_LINE in FAIL*) exit 1 ;; esac
+    exit 0
+fi
 if [ "$1" = --check ]; then
     echo '{"backend":"fm","available":'"$FAKE_AVAILABLE"',"reason":"'"$FAKE_REASON"'"}'
     [ "$FAKE_AVAILABLE" = true ] && exit 0 || exit 3
@@ -75,8 +82,9 @@ def test_builds_release_checks_the_model_and_runs_a_task(project_root: Path, fak
     package = str(project_root / "apple_code")
     assert swift[0] == f"build --package-path {package} -c release -Xswiftc -DFM_SDK_26_4"
     calls = apple_code_calls(fake_mac)
-    assert calls[0] == ["--check", "--backend", "fm"]
-    task = calls[1]
+    assert calls[0] == ["--sandbox-check"]
+    assert calls[1] == ["--check", "--backend", "fm"]
+    task = calls[2]
     assert task[:2] == ["--backend", "fm"] and "--cwd" in task and task[task.index("--timeout") + 1] == "180"
     assert task[-1].startswith("Read fruit.txt")
     workspace = Path(task[task.index("--cwd") + 1])
@@ -84,8 +92,9 @@ def test_builds_release_checks_the_model_and_runs_a_task(project_root: Path, fak
     assert sorted(p.name for p in workspace.iterdir()) == ["count.txt", "fruit.txt"]
     assert "ok    task finished (exit 0) in " in result.stderr
     for line in ("ok    release build", "ok    Apple's on-device model is available", "ok    count.txt says 3",
-                 "ok    the model called tools (1 calls)"):
+                 "ok    the model called tools (1 calls)", "ok    sandbox: a write outside the workspace is refused"):
         assert line in result.stderr
+    assert "sandbox-exec (writes: the workspace" in result.stderr
 
 
 def test_an_older_sdk_builds_without_the_26_4_flag(project_root: Path, fake_mac: dict[str, str]) -> None:
@@ -114,8 +123,9 @@ def test_unavailable_model_exits_3_with_the_reason_and_runs_no_task(
     reason = "Apple Intelligence is turned off: turn it on in System Settings"
     result = run_script(project_root, {**fake_mac, "FAKE_AVAILABLE": "false", "FAKE_REASON": reason})
     assert result.returncode == 3
-    assert json.loads(result.stderr.split("\n    ", 1)[1].splitlines()[0])["reason"] == reason
-    assert len(apple_code_calls(fake_mac)) == 1
+    check = next(line.strip() for line in result.stderr.splitlines() if line.strip().startswith("{"))
+    assert json.loads(check)["reason"] == reason
+    assert [call[0] for call in apple_code_calls(fake_mac)] == ["--sandbox-check", "--check"]
 
 
 def test_a_failed_build_stops_with_exit_1(project_root: Path, fake_mac: dict[str, str]) -> None:
@@ -148,6 +158,14 @@ def test_failing_framework_tests_fail_the_check(project_root: Path, fake_mac: di
     result = run_script(project_root, fake_mac, "--tests")
     assert result.returncode == 1
     assert "FAIL  Foundation Models backend tests failed" in result.stderr
+
+
+def test_a_failing_sandbox_check_fails_the_check(project_root: Path, fake_mac: dict[str, str]) -> None:
+    line = "FAIL  `open` cannot start a program outside the sandbox: open exited 0"
+    result = run_script(project_root, {**fake_mac, "FAKE_SANDBOX_LINE": line})
+    assert result.returncode == 1
+    assert "FAIL  sandbox: `open` cannot start a program outside the sandbox: open exited 0" in result.stderr
+    assert "ok    task finished" in result.stderr  # the model's own checks still ran
 
 
 def command_line_tools(tmp_path: Path, *, testing: bool) -> Path:

@@ -56,4 +56,4 @@ def test_defaults_budget_4096_and_bearer_key(apple_code_bin: Path) -> None:
     assert lines[0]["context_tokens"] == 4096
     assert sent["body"]["max_tokens"] == 512  # type: ignore[index]
     assert sent["headers"]["authorization"] == "Bearer sekrit"  # type: ignore[index]
-    assert sent["body"]["stream"] is False  # type: ignore[index]
+    assert sent["body"]["stream"] is True  # type: ignore[index]

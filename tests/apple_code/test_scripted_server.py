@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -14,6 +15,7 @@ from support.scripted_server import (
     EXHAUSTED,
     ScriptedServer,
     answer,
+    empty_stream,
     hang,
     http_error,
     raw_body,
@@ -77,3 +79,81 @@ def test_models_endpoint_and_error_steps() -> None:
 def test_hang_accepts_and_never_answers() -> None:
     with ScriptedServer([hang()]) as server, pytest.raises((TimeoutError, socket.timeout, urllib.error.URLError)):
         post(server.url, {}, timeout=0.5)
+
+
+def stream(url: str, body: dict[str, Any], timeout: float = 5.0) -> tuple[str, list[Any]]:
+    """A streamed chat request: the content type and the ``data:`` payloads (JSON, or "[DONE]"), in order."""
+    request = urllib.request.Request(
+        f"{url}/chat/completions", data=json.dumps({**body, "stream": True}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        kind = response.headers.get("Content-Type", "")
+        text = response.read().decode()
+    payloads = [line.removeprefix("data: ") for line in text.split("\n\n") if line.startswith("data: ")]
+    return kind, [p if p == "[DONE]" else json.loads(p) for p in payloads]
+
+
+def test_a_stream_request_gets_text_pieces_tool_call_deltas_usage_and_done() -> None:
+    script = [answer("Hello there, friend.", usage={"prompt_tokens": 12, "completion_tokens": 5}),
+              tool_calls(tool_call("readFile", {"path": "a.py"}, id="r1"), tool_call("listDirectory", {}))]
+    with ScriptedServer(script) as server:
+        kind, events = stream(server.url, {"messages": [], "stream_options": {"include_usage": True}})
+        assert kind.startswith("text/event-stream")
+        assert events[-1] == "[DONE]"
+        chunks = events[:-1]
+        assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+        text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+        assert text == "Hello there, friend."
+        assert sum(1 for c in chunks if c["choices"] and c["choices"][0]["delta"].get("content")) > 1
+        assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == "stop"
+        assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["prompt_tokens"] == 12
+
+        _, events = stream(server.url, {"messages": []})  # no usage asked for: none sent
+        deltas = [c["choices"][0]["delta"] for c in events[:-1]]
+        calls: dict[int, dict[str, str]] = {}
+        for delta in deltas:
+            for piece in delta.get("tool_calls") or []:
+                call = calls.setdefault(piece["index"], {"id": "", "name": "", "arguments": ""})
+                call["id"] += piece.get("id", "")
+                call["name"] += piece.get("function", {}).get("name", "")
+                call["arguments"] += piece.get("function", {}).get("arguments", "")
+        assert calls[0]["id"] == "r1" and calls[0]["name"] == "readFile"
+        assert json.loads(calls[0]["arguments"]) == {"path": "a.py"}
+        assert calls[1]["name"] == "listDirectory" and calls[1]["id"] != "r1"
+        assert sum(1 for d in deltas if d.get("tool_calls")) > 3  # the arguments arrive in pieces
+        assert not any("usage" in c for c in events[:-1])
+
+
+def test_a_server_that_does_not_stream_and_an_empty_stream() -> None:
+    with ScriptedServer([answer("whole")], streaming=False) as server:
+        status, text = post(server.url, {"messages": [], "stream": True})
+        assert status == 200 and json.loads(text)["choices"][0]["message"]["content"] == "whole"
+    with ScriptedServer([empty_stream(), answer("after")]) as server:
+        kind, events = stream(server.url, {"messages": []})
+        assert kind.startswith("text/event-stream") and events == []
+        _, text = post(server.url, {"messages": []})
+        assert json.loads(text)["choices"][0]["message"]["content"] == "after"
+
+
+def test_a_client_closing_a_slow_stream_is_recorded_and_stops_it() -> None:
+    with ScriptedServer([answer("x" * 400, chunk_delay=0.2)]) as server:
+        request = urllib.request.Request(
+            f"{server.url}/chat/completions", data=json.dumps({"stream": True}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=5) as response:
+            response.readline()
+        deadline = time.monotonic() + 10
+        while not server.disconnects() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        gone = server.disconnects()
+        assert len(gone) == 1 and gone[0]["chunks"] < gone[0]["total"]
+
+
+def test_a_busy_models_endpoint() -> None:
+    with ScriptedServer([], models_delay=1.5) as server:
+        started = time.monotonic()
+        with urllib.request.urlopen(f"{server.url}/models", timeout=10) as response:
+            assert json.load(response)["data"][0]["id"] == "scripted"
+        assert time.monotonic() - started >= 1.5

@@ -375,10 +375,10 @@ def test_soul_prompt_starting_with_a_dash_is_one_value(make_settings: MakeSettin
 # --- streaming ---------------------------------------------------------------------------------------------------
 
 
-def test_tool_calls_become_progress_lines_as_they_come(connector: AfmConnector) -> None:
+def test_tool_calls_and_the_answer_become_progress_lines_as_they_come(connector: AfmConnector) -> None:
     text, progress = with_progress(connector, "fix it")
     assert text == "fake answer"
-    assert progress == ["reading src/app.py", "running: make test"]
+    assert progress == ["reading src/app.py", "running: make test", "writing the answer (11 characters so far)"]
 
 
 def test_every_event_of_the_stream_is_yielded_in_order_before_the_outcome(connector: AfmConnector) -> None:

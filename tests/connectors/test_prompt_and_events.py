@@ -103,3 +103,15 @@ def test_event_stream_error_subtype_is_an_error_even_without_is_error() -> None:
     stream = EventStream(apple_code_tool_calls)
     stream.feed('{"type":"result","subtype":"error_max_turns","result":"stopped"}')
     assert stream.is_error
+
+
+def test_event_stream_reports_the_answer_growing_from_text_events() -> None:
+    stream = EventStream(apple_code_tool_calls)
+    progress = [
+        event.progress
+        for line in ['{"type":"text","delta":"The README "}', '{"type":"text","delta":"says hi."}',
+                     '{"type":"text","delta":"x","subtask":1}', '{"type":"text","delta":7}']
+        for event in stream.feed(line)
+    ]
+    assert progress == [("writing the answer (11 characters so far)",),
+                        ("writing the answer (19 characters so far)",), (), ()]

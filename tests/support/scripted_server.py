@@ -1,16 +1,21 @@
 """A scripted OpenAI-compatible server for integration tests: a real HTTP server in its own process on 127.0.0.1
-speaking the real ``/v1/chat/completions`` wire format (non-streaming JSON), replaying a script of steps and
-recording every request body.
+speaking the real ``/v1/chat/completions`` wire format, replaying a script of steps and recording every request
+body.
 
     from support.scripted_server import ScriptedServer, tool_call, tool_calls, answer, http_error, hang, raw_body
     with ScriptedServer([tool_call("listDirectory", {"path": "."}), answer("done")]) as server:
         server.url          # "http://127.0.0.1:PORT/v1"
         server.requests()   # recorded chat request bodies (dicts), in order
 
-Each step answers one chat request; when the script runs out it answers "(script exhausted)". ``GET /v1/models``
-answers a one-model list. The server runs as a separate process (this file run as a script) so a client that
-hangs, crashes or is killed cannot take the test process with it; the port is chosen by the server and reported
-back on its stdout.
+Each step answers one chat request; when the script runs out it answers "(script exhausted)". A request with
+``"stream": true`` is answered as OpenAI streams: server-sent events (``data: {chunk}``), the text in small
+``delta.content`` pieces, each tool call as a first delta (index, id, name) then argument pieces, a chunk with
+``finish_reason``, a ``usage`` chunk when ``stream_options.include_usage`` asks for it, then ``data: [DONE]``.
+``ScriptedServer(steps, streaming=False)`` is a server that ignores ``stream`` and always answers one JSON body.
+When a client closes a stream before its end, the log records it (``disconnects()``). ``GET /v1/models`` answers
+a one-model list (after ``models_delay`` seconds: a busy server). The server runs as a separate process (this file
+run as a script) so a client that hangs, crashes or is killed cannot take the test process with it; the port is
+chosen by the server and reported back on its stdout.
 """
 
 from __future__ import annotations
@@ -50,9 +55,17 @@ def tool_calls(*calls: Step, content: str | None = None) -> Step:
     return {"kind": "tool_calls", "calls": merged, "content": content}
 
 
-def answer(text: str, delay: float = 0.0) -> Step:
-    """A plain assistant answer (no tool calls), optionally after ``delay`` seconds."""
-    return {"kind": "answer", "text": text, "delay": delay}
+def answer(text: str, delay: float = 0.0, chunk_delay: float = 0.0, usage: dict[str, int] | None = None) -> Step:
+    """A plain assistant answer (no tool calls), optionally after ``delay`` seconds; streamed with ``chunk_delay``
+    seconds between chunks (a slow generation); ``usage`` is sent as the server's token counts."""
+    return {"kind": "answer", "text": text, "delay": delay, "chunk_delay": chunk_delay, "usage": usage}
+
+
+def empty_stream() -> Step:
+    """A stream request answered with HTTP 200, an event-stream content type and no event at all, then closed:
+    what llama-cpp-python's chatml-function-calling does when it cannot stream an automatic tool choice. A
+    request without ``stream`` is answered by the next step instead (this one is used up)."""
+    return {"kind": "empty_stream"}
 
 
 def http_error(status: int, body: str = '{"error":{"message":"scripted failure"}}') -> Step:
@@ -72,9 +85,12 @@ def raw_body(text: str, status: int = 200) -> Step:
 # ---------------------------------------------------------------- the client side (runs in the test process)
 
 class ScriptedServer:
-    def __init__(self, steps: Sequence[Step], startup_timeout: float = 10.0) -> None:
+    def __init__(
+        self, steps: Sequence[Step], startup_timeout: float = 10.0, streaming: bool = True, models_delay: float = 0.0
+    ) -> None:
         self._steps = list(steps)
         self._startup_timeout = startup_timeout
+        self._options = {"streaming": streaming, "models_delay": models_delay}
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._process: subprocess.Popen[str] | None = None
         self.port = 0
@@ -91,7 +107,7 @@ class ScriptedServer:
     def start(self) -> ScriptedServer:
         self._dir = tempfile.TemporaryDirectory(prefix="scripted-server-")
         script = Path(self._dir.name) / "script.json"
-        script.write_text(json.dumps(self._steps))
+        script.write_text(json.dumps({"steps": self._steps, **self._options}))
         self._process = subprocess.Popen(
             [sys.executable, __file__, "--script", str(script), "--log", str(self._log)],
             stdin=subprocess.DEVNULL,
@@ -139,18 +155,23 @@ class ScriptedServer:
 
     def requests(self) -> list[dict[str, Any]]:
         """Bodies of the chat completion requests, in arrival order (a body that was not JSON: {"_raw": text})."""
-        return [entry["body"] for entry in self._entries() if entry["path"].endswith("/chat/completions")]
+        return [entry["body"] for entry in self._requests() if entry["path"].endswith("/chat/completions")]
 
     def request_log(self) -> list[dict[str, Any]]:
-        """Every request: method, path, headers (lower-case names), body."""
-        return self._entries()
+        """Every request: method, path, headers (lower-case names), body, time (``time.time()``) it arrived."""
+        return self._requests()
+
+    def disconnects(self) -> list[dict[str, Any]]:
+        """Streams the client closed before their end: ``time`` it was noticed, ``chunks`` sent, ``total``."""
+        return [entry for entry in self._entries() if entry.get("event") == "disconnected"]
+
+    def _requests(self) -> list[dict[str, Any]]:
+        return [entry for entry in self._entries() if "event" not in entry]
 
 
 # ---------------------------------------------------------------- the server side (runs as its own process)
 
-def _assistant_message(step: Step, ids: itertools.count[int]) -> dict[str, Any]:
-    if step["kind"] == "answer":
-        return {"role": "assistant", "content": step["text"]}
+def _tool_calls(step: Step, ids: itertools.count[int]) -> list[dict[str, Any]]:
     calls = []
     for call in step["calls"]:
         args = call["args"] if isinstance(call["args"], str) else json.dumps(call["args"])
@@ -159,12 +180,18 @@ def _assistant_message(step: Step, ids: itertools.count[int]) -> dict[str, Any]:
             "type": "function",
             "function": {"name": call["name"], "arguments": args},
         })
+    return calls
+
+
+def _assistant_message(step: Step, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    if step["kind"] == "answer":
+        return {"role": "assistant", "content": step["text"]}
     # Real servers send content null next to tool calls; clients must cope.
     return {"role": "assistant", "content": step.get("content"), "tool_calls": calls}
 
 
-def _completion(message: dict[str, Any], number: int) -> dict[str, Any]:
-    return {
+def _completion(message: dict[str, Any], number: int, usage: dict[str, int] | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "id": f"chatcmpl-{number}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -175,14 +202,52 @@ def _completion(message: dict[str, Any], number: int) -> dict[str, Any]:
             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
         }],
     }
+    if usage:
+        body["usage"] = usage
+    return body
+
+
+def _pieces(text: str, size: int = 4) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def _stream_chunks(
+    message: dict[str, Any], number: int, usage: dict[str, int] | None, include_usage: bool
+) -> list[dict[str, Any]]:
+    """The chunks OpenAI streams for ``message``: role, text pieces, each tool call's head then its argument
+    pieces, the finish reason, then (when asked for) the usage with no choices."""
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": f"chatcmpl-{number}", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": MODEL_ID, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": piece}) for piece in _pieces(message.get("content") or "")]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        head = {"index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""}}
+        chunks.append(chunk({"tool_calls": [head]}))
+        for piece in _pieces(call["function"]["arguments"], 8):
+            chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+    chunks.append(chunk({}, "tool_calls" if message.get("tool_calls") else "stop"))
+    if include_usage:
+        chunks.append({"id": f"chatcmpl-{number}", "object": "chat.completion.chunk", "created": int(time.time()),
+                       "model": MODEL_ID, "choices": [], "usage": usage})
+    return chunks
 
 
 def serve(script: Path, log: Path) -> None:
-    steps: list[Step] = json.loads(script.read_text())
+    loaded = json.loads(script.read_text())
+    steps: list[Step] = loaded["steps"]
+    streaming: bool = loaded["streaming"]
+    models_delay: float = loaded["models_delay"]
     lock = threading.Lock()
     call_ids = itertools.count(1)
     completion_ids = itertools.count(1)
     stop = threading.Event()
+
+    def write_log(entry: dict[str, Any]) -> None:
+        with lock, open(log, "a") as handle:
+            handle.write(json.dumps(entry) + "\n")
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -191,11 +256,8 @@ def serve(script: Path, log: Path) -> None:
             pass
 
         def _record(self, body: Any) -> None:
-            with lock:
-                entry = {"method": self.command, "path": self.path,
-                         "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body}
-                with open(log, "a") as handle:
-                    handle.write(json.dumps(entry) + "\n")
+            write_log({"method": self.command, "path": self.path, "time": time.time(),
+                       "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
 
         def _send(self, status: int, body: str) -> None:
             data = body.encode()
@@ -205,9 +267,33 @@ def serve(script: Path, log: Path) -> None:
             self.end_headers()
             self.wfile.write(data)
 
+        def _start_stream(self) -> None:
+            # No Content-Length: the stream ends when the server closes the connection.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+
+        def _stream(self, chunks: list[dict[str, Any]], chunk_delay: float) -> None:
+            self._start_stream()
+            events = [json.dumps(chunk) for chunk in chunks] + ["[DONE]"]
+            for sent, event in enumerate(events):
+                try:
+                    self.wfile.write(f"data: {event}\n\n".encode())
+                    self.wfile.flush()
+                except OSError:  # the client closed the connection: stop generating, as real servers do
+                    write_log({"event": "disconnected", "time": time.time(), "chunks": sent, "total": len(events)})
+                    return
+                if chunk_delay and stop.wait(chunk_delay):
+                    return
+
         def do_GET(self) -> None:
             self._record(None)
             if self.path.rstrip("/").endswith("/models"):
+                if models_delay:
+                    time.sleep(models_delay)
                 self._send(200, json.dumps({"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]}))
             else:
                 self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}))
@@ -220,13 +306,14 @@ def serve(script: Path, log: Path) -> None:
             except ValueError:
                 body = {"_raw": text}
             self._record(body)
-            with lock:
-                step = steps.pop(0) if steps and self.path.endswith("/chat/completions") else None
             if not self.path.endswith("/chat/completions"):
                 self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}))
                 return
-            if step is None:
-                step = answer(EXHAUSTED)
+            stream = streaming and isinstance(body, dict) and body.get("stream") is True
+            with lock:
+                while steps and steps[0]["kind"] == "empty_stream" and not stream:
+                    steps.pop(0)
+                step = steps.pop(0) if steps else answer(EXHAUSTED)
             kind = step["kind"]
             if kind == "hang":
                 stop.wait()
@@ -235,10 +322,20 @@ def serve(script: Path, log: Path) -> None:
                 self._send(step["status"], step["body"])
             elif kind == "raw_body":
                 self._send(step["status"], step["text"])
+            elif kind == "empty_stream":
+                self._start_stream()
             else:
                 if step.get("delay"):
                     time.sleep(step["delay"])
-                self._send(200, json.dumps(_completion(_assistant_message(step, call_ids), next(completion_ids))))
+                message = _assistant_message(step, _tool_calls(step, call_ids) if kind == "tool_calls" else [])
+                number = next(completion_ids)
+                usage = step.get("usage")
+                if stream:
+                    options = body.get("stream_options") or {}
+                    include_usage = isinstance(options, dict) and options.get("include_usage") is True
+                    self._stream(_stream_chunks(message, number, usage, include_usage), step.get("chunk_delay") or 0)
+                else:
+                    self._send(200, json.dumps(_completion(message, number, usage)))
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

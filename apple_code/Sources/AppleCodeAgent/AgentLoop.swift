@@ -1,9 +1,10 @@
 import AppleCodeCore
 
 /// One model request. Implementations throw `AgentError` for what the user must see (server down, HTTP error,
-/// bad body) and honour task cancellation.
+/// bad body) and honour task cancellation. `onText` gets the reply's text as it is generated, in pieces, in order
+/// (all at once from a model that does not stream); the reply returned holds all of it.
 public protocol ChatModel: Sendable {
-    func complete(_ request: ChatRequest) async throws -> ChatReply
+    func complete(_ request: ChatRequest, onText: (String) -> Void) async throws -> ChatReply
 }
 
 /// The agent loop for backends without their own (the OpenAI-compatible one): ask the model, run the tools it
@@ -51,6 +52,7 @@ private struct LoopRun {
     var entries: [ChatEntry]
     var progress = RunProgress()
     var partial = ""
+    var replyShown = false
     var lastCallKey: String?
     var repeats = 0
     var lastCallFollowedToolMessage = false
@@ -101,16 +103,17 @@ private struct LoopRun {
             progress.turns += 1
             request.log("request \(progress.turns): \(chat.estimatedTokens) of \(budget.contextTokens) estimated "
                 + "tokens (tools \(budget.toolTokens), answer reserve \(chat.maxTokens)), \(style.rawValue) results")
-            var reply = try await loop.model.complete(chat)
+            var relay = TextRelay()
+            replyShown = false
+            let model = loop.model
+            var reply = try await model.complete(chat) { piece in show(relay.pass(piece)) }
             account(chat, reply)
             if reply.calls.isEmpty, let written = TextToolCall.parse(reply.text, tools: request.tools.map(\.name)) {
                 request.log("reply \(progress.turns): the model wrote a \(written.name) call as text instead of a "
                     + "structured tool call; taken as that call")
                 reply = ChatReply(text: "", calls: [written])
-            }
-            if !reply.text.isEmpty {
-                events.emit(.text(delta: reply.text))
-                partial += partial.isEmpty ? reply.text : "\n" + reply.text
+            } else {
+                show(relay.release())
             }
             if !reply.text.isEmpty, reply.calls.isEmpty || finalRequested {
                 return AgentAnswer(text: reply.text, progress: progress)
@@ -142,6 +145,16 @@ private struct LoopRun {
             }
             if finalRequested { entries.append(.user(LoopText.finalAnswerRequest)) }
         }
+    }
+
+    /// Text of the reply as it comes, as `text` events (a reply after an earlier one's text starts on a new line);
+    /// `partial` keeps all of it for a run that is cut off.
+    private mutating func show(_ text: String) {
+        guard !text.isEmpty else { return }
+        let shown = (!replyShown && !partial.isEmpty ? "\n" : "") + text
+        replyShown = true
+        events.emit(.text(delta: shown))
+        partial += shown
     }
 
     /// Asks once for a plain-words answer to the task, offering no tools (small models given tools and the
@@ -351,6 +364,27 @@ private struct LoopRun {
     private func largestNewestResult(after index: Int) -> Int? {
         entries.indices.filter { $0 > index && entries[$0].isWholeResult }
             .max { entries[$0].resultLength < entries[$1].resultLength }
+    }
+}
+
+/// Passes a streamed reply's text on as it comes, except while it may still turn out to be a tool call written as
+/// text (`TextToolCall`), which is not an answer to show: that start is held until it is clearly text, or until
+/// the reply is complete and `release()` is called for a reply that was not taken as a call.
+struct TextRelay {
+    private var held = ""
+    private var passing = false
+
+    mutating func pass(_ piece: String) -> String {
+        if passing { return piece }
+        held += piece
+        guard !TextToolCall.mayBeCall(held) else { return "" }
+        passing = true
+        return release()
+    }
+
+    mutating func release() -> String {
+        defer { held = "" }
+        return held
     }
 }
 

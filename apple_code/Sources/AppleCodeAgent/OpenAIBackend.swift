@@ -43,38 +43,107 @@ public struct ServerProbe: Sendable, Equatable {
     public var dropsToolMessages: Bool
 }
 
-/// One chat completion over HTTP in the OpenAI wire format.
+/// One chat completion over HTTP in the OpenAI wire format, streamed: text reaches `onText` as it is generated,
+/// and a cancelled or timed-out request closes its connection, which stops a streaming server's generation (an
+/// abandoned non-streaming request keeps llama.cpp busy until it is done). A server that answers a streamed
+/// request with one JSON body is read as such; one that answers it with an empty stream (llama-cpp-python cannot
+/// stream an automatic tool choice) gets the request again without streaming, and so do later requests of the
+/// same kind (with or without tools) in this run.
 public struct OpenAIChatModel: ChatModel {
     public let endpoint: OpenAIEndpoint
     public let model: String
     public let deadline: ContinuousClock.Instant?
+    let log: @Sendable (String) -> Void
+    private let unstreamable = UnstreamableRequests()
 
-    public init(endpoint: OpenAIEndpoint, model: String, deadline: ContinuousClock.Instant?) {
+    public init(endpoint: OpenAIEndpoint, model: String, deadline: ContinuousClock.Instant?,
+                log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.endpoint = endpoint
         self.model = model
         self.deadline = deadline
+        self.log = log
     }
 
     /// The request body: always a system message, `tool_choice: "auto"` whenever tools are offered (llama.cpp's
-    /// server returns tool calls only then), `max_tokens` = the answer reserve, no streaming.
-    public func body(_ request: ChatRequest) -> JSONValue {
+    /// server returns tool calls only then), `max_tokens` = the answer reserve; streamed with the usage asked for
+    /// (`stream_options.include_usage`; servers that do not know it ignore it).
+    public func body(_ request: ChatRequest, stream: Bool = true) -> JSONValue {
         var body: JSONObject = ["model": .string(model), "messages": request.messagesJSON]
         if !request.tools.isEmpty {
             body["tools"] = request.toolsJSON
             body["tool_choice"] = "auto"
         }
         body["max_tokens"] = .int(request.maxTokens)
-        body["stream"] = false
+        body["stream"] = .bool(stream)
+        if stream { body["stream_options"] = ["include_usage": true] }
         return .object(body)
     }
 
-    public func complete(_ request: ChatRequest) async throws -> ChatReply {
+    public func complete(_ request: ChatRequest, onText: (String) -> Void) async throws -> ChatReply {
+        let withTools = !request.tools.isEmpty
+        if unstreamable.contains(withTools: withTools) {
+            return try await exchange(request, stream: false, onText: onText)
+        }
+        do {
+            return try await exchange(request, stream: true, onText: onText)
+        } catch is EmptyStream {
+            unstreamable.insert(withTools: withTools)
+            log("the server answered a streamed request \(withTools ? "with" : "without") tools with an empty stream "
+                + "(llama-cpp-python cannot stream an automatic tool choice): sent again without streaming, as are "
+                + "such requests from now on")
+            return try await exchange(request, stream: false, onText: onText)
+        }
+    }
+
+    /// 200 with an event-stream body and not one event in it.
+    private struct EmptyStream: Error {}
+
+    private func exchange(_ request: ChatRequest, stream: Bool, onText: (String) -> Void) async throws -> ChatReply {
         let url = try endpoint.url("/chat/completions")
         let timeout = deadline.map { max(0.05, ($0 - ContinuousClock.now).seconds) } ?? 600
-        let response: HTTPClient.Response
+        var headers = endpoint.headers
+        if stream { headers["Accept"] = "text/event-stream" }
+        return try await mappingFailures(url: url) {
+            let sent = Data(body(request, stream: stream).jsonText.utf8)
+            let response = try await HTTPClient.open(url: url, method: "POST", body: sent, headers: headers,
+                                                     timeout: timeout)
+            defer { response.close() }
+            let isEventStream = response.contentType.lowercased().hasPrefix("text/event-stream")
+            guard (200..<300).contains(response.status), isEventStream else {
+                // An error, or a server that does not stream: one JSON body.
+                var data = Data()
+                for try await piece in response.body { data.append(piece) }
+                try Task.checkCancellation()
+                let reply = try Self.parseReply(HTTPClient.Response(status: response.status, body: data),
+                                                url: url.absoluteString)
+                if !reply.text.isEmpty { onText(reply.text) }
+                return reply
+            }
+            var events = ServerSentEvents()
+            var assembler = ChatStreamAssembler()
+            reading: for try await piece in response.body {
+                for payload in events.feed(piece) {
+                    let text = try assembler.add(payload, url: url.absoluteString)
+                    if !text.isEmpty { onText(text) }
+                    if assembler.done { break reading }
+                }
+            }
+            try Task.checkCancellation()
+            for payload in events.finish() where !assembler.done {
+                let text = try assembler.add(payload, url: url.absoluteString)
+                if !text.isEmpty { onText(text) }
+            }
+            if assembler.chunks == 0 { throw EmptyStream() }
+            if !assembler.done { log("the server's stream ended without [DONE]; taking what it sent") }
+            return assembler.reply
+        }
+    }
+
+    /// The HTTP failures as the errors a user sees: nothing listening (exit 3), the run's time used up (exit
+    /// 124), anything else a backend error naming the URL.
+    private func mappingFailures<T>(url: URL, _ body: () async throws -> T) async throws -> T {
         do {
-            response = try await HTTPClient.send(url: url, method: "POST", body: Data(body(request).jsonText.utf8),
-                                                 headers: endpoint.headers, timeout: timeout)
+            return try await body()
         } catch HTTPClient.Failure.cannotConnect(let detail) {
             throw endpoint.unreachable(detail)
         } catch HTTPClient.Failure.timedOut {
@@ -82,7 +151,6 @@ public struct OpenAIChatModel: ChatModel {
         } catch HTTPClient.Failure.other(let detail) {
             throw AgentError(.backendError, "the request to \(url.absoluteString) failed: \(detail)")
         }
-        return try Self.parseReply(response, url: url.absoluteString)
     }
 
     static func parseReply(_ response: HTTPClient.Response, url: String) throws -> ChatReply {
@@ -129,6 +197,16 @@ public struct OpenAIChatModel: ChatModel {
         default: ""
         }
     }
+}
+
+/// The kinds of request (with tools, without) a server answered with an empty stream, shared by the requests of
+/// one run.
+private final class UnstreamableRequests: @unchecked Sendable {
+    private let lock = NSLock()
+    private var kinds: Set<Bool> = []
+
+    func contains(withTools: Bool) -> Bool { lock.withLock { kinds.contains(withTools) } }
+    func insert(withTools: Bool) { _ = lock.withLock { kinds.insert(withTools) } }
 }
 
 /// Any OpenAI-compatible `/v1/chat/completions` server with tool calling, driven by the core agent loop.
@@ -191,7 +269,7 @@ public struct OpenAIBackend: AgentBackend {
     }
 
     public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
-        let chat = OpenAIChatModel(endpoint: endpoint, model: model, deadline: request.deadline)
+        let chat = OpenAIChatModel(endpoint: endpoint, model: model, deadline: request.deadline, log: request.log)
         let loop = AgentLoop(model: chat, style: style ?? .toolMessages, detectDroppedToolMessages: style == nil)
         return try await loop.run(request, events: events)
     }

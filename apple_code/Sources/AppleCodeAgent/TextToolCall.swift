@@ -14,6 +14,24 @@ enum TextToolCall {
 
     private static let whitespace = " \n\r\t"
 
+    /// Whether text that has begun as `start` may still turn out to be a call `parse` takes (so a streamed reply
+    /// holds it back rather than showing it as the answer): nothing yet, the start of `functions.`, an object, or
+    /// a code fence whose inside may still be one of these.
+    static func mayBeCall(_ start: String) -> Bool {
+        var text = Substring(start)
+        while let first = text.first, whitespace.contains(first) { text = text.dropFirst() }
+        if text.hasPrefix("```") {
+            let afterTicks = text.dropFirst(3)
+            guard let newline = afterTicks.firstIndex(of: "\n") else {
+                return afterTicks.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "\r" }
+            }
+            return mayBeCall(String(afterTicks[afterTicks.index(after: newline)...]))
+        }
+        let prefix = "functions."
+        let shown = text.prefix(prefix.count).lowercased()
+        return text.isEmpty || text.hasPrefix("{") || "``".hasPrefix(shown) || prefix.hasPrefix(shown)
+    }
+
     /// The inside of one Markdown code fence around the whole text (any language tag), else the text itself.
     private static func unfenced(_ text: String) -> String {
         guard text.hasPrefix("```"), text.hasSuffix("```"), text.count >= 6 else { return text }

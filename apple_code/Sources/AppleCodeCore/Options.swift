@@ -48,6 +48,8 @@ public enum Command: Sendable, Equatable {
     case version
     /// `--check`: availability only, no prompt.
     case check(RunOptions)
+    /// `--sandbox-check`: the command sandbox's self-test, no prompt.
+    case sandboxCheck
     case run(RunOptions)
 }
 
@@ -94,6 +96,7 @@ public enum OptionParser {
                                          plan-and-execute in fresh context windows (N default 5, cap 20;
                                          --parallel only with --read-only)
           --check                        print backend availability as JSON; exit 0 or 3
+          --sandbox-check                test the command sandbox here; exit 0 or 1
           --verbose                      diagnostics on stderr
           --version, --help
 
@@ -137,7 +140,8 @@ public enum OptionParser {
         "--output-format", "--max-turns", "--context-tokens", "--max-subtasks",
     ]
     private static let flagOptions: Set<String> = [
-        "--read-only", "--no-commands", "--plan", "--parallel", "--check", "--verbose", "--version", "--help", "-h",
+        "--read-only", "--no-commands", "--plan", "--parallel", "--check", "--sandbox-check", "--verbose", "--version",
+        "--help", "-h",
     ]
 
     private static func parseThrowing(_ arguments: [String], environment: [String: String],
@@ -186,6 +190,7 @@ public enum OptionParser {
 
         if flags.contains("--help") { return .help }
         if flags.contains("--version") { return .version }
+        if flags.contains("--sandbox-check") { return .sandboxCheck }
         options.readOnly = flags.contains("--read-only")
         options.noCommands = flags.contains("--no-commands")
         options.plan = flags.contains("--plan")

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 
 /// The bwrap command line that runs one command (Linux). What it depends on in the host's file system comes in
 /// as `HostFiles`, so tests compute it for any host.
@@ -27,9 +28,59 @@ enum Bubblewrap {
         }
         if host.kind("/var/run") == .directory { arguments += ["--tmpfs", "/var/run"] }
         arguments += ["--bind", workspace, workspace]
+        arguments += gitProtection(workspace: workspace, host: host)
         arguments += ["--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1",
                       "--new-session", "--die-with-parent", "--setenv", "TMPDIR", "/tmp", "--chdir", workspace]
         return arguments
+    }
+}
+
+extension Bubblewrap {
+    /// git runs .git/hooks, and what .git/config names, later and outside any sandbox, so a command must not
+    /// write them: they are bound read-only over themselves (a repository without hooks gets an empty read-only
+    /// folder, left behind empty), and so are those of submodules (.git/modules/...) and worktrees
+    /// (.git/worktrees/...). `.git` itself is bound over itself: a mount point cannot be renamed or removed, so a
+    /// command cannot swap in a repository of its own. A `.git` file (a worktree's or submodule's pointer) is
+    /// read-only. A workspace with no `.git` can get one from a command: bwrap has no rule for a missing path.
+    static func gitProtection(workspace: String, host: HostFiles) -> [String] {
+        let git = (workspace == "/" ? "" : workspace) + "/.git"
+        switch host.kind(git) {
+        case .file:
+            return ["--ro-bind", git, git]
+        case .directory:
+            var arguments = ["--bind", git, git]
+            for folder in [git] + nestedGitFolders(of: git, host: host) {
+                for name in ["config", "config.worktree", "hooks"] {
+                    let path = folder + "/" + name
+                    switch host.kind(path) {
+                    case .file, .directory: arguments += ["--ro-bind", path, path]
+                    case .missing where folder == git && name == "hooks":
+                        arguments += ["--tmpfs", path, "--remount-ro", path]
+                    default: break
+                    }
+                }
+            }
+            return arguments
+        default:
+            return []
+        }
+    }
+
+    /// The git folders of submodules and worktrees inside a repository's .git (at most 64, 4 levels deep).
+    static func nestedGitFolders(of git: String, host: HostFiles) -> [String] {
+        var found: [String] = []
+        var queue = [(git, 0)]
+        while let (folder, depth) = queue.popLast(), depth < 4 {
+            for kind in ["modules", "worktrees"] where host.kind(folder + "/" + kind) == .directory {
+                for name in host.entries(folder + "/" + kind).sorted() where found.count < 64 {
+                    let nested = folder + "/" + kind + "/" + name
+                    guard host.kind(nested) == .directory else { continue }
+                    found.append(nested)
+                    queue.insert((nested, depth + 1), at: 0)
+                }
+            }
+        }
+        return found
     }
 }
 
@@ -37,11 +88,14 @@ enum Bubblewrap {
 struct HostFiles: Sendable {
     /// What is at a path, without following a final symlink.
     var kind: @Sendable (String) -> Workspace.FileKind
+    /// The names in a folder.
+    var entries: @Sendable (String) -> [String]
     /// $XDG_RUNTIME_DIR.
     var runtimeDirectory: String?
 
     static var live: HostFiles {
         HostFiles(kind: { Workspace.fileKind($0) },
+                  entries: { (try? FileManager.default.contentsOfDirectory(atPath: $0)) ?? [] },
                   runtimeDirectory: getenv("XDG_RUNTIME_DIR").map { String(cString: $0) })
     }
 }

@@ -229,8 +229,21 @@ public enum CommandRunner {
     #if os(Linux)
     /// glibc's (and musl's) POSIX_SPAWN_SETSID, which Swift's Glibc module does not export (it needs _GNU_SOURCE).
     private static let spawnSetSID: Int32 = 0x80
+    private static let closeOthers: Int32 = 0
+
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32)
+        -> Int32
+    /// glibc 2.34+'s posix_spawn_file_actions_addclosefrom_np (not exported to Swift either), looked up at run
+    /// time so an older glibc still runs; there, descriptors without close-on-exec are inherited.
+    private static let addCloseFrom: AddCloseFrom? = {
+        guard let handle = dlopen(nil, RTLD_NOW),
+              let symbol = dlsym(handle, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: AddCloseFrom.self)
+    }()
     #else
     private static let spawnSetSID = Int32(POSIX_SPAWN_SETSID)
+    /// Darwin closes every descriptor the file actions do not set up.
+    private static let closeOthers = Int32(POSIX_SPAWN_CLOEXEC_DEFAULT)
     #endif
 
     /// Starts `argv` in a new session and process group: stdin /dev/null, stdout and stderr on one pipe, default signal
@@ -258,6 +271,12 @@ public enum CommandRunner {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        // Nothing else of apple-code's: a descriptor some library left without close-on-exec (a pipe, a socket
+        // to the model server, a file outside the workspace) would let a command write past the sandbox, or
+        // hold another command's output pipe open.
+        #if os(Linux)
+        if let closeFrom = addCloseFrom { _ = closeFrom(&actions, 3) }
+        #endif
         var defaults = sigset_t()
         var mask = sigset_t()
         sigfillset(&defaults)
@@ -266,7 +285,8 @@ public enum CommandRunner {
         posix_spawnattr_setsigmask(&attributes, &mask)
         // A new session (which also makes it the leader of a new process group): no controlling terminal, so a
         // command cannot push input into the terminal apple-code runs in (TIOCSTI, CVE-2017-5226).
-        posix_spawnattr_setflags(&attributes, Int16(spawnSetSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        posix_spawnattr_setflags(&attributes, Int16(spawnSetSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
+                                                    | closeOthers))
 
         // posix_spawn_file_actions_addchdir_np is not visible through Swift's Glibc module: a one-line shell
         // changes directory and then execs the real program (same process, same group).

@@ -28,10 +28,12 @@ enum LeftoverProcesses {
         return targets.count
     }
 
-    /// SIGKILLs everything holding `token` until nothing is left (a process may fork while it is killed).
+    /// SIGKILLs everything holding `token` until two looks in a row find nothing: a process may fork while it
+    /// is killed, and one caught in the middle of exec shows an empty environment for a moment.
     static func killAll(token: String, rounds: Int = 20) {
-        for _ in 0..<rounds {
-            if send(SIGKILL, token: token) == 0 { return }
+        var quiet = 0
+        for _ in 0..<rounds where quiet < 2 {
+            quiet = send(SIGKILL, token: token) == 0 ? quiet + 1 : 0
             usleep(10_000)
         }
     }

@@ -18,9 +18,16 @@ public struct RunCommandTool: WorkspaceTool {
 
     /// nil: the machine's sandbox, probed on the first command (not at start-up, which must stay quick).
     public let sandbox: CommandSandbox?
+    /// Whether a result says the command ran without a sandbox: when the machine's was detected, not chosen.
+    let announcesMissingSandbox: Bool
 
     public init(sandbox: CommandSandbox? = nil) {
+        self.init(sandbox: sandbox, announcesMissingSandbox: sandbox == nil)
+    }
+
+    init(sandbox: CommandSandbox?, announcesMissingSandbox: Bool) {
         self.sandbox = sandbox
+        self.announcesMissingSandbox = announcesMissingSandbox
     }
 
     public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
@@ -31,21 +38,33 @@ public struct RunCommandTool: WorkspaceTool {
             throw ToolFailure("refused: \(reason). Ask the user to run it themselves if it is really needed")
         }
         let seconds = min(max(arguments.int("timeout") ?? Self.defaultTimeout, 1), Self.maxTimeout)
+        if let problem = CommandSandbox.broadWorkspaceProblem(workspace.root) {
+            throw ToolFailure("refused: the workspace \(problem)")
+        }
         if let deadline = context.deadline, deadline <= .now {
             throw ToolFailure("no time is left in this run to start a command")
         }
         let sandbox = self.sandbox ?? .detected
         context.log("runCommand sandbox: \(sandbox.label)")
+        if case .broken(let reason) = sandbox {
+            throw ToolFailure("the command sandbox does not work here (\(reason)), so commands are not run. "
+                              + "Tell the user; `apple-code --check` shows the sandbox")
+        }
         let outcome = try await CommandRunner.run(sandbox.argv(command: command, workspace: workspace.root),
                                                   in: workspace.root, timeout: .seconds(seconds),
                                                   deadline: context.deadline)
-        var result = Self.describe(outcome, timeout: seconds, command: command)
+        var notes: [String] = []
+        if announcesMissingSandbox, case .none(let reason) = sandbox {
+            notes.append("Note: this command ran without a sandbox: \(reason).")
+        }
+        var result = Self.describe(outcome, timeout: seconds, command: command, notes: notes)
         result.commandsRun = 1
         return result
     }
 
     /// The text the model sees: how the command ended first, then its output (head and tail when long).
-    static func describe(_ outcome: CommandOutcome, timeout: Int, command: String) -> ToolResult {
+    static func describe(_ outcome: CommandOutcome, timeout: Int, command: String, notes given: [String] = [])
+        -> ToolResult {
         let output = outcome.output.isEmpty ? nil : outcome.output.text
         let status: String
         let ok: Bool
@@ -66,7 +85,8 @@ public struct RunCommandTool: WorkspaceTool {
             ok = false
             status = "Command stopped: the run was cancelled or its time ran out; it was killed."
         }
-        let text = output.map { status + "\n" + $0 } ?? status
+        let notes = given + (output.map(notes(for:)) ?? [])
+        let text = ([status] + notes + (output.map { [$0] } ?? [])).joined(separator: "\n")
         let short = command.count > 60 ? String(command.prefix(60)) + "..." : command
         let ending = switch outcome.ending {
         case .exited(let code): "exit \(code)"
@@ -79,6 +99,19 @@ public struct RunCommandTool: WorkspaceTool {
         var exitCode: Int?
         if case .exited(let code) = outcome.ending { exitCode = Int(code) }
         return ToolResult(text: text, ok: ok, summary: "\(short): \(ending)", exitCode: exitCode)
+    }
+}
+
+extension RunCommandTool {
+    /// What the model needs to know to get past a failure the sandbox caused, placed before the output (which
+    /// may be cut) so it is always seen.
+    static func notes(for output: String) -> [String] {
+        // SwiftPM (and swiftc's macro plugins, xcodebuild) start sandbox-exec themselves; macOS refuses a
+        // sandbox inside apple-code's, with "sandbox-exec: sandbox_apply: Operation not permitted" (exit 71).
+        guard output.contains("sandbox_apply") else { return [] }
+        return ["Note: commands already run in apple-code's sandbox and macOS refuses a second sandbox inside it. "
+                + "Turn off the tool's own sandbox: `swift build --disable-sandbox` (likewise swift test, swift run, "
+                + "swift package); xcodebuild: add -IDEPackageSupportDisableManifestSandbox=YES."]
     }
 }
 

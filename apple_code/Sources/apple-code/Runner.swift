@@ -46,7 +46,8 @@ struct Runner {
         }
     }
 
-    /// `--cwd` as an absolute path; missing or not a folder is a usage error.
+    /// `--cwd` as an absolute path; missing, not a folder, or (unless --read-only) `/`, a home folder or a folder
+    /// above one is a usage error.
     private func resolveWorkspace() throws -> String {
         let current = FileManager.default.currentDirectoryPath
         let given = options.cwd ?? current
@@ -57,6 +58,9 @@ struct Runner {
             throw AgentError(.usage, "--cwd \(given): no such folder")
         }
         guard isDirectory.boolValue else { throw AgentError(.usage, "--cwd \(given): not a folder") }
+        if !options.readOnly, let problem = CommandSandbox.broadWorkspaceProblem(path) {
+            throw AgentError(.usage, "--cwd \(given): \(problem)")
+        }
         return path
     }
 

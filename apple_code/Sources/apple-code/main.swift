@@ -1,5 +1,6 @@
 // apple-code: parse the command line, pick the backend, run, render, exit (contract: apple-code-cli.md).
 import AppleCodeCore
+import AppleCodeTools
 import Foundation
 
 // A closed stdout must not kill the run before it reports; SIGINT/SIGTERM are handled as events (RunControl).
@@ -28,8 +29,14 @@ case .success(.version):
     exit(0)
 case .success(.check(let options)):
     let (backend, availability) = await BackendResolver.check(options)
-    Output(format: .json, verbose: false).stdout(availability.checkJSON(backend: backend).jsonText)
+    var report = availability.checkJSON(backend: backend).objectValue ?? JSONObject()
+    report["sandbox"] = .string(CommandSandbox.detected.label)  // what runCommand would run commands in
+    Output(format: .json, verbose: false).stdout(JSONValue.object(report).jsonText)
     exit(availability.available ? 0 : RunOutcome.modelUnavailable.exitCode)
+case .success(.sandboxCheck):
+    let checks = await SandboxSelfTest.run()
+    print(SandboxSelfTest.report(checks, sandbox: CommandSandbox.detected))
+    exit(checks.allSatisfy(\.passed) ? 0 : 1)
 case .success(.run(let options)):
     let code = await Runner(options: options, environment: environment, started: started).run()
     exit(code)

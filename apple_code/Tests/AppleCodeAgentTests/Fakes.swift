@@ -10,12 +10,14 @@ final class ScriptedModel: ChatModel, @unchecked Sendable {
 
     init(_ replies: [ChatReply]) { self.replies = replies }
 
-    func complete(_ request: ChatRequest) async throws -> ChatReply {
-        try lock.withLock {
+    func complete(_ request: ChatRequest, onText: (String) -> Void) async throws -> ChatReply {
+        let reply = try lock.withLock {
             requests.append(request)
             guard !replies.isEmpty else { throw AgentError(.backendError, "script exhausted") }
             return replies.removeFirst()
         }
+        onText(reply.text)
+        return reply
     }
 
     var sent: [ChatRequest] { lock.withLock { requests } }

@@ -90,7 +90,7 @@ import Testing
         let model = OpenAIChatModel(endpoint: OpenAIEndpoint(baseURL: "http://127.0.0.1:9/v1"), model: "m", deadline: nil)
         let chat = ChatRequest(system: "s", entries: [.user("t")], tools: [], maxTokens: 1, style: .toolMessages)
         do {
-            _ = try await model.complete(chat)
+            _ = try await model.complete(chat) { _ in }
             Issue.record("expected unavailable")
         } catch let error as AgentError {
             #expect(error.outcome == .modelUnavailable)

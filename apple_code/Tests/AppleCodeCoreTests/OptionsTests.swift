@@ -89,6 +89,8 @@ import Testing
             return
         }
         #expect(o.backend == .openai)
+        #expect(try parse(["--sandbox-check"], tty: true).get() == .sandboxCheck)
+        #expect(OptionParser.usage.contains("--sandbox-check"))
     }
 
     @Test func theRequestedFormatIsFoundEvenWhenParsingFails() {

@@ -32,23 +32,6 @@ func processIsGone(_ pid: pid_t) -> Bool {
     #endif
 }
 
-/// The pids of running (not zombie) processes whose command line contains `marker`, from `ps` (Linux and macOS).
-func processes(withMarker marker: String) -> [pid_t] {
-    let ps = Process()
-    ps.executableURL = URL(fileURLWithPath: "/bin/ps")
-    ps.arguments = ["-A", "-o", "pid=,stat=,args="]  // -A: every process, on Linux and macOS (-e is another flag there)
-    let pipe = Pipe()
-    ps.standardOutput = pipe
-    guard (try? ps.run()) != nil else { return [] }
-    let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    ps.waitUntilExit()
-    return text.split(separator: "\n").compactMap { line in
-        let fields = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-        guard fields.count == 3, fields[2].contains(marker), !fields[1].hasPrefix("Z") else { return nil }
-        return pid_t(fields[0])
-    }
-}
-
 /// Waits up to `seconds` for every process carrying `marker` to be gone; kills and returns those still there.
 func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
     let start = ContinuousClock.now
@@ -88,6 +71,35 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         #expect(ok.text == "Command succeeded with no output (exit code 0).")
         let failed = await ws.call(RunCommandTool(sandbox: sandbox), ["command": "exit 2"])
         #expect(failed.text == "Command failed with exit code 2 and no output.")
+    }
+
+    /// Issue 20 item 1: SwiftPM cannot start its own sandbox inside apple-code's (macOS refuses a nested one, exit
+    /// 71): the result tells the model exactly how to run it instead.
+    @Test func nestedSandboxFailureExplainsTheWayAround() async throws {
+        let ws = try TempWorkspace()
+        let command = "echo 'error: manifest parse error'; echo 'sandbox-exec: sandbox_apply: Operation not permitted' >&2; exit 71"
+        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": .string(command)])
+        #expect(result.text.hasPrefix("exit code 71\nNote: "), "\(result.text)")
+        #expect(result.text.contains("swift build --disable-sandbox"))
+        #expect(result.text.contains("-IDEPackageSupportDisableManifestSandbox=YES"))
+        #expect(result.text.hasSuffix("sandbox-exec: sandbox_apply: Operation not permitted\n"))
+        let plain = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "echo fine; exit 71"])
+        #expect(plain.text == "exit code 71\nfine\n")
+    }
+
+    /// A command gets stdin, stdout and stderr and nothing else of apple-code's: a descriptor apple-code (or a
+    /// library in it) left without close-on-exec, such as one end of a pipe or a file outside the workspace,
+    /// would let a command write past the sandbox, or hold the pipe another command's output is read from.
+    @Test(arguments: commandSandboxes)
+    func noOtherDescriptorIsInherited(sandbox: CommandSandbox) async throws {
+        let ws = try TempWorkspace()
+        let leaked = open(ws.outside + "/secret.txt", O_RDWR)  // deliberately without O_CLOEXEC
+        try #require(leaked > 2)
+        defer { close(leaked) }
+        let result = await ws.call(RunCommandTool(sandbox: sandbox),
+                                   ["command": .string("echo pwned >&\(leaked) && echo leaked \(leaked); ls /dev/fd")])
+        #expect(try String(contentsOfFile: ws.outside + "/secret.txt", encoding: .utf8) == "secret\n")
+        #expect(!result.text.contains("leaked"), "\(result.text)")
     }
 
     @Test func stdinIsClosed() async throws {
@@ -139,11 +151,12 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         // "Terminated" when the sleep gets SIGTERM.
         let expected = "Command timed out after 1 s; it and everything it started were killed.\nbefore\n"
         #expect(result.text == expected || result.text == expected + "Terminated\n")
-        #expect(elapsed < .seconds(3), "took \(elapsed)")
+        #expect(elapsed < .seconds(6), "took \(elapsed)")
     }
 
     /// Issue 3 item 5: a grandchild that ignores SIGTERM and keeps the output pipe open cannot hang the tool;
-    /// it returns within timeout + 2 s and nothing of the command is left running.
+    /// it returns within seconds (timeout 1 s, SIGKILL a second later, on 2 busy cores) and nothing of the command
+    /// is left running.
     @Test(arguments: commandSandboxes)
     func grandchildIgnoringTermAndHoldingThePipeIsKilled(sandbox: CommandSandbox) async throws {
         let ws = try TempWorkspace()
@@ -153,7 +166,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let result = await ws.call(RunCommandTool(sandbox: sandbox), ["command": .string(command), "timeout": 1])
         let elapsed = ContinuousClock.now - start
-        #expect(elapsed < .seconds(3), "took \(elapsed)")
+        #expect(elapsed < .seconds(6), "took \(elapsed)")
         #expect(result.text.hasPrefix("Command timed out after 1 s"))
         let left = try await survivors(of: marker, seconds: 1)
         #expect(left.isEmpty, "grandchild \(left) is still running")
@@ -196,7 +209,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")),
                                    ["command": "(sleep 60; echo late) & echo $! > bg.pid; echo quick", "timeout": 30])
-        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(ContinuousClock.now - start < .seconds(6))
         #expect(result.text == "exit code 0\nquick\n")
         let pid = try #require(pid_t(ws.read("bg.pid")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
         try await Task.sleep(for: .milliseconds(200))
@@ -227,7 +240,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "yes", "timeout": 1],
                                    tokens: 5000)
-        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(ContinuousClock.now - start < .seconds(6))
         #expect(result.text.hasPrefix("Command timed out after 1 s; it and everything it started were killed.\ny\ny\n"))
         #expect(result.text.contains("bytes of output cut ...]"))
         #expect(TokenEstimator.estimate(result.text) <= 5000)
@@ -251,7 +264,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         try await Task.sleep(for: .milliseconds(300))
         task.cancel()
         let result = await task.value
-        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(ContinuousClock.now - start < .seconds(6))
         #expect(result.text.hasPrefix("Command stopped"))
     }
 
@@ -283,7 +296,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let result = await RunCommandTool(sandbox: .none(reason: "test")).call(raw: ["command": "sleep 30"],
                                                                                context: context)
-        #expect(ContinuousClock.now - start < .seconds(3))
+        #expect(ContinuousClock.now - start < .seconds(6))
         #expect(result.text.hasPrefix("Command stopped"))
         let late = await RunCommandTool(sandbox: .none(reason: "test")).call(
             raw: ["command": "true"], context: ws.context(deadline: .now - .seconds(1)))

@@ -72,9 +72,101 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(result.text == "exit code 0\nloopback ok\nremote refused: Network is unreachable\n", "\(result.text)")
     }
 
+    /// Issue 20 item 4: a workspace of `/`, a home folder or a folder above one would make shell start-up files
+    /// and ~/Library/LaunchAgents writable: refused.
+    @Test(arguments: [
+        ("/", "is the root folder"),
+        ("/Users/me", "is the home folder"),
+        ("/Users", "holds the home folder /Users/me"),
+        ("/var/root", "is the home folder"),
+    ])
+    func broadWorkspacesAreRefused(path: String, said: String) {
+        let problem = CommandSandbox.broadFolderProblem(path, homes: ["/Users/me", "/var/root"])
+        #expect(problem == said)
+    }
+
+    @Test(arguments: ["/Users/me/code/site", "/Users/meow", "/tmp/ws", "/Users/me/.config"])
+    func projectFoldersAreAccepted(path: String) {
+        #expect(CommandSandbox.broadFolderProblem(path, homes: ["/Users/me"]) == nil)
+    }
+
+    /// Issue 20 item 4: git runs .git/hooks and what .git/config names later, outside any sandbox. Under bwrap
+    /// they are read-only, and `.git` itself cannot be replaced or removed; the rest of .git stays writable.
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapKeepsGitHooksAndConfigReadOnly() async throws {
+        let ws = try TempWorkspace()
+        try ws.write(".git/config", "[core]\n")
+        try ws.write(".git/hooks/pre-commit.sample", "#!/bin/sh\n")
+        try ws.write(".git/modules/lib/config", "[core]\n")
+        try ws.write(".git/modules/lib/hooks/README", "\n")
+        let command = """
+            echo evil > .git/hooks/pre-commit; echo '[core] hooksPath = /tmp' >> .git/config; \
+            echo evil > .git/modules/lib/hooks/pre-commit; echo x >> .git/modules/lib/config; \
+            mv .git .git-old; rm -rf .git/hooks; echo ok > .git/index && echo index written
+            """
+        let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": .string(command)])
+        #expect(ws.read(".git/config") == "[core]\n")
+        #expect(ws.read(".git/modules/lib/config") == "[core]\n")
+        #expect(ws.read(".git/hooks/pre-commit") == nil)
+        #expect(ws.read(".git/modules/lib/hooks/pre-commit") == nil)
+        #expect(ws.read(".git/hooks/pre-commit.sample") == "#!/bin/sh\n")
+        #expect(ws.read(".git/index") == "ok\n")
+        #expect(result.text.contains("index written"), "\(result.text)")
+    }
+
+    /// A repository without a hooks folder gets an empty read-only one for the command.
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapBlocksANewHooksFolder() async throws {
+        let ws = try TempWorkspace()
+        try ws.write(".git/config", "[core]\n")
+        let result = await ws.call(RunCommandTool(sandbox: .detected),
+                                   ["command": "mkdir -p .git/hooks; echo evil > .git/hooks/pre-commit; true"])
+        #expect(ws.read(".git/hooks/pre-commit") == nil, "\(result.text)")
+    }
+
+    /// A `.git` file (a worktree's or a submodule's pointer to its repository) cannot be changed or replaced.
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapKeepsAGitFileReadOnly() async throws {
+        let ws = try TempWorkspace()
+        try ws.write(".git", "gitdir: ../repo/.git/worktrees/ws\n")
+        let result = await ws.call(RunCommandTool(sandbox: .detected),
+                                   ["command": "echo 'gitdir: evil' > .git; rm -f .git; true"])
+        #expect(ws.read(".git") == "gitdir: ../repo/.git/worktrees/ws\n", "\(result.text)")
+    }
+
+    @Test func bubblewrapGitArguments() {
+        let files: [String: Workspace.FileKind] = [
+            "/w/.git": .directory, "/w/.git/config": .file, "/w/.git/hooks": .directory,
+            "/w/.git/modules": .directory, "/w/.git/modules/lib": .directory, "/w/.git/modules/lib/config": .file,
+            "/w/.git/modules/lib/hooks": .directory, "/w/.git/worktrees": .directory,
+            "/w/.git/worktrees/wt": .directory, "/w/.git/worktrees/wt/config.worktree": .file,
+        ]
+        let listing = ["/w/.git/modules": ["lib"], "/w/.git/worktrees": ["wt"]]
+        let host = HostFiles(kind: { files[$0] ?? .missing }, entries: { listing[$0] ?? [] }, runtimeDirectory: nil)
+        #expect(Bubblewrap.gitProtection(workspace: "/w", host: host) == [
+            "--bind", "/w/.git", "/w/.git",
+            "--ro-bind", "/w/.git/config", "/w/.git/config",
+            "--ro-bind", "/w/.git/hooks", "/w/.git/hooks",
+            "--ro-bind", "/w/.git/modules/lib/config", "/w/.git/modules/lib/config",
+            "--ro-bind", "/w/.git/modules/lib/hooks", "/w/.git/modules/lib/hooks",
+            "--ro-bind", "/w/.git/worktrees/wt/config.worktree", "/w/.git/worktrees/wt/config.worktree",
+        ])
+        let noHooks = HostFiles(kind: { ["/w/.git": .directory, "/w/.git/config": .file][$0] ?? .missing },
+                                entries: { _ in [] }, runtimeDirectory: nil)
+        #expect(Bubblewrap.gitProtection(workspace: "/w", host: noHooks) == [
+            "--bind", "/w/.git", "/w/.git", "--ro-bind", "/w/.git/config", "/w/.git/config",
+            "--tmpfs", "/w/.git/hooks", "--remount-ro", "/w/.git/hooks",
+        ])
+        let file = HostFiles(kind: { $0 == "/w/.git" ? .file : .missing }, entries: { _ in [] }, runtimeDirectory: nil)
+        #expect(Bubblewrap.gitProtection(workspace: "/w", host: file) == ["--ro-bind", "/w/.git", "/w/.git"])
+        let symlink = HostFiles(kind: { $0 == "/w/.git" ? .symlink : .missing }, entries: { _ in [] },
+                                runtimeDirectory: nil)
+        #expect(Bubblewrap.gitProtection(workspace: "/w", host: symlink) == [])
+    }
+
     @Test func bubblewrapArguments() {
         let debian = HostFiles(kind: { ["/run": .directory, "/var/run": .symlink][$0] ?? .missing },
-                               runtimeDirectory: "/run/user/1000")
+                               entries: { _ in [] }, runtimeDirectory: "/run/user/1000")
         let argv = Bubblewrap.arguments(executable: "/usr/bin/bwrap", workspace: "/w s", host: debian)
         #expect(argv == ["/usr/bin/bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp",
                          "--tmpfs", "/run", "--ro-bind-try", "/run/current-system", "/run/current-system",
@@ -84,11 +176,145 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
                          "--new-session", "--die-with-parent",
                          "--setenv", "TMPDIR", "/tmp", "--chdir", "/w s"])
         // An old layout with /var/run a folder of its own; no /run at all; a runtime folder elsewhere.
-        let old = HostFiles(kind: { ["/var/run": .directory][$0] ?? .missing }, runtimeDirectory: "/tmp/rt")
+        let old = HostFiles(kind: { ["/var/run": .directory][$0] ?? .missing }, entries: { _ in [] },
+                            runtimeDirectory: "/tmp/rt")
         let oldArgv = Bubblewrap.arguments(executable: "/usr/bin/bwrap", workspace: "/w", host: old)
         #expect(oldArgv.contains("/var/run") && !oldArgv.contains("/run") && !oldArgv.contains("/tmp/rt"))
         let command = CommandSandbox.bubblewrap(executable: "/usr/bin/bwrap").argv(command: "make test", workspace: "/w")
         #expect(command.suffix(3) == ["/bin/sh", "-c", "make test"])
         #expect(CommandSandbox.none(reason: "x").argv(command: "ls", workspace: "/w") == ["/bin/sh", "-c", "ls"])
+    }
+}
+
+/// Issue 20 item 5: the macOS sandbox is probed by running the profile once, not by finding sandbox-exec. Here
+/// stand-in `sandbox-exec` scripts play its three answers: it works, it is refused because apple-code already runs
+/// in a sandbox (exit 71, `sandbox_apply`), or it rejects the profile.
+@Suite struct SandboxProbeTests {
+    /// A stand-in that records its argv, then skips -p PROFILE, -DKEY=value and -- and runs the command.
+    static let working = """
+        #!/bin/sh
+        printf '%s\\n' "$@" > "$(dirname "$0")/argv"
+        while [ $# -gt 0 ]; do case $1 in -p) shift 2 ;; -D*) shift ;; --) shift; break ;; *) break ;; esac; done
+        exec "$@"
+        """
+    static let nested = """
+        #!/bin/sh
+        echo 'sandbox-exec: sandbox_apply: Operation not permitted' >&2; exit 71
+        """
+    static let rejecting = """
+        #!/bin/sh
+        echo 'sandbox-exec: unbound variable: WORKSPACE' >&2; exit 65
+        """
+
+    /// Writes the stand-in with a close-on-exec descriptor: a command another test spawns at that moment must
+    /// not inherit it open for writing, or running the stand-in fails with "Text file busy".
+    static func standIn(_ script: String, in ws: TempWorkspace) throws -> String {
+        let path = ws.outside + "/sandbox-exec-\(UUID().uuidString)"
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        guard fd >= 0 else { throw ToolFailure("cannot create \(path)") }
+        let bytes = Array(script.utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == bytes.count else { throw ToolFailure("cannot write \(path)") }
+        return path
+    }
+
+    static let folders = SeatbeltFolders(tmp: "/tmp", varTmp: "/var/tmp", tmpdir: "/tmp", userTemp: "/tmp",
+                                         userCache: "/tmp")
+
+    @Test func aWorkingSandboxIsUsedAndGetsTheProfileOnce() async throws {
+        let ws = try TempWorkspace()
+        let executable = try Self.standIn(Self.working, in: ws)
+        let sandbox = CommandSandbox.probeSeatbelt(executable: executable, folders: Self.folders,
+                                                   workspace: ws.outside)
+        #expect(sandbox == .seatbelt(executable: executable, folders: Self.folders))
+        let probed = try String(contentsOfFile: ws.outside + "/argv", encoding: .utf8)
+        #expect(probed == (["-p", SeatbeltProfile.text, "-DWORKSPACE=\(ws.outside)", "-DTMP=/tmp", "-DVAR_TMP=/var/tmp",
+                            "-DTMPDIR=/tmp", "-DUSER_TEMP=/tmp", "-DUSER_CACHE=/tmp", "--", "/usr/bin/true"]
+                           .joined(separator: "\n") + "\n"))
+        // Commands then go through it whole: the argv carries the command intact.
+        let result = await ws.call(RunCommandTool(sandbox: sandbox), ["command": "echo \"$0\" 'a b'; pwd"])
+        #expect(result.text == "exit code 0\n/bin/sh a b\n\(ws.path)\n")
+    }
+
+    /// apple-code inside another sandbox: commands run without apple-code's own (the outer one still applies),
+    /// and --check, --verbose and every command's result say so.
+    @Test func aNestedSandboxFallsBackToRunningWithoutOneAndSaysSo() async throws {
+        let ws = try TempWorkspace()
+        let sandbox = CommandSandbox.probeSeatbelt(executable: try Self.standIn(Self.nested, in: ws),
+                                                   folders: Self.folders, workspace: ws.outside)
+        guard case .none(let reason) = sandbox else {
+            Issue.record("expected no sandbox, got \(sandbox)")
+            return
+        }
+        #expect(reason.contains("sandbox_apply: Operation not permitted"))
+        #expect(reason.contains("another sandbox"))
+        #expect(sandbox.label.hasPrefix("none ("))
+        let lines = LogLines()
+        let tool = RunCommandTool(sandbox: sandbox, announcesMissingSandbox: true)
+        let result = await tool.call(raw: ["command": "echo hi"], context: ws.context(log: { lines.append($0) }))
+        #expect(result.text == "exit code 0\nNote: this command ran without a sandbox: \(reason).\nhi\n")
+        #expect(lines.all == ["runCommand sandbox: \(sandbox.label)"])
+    }
+
+    /// A profile sandbox-exec rejects is apple-code's own bug: commands are refused, never run unconfined.
+    @Test func aRejectedProfileRefusesCommands() async throws {
+        let ws = try TempWorkspace()
+        let sandbox = CommandSandbox.probeSeatbelt(executable: try Self.standIn(Self.rejecting, in: ws),
+                                                   folders: Self.folders, workspace: ws.outside)
+        guard case .broken(let reason) = sandbox else {
+            Issue.record("expected a broken sandbox, got \(sandbox)")
+            return
+        }
+        #expect(reason.contains("unbound variable: WORKSPACE") && reason.contains("exit 65"))
+        let result = await ws.call(RunCommandTool(sandbox: sandbox), ["command": "touch ran.txt"])
+        #expect(result.text.hasPrefix("Error: runCommand: the command sandbox does not work here"))
+        #expect(result.commandsRun == 0)
+        #expect(ws.read("ran.txt") == nil)
+    }
+
+    @Test func aMissingSandboxExecIsNoSandbox() {
+        let sandbox = CommandSandbox.probeSeatbelt(executable: "/nonexistent/sandbox-exec", folders: Self.folders,
+                                                   workspace: "/tmp")
+        #expect(sandbox == .none(reason: "/nonexistent/sandbox-exec not found"))
+    }
+}
+
+/// `apple-code --sandbox-check`: every check can fail, and says why.
+@Suite struct SandboxSelfTestTests {
+    /// A stand-in that ignores the profile and runs the command unconfined: the escape checks must fail, and the
+    /// write aimed at the (stand-in) home folder is removed again.
+    @Test func aSandboxThatConfinesNothingFailsTheEscapeChecks() async throws {
+        let ws = try TempWorkspace()
+        let executable = try SandboxProbeTests.standIn(SandboxProbeTests.working, in: ws)
+        let sandbox = CommandSandbox.seatbelt(executable: executable, folders: SandboxProbeTests.folders)
+        let checks = await SandboxSelfTest.run(sandbox: sandbox, home: ws.outside, swift: nil)
+        let failed = checks.filter { !$0.passed }.map(\.name)
+        #expect(failed.contains("a write outside the workspace is refused"))
+        #expect(failed.contains(".git/hooks and .git/config cannot be written"))
+        #expect(checks.first { $0.name.hasPrefix("a write outside") }?.detail.contains(ws.outside) == true)
+        #expect(ws.outsideEntries().filter { $0.hasPrefix(".apple-code") } == [])
+        #if os(macOS)
+        #expect(failed.contains("`open` cannot start a program outside the sandbox"))
+        #endif
+    }
+
+    @Test func noSandboxIsOneFailedCheckAndRunsNothing() async throws {
+        let ws = try TempWorkspace()
+        let checks = await SandboxSelfTest.run(sandbox: .none(reason: "bwrap not installed"), home: ws.outside,
+                                               swift: nil)
+        #expect(checks == [.init(name: "a working command sandbox", passed: false,
+                                 detail: "none (bwrap not installed)")])
+        #expect(SandboxSelfTest.report(checks, sandbox: .none(reason: "bwrap not installed"))
+            == "sandbox: none (bwrap not installed)\nFAIL  a working command sandbox: none (bwrap not installed)")
+    }
+
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapPassesEveryCheck() async throws {
+        let ws = try TempWorkspace()
+        let checks = await SandboxSelfTest.run(sandbox: .detected, home: ws.outside, swift: nil)
+        #expect(checks.allSatisfy { $0.passed }, "\(checks)")
+        #expect(checks.count >= 4)
+        #expect(ws.outsideEntries() == ["secret.txt"])
     }
 }

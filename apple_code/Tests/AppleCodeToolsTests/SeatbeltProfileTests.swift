@@ -144,7 +144,9 @@ struct ReadProfile {
 
 @Suite struct SeatbeltProfileTests {
     static let folders = SeatbeltFolders(tmp: "/private/tmp", varTmp: "/private/var/tmp",
-                                         tmpdir: "/private/var/folders/xy/abc/T")
+                                         tmpdir: "/private/var/folders/xy/abc/T",
+                                         userTemp: "/private/var/folders/xy/abc/T",
+                                         userCache: "/private/var/folders/xy/abc/C")
 
     @Test func profileReadsAsRulesAfterItsVersion() throws {
         let profile = try ReadProfile()
@@ -164,7 +166,8 @@ struct ReadProfile {
         #expect(Array(argv.suffix(4)) == ["--", "/bin/sh", "-c", "make test"])
         let definitions = Array(argv.dropFirst(3).dropLast(4))
         #expect(definitions == ["-DWORKSPACE=\(workspace)", "-DTMP=/private/tmp", "-DVAR_TMP=/private/var/tmp",
-                                "-DTMPDIR=/private/var/folders/xy/abc/T"])
+                                "-DTMPDIR=/private/var/folders/xy/abc/T", "-DUSER_TEMP=/private/var/folders/xy/abc/T",
+                                "-DUSER_CACHE=/private/var/folders/xy/abc/C"])
         let defined = Set(definitions.map { String($0.dropFirst(2).prefix { $0 != "=" }) })
         let profile = try ReadProfile()
         #expect(profile.parameters == defined)
@@ -182,6 +185,10 @@ struct ReadProfile {
         let allowed = profile.forms[allow].items.dropFirst(2).map(\.description)
         #expect(allowed.contains(#"(subpath (param "WORKSPACE"))"#))
         #expect(allowed.contains(#"(subpath (param "TMPDIR"))"#))
+        // Issue 20 item 1: the compiler's module cache lives under the per-user cache folder (clang/ModuleCache),
+        // Apple's tools write the per-user temp folder whatever $TMPDIR says.
+        #expect(allowed.contains(#"(subpath (param "USER_TEMP"))"#))
+        #expect(allowed.contains(#"(subpath (param "USER_CACHE"))"#))
     }
 
     /// Issue 20 item 3: no terminal is writable (commands also run in a session of their own, without one).
@@ -190,7 +197,13 @@ struct ReadProfile {
         let allowedWrites = profile.rules("allow").filter { $0.rule.items.contains(.atom("file-write*")) }
             .flatMap { $0.rule.all }
         #expect(!allowedWrites.contains(.string("/dev/tty")))
-        #expect(!allowedWrites.contains { if case .regex(let r) = $0 { r.hasPrefix("^/dev/tty") } else { false } })
+        // A terminal device only together with the pty extension the sandbox gives terminals made inside it.
+        let ttyRegexes = allowedWrites.filter { if case .regex(let r) = $0 { r.hasPrefix("^/dev/tty") } else { false } }
+        let extensionOnly = allowedWrites.filter { $0.head == "require-all" }.filter {
+            $0.items.contains(.list([.atom("extension"), .string("com.apple.sandbox.pty")]))
+        }
+        #expect(ttyRegexes.count == extensionOnly.count)
+        #expect(extensionOnly.allSatisfy { rule in ttyRegexes.contains { rule.all.contains($0) } })
     }
 
     /// Issue 20 item 2: programs started through LaunchServices (`open`), Apple events (`osascript`), launchd
@@ -236,12 +249,58 @@ struct ReadProfile {
         #expect((profile.firstIndex("deny", "network-outbound") ?? 0) > (allowed.map(\.index).max() ?? 99))
     }
 
-    @Test func foldersAreRealPathsAndTmpdirFallsBackToTmp() {
-        let real: (String) -> String? = { ["/tmp": "/private/tmp", "/var/tmp": "/private/var/tmp",
-                                           "/var/folders/x/T/": "/private/var/folders/x/T"][$0] }
-        #expect(SeatbeltFolders.resolve(tmpdir: "/var/folders/x/T/", realPath: real)
-            == SeatbeltFolders(tmp: "/private/tmp", varTmp: "/private/var/tmp", tmpdir: "/private/var/folders/x/T"))
-        #expect(SeatbeltFolders.resolve(tmpdir: nil, realPath: real).tmpdir == "/private/tmp")
-        #expect(SeatbeltFolders.resolve(tmpdir: "/gone", realPath: real).tmpdir == "/private/tmp")
+    /// Issue 20 item 4: inside the workspace no `.git` is made, replaced or removed and no repository's hooks or
+    /// config are written (git runs them later, outside any sandbox); these denies come after the allowed writes.
+    @Test func gitHooksAndConfigAreNotWritable() throws {
+        let profile = try ReadProfile()
+        let allow = try #require(profile.firstIndex("allow", "file-write*"))
+        let denies = profile.rules("deny").filter { $0.index > allow && $0.rule.operation == "file-write*" }
+        let regexes = denies.map { rule in
+            rule.rule.all.compactMap { if case .regex(let r) = $0 { r } else { nil } }
+        }
+        #expect(denies.allSatisfy { $0.rule.description.contains(#"(require-all (subpath (param "WORKSPACE"))"#) })
+        #expect(regexes.flatMap { $0 }.sorted() == [
+            #"/\.git$"#,
+            #"/\.git/((modules|worktrees)/[^/]+/)*(hooks|config|config\.worktree)(/.*)?$"#,
+        ])
+        let git = try Regex(#"/\.git/((modules|worktrees)/[^/]+/)*(hooks|config|config\.worktree)(/.*)?$"#)
+        for path in ["/w/.git/hooks", "/w/.git/hooks/pre-commit", "/w/.git/config", "/w/sub/.git/config",
+                     "/w/.git/modules/lib/hooks/post-checkout", "/w/.git/worktrees/b/config.worktree"] {
+            #expect(path.contains(git), "\(path)")
+        }
+        for path in ["/w/.git/index", "/w/.git/objects/ab/cd", "/w/.git/refs/heads/config2", "/w/hooks/x",
+                     "/w/.gitconfig", "/w/.git/info/config-notes"] {
+            #expect(!path.contains(git), "\(path)")
+        }
+        #expect("/w/sub/.git".contains(try Regex(#"/\.git$"#)))
+        #expect(!"/w/.gitignore".contains(try Regex(#"/\.git$"#)))
+    }
+
+    /// Programs that open a pseudo-terminal (`script`, expect-style tests) work as under bwrap's own /dev: the
+    /// multiplexer, and only terminals made inside the sandbox (they carry the sandbox's pty extension).
+    @Test func newPseudoTerminalsAreWritable() throws {
+        let profile = try ReadProfile()
+        let rules = profile.rules("allow").map(\.rule.description)
+        #expect(rules.contains(#"(allow file-read* file-write* file-ioctl (literal "/dev/ptmx"))"#))
+        #expect(rules.contains(#"(allow file-read* file-write* file-ioctl (require-all (regex #"^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty")))"#))
+        #expect(profile.forms.contains(.list([.atom("allow"), .atom("pseudo-tty")])))
+    }
+
+    @Test func foldersAreRealPathsAndFallBackToTmp() {
+        let real: (String) -> String? = {
+            ["/tmp": "/private/tmp", "/var/tmp": "/private/var/tmp", "/var/folders/x/T/": "/private/var/folders/x/T",
+             "/var/folders/x/C/": "/private/var/folders/x/C", "/Users/me": "/Users/me", "/": "/"][$0]
+        }
+        let resolved = SeatbeltFolders.resolve(tmpdir: "/var/folders/x/T/", userTemp: "/var/folders/x/T/",
+                                               userCache: "/var/folders/x/C/", homes: ["/Users/me"], realPath: real)
+        #expect(resolved == SeatbeltFolders(tmp: "/private/tmp", varTmp: "/private/var/tmp",
+                                            tmpdir: "/private/var/folders/x/T", userTemp: "/private/var/folders/x/T",
+                                            userCache: "/private/var/folders/x/C"))
+        // Unset, missing, or a folder that would open everything ($TMPDIR=$HOME): /tmp instead.
+        let fallback = SeatbeltFolders.resolve(tmpdir: nil, userTemp: "/gone", userCache: "/Users/me",
+                                               homes: ["/Users/me"], realPath: real)
+        #expect([fallback.tmpdir, fallback.userTemp, fallback.userCache] == Array(repeating: "/private/tmp", count: 3))
+        #expect(SeatbeltFolders.resolve(tmpdir: "/", userTemp: nil, userCache: nil, homes: [], realPath: real).tmpdir
+            == "/private/tmp")
     }
 }

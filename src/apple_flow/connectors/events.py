@@ -1,7 +1,8 @@
 """Reading the JSON-lines event streams of agent CLIs (apple-code and claude ``stream-json``).
 
 Both end with a ``result`` event (``subtype``, ``is_error``, ``result``); tool calls along the way become short
-progress lines for the chat ("reading src/app.py", "running: make test"). Each parsed line comes back as an
+progress lines for the chat ("reading src/app.py", "running: make test"), and so does apple-code's answer as it
+streams in (``text`` events: "writing the answer (120 characters so far)"). Each parsed line comes back as an
 ``AgentEvent``, so the caller can pass progress on and keep the events.
 """
 
@@ -59,6 +60,7 @@ class EventStream:
         self._tool_calls = tool_calls
         self.result: dict[str, Any] | None = None
         self.unparsed_lines = 0
+        self._answer_chars = 0
 
     def feed(self, line: str) -> list[AgentEvent]:
         """The event on ``line``: one, or none for a blank or unreadable line."""
@@ -81,6 +83,10 @@ class EventStream:
             if isinstance(event.get("subtask"), (int, str)):
                 line_text = f"[{event['subtask']}] {line_text}"
             progress.append(line_text)
+        delta = event.get("delta")
+        if event.get("type") == "text" and isinstance(delta, str) and "subtask" not in event:
+            self._answer_chars += len(delta)
+            progress.append(f"writing the answer ({self._answer_chars} characters so far)")
         return [AgentEvent(event, tuple(progress))]
 
     @property

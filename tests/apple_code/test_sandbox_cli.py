@@ -1,0 +1,97 @@
+"""The real apple-code binary and its command sandbox: which workspaces it refuses, and what it reports about the
+sandbox. The home folder here is a folder of the test's own (HOME points at it), never the real one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.apple_code_run import clean_env, run_apple_code
+
+DEAD_URL = "http://127.0.0.1:9/v1"  # nothing listens: a run that gets past the workspace check ends with exit 3
+
+
+def run_in(binary: Path, home: Path, cwd: Path | str, *extra: str) -> tuple[int, str]:
+    done = run_apple_code(binary, "--backend", "openai", "--base-url", DEAD_URL, "--cwd", str(cwd),
+                          "--output-format", "json", *extra, "list the files", env=clean_env(HOME=str(home)))
+    return done.returncode, json.loads(done.stdout)["result"]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    folder = tmp_path / "home" / "me"
+    (folder / "code" / "site").mkdir(parents=True)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        ("root", "is the root folder"),
+        ("home", "is the home folder"),
+        ("above", "holds the home folder"),
+    ],
+)
+def test_a_workspace_of_root_home_or_above_is_a_usage_error(
+    apple_code_bin: Path, home: Path, where: str, said: str
+) -> None:
+    cwd = {"root": Path("/"), "home": home, "above": home.parent}[where]
+    code, result = run_in(apple_code_bin, home, cwd)
+    assert code == 2, result
+    assert said in result and "use a project folder" in result and "--read-only" in result
+
+
+def test_a_project_folder_and_a_read_only_home_are_accepted(apple_code_bin: Path, home: Path) -> None:
+    # Exit 3: past the workspace check, stopped by the backend nobody listens for.
+    assert run_in(apple_code_bin, home, home / "code" / "site")[0] == 3
+    assert run_in(apple_code_bin, home, home, "--read-only")[0] == 3
+
+
+def test_check_says_which_sandbox_commands_get(apple_code_bin: Path, tmp_path: Path) -> None:
+    done = run_apple_code(apple_code_bin, "--check", "--backend", "openai", "--base-url", DEAD_URL)
+    report = json.loads(done.stdout)
+    bwrap = shutil.which("bwrap")
+    works = bwrap is not None and subprocess.run([bwrap, "--ro-bind", "/", "/", "true"]).returncode == 0
+    expected = "bwrap (" if works else "none ("
+    assert report["sandbox"].startswith(expected), report
+
+
+def bwrap_works() -> bool:
+    bwrap = shutil.which("bwrap")
+    return bwrap is not None and subprocess.run([bwrap, "--ro-bind", "/", "/", "true"]).returncode == 0
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="needs a working bwrap")
+def test_sandbox_check_passes_every_check_under_bwrap(apple_code_bin: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    done = run_apple_code(apple_code_bin, "--sandbox-check", env=clean_env(HOME=str(home)), timeout=300)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert lines[0].startswith("sandbox: bwrap (")
+    checks = [line for line in lines[1:] if line.strip()]
+    assert all(line.startswith("ok    ") for line in checks), checks
+    names = " | ".join(checks)
+    for expected in ("writes there", "outside the workspace is refused", ".git/hooks", "outlive",
+                     "swift build"):
+        assert expected in names
+    assert list(home.iterdir()) == []  # the write aimed at the home folder was refused
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the missing sandbox here is bwrap")
+def test_sandbox_check_without_a_sandbox_fails_and_runs_nothing(apple_code_bin: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    # No bwrap on PATH (the shell's tools stay reachable by absolute path; none is needed to fail).
+    done = run_apple_code(apple_code_bin, "--sandbox-check", env=clean_env(HOME=str(home), PATH=str(tmp_path)))
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "sandbox: none (bwrap not installed; install the bubblewrap package)",
+        "FAIL  a working command sandbox: none (bwrap not installed; install the bubblewrap package)",
+    ]
+    assert list(home.iterdir()) == []

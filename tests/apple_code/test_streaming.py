@@ -1,0 +1,131 @@
+"""The real apple-code against the scripted server's streamed answers (issue 16, item 1): requests stream, text
+reaches stream-json as it is generated, tool calls arrive as deltas, the server's usage is used; a timeout or a
+signal closes the stream (a streaming server stops generating then); servers that do not stream, or that answer a
+streamed request with an empty stream (llama-cpp-python and an automatic tool choice), still work."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.apple_code_run import clean_env, events, run_apple_code
+from support.scripted_server import ScriptedServer, Step, answer, empty_stream, tool_call, tool_calls
+
+
+def openai_args(url: str, workspace: Path, *extra: str) -> list[str]:
+    return ["--backend", "openai", "--base-url", url, "--model", "scripted", "--cwd", str(workspace),
+            "--output-format", "stream-json", "--verbose", *extra]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("buy milk\n")
+    return folder
+
+
+def run_script(
+    binary: Path, workspace: Path, steps: list[Step], prompt: str, *extra: str, streaming: bool = True
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    with ScriptedServer(steps, streaming=streaming) as server:
+        done = run_apple_code(binary, *openai_args(server.url, workspace, *extra), prompt)
+        return done, events(done.stdout), server.requests()
+
+
+def texts(lines: list[dict[str, Any]]) -> list[str]:
+    return [line["delta"] for line in lines if line["type"] == "text"]
+
+
+def test_requests_stream_and_text_events_grow_with_the_answer(apple_code_bin: Path, workspace: Path) -> None:
+    answer_text = "The workspace holds notes.txt, a shopping list that says to buy milk."
+    script = [tool_call("listDirectory", {"path": "."}), answer(answer_text)]
+    done, lines, requests = run_script(apple_code_bin, workspace, script, "what is in the workspace?")
+    assert done.returncode == 0, done.stderr
+    assert all(body["stream"] is True for body in requests)
+    assert all(body["stream_options"] == {"include_usage": True} for body in requests)
+    # The answer arrived in the server's small pieces, each its own text event, before the result.
+    pieces = texts(lines)
+    assert len(pieces) > 5 and "".join(pieces) == answer_text
+    assert lines[-1]["result"] == answer_text
+    # The tool call arrived as deltas (head, then argument pieces) and ran.
+    calls = [line for line in lines if line["type"] == "tool_call"]
+    assert [(c["name"], c["arguments"]) for c in calls] == [("listDirectory", {"path": "."})]
+    assert [line["ok"] for line in lines if line["type"] == "tool_result"] == [True]
+    assert "notes.txt" in json.dumps(requests[1]["messages"][-1])
+
+
+def test_several_streamed_calls_with_text_and_the_servers_usage(apple_code_bin: Path, workspace: Path) -> None:
+    calls = tool_calls(tool_call("readFile", {"path": "notes.txt"}, id="r1"), tool_call("listDirectory", {}, id="l1"),
+                       content="Looking.")
+    calls["usage"] = {"prompt_tokens": 650, "completion_tokens": 30}
+    script = [calls, answer("It says buy milk.", usage={"prompt_tokens": 700, "completion_tokens": 6})]
+    done, lines, _ = run_script(apple_code_bin, workspace, script, "read notes.txt")
+    assert done.returncode == 0, done.stderr
+    results = [(line["id"], line["name"], line["ok"]) for line in lines if line["type"] == "tool_result"]
+    assert results == [("r1", "readFile", True), ("l1", "listDirectory", True)]
+    assert "".join(texts(lines)) == "Looking.\nIt says buy milk."
+    assert lines[-1]["result"] == "It says buy milk."
+    # The token counts are the server's, sent in the stream's last chunk.
+    assert lines[-1]["usage"] == {"input_tokens": 1350, "output_tokens": 36, "estimated": False}
+
+
+def test_a_server_that_does_not_stream_still_works(apple_code_bin: Path, workspace: Path) -> None:
+    script = [tool_call("readFile", {"path": "notes.txt"}), answer("It says buy milk.")]
+    done, lines, requests = run_script(apple_code_bin, workspace, script, "read notes.txt", streaming=False)
+    assert done.returncode == 0, done.stderr
+    assert lines[-1]["result"] == "It says buy milk."
+    assert texts(lines) == ["It says buy milk."]
+    assert all(body["stream"] is True for body in requests)
+
+
+def test_an_empty_stream_is_asked_again_without_streaming(apple_code_bin: Path, workspace: Path) -> None:
+    """llama-cpp-python answers a streamed request with tools, where the model picks a tool, with an empty
+    stream: that request goes again unstreamed, as do later requests with tools; requests without tools stream."""
+    script = [empty_stream(), tool_call("readFile", {"path": "notes.txt"}), tool_call("readFile", {"path": "x"}),
+              answer(""), answer("It says buy milk.")]
+    done, lines, requests = run_script(apple_code_bin, workspace, script, "read notes.txt")
+    assert done.returncode == 0, done.stderr
+    assert lines[-1]["result"] == "It says buy milk."
+    assert [("tools" in body, body["stream"]) for body in requests] == [
+        (True, True), (True, False), (True, False), (True, False), (False, True),
+    ]
+    assert "empty stream" in done.stderr
+    assert lines[-1]["num_turns"] == 4
+
+
+@pytest.mark.parametrize("how", ["timeout", "sigterm"])
+def test_stopping_a_run_closes_its_stream(apple_code_bin: Path, workspace: Path, how: str) -> None:
+    """A slow stream (a long generation): at --timeout or SIGTERM apple-code closes the connection, which is what
+    makes a streaming server stop generating; the text so far is the partial answer."""
+    slow = answer("word " * 200, chunk_delay=0.25)  # 250 chunks, about a minute
+    extra = ("--timeout", "3") if how == "timeout" else ()
+    with ScriptedServer([slow]) as server:
+        process = subprocess.Popen(
+            [str(apple_code_bin), *openai_args(server.url, workspace, *extra), "say words"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
+        )
+        assert process.stdout is not None
+        assert json.loads(process.stdout.readline())["type"] == "start"
+        # Text events arrive while the answer is being generated.
+        for _ in range(4):
+            assert json.loads(process.stdout.readline())["type"] == "text"
+        if how == "sigterm":
+            process.send_signal(signal.SIGTERM)
+        stopped = time.time()
+        rest, _ = process.communicate(timeout=20)
+        deadline = time.monotonic() + 5
+        while not server.disconnects() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        gone = server.disconnects()
+    lines = events(rest)
+    assert process.returncode == (124 if how == "timeout" else 130)
+    assert len(gone) == 1 and gone[0]["chunks"] < gone[0]["total"] / 2
+    assert gone[0]["time"] - stopped < 6  # noticed at the server's next chunk after the close
+    assert "word word" in str(lines[-1]["result"])
