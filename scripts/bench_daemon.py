@@ -31,8 +31,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 REPORT = ROOT / "reports" / "bench_daemon.md"
 READY = "apple-flow daemon ready"
-# Records "recipient<TAB>text" per send; a shell script so the fake costs little next to the daemon.
-FAKE_OSASCRIPT = '#!/bin/sh\ncat >/dev/null\nprintf "%s\\t%s\\n" "$2" "$3" >> "$BENCH_SENDS"\n'
+# Records "recipient<TAB>text" per send (not the daemon's Automation probe, which has no arguments); a shell script
+# so the fake costs little next to the daemon.
+FAKE_OSASCRIPT = '#!/bin/sh\ncat >/dev/null\n[ -z "$2" ] || printf "%s\\t%s\\n" "$2" "$3" >> "$BENCH_SENDS"\n'
 console = Console(stderr=True)
 
 

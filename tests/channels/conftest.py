@@ -17,13 +17,14 @@ from support.chatdb import ChatDbWriter
 class FakeOsascript:
     """tests/support/fake_osascript.py on PATH, leaving each sent text in ``chat_db`` as Messages does."""
 
-    def __init__(self, folder: Path, chat_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch, chat_db: Path | None = None) -> None:
         self.log = folder / "calls.jsonl"
         self.path = fake_osascript_script.install(folder)
         self._monkeypatch = monkeypatch
         monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
         monkeypatch.setenv("FAKE_OSASCRIPT_LOG", str(self.log))
-        monkeypatch.setenv("FAKE_OSASCRIPT_CHATDB", str(chat_db))
+        if chat_db is not None:
+            monkeypatch.setenv("FAKE_OSASCRIPT_CHATDB", str(chat_db))
         self.mode("ok")
 
     def mode(self, mode: str) -> None:
@@ -46,7 +47,7 @@ class FakeOsascript:
 
 @pytest.fixture
 def fake_osascript(tmp_path: Path, chat_db: ChatDbWriter, monkeypatch: pytest.MonkeyPatch) -> FakeOsascript:
-    return FakeOsascript(tmp_path / "bin", chat_db.path, monkeypatch)
+    return FakeOsascript(tmp_path / "bin", monkeypatch, chat_db.path)
 
 
 @pytest.fixture

@@ -237,12 +237,14 @@ def test_a_real_daemon_answers_after_rows_it_cannot_use(chat_db: ChatDbWriter, t
         {"APPLE_FLOW_ALLOWED_SENDERS": "+15551234567", "APPLE_FLOW_AFM_COMMAND": str(tmp_path / "no-apple-code")},
     )
     try:
-        daemon.start()
+        # Written before the start (the first start reads the last minute's rows): a running daemon could read a
+        # row between its insert and the update that spoils it.
         text_row = chat_db.message("placeholder")
         chat_db.set_raw("message", "text", text_row, b"hi " + LONE_SURROGATE, as_text=True)
         number_row = chat_db.message("odd row")
         chat_db.set_raw("message", "associated_message_type", number_row, "banana")
         chat_db.message("help")
+        daemon.start()
         wait_for(lambda: HELP_TEXT in daemon.sends_to("+15551234567"), 20, "the answer to help")
         assert daemon.process is not None and daemon.process.poll() is None
         assert f"chat.db row {number_row} skipped: associated_message_type is 'banana', not an integer" in daemon.log()

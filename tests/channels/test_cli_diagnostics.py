@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from apple_flow.channels.imessage.chatdb import python_binary
 from apple_flow.cli import app, diagnostics
-from apple_flow.config import Settings
+from apple_flow.config import Settings, load_settings
 from channels.conftest import FakeOsascript
 from support.chatdb import ChatDbWriter, make_body
+from support.daemon_process import wait_for
 from support.scripted_server import MODEL_ID, ScriptedServer
 
 
@@ -222,3 +224,63 @@ def test_doctor_runs_the_real_apple_code_check_against_a_server(
     assert down.exit_code == 1
     assert "no model available" in down.stdout and "cannot connect" in down.stdout
     assert "setup.sh" not in down.stdout  # the binary is there: building it again is no fix
+
+
+def table_rows(stdout: str) -> dict[str, str]:
+    """The doctor's table as {check: its whole row}, continuation lines (an empty first cell) joined."""
+    rows: dict[str, str] = {}
+    last = ""
+    for line in stdout.splitlines():
+        cells = line.split("│")
+        if len(cells) < 4:
+            continue
+        name = cells[1].strip()
+        text = " ".join(cell.strip() for cell in cells[2:])
+        if name:
+            last = name
+            rows[name] = text
+        elif last:
+            rows[last] += " " + text
+    return {name: " ".join(text.split()) for name, text in rows.items()}
+
+
+def test_doctor_says_which_app_each_permission_result_applies_to(
+    cli: Any, inbox_db: ChatDbWriter, fake_osascript: FakeOsascript, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(diagnostics, "is_macos", lambda: True)
+    monkeypatch.delenv("__CFBundleIdentifier", raising=False)
+    monkeypatch.setenv("TERM_PROGRAM", "Apple_Terminal")
+    fake_osascript.mode("deny")
+    rows = table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)
+    assert "Terminal is not allowed to control Messages" in rows["Messages automation"]
+    assert "switch on Messages under Terminal" in rows["Messages automation"]
+    assert "granted to Terminal (the app this command runs in;" in rows["Full Disk Access"]
+    assert "the service is checked as itself" in rows["Full Disk Access"]
+
+    monkeypatch.delenv("TERM_PROGRAM")  # e.g. over ssh, or the daemon itself under launchd
+    rows = table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)
+    assert f"{python_binary()} is not allowed to control Messages" in rows["Messages automation"]
+
+
+def test_doctor_shows_what_the_daemon_reported_about_its_own_permissions(
+    cli: Any, inbox_db: ChatDbWriter, fake_osascript: FakeOsascript, monkeypatch: Any, tmp_path: Path
+) -> None:
+    from apple_flow.daemon.permissions import PermissionMonitor, Responsible, read_report
+    from apple_flow.daemon.store import Store
+
+    monkeypatch.setattr(diagnostics, "is_macos", lambda: True)
+    state = tmp_path / "state" / "relay.db"
+    monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(state))
+    assert "no daemon has reported" in table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)["service"]
+
+    fake_osascript.mode("deny")
+    store = Store(state)
+    settings = load_settings(env_file=None, messages_db_path=inbox_db.path)
+    monitor = PermissionMonitor(settings, store, app=Responsible("/venv/bin/python3.12", terminal=False))
+    monitor.start()
+    wait_for(lambda: (r := read_report(state)) and r.settled, 10, "the daemon's report")
+    monitor.close()
+    store.close()
+    row = table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)["service"]
+    assert "warn" in row and "the daemon (pid" in row and "as /venv/bin/python3.12" in row
+    assert "Messages (Automation): denied" in row

@@ -10,12 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from typer.testing import CliRunner
 
+from apple_flow.channels.imessage.chatdb import python_binary
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.daemon import service as launchd_module
+from apple_flow.paths import PROJECT_ROOT
+from channels.conftest import FakeOsascript
+from support.chatdb import ChatDbWriter
+from support.daemon_process import wait_for
 from support.fake_launchctl import FakeLaunchctl
 
 
@@ -41,6 +47,7 @@ def mac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launchctl: FakeLaunchct
     monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code))
     monkeypatch.chdir(project)
     monkeypatch.setattr(service_cli.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 0)  # no daemon runs unless a test starts one
     return {"launchctl": launchctl, "home": tmp_path / "home", "project": project, "apple_code": apple_code,
             "logs": tmp_path / "logs"}
 
@@ -117,7 +124,7 @@ def test_bootstrap_is_retried_on_errors_5_and_37(mac: dict[str, Any], code: int)
 def test_bootstrap_gives_up_after_a_bounded_time_and_other_errors_at_once(
     mac: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(launchd_module, "BOOTSTRAP_RETRY_SECONDS", 0.5)
+    monkeypatch.setattr(launchd_module, "BOOTSTRAP_RETRY_SECONDS", 3.0)
     mac["launchctl"].configure(busy=10**6, busy_code=37)
     result = CliRunner().invoke(app, ["service", "install"])
     assert result.exit_code == 1
@@ -193,3 +200,60 @@ def test_on_linux_the_commands_print_the_systemd_unit(
         assert f"EnvironmentFile=-{mac['project'].resolve() / '.env'}" in unit
         assert "Restart=always" in unit and "WantedBy=default.target" in unit
     assert mac["launchctl"].calls() == []
+
+
+def test_install_has_the_service_check_its_permissions_at_once_and_says_what_to_allow(
+    mac: dict[str, Any], tmp_path: Path, chat_db: ChatDbWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fake launchd really starts the job (its ProgramArguments, the plist's environment only), so what is
+    # checked is the service's own view: its Automation probe, its chat.db read, its report.
+    mac["launchctl"].configure(run=True)
+    osascript_dir = tmp_path / "osascript"
+    osascript_dir.mkdir()
+    osascript = FakeOsascript(osascript_dir, monkeypatch)
+    chat_db.message("hi", sender="+15551234567")
+    state = tmp_path / "state" / "relay.db"
+    (mac["project"] / ".env").write_text(
+        "APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n"
+        f"APPLE_FLOW_MESSAGES_DB_PATH={chat_db.path}\n"
+        f"APPLE_FLOW_DB_PATH={state}\n"
+        f"APPLE_FLOW_OSASCRIPT_COMMAND={osascript.path}\n"
+        f"APPLE_FLOW_AFM_COMMAND={tmp_path / 'no-apple-code'}\n"
+        "APPLE_FLOW_POLL_INTERVAL_SECONDS=0.2\n"
+        f"FAKE_OSASCRIPT_LOG={osascript.log}\n"
+        "FAKE_OSASCRIPT_MODE=deny\n"
+        f"PYTHONPATH={PROJECT_ROOT / 'src'}\n"
+    )
+    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(tmp_path / "no-apple-code"))
+    python = str(python_binary())
+
+    result = CliRunner().invoke(app, ["service", "install", "--wait", "60"])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert f"The service runs as {python}" in output
+    assert "Messages (Automation): macOS asks now whether" in output and "click Allow" in output
+    assert "System Settings > Privacy & Security > Full Disk Access" in output
+    assert f"chat.db (Full Disk Access): ok: {chat_db.path} readable by {python}" in output
+    assert f"Messages (Automation): denied: {python} is not allowed to control Messages" in output
+    assert f"switch on Messages under {python} in System Settings > Privacy & Security > Automation" in output
+    probe = osascript.calls()[0]
+    assert probe["argv"] == ["-"] and "get id of 1st account whose service type = iMessage" in probe["stdin"]
+
+    status = CliRunner().invoke(app, ["service", "status"])
+    assert status.exit_code == 1, status.output  # running, but it cannot send
+    shown = " ".join(status.output.split())
+    assert "state = running" not in shown and ": running, pid" in shown
+    assert f"Permissions of {python} (this service process" in shown
+    assert "Messages (Automation): denied" in shown and "chat.db (Full Disk Access): ok" in shown
+
+    pid = next(iter(mac["launchctl"].jobs().values()))["pid"]
+    assert CliRunner().invoke(app, ["service", "uninstall"]).exit_code == 0
+    wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, 20,
+             "the service to stop")
+
+
+def test_install_says_when_the_service_has_not_reported_in_time(mac: dict[str, Any]) -> None:
+    result = CliRunner().invoke(app, ["service", "install", "--wait", "0.5"])
+    assert result.exit_code == 0, result.output
+    assert "has not reported its permissions yet" in " ".join(result.output.split())
+    assert "apple-flow service status" in result.output

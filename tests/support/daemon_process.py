@@ -61,7 +61,10 @@ class DaemonProcess:
     def log_path(self) -> Path:
         return self.root / f"daemon-{self.starts}.log"
 
-    def start(self, extra_env: dict[str, str] | None = None, timeout: float = 30) -> DaemonProcess:
+    def start(
+        self, extra_env: dict[str, str] | None = None, timeout: float = 30, ready: str = READY
+    ) -> DaemonProcess:
+        """Starts the daemon and waits until its log shows ``ready``."""
         self.starts += 1
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
@@ -69,7 +72,7 @@ class DaemonProcess:
             env={**self.env, **(extra_env or {})}, cwd=self.root, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
         )
         log.close()
-        wait_for(lambda: READY in self.log() or self.process is None or self.process.poll() is not None,
+        wait_for(lambda: ready in self.log() or self.process is None or self.process.poll() is not None,
                  timeout, "the daemon to start")
         if self.process.poll() is not None:
             raise AssertionError(f"the daemon exited with {self.process.returncode}:\n{self.log()}")
@@ -94,13 +97,14 @@ class DaemonProcess:
             self.process.wait(10)
 
     def calls(self) -> list[dict[str, Any]]:
-        """Every osascript call: its argv and its script (stdin), in order."""
+        """Every osascript call that sends (not the Automation probe at start): argv and script (stdin), in order."""
         if not self.sends_log.exists():
             return []
-        return [json.loads(line) for line in self.sends_log.read_text().splitlines() if line.strip()]
+        entries = [json.loads(line) for line in self.sends_log.read_text().splitlines() if line.strip()]
+        return [e for e in entries if len(e["argv"]) >= 3]
 
     def sends(self) -> list[tuple[str, str]]:
-        """(recipient, text) of every osascript call, in order."""
+        """(recipient, text) of every send, in order."""
         return [(e["argv"][1], e["argv"][2]) for e in self.calls()]
 
     def sends_to(self, recipient: str) -> list[str]:

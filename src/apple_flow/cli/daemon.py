@@ -58,10 +58,17 @@ def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, c
         lock.release()
         print_error(exc)
         return 1
+    checks = None
+    if channel == "imessage":
+        from apple_flow.daemon.permissions import PermissionMonitor
+
+        # First, so that the Automation prompt shows at once (a service just installed asks the user now).
+        checks = PermissionMonitor(settings, store)
+        checks.start()
     try:
         connector = build_connector(settings)
         local = (CONSOLE_SENDER,) if channel == "console" else ()
-        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local)
+        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks)
 
         def stop(signum: int, frame: FrameType | None) -> None:
             daemon.request_stop()
@@ -76,6 +83,8 @@ def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, c
         print_error(f"Cannot read messages: {exc}")
         return 1
     finally:
+        if checks is not None:
+            checks.close()
         store.close()
         lock.release()
 

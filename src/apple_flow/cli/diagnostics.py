@@ -6,6 +6,7 @@ import json
 import re
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -19,13 +20,14 @@ from rich.table import Table
 
 from apple_flow.channels.base import InboundMessage, SendError
 from apple_flow.channels.imessage import build_imessage_egress
-from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_binary
+from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem
 from apple_flow.channels.imessage.classify import ReadRules, Skipped, classify
 from apple_flow.channels.imessage.echo import Copies
 from apple_flow.channels.imessage.probe import probe_messages_automation
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError, load_settings
+from apple_flow.daemon.permissions import Responsible, full_disk_access_fix, read_report, responsible_app
 from apple_flow.handles import normalize_handle
 
 out = Console()
@@ -75,13 +77,27 @@ def check_chat_db(path: Path, given: bool) -> tuple[Check, ChatDBError | None]:
     return Check("chat.db", Status.OK, f"{path} readable (newest message rowid {newest})"), None
 
 
-def check_full_disk_access(chat_error: ChatDBError | None, chat_check: Check) -> Check:
+def _for(app: Responsible) -> str:
+    """Which app a permission result applies to: macOS checks the responsible app, not this command."""
+    if app.terminal:
+        return (
+            f"{app.name} (the app this command runs in; the service is checked as itself: "
+            "`apple-flow service status`)"
+        )
+    return app.name
+
+
+def check_full_disk_access(
+    chat_error: ChatDBError | None, chat_check: Check, app: Responsible | None = None
+) -> Check:
+    """For ``app``, by default the app macOS charges this process's file access to."""
+    app = app or responsible_app()
     if not is_macos():
         return Check("Full Disk Access", Status.NA, "macOS only")
     if chat_error is not None and chat_error.problem is ChatDBProblem.NO_PERMISSION:
-        return Check("Full Disk Access", Status.FAIL, f"not granted to {python_binary()}", chat_error.fix)
+        return Check("Full Disk Access", Status.FAIL, f"not granted to {_for(app)}", full_disk_access_fix(app))
     if chat_check.status is Status.OK:
-        return Check("Full Disk Access", Status.OK, f"granted ({python_binary()} can read chat.db)")
+        return Check("Full Disk Access", Status.OK, f"granted to {_for(app)}")
     return Check("Full Disk Access", Status.WARN, "cannot tell until chat.db exists", "see the chat.db line")
 
 
@@ -102,11 +118,31 @@ def check_pickup(path: Path, settings: Settings, chat_check: Check) -> Check:
     )
 
 
-def check_automation(settings: Settings) -> Check:
+def check_automation(settings: Settings, app: Responsible) -> Check:
     if not is_macos():
         return Check("Messages automation", Status.NA, "macOS only (AppleScript)")
-    result = probe_messages_automation(settings.osascript_command, _PROBE_TIMEOUT)
+    result = probe_messages_automation(settings.osascript_command, _PROBE_TIMEOUT, app.name)
     return Check("Messages automation", Status.OK if result.ok else Status.FAIL, result.detail, result.fix)
+
+
+def check_service_report(settings: Settings) -> Check:
+    """What the daemon found when it checked its own permissions (the service's differ from this terminal's)."""
+    if not is_macos():
+        return Check("service", Status.NA, "macOS only")
+    report = read_report(settings.db_path)
+    if report is None:
+        return Check(
+            "service", Status.NA,
+            "no daemon has reported its permissions yet (`apple-flow service install` starts the service)",
+        )
+    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(report.started_at))
+    detail = f"the daemon (pid {report.pid}, started {started}) as {report.app}: " + "; ".join(
+        f"{f.name}: {f.state.value}" for f in report.findings
+    )
+    problems = [f for f in report.findings if not f.ok]
+    if not problems:
+        return Check("service", Status.OK, detail)
+    return Check("service", Status.WARN, detail, " ".join(f"{f.name}: {f.fix or f.detail}." for f in problems))
 
 
 def check_agent(settings: Settings) -> Check:
@@ -171,12 +207,14 @@ def run_doctor(db: Path | None) -> list[Check]:
     settings, settings_check = check_settings()
     path = (db or settings.messages_db_path).expanduser()
     chat_check, chat_error = check_chat_db(path, given=db is not None)
+    app = responsible_app()
     return [
         settings_check,
         chat_check,
         check_pickup(path, settings, chat_check),
-        check_full_disk_access(chat_error, chat_check),
-        check_automation(settings),
+        check_full_disk_access(chat_error, chat_check, app),
+        check_automation(settings, app),
+        check_service_report(settings),
         check_agent(settings),
         check_workspaces(settings),
         check_allowlist(settings),

@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import platform
 import subprocess
+import time
 from collections import deque
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
+from apple_flow.channels.imessage.chatdb import python_binary
+from apple_flow.channels.imessage.probe import AUTOMATION_SETTINGS
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings
+from apple_flow.daemon.permissions import (
+    AUTOMATION,
+    CHAT_DB,
+    PermissionReport,
+    Responsible,
+    State,
+    full_disk_access_fix,
+    read_report,
+)
 from apple_flow.daemon.service import Launchd, ServiceError, build_plist, service_files, systemd_unit
 
 service_app = typer.Typer(help="Run the daemon at login (a launchd agent on macOS).", no_args_is_help=True)
@@ -18,7 +31,8 @@ service_app = typer.Typer(help="Run the daemon at login (a launchd agent on macO
 EnvOption = typer.Option(
     Path(".env"), "--env-file", help="The .env the service reads (its folder is the working folder)."
 )
-
+REPORT_POLL_SECONDS = 0.5
+REPORT_WAIT_SECONDS = 60.0  # the first Automation check waits on the user's answer to the prompt
 
 
 def _launchd_or_exit(settings: Settings, env_file: Path) -> Launchd:
@@ -40,20 +54,86 @@ def _fail(exc: ServiceError) -> typer.Exit:
 
 
 @service_app.command()
-def install(env_file: Path = EnvOption) -> None:
-    """Write ~/Library/LaunchAgents/<label>.plist and load it (starts now and at every login)."""
+def install(
+    env_file: Path = EnvOption,
+    wait: float | None = typer.Option(
+        None, "--wait", min=0, show_default=f"{REPORT_WAIT_SECONDS:g}",
+        help="Seconds to wait for the service to report its permissions (0: do not wait).",
+    ),
+) -> None:
+    """Write ~/Library/LaunchAgents/<label>.plist and load it (starts now and at every login); the service then
+    checks its own permissions (macOS asks you about it now) and this command shows what it found."""
     settings = settings_or_exit(env_file)  # the same .env the service will read
     launchd = _launchd_or_exit(settings, env_file)
     files = service_files(settings)
     env_path = env_file.resolve()
     if not env_path.is_file():
         err.print(f"[yellow]No {env_path}: the service runs with default settings.[/yellow]")
+    since = time.time()
     try:
         launchd.install(files.plist, build_plist(settings, env_path, files), settings.log_dir)
     except ServiceError as exc:
         raise _fail(exc) from exc
     err.print(f"[green]Installed and started[/green] {launchd.target} ({files.plist}). Logs: {files.stderr_log}")
-    err.print("Grant Full Disk Access (for chat.db) and Automation for Messages to this Python if macOS asks.")
+    _explain_permissions(Responsible(str(python_binary()), terminal=False))
+    wait = REPORT_WAIT_SECONDS if wait is None else wait
+    if wait <= 0:
+        return
+    report = _wait_for_report(settings, since, wait)
+    if report is None:
+        err.print(
+            f"[yellow]The service has not reported its permissions yet.[/yellow] Run `apple-flow service status` "
+            f"in a minute, or look at its log: {files.stderr_log}", soft_wrap=True,
+        )
+        return
+    _print_report(report, report.pid)
+    if not report.settled:
+        err.print("Still checking (is a macOS prompt waiting for you?): `apple-flow service status` shows the rest.")
+
+
+def _explain_permissions(app: Responsible) -> None:
+    """What the user must allow for the service, and where: macOS asks about the service's own binary."""
+    name = Path(app.name).name
+    err.print(f"The service runs as {app.name}: macOS asks about it, not about this terminal.", soft_wrap=True)
+    err.print(
+        f"  {AUTOMATION}: macOS asks now whether \u201c{name}\u201d may control \u201cMessages\u201d: click Allow "
+        f"(later: {AUTOMATION_SETTINGS} > {name} > Messages).", soft_wrap=True,
+    )
+    err.print(f"  {CHAT_DB}: {full_disk_access_fix(app)}.", soft_wrap=True)
+
+
+def _wait_for_report(settings: Settings, since: float, seconds: float) -> PermissionReport | None:
+    """The report of the daemon started at ``since`` or later, once settled or when ``seconds`` are up."""
+    deadline = time.monotonic() + seconds
+    report = None
+    try:
+        with err.status("Waiting for the service to check its permissions (answer the macOS prompt if one shows)"):
+            while True:
+                found = read_report(settings.db_path)
+                if found is not None and found.started_at >= since - 1:
+                    report = found
+                    if found.settled:
+                        break
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(REPORT_POLL_SECONDS)
+    except KeyboardInterrupt:
+        err.print("Stopped waiting; the service keeps running.")
+    return report
+
+
+_MARK = {State.OK: "[green]ok[/green]", State.CHECKING: "[yellow]checking[/yellow]"}
+
+
+def _print_report(report: PermissionReport, service_pid: int | None) -> None:
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(report.started_at))
+    whose = "this service process" if report.pid == service_pid else "an earlier run"
+    err.print(f"Permissions of {escape(report.app)} ({whose}, pid {report.pid}, started {started}):", soft_wrap=True)
+    for finding in report.findings:
+        mark = _MARK.get(finding.state, f"[red]{finding.state.value}[/red]")
+        err.print(f"  {escape(finding.name)}: {mark}: {escape(finding.detail)}", soft_wrap=True)
+        if finding.fix:
+            err.print(f"    [bold]fix:[/bold] {escape(finding.fix)}", soft_wrap=True)
 
 
 @service_app.command()
@@ -71,7 +151,8 @@ def uninstall(env_file: Path = EnvOption) -> None:
 
 @service_app.command()
 def status(env_file: Path = EnvOption) -> None:
-    """Say whether the agent is installed and running (exit 1 when not running)."""
+    """Say whether the agent is installed and running, and what its own permission check found (exit 1 when it
+    is not running, or when it lacks a permission)."""
     settings = settings_or_exit(env_file)  # the same .env the service will read
     launchd = _launchd_or_exit(settings, env_file)
     files = service_files(settings)
@@ -84,7 +165,17 @@ def status(env_file: Path = EnvOption) -> None:
         raise typer.Exit(1)
     pid = f", pid {state['pid']}" if "pid" in state else ""
     typer.echo(f"{launchd.target}: {state.get('state', 'unknown')}{pid}")
+    report = read_report(settings.db_path)
+    running = int(state["pid"]) if state.get("pid", "").isdigit() else None
+    if report is None:
+        err.print("No permission report from the daemon yet.")
+    else:
+        _print_report(report, running)
     if state.get("state") != "running":
+        raise typer.Exit(1)
+    if report is not None and report.pid == running and any(
+        f.state in (State.DENIED, State.PROBLEM) for f in report.findings
+    ):
         raise typer.Exit(1)
 
 

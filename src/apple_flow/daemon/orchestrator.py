@@ -56,6 +56,7 @@ class View:
     running: tuple[str, float] | None = None  # the sender's running turn: (its request, when it started)
     queued: int = 0  # the sender's turns waiting to run
     connector_status: str = "not checked yet"
+    checks: str = ""  # what the channel's start-up checks found (the iMessage channel: its permissions)
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,7 @@ class Orchestrator:
         text = (
             f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {view.connector_status}. "
             f"Handled {handled} messages. Yours: {view.queued} queued."
-        )
+        ) + (f"\n{view.checks}" if view.checks else "")
         failed, latest = self._store.failed_sends(self._clock() - UNDELIVERED_WINDOW)
         if latest is not None:
             text += (

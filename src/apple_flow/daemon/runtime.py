@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError
 from apple_flow.config import Settings
@@ -56,6 +57,18 @@ class StartError(RuntimeError):
     """The daemon cannot start reading messages (e.g. chat.db unreadable); the message says what to do."""
 
 
+class StartupChecks(Protocol):
+    """What the channel needs before messages can be read (the iMessage channel: its macOS permissions)."""
+
+    def wait_until_ready(self, stop: threading.Event) -> bool:
+        """True once ready; False when ``stop`` was set first. Says why it waits (log) meanwhile."""
+        ...
+
+    def summary(self) -> str:
+        """One paragraph for ``health``."""
+        ...
+
+
 class Daemon:
     def __init__(
         self,
@@ -66,6 +79,7 @@ class Daemon:
         egress: Egress,
         channel_key: str,
         local_senders: Iterable[str] = (),
+        checks: StartupChecks | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -73,6 +87,7 @@ class Daemon:
         self._ingress = ingress
         self._egress = egress
         self._channel = channel_key
+        self._checks = checks
         policy = Policy(
             settings.allowed_senders, settings.max_messages_per_minute, settings.default_region, local_senders
         )
@@ -111,6 +126,10 @@ class Daemon:
             log.warning("%d run(s) were cut short by the previous shutdown; their messages are handled again",
                         interrupted)
         self._check_connector()
+        # A daemon that exited here would be restarted by launchd every 10 s; it waits instead, saying why.
+        if self._checks is not None and not self._checks.wait_until_ready(self._stop):
+            self._shutdown()
+            return 0
         start = self._store.cursor(self._channel)
         if start is None:
             start = self._first_start()
@@ -256,7 +275,8 @@ class Daemon:
     def _view(self, sender: str) -> View:
         job = self._scheduler.active(sender)
         running = (job.payload.turn.request, job.started_at) if job is not None and job.started_at else None
-        return View(running, self._scheduler.waiting(sender), self.connector_status)
+        checks = self._checks.summary() if self._checks is not None else ""
+        return View(running, self._scheduler.waiting(sender), self.connector_status, checks)
 
     def _apply(self, message: InboundMessage, decision: Decision) -> bool:
         """Does what the orchestrator decided; what it records, it records in one transaction. False (nothing

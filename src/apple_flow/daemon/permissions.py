@@ -1,0 +1,251 @@
+"""What macOS must allow the iMessage daemon: reading chat.db (Full Disk Access) and controlling Messages
+(Automation), checked by the daemon itself.
+
+macOS charges both to the process's *responsible* app: run from a terminal, the terminal app; run by launchd, the
+job's own executable (the virtualenv's resolved ``python3``). A check made from a terminal says nothing about the
+service, so every result names the app it applies to, and the daemon checks for itself at start. Its findings go
+to its log, to ``health``, and to the store, where ``apple-flow service status`` (another process) reads them.
+
+While chat.db cannot be read the daemon waits and tries again with a growing pause, instead of exiting into
+launchd's KeepAlive restart every 10 s. Automation is probed in the background, because the first probe waits on
+the permission prompt until the user answers it, and again later while Messages refuses.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_app_bundle, python_binary
+from apple_flow.channels.imessage.probe import ProbeResult, ProbeState, probe_messages_automation
+from apple_flow.config import Settings
+from apple_flow.daemon.store import Store
+
+log = logging.getLogger(__name__)
+
+REPORT_KEY = "permissions"
+CHAT_DB = "chat.db (Full Disk Access)"
+AUTOMATION = "Messages (Automation)"
+FULL_DISK_ACCESS_SETTINGS = "System Settings > Privacy & Security > Full Disk Access"
+# The first probe may wait on the permission prompt; AppleScript itself gives up on an event after 120 s (-1712).
+PROBE_TIMEOUT_SECONDS = 150.0
+MAX_PAUSE_SECONDS = 300.0
+
+# TERM_PROGRAM of the terminal apps people use, and the name System Settings lists them under.
+TERMINAL_APPS = {
+    "Apple_Terminal": "Terminal",
+    "iTerm.app": "iTerm",
+    "vscode": "Visual Studio Code",
+    "WarpTerminal": "Warp",
+    "ghostty": "Ghostty",
+    "WezTerm": "WezTerm",
+    "Hyper": "Hyper",
+    "tmux": "the terminal app that started tmux",
+}
+
+
+@dataclass(frozen=True)
+class Responsible:
+    """The app macOS asks about for this process."""
+
+    name: str
+    terminal: bool  # a terminal app (GUI), rather than this process's own binary (a launchd job)
+
+
+def responsible_app(environ: Mapping[str, str] | None = None) -> Responsible:
+    env = os.environ if environ is None else environ
+    program = env.get("TERM_PROGRAM", "")
+    if program:
+        return Responsible(TERMINAL_APPS.get(program, program), True)
+    bundle = env.get("__CFBundleIdentifier", "")  # set by macOS for everything an app (e.g. an IDE) starts
+    if bundle:
+        return Responsible(bundle, True)
+    return Responsible(str(python_binary()), False)
+
+
+class State(StrEnum):
+    OK = "ok"
+    CHECKING = "checking"
+    DENIED = "denied"
+    PROBLEM = "problem"
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str
+    state: State
+    detail: str
+    fix: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.state is State.OK
+
+    def line(self) -> str:
+        text = f"{self.name}: {self.state.value}: {self.detail}"
+        return f"{text}. Fix: {self.fix}" if self.fix else text
+
+
+@dataclass(frozen=True)
+class PermissionReport:
+    app: str
+    pid: int
+    started_at: float
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.findings)
+
+    @property
+    def settled(self) -> bool:
+        return all(f.state is not State.CHECKING for f in self.findings)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> PermissionReport:
+        data = json.loads(text)
+        findings = tuple(Finding(f["name"], State(f["state"]), f["detail"], f["fix"]) for f in data["findings"])
+        return cls(data["app"], int(data["pid"]), float(data["started_at"]), findings)
+
+
+def full_disk_access_fix(app: Responsible) -> str:
+    if app.terminal:
+        return (
+            f"grant Full Disk Access to {app.name} in {FULL_DISK_ACCESS_SETTINGS}, then quit and reopen {app.name} "
+            "(a terminal's grant does not cover the service: it is checked as its own Python)"
+        )
+    bundle = python_app_bundle()
+    also = f" (and {bundle}, for this framework build of Python)" if bundle is not None else ""
+    return (
+        f"grant Full Disk Access to {app.name}{also} in {FULL_DISK_ACCESS_SETTINGS} (the + button; Cmd+Shift+G "
+        "to type the path); apple-flow tries again by itself, or run `apple-flow service restart`"
+    )
+
+
+def chat_db_finding(read: Callable[[], int], path: Path, app: Responsible) -> Finding:
+    try:
+        newest = read()
+    except ChatDBError as exc:
+        if exc.problem is ChatDBProblem.NO_PERMISSION:
+            return Finding(CHAT_DB, State.DENIED, f"{app.name} may not read {path}", full_disk_access_fix(app))
+        return Finding(CHAT_DB, State.PROBLEM, exc.what, exc.fix)
+    return Finding(CHAT_DB, State.OK, f"{path} readable by {app.name} (newest message {newest})")
+
+
+def automation_finding(result: ProbeResult) -> Finding:
+    if result.ok:
+        return Finding(AUTOMATION, State.OK, result.detail)
+    state = State.DENIED if result.state is ProbeState.DENIED else State.PROBLEM
+    return Finding(AUTOMATION, state, result.detail, result.fix)
+
+
+def read_report(db_path: Path) -> PermissionReport | None:
+    """The daemon's last report, read-only from another process; None when there is none (yet)."""
+    if not db_path.is_file():
+        return None
+    try:
+        connection = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=2)
+        try:
+            row = connection.execute("SELECT value FROM meta WHERE key = ?", (REPORT_KEY,)).fetchone()
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return None  # no meta table yet, or the file is being created
+    return PermissionReport.from_json(row[0]) if row else None
+
+
+class PermissionMonitor:
+    """The daemon's own check of its permissions; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        app: Responsible | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self.app = app or responsible_app()
+        self._path = settings.messages_db_path
+        self._first_pause = settings.poll_interval_seconds
+        self._started_at = clock()
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._findings = {
+            CHAT_DB: Finding(CHAT_DB, State.CHECKING, f"not read yet by {self.app.name}"),
+            AUTOMATION: Finding(
+                AUTOMATION, State.CHECKING,
+                f"asking Messages as {self.app.name} (macOS may ask you to allow it: click Allow)",
+            ),
+        }
+
+    def start(self) -> None:
+        """Reads chat.db once now and starts the Automation probe (whose prompt shows right away)."""
+        self._record(self._findings[AUTOMATION])
+        self._check_chat_db()
+        threading.Thread(target=self._probe_automation, name="automation-probe", daemon=True).start()
+
+    def close(self) -> None:
+        self._closed.set()
+
+    def wait_until_ready(self, stop: threading.Event) -> bool:
+        """Returns once chat.db can be read (True), or when ``stop`` is set (False). Tries again after a pause
+        that doubles up to five minutes."""
+        pause = self._first_pause
+        while not self._findings[CHAT_DB].ok:
+            log.warning("cannot read messages yet; trying again in %g s", pause)
+            if stop.wait(pause):
+                return False
+            pause = min(pause * 2, MAX_PAUSE_SECONDS)
+            self._check_chat_db()
+        return True
+
+    def report(self) -> PermissionReport:
+        with self._lock:
+            findings = tuple(self._findings.values())
+        return PermissionReport(self.app.name, os.getpid(), self._started_at, findings)
+
+    def summary(self) -> str:
+        """One paragraph for ``health``."""
+        report = self.report()
+        parts = [f.line() for f in report.findings]
+        return f"Permissions of {report.app}: " + "; ".join(parts)
+
+    def _check_chat_db(self) -> None:
+        db = ChatDB(self._path)
+        try:
+            self._record(chat_db_finding(db.latest_rowid, self._path, self.app))
+        finally:
+            db.close()
+
+    def _probe_automation(self) -> None:
+        pause = self._first_pause
+        while not self._closed.is_set():
+            result = probe_messages_automation(self._settings.osascript_command, PROBE_TIMEOUT_SECONDS, self.app.name)
+            self._record(automation_finding(result))
+            if result.ok or result.state is ProbeState.UNAVAILABLE or self._closed.wait(pause):
+                return
+            pause = min(pause * 2, MAX_PAUSE_SECONDS)
+
+    def _record(self, finding: Finding) -> None:
+        with self._lock:
+            changed = self._findings.get(finding.name) != finding
+            self._findings[finding.name] = finding
+        if changed:
+            (log.info if finding.state in (State.OK, State.CHECKING) else log.error)("%s", finding.line())
+        try:
+            self._store.set_meta(REPORT_KEY, self.report().to_json())
+        except Exception:  # the report is for people; it must not stop the daemon
+            log.exception("could not record the permission report")

@@ -1,0 +1,183 @@
+"""The daemon checks its own permissions (chat.db, Automation) at start, names the app macOS charges them to, and
+reports them in its log, its store (for `service status`) and `health`; while chat.db cannot be read it stays up
+and tries again with a growing pause instead of exiting into launchd's restart loop."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem, python_binary
+from apple_flow.config import Settings, load_settings
+from apple_flow.daemon.permissions import (
+    AUTOMATION,
+    CHAT_DB,
+    PermissionMonitor,
+    Responsible,
+    State,
+    chat_db_finding,
+    read_report,
+    responsible_app,
+)
+from apple_flow.daemon.store import Store
+from channels.conftest import FakeOsascript
+from support.chatdb import ChatDbWriter
+from support.daemon_process import DaemonProcess, wait_for
+
+ANA = "+15551234567"
+SERVICE = Responsible("/opt/venv/bin/python3.12", terminal=False)
+
+
+@pytest.fixture
+def fake_osascript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeOsascript:
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    return FakeOsascript(folder, monkeypatch)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = Store(tmp_path / "state" / "relay.db")
+    yield opened
+    opened.close()
+
+
+def settings_for(chat_db: Path, **overrides: Any) -> Settings:
+    return load_settings(env_file=None, messages_db_path=chat_db, poll_interval_seconds=0.1, **overrides)
+
+
+@pytest.mark.parametrize(
+    ("environ", "name", "terminal"),
+    [
+        ({"TERM_PROGRAM": "Apple_Terminal"}, "Terminal", True),
+        ({"TERM_PROGRAM": "iTerm.app"}, "iTerm", True),
+        ({"TERM_PROGRAM": "vscode", "__CFBundleIdentifier": "com.microsoft.VSCode"}, "Visual Studio Code", True),
+        ({"__CFBundleIdentifier": "com.jetbrains.pycharm"}, "com.jetbrains.pycharm", True),
+        ({"XPC_SERVICE_NAME": "com.apple-flow.daemon"}, str(python_binary()), False),  # a launchd job
+    ],
+)
+def test_the_responsible_app_is_the_terminal_or_else_the_python_binary(
+    environ: dict[str, str], name: str, terminal: bool
+) -> None:
+    assert responsible_app(environ) == Responsible(name, terminal)
+
+
+def test_no_full_disk_access_names_the_app_and_where_to_grant_it(tmp_path: Path) -> None:
+    def denied() -> int:
+        raise ChatDBError(ChatDBProblem.NO_PERMISSION, "authorization denied", "grant Full Disk Access")
+
+    service = chat_db_finding(denied, tmp_path / "chat.db", SERVICE)
+    assert service.state is State.DENIED and SERVICE.name in service.detail
+    assert "System Settings > Privacy & Security > Full Disk Access" in service.fix
+    assert "apple-flow service restart" in service.fix and SERVICE.name in service.fix
+    terminal = chat_db_finding(denied, tmp_path / "chat.db", Responsible("Terminal", terminal=True))
+    assert "grant Full Disk Access to Terminal" in terminal.fix and "quit and reopen Terminal" in terminal.fix
+    assert "does not cover the service" in terminal.fix
+
+
+def test_the_monitor_probes_automation_at_start_and_records_a_report(
+    chat_db: ChatDbWriter, store: Store, fake_osascript: FakeOsascript
+) -> None:
+    chat_db.message("hello", sender=ANA)
+    monitor = PermissionMonitor(settings_for(chat_db.path), store, app=SERVICE)
+    monitor.start()
+    report = wait_for(lambda: (r := read_report(store.path)) and r.settled and r, 10, "a settled report")
+    monitor.close()
+    assert report.ok and report.app == SERVICE.name
+    findings = {f.name: f for f in report.findings}
+    assert "readable by /opt/venv/bin/python3.12 (newest message 1)" in findings[CHAT_DB].detail
+    assert "may control Messages (iMessage account 8D5E0A7B" in findings[AUTOMATION].detail
+    (call,) = fake_osascript.calls()
+    assert call["argv"] == ["-"] and "get id of 1st account whose service type = iMessage" in call["stdin"]
+    assert "Permissions of /opt/venv/bin/python3.12: chat.db (Full Disk Access): ok" in monitor.summary()
+
+
+def test_a_refused_automation_is_reported_with_its_fix_and_probed_again(
+    chat_db: ChatDbWriter, store: Store, fake_osascript: FakeOsascript, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_osascript.mode("deny")
+    monitor = PermissionMonitor(settings_for(chat_db.path), store, app=SERVICE)
+    with caplog.at_level(logging.INFO, logger="apple_flow.daemon.permissions"):
+        monitor.start()
+        wait_for(lambda: len(fake_osascript.calls()) >= 2, 10, "a second probe")
+        fake_osascript.mode("ok")
+        wait_for(lambda: (r := read_report(store.path)) and r.ok, 10, "the report to turn ok")
+    monitor.close()
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any("Messages (Automation): denied" in e and "Privacy & Security > Automation" in e for e in errors)
+    assert len(errors) == 1  # one line per change, not one per probe
+
+
+def test_waiting_for_chat_db_backs_off_and_ends_when_it_is_readable(
+    tmp_path: Path, store: Store, fake_osascript: FakeOsascript, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "Messages" / "chat.db"
+    monitor = PermissionMonitor(settings_for(path), store, app=SERVICE)
+    ready: list[bool] = []
+    stop = threading.Event()
+    with caplog.at_level(logging.INFO, logger="apple_flow.daemon.permissions"):
+        monitor.start()
+        waiter = threading.Thread(target=lambda: ready.append(monitor.wait_until_ready(stop)))
+        waiter.start()
+        wait_for(lambda: "trying again in 0.4 s" in caplog.text, 10, "the third pause")
+        report = read_report(store.path)
+        assert report is not None
+        chat = {f.name: f for f in report.findings}[CHAT_DB]
+        assert chat.state is State.PROBLEM and "does not exist" in chat.detail
+        ChatDbWriter(path).close()
+        waiter.join(10)
+    assert ready == [True]
+    pauses = [r.getMessage() for r in caplog.records if "trying again in" in r.getMessage()]
+    assert pauses[:3] == [f"cannot read messages yet; trying again in {p} s" for p in ("0.1", "0.2", "0.4")]
+    monitor.close()
+
+
+def test_a_stop_request_ends_the_wait(tmp_path: Path, store: Store, fake_osascript: FakeOsascript) -> None:
+    monitor = PermissionMonitor(settings_for(tmp_path / "nowhere.db"), store, app=SERVICE)
+    monitor.start()
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    started = time.monotonic()
+    assert monitor.wait_until_ready(stop) is False
+    assert time.monotonic() - started < 5
+    monitor.close()
+
+
+def test_a_daemon_that_cannot_read_chat_db_stays_up_says_why_and_starts_once_it_can(
+    tmp_path: Path, workspace: Path
+) -> None:
+    missing = tmp_path / "later" / "chat.db"
+    daemon = DaemonProcess(
+        tmp_path / "daemon", missing,
+        {"APPLE_FLOW_ALLOWED_SENDERS": ANA, "APPLE_FLOW_DEFAULT_WORKSPACE": str(workspace),
+         "APPLE_FLOW_AFM_COMMAND": str(tmp_path / "no-apple-code")},
+    )
+    try:
+        daemon.start(ready="trying again in 0.2 s")
+        time.sleep(1)
+        assert daemon.process is not None and daemon.process.poll() is None, daemon.log()
+        assert "does not exist" in daemon.log()
+        report = wait_for(lambda: read_report(daemon.db_path), 10, "the report")
+        assert {f.name: f.state for f in report.findings}[CHAT_DB] is State.PROBLEM
+
+        writer = ChatDbWriter(missing)
+        wait_for(lambda: "apple-flow daemon ready" in daemon.log(), 20, "the daemon to start reading")
+        writer.message("health", sender=ANA)
+        reply = wait_for(lambda: daemon.sends_to(ANA), 20, "the health reply")[0]
+        writer.close()
+        assert "chat.db (Full Disk Access): ok" in reply and "Messages (Automation): ok" in reply
+    finally:
+        daemon.stop()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    return folder
