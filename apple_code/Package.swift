@@ -6,7 +6,10 @@ import PackageDescription
 // Targets compiled against the mirror. The define changes their build flags, so that objects compiled before the
 // mirror became resilient are rebuilt (the driver's incremental build does not notice a dependency's resilience
 // change; stale objects crash). It selects no code.
-let mirrorClientSettings: [SwiftSetting] = [.define("FM_MIRROR_RESILIENT", .when(platforms: [.linux]))]
+// On Linux the mirror and its clients are built as with the 26.4 SDK (tokenCount, contextSize, `@concurrent` tool
+// calls), so the tests run the newest code path; scripts/fm-interface-gate.sh type-checks the 26.1 variant too.
+let linuxSDK: SwiftSetting = .define("FM_SDK_26_4", .when(platforms: [.linux]))
+let mirrorClientSettings: [SwiftSetting] = [.define("FM_MIRROR_RESILIENT", .when(platforms: [.linux])), linuxSDK]
 
 let package = Package(
     name: "apple-code",
@@ -32,6 +35,7 @@ let package = Package(
             packageAccess: false,
             swiftSettings: [
                 .unsafeFlags(["-enable-library-evolution", "-suppress-warnings"], .when(platforms: [.linux])),
+                linuxSDK,
             ]
         ),
         // The only code that talks to FoundationModels (the real framework on macOS, the mirror on Linux).

@@ -125,6 +125,7 @@ class LocalModelServer:
         model = model_file()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         pid = self._pid()
+        started: subprocess.Popen[bytes] | None = None
         if pid is None:
             if self.answers(timeout=0.5):
                 raise LocalModelError(
@@ -140,12 +141,14 @@ class LocalModelServer:
                     start_new_session=True,
                 )
             self.pid_file.write_text(f"{process.pid}\n")
-            pid = process.pid
+            started = process
         deadline = time.monotonic() + wait_seconds
         while time.monotonic() < deadline:
             if self.answers(timeout=1.0):
                 return self.status()
-            if self._pid() is None:
+            # The child started here is followed by its handle: until it has exec'd, its command line is this
+            # process's, which _pid() would take for a stranger.
+            if (started.poll() is not None) if started is not None else self._pid() is None:
                 raise LocalModelError(f"The model server exited while starting. Last log lines:\n{self.log_tail()}")
             time.sleep(0.25)
         self.stop()

@@ -4,6 +4,7 @@ leaving nothing behind."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,3 +113,19 @@ def test_a_server_that_dies_while_starting_reports_its_log(monkeypatch: pytest.M
     server = LocalModelServer(port=free_port(), state_dir=tmp_path)
     with pytest.raises(LocalModelError, match="exited while starting"):
         server.start(wait_seconds=20)
+
+
+def test_a_server_not_yet_recognisable_is_waited_for(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Between fork and exec the child's command line is still its parent's (no "llama_cpp.server"): on a busy
+    machine start() took that for a server that had died and gave up at once. The child it started is followed
+    by its own handle instead."""
+    require_local_model()
+    import apple_flow.localmodel as localmodel
+
+    monkeypatch.setattr(localmodel, "server_command",
+                        lambda model, host, port: ["python3", "-c", "import time; time.sleep(3)"])
+    server = LocalModelServer(port=free_port(), state_dir=tmp_path)
+    started = time.monotonic()
+    with pytest.raises(LocalModelError, match="exited while starting"):
+        server.start(wait_seconds=20)
+    assert time.monotonic() - started >= 2.5

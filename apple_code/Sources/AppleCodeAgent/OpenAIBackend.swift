@@ -41,6 +41,9 @@ public struct ServerProbe: Sendable, Equatable {
     /// llama-cpp-python's server (it reports `owned_by: "me"`); its chatml-function-calling format drops
     /// `role:"tool"` messages, so results are folded into user messages there.
     public var dropsToolMessages: Bool
+    /// The server accepted the connection but did not answer within the probe's time (llama.cpp answers
+    /// `/models` only between generations); nothing else is known then.
+    public var busy = false
 }
 
 /// One chat completion over HTTP in the OpenAI wire format, streamed: text reaches `onText` as it is generated,
@@ -227,12 +230,40 @@ public struct OpenAIBackend: AgentBackend {
         self.style = style
     }
 
-    /// `GET {base}/models` with a short timeout: is a server there, which models, which kind.
-    public static func probe(_ endpoint: OpenAIEndpoint, timeout: TimeInterval = 3) async -> Result<ServerProbe, AgentError> {
+    /// `GET {base}/models` with a short timeout: is a server there, which models, which kind. A server that
+    /// accepts the connection and does not answer in time is busy, not missing: with `waitWhileBusy` it is asked
+    /// again, each time waiting twice as long, until it answers (the run's --timeout ends the wait); without,
+    /// the probe says it is busy. Only a server that cannot be reached at all (refused, unknown host, the
+    /// connection not accepted) is `modelUnavailable`.
+    public static func probe(_ endpoint: OpenAIEndpoint, timeout: TimeInterval = 3, waitWhileBusy: Bool = false,
+                             log: @Sendable (String) -> Void = { _ in }) async -> Result<ServerProbe, AgentError> {
         let url: URL
         do { url = try endpoint.url("/models") } catch let error as AgentError { return .failure(error) } catch {
             return .failure(AgentError(.usage, "\(error)"))
         }
+        var wait = timeout
+        while true {
+            switch await models(endpoint, url: url, timeout: wait) {
+            case .some(let result):
+                return result
+            case nil:
+                guard await TCPProbe.accepts(host: url.host ?? "", port: url.port ?? (url.scheme == "https" ? 443 : 80),
+                                             timeout: timeout) else {
+                    return .failure(endpoint.unreachable("nothing accepted a connection within \(Int(timeout)) s"))
+                }
+                guard waitWhileBusy, !Task.isCancelled else {
+                    return .success(ServerProbe(models: [], dropsToolMessages: false, busy: true))
+                }
+                wait *= 2
+                log("the server at \(endpoint.baseURL) is busy (it accepts connections but did not answer /models "
+                    + "within \(Int(wait / 2)) s); waiting up to \(Int(wait)) s more for it")
+            }
+        }
+    }
+
+    /// One `GET /models`: its outcome, or nil when it did not answer within `timeout`.
+    private static func models(_ endpoint: OpenAIEndpoint, url: URL,
+                               timeout: TimeInterval) async -> Result<ServerProbe, AgentError>? {
         do {
             let response = try await HTTPClient.send(url: url, method: "GET", body: nil, headers: endpoint.headers,
                                                      timeout: timeout)
@@ -251,8 +282,7 @@ public struct OpenAIBackend: AgentBackend {
         } catch HTTPClient.Failure.cannotConnect(let detail) {
             return .failure(endpoint.unreachable(detail))
         } catch HTTPClient.Failure.timedOut {
-            return .failure(AgentError(.modelUnavailable,
-                                       "the server at \(endpoint.baseURL) did not answer /models within \(Int(timeout)) s"))
+            return nil
         } catch {
             return .failure(AgentError(.modelUnavailable, "cannot reach \(endpoint.baseURL): \(error)"))
         }
@@ -260,6 +290,9 @@ public struct OpenAIBackend: AgentBackend {
 
     public func availability() async -> Availability {
         switch await Self.probe(endpoint) {
+        case .success(let probe) where probe.busy:
+            return Availability(available: true, reason: "OpenAI-compatible server at \(endpoint.baseURL) accepts "
+                + "connections but is busy (it did not answer /models within 3 s)")
         case .success(let probe):
             let names = probe.models.isEmpty ? "no models listed" : "models: " + probe.models.prefix(5).joined(separator: ", ")
             return Availability(available: true, reason: "OpenAI-compatible server at \(endpoint.baseURL) answers (\(names))")

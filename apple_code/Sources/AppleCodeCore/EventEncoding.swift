@@ -63,16 +63,25 @@ extension RunReport {
             "result": .string(result),
             "num_turns": .int(progress.turns),
             "duration_ms": .int(durationMs),
-            "usage": [
-                "input_tokens": .int(progress.usage.inputTokens),
-                "output_tokens": .int(progress.usage.outputTokens),
-                "estimated": .bool(progress.usage.estimated),
-            ],
+            "usage": usageJSON,
             "files_changed": .array(progress.filesChanged.map(JSONValue.string)),
             "commands_run": .int(progress.commandsRun),
             "backend": .string(backend),
             "model": .string(model),
         ]
+    }
+}
+
+extension RunReport {
+    /// `fixed_tokens` (instructions and tool definitions) only where a request was budgeted.
+    var usageJSON: JSONValue {
+        var usage: JSONObject = [
+            "input_tokens": .int(progress.usage.inputTokens),
+            "output_tokens": .int(progress.usage.outputTokens),
+            "estimated": .bool(progress.usage.estimated),
+        ]
+        if let fixed = progress.usage.fixedTokens { usage["fixed_tokens"] = .int(fixed) }
+        return .object(usage)
     }
 }
 

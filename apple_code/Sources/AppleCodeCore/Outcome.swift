@@ -49,16 +49,21 @@ public struct Usage: Sendable, Equatable {
     public var outputTokens: Int
     /// True where tokens were counted by `TokenEstimator` rather than reported by the model.
     public var estimated: Bool
+    /// What every request pays before the conversation (instructions and tool definitions), in the same kind of
+    /// count as the rest (`estimated`); the largest of a plan's runs. Nil where no request was made.
+    public var fixedTokens: Int?
 
-    public init(inputTokens: Int = 0, outputTokens: Int = 0, estimated: Bool = true) {
+    public init(inputTokens: Int = 0, outputTokens: Int = 0, estimated: Bool = true, fixedTokens: Int? = nil) {
         self.inputTokens = inputTokens
         self.outputTokens = outputTokens
         self.estimated = estimated
+        self.fixedTokens = fixedTokens
     }
 
     public static func + (a: Usage, b: Usage) -> Usage {
-        Usage(inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens,
-              estimated: a.estimated || b.estimated)
+        let fixed = [a.fixedTokens, b.fixedTokens].compactMap { $0 }.max()
+        return Usage(inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens,
+                     estimated: a.estimated || b.estimated, fixedTokens: fixed)
     }
 }
 

@@ -1,13 +1,18 @@
 import AppleCodeCore
 
-/// The token budget of one Foundation Models window, estimated before any request (the 26.0-26.3 SDKs have no
-/// token counter). The figures and the exit-4 rule are the shared `ContextBudget`'s, so both backends agree;
-/// this adds what the framework's own tool loop needs. Every new session pays instructions and tools again.
+/// The token budget of one Foundation Models window, before any request: counted by the model where it can
+/// (`ModelTokens`, 26.4), estimated elsewhere. The figures and the exit-4 rule are the shared `ContextBudget`'s,
+/// so both backends agree; this adds what the framework's own tool loop needs. Every new session pays
+/// instructions and tools again. All figures are in the budget's kind of tokens (`budget.exact`).
 struct ContextPlan: Sendable, Equatable {
     let budget: ContextBudget
 
     init(window: Int, instructions: String, tools: [ToolSpec]) {
         budget = ContextBudget(contextTokens: window, instructions: instructions, tools: tools)
+    }
+
+    init(budget: ContextBudget) {
+        self.budget = budget
     }
 
     var window: Int { budget.contextTokens }
@@ -33,13 +38,13 @@ struct ContextPlan: Sendable, Equatable {
 
     /// Throws `AgentError(.context)` (exit 4) when instructions, tool definitions, answer reserve and the task
     /// cannot fit one window.
-    func check(task: String) throws {
-        try budget.check(task: task)
+    func check(taskTokens: Int) throws {
+        try budget.check(taskTokens: taskTokens)
     }
 
     /// One line of figures for `--verbose`.
     var figures: String {
-        "fm budget (estimated tokens): window \(window), instructions \(instructionsTokens), "
+        "fm budget (\(budget.countKind)): window \(window), instructions \(instructionsTokens), "
             + "tool definitions \(toolTokens), answer reserve \(answerReserve), "
             + "left for the task and tool results \(workingTokens), per result at most \(resultCap), "
             + "response limit \(responseTokenLimit)"

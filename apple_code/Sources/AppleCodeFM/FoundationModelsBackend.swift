@@ -9,7 +9,8 @@ import AppleCodeCore
 /// tools bridged through runtime schemas, text streamed from cumulative snapshots.
 ///
 /// Written against the 26.0-26.3 SDK surface. Building with `-Xswiftc -DFM_SDK_26_4` (scripts/check-macos.sh
-/// does this when `xcrun --show-sdk-version` is 26.4 or later) also reads the model's real window size.
+/// does this when `xcrun --show-sdk-version` is 26.4 or later) also reads the model's real window size and, on
+/// macOS 26.4 or later, budgets with the model's own token counts (`ModelTokens`).
 public struct FoundationModelsBackend: AgentBackend {
     public let name = "fm"
     public let model = "apple-on-device"
@@ -97,27 +98,36 @@ public struct FoundationModelsBackend: AgentBackend {
         let availability = await availability()
         guard availability.available else { throw AgentError(.modelUnavailable, availability.reason) }
 
-        let plan = ContextPlan(window: request.contextTokens, instructions: request.instructions,
-                               tools: request.tools.map(\.spec))
+        // The model's own counts where it has them (26.4), else the estimator: one kind of tokens for the run.
+        let specs = request.tools.map(\.spec)
+        let modelTokens = ModelTokens(model: languageModel)
+        let plan = await modelTokens.plan(window: request.contextTokens, instructions: request.instructions,
+                                          tools: specs)
+        let counter = plan.budget.exact ? modelTokens : nil
         if request.verbose { request.log(plan.figures) }
-        try plan.check(task: request.prompt)
+        let taskTokens = await counter?.count(request.prompt) ?? TokenEstimator.estimate(request.prompt)
+        try plan.check(taskTokens: taskTokens)
 
         let ledger = RunLedger(plan: plan, maxToolCalls: request.maxTurns)
+        if counter != nil {
+            ledger.sample(counted: plan.instructionsTokens, text: request.instructions)
+            ledger.sample(counted: plan.toolTokens, text: ContextBudget.toolDefinitionText(specs))
+            ledger.sample(counted: taskTokens, text: request.prompt)
+        }
         let tools: [any Tool]
         do {
-            tools = try request.tools.map { try FrameworkTool($0, ledger: ledger, events: events, request: request) }
+            tools = try request.tools.map {
+                try FrameworkTool($0, ledger: ledger, events: events, request: request, counter: counter)
+            }
         } catch {
             throw AgentError(.backendError, "a tool's parameters could not be turned into a schema: \(error)")
         }
 
-        var prompt = request.prompt
-        if TokenEstimator.estimate(prompt) > plan.promptLimit {
-            prompt = TokenEstimator.cut(prompt, toTokens: plan.promptLimit).text
-            events.notice("the task was cut to fit the \(plan.window)-token context window")
-        }
+        let prompt = await Self.fit(request.prompt, plan: plan, counter: counter)
+        if prompt.cut { events.notice("the task was cut to fit the \(plan.window)-token context window") }
 
         let attempts = Attempts(backend: self, request: request, events: events, ledger: ledger, tools: tools,
-                                firstPrompt: prompt)
+                                counter: counter, firstPrompt: prompt.text)
         do {
             return try await withDeadline(request.deadline) { try await attempts.run() }
         } catch let error as AgentError {
@@ -132,6 +142,21 @@ public struct FoundationModelsBackend: AgentBackend {
     }
 }
 
+extension FoundationModelsBackend {
+    /// A window's prompt within `plan.promptLimit` (cut, head and tail kept, when over) and its tokens, counted
+    /// by `counter` where it can, else estimated.
+    static func fit(_ prompt: String, plan: ContextPlan,
+                    counter: ModelTokens?) async -> (text: String, tokens: Int, cut: Bool) {
+        if let counter, let tokens = await counter.count(prompt) {
+            if tokens <= plan.promptLimit { return (prompt, tokens, false) }
+            let cut = await ExactFit.cut(prompt, toTokens: plan.promptLimit) { await counter.count($0) }
+            if let cutTokens = cut.tokens { return (cut.text, cutTokens, true) }
+        }
+        let cut = TokenEstimator.cut(prompt, toTokens: plan.promptLimit)
+        return (cut.text, TokenEstimator.estimate(cut.text), cut.truncated)
+    }
+}
+
 /// The windows of one run: a fresh session per attempt, restarted with a condensed prompt after an overflow and
 /// retried after a busy or rate-limited model.
 private struct Attempts: Sendable {
@@ -140,6 +165,7 @@ private struct Attempts: Sendable {
     let events: any EventSink
     let ledger: RunLedger
     let tools: [any Tool]
+    let counter: ModelTokens?
     let firstPrompt: String
 
     func run() async throws -> AgentAnswer {
@@ -148,12 +174,15 @@ private struct Attempts: Sendable {
         var retries = 0
         while true {
             try Task.checkCancellation()
-            ledger.startWindow(prompt: prompt)
+            let window = await FoundationModelsBackend.fit(prompt, plan: ledger.plan, counter: counter)
+            prompt = window.text
+            ledger.startWindow(promptTokens: window.tokens)
             let session = LanguageModelSession(model: backend.languageModel, tools: tools,
                                                instructions: request.instructions)
             let failure: ResponseFailure
             do {
                 let text = try await respond(session, prompt: prompt)
+                if let counter { ledger.noteAnswerTokens(await counter.count(text)) }
                 return AgentAnswer(text: text, progress: ledger.progress(answered: true))
             } catch {
                 // A cancelled stream may fail with any error; cancellation is what happened.
@@ -164,7 +193,7 @@ private struct Attempts: Sendable {
                 restarts += 1
                 if request.verbose {
                     request.log("fm context overflow (window \(ledger.plan.window), about \(ledger.windowTokens) "
-                                + "tokens estimated in use): \(detail)")
+                                + "tokens in use, \(ledger.plan.budget.countKind)): \(detail)")
                 }
                 guard restarts <= FoundationModelsBackend.maxRestarts else {
                     throw failed(.backendError, """
@@ -219,11 +248,13 @@ private struct Attempts: Sendable {
         return deltas.text
     }
 
+    /// Made with the estimator, to the prompt limit at the run's rate; `fit` cuts it if the model counts more.
     private func condensedPrompt() -> String {
         let progress = ledger.progress()
+        let limit = ledger.plan.promptLimit
         return CondensedPrompt.make(task: request.prompt, journal: ledger.journal,
                                     filesChanged: progress.filesChanged, partialAnswer: ledger.answer,
-                                    maxTokens: ledger.plan.promptLimit)
+                                    maxTokens: counter == nil ? limit : ledger.rate.estimatedBudget(forCounted: limit))
     }
 
     private func failed(_ outcome: RunOutcome, _ message: String) -> AgentError {

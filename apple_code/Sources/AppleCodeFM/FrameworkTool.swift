@@ -21,8 +21,11 @@ struct FrameworkTool: Tool {
     let workspace: String
     let deadline: ContinuousClock.Instant?
     let log: @Sendable (String) -> Void
+    /// Counts results when the run's plan is the model's own counts; nil: the estimator budgets.
+    let counter: ModelTokens?
 
-    init(_ tool: any AgentTool, ledger: RunLedger, events: any EventSink, request: AgentRequest) throws {
+    init(_ tool: any AgentTool, ledger: RunLedger, events: any EventSink, request: AgentRequest,
+         counter: ModelTokens? = nil) throws {
         name = tool.spec.name
         description = tool.spec.description
         parameters = try Self.schema(for: tool.spec)
@@ -32,6 +35,7 @@ struct FrameworkTool: Tool {
         workspace = request.workspace
         deadline = request.deadline
         log = request.log
+        self.counter = counter
     }
 
     /// The same parameter spec the OpenAI backend renders to JSON Schema, as a `GenerationSchema`.
@@ -68,16 +72,16 @@ struct FrameworkTool: Tool {
             events.emit(AgentEvent(.toolResult(id: id, name: name, ok: false, summary: refused.summary,
                                                truncated: false), detail: refused.eventDetail))
             return refused.text
-        case .run(let id, let budget):
+        case .run(let id, let room):
             events.emit(.toolCall(id: id, name: name, arguments: raw))
-            let context = ToolContext(workspace: workspace, maxResultTokens: budget, deadline: deadline, log: log)
-            var result = await tool.call(raw: raw, context: context)
-            let cut = TokenEstimator.cut(result.text, toTokens: budget)
-            if cut.truncated {
-                result.text = cut.text
-                result.truncated = true
-            }
-            ledger.finishCall(tool: name, arguments: raw.jsonText, result: result)
+            let context = ToolContext(workspace: workspace, maxResultTokens: room, deadline: deadline, log: log)
+            let count: ((String) async -> Int?)? = counter.map { counter in { await counter.count($0) } }
+            let (result, resultTokens) = await ExactFit.run(tool, raw: raw, context: context, room: room,
+                                                            rate: ledger.rate, count: count)
+            if let resultTokens { ledger.sample(counted: resultTokens, text: result.text) }
+            let callTokens = await counter?.count(name + raw.jsonText)
+            ledger.finishCall(tool: name, arguments: raw.jsonText, result: result, callTokens: callTokens,
+                              resultTokens: resultTokens)
             events.emit(AgentEvent(.toolResult(id: id, name: name, ok: result.ok, summary: result.summary,
                                                truncated: result.truncated), detail: result.eventDetail))
             return result.text

@@ -23,10 +23,17 @@ final class RunLedger: Sendable {
         var inputTokens = 0
         var outputTokens = 0
         var answer = ""
+        /// The current window's answer as the model counted it (nil: estimate it).
+        var answerTokens: Int?
         var journal: [JournalEntry] = []
         var progress = RunProgress()
+        /// Texts counted by the model this run, against their estimates.
+        var rate = TokenRate()
+        /// A figure of an exact plan had to be estimated (the model did not count it).
+        var estimatedSome = false
     }
 
+    /// All figures are in the plan's kind of tokens: the model's counts when `plan.budget.exact`, else estimates.
     let plan: ContextPlan
     let maxToolCalls: Int
     private let state = Mutex(State())
@@ -36,16 +43,24 @@ final class RunLedger: Sendable {
         self.maxToolCalls = max(0, maxToolCalls)
     }
 
-    /// A new window starts with this prompt.
-    func startWindow(prompt: String) {
-        let base = plan.fixedTokens + TokenEstimator.estimate(prompt)
+    /// A new window starts with a prompt of `promptTokens`.
+    func startWindow(promptTokens: Int) {
+        let base = plan.fixedTokens + promptTokens
         state.withLock { state in
             state.baseTokens = base
             state.toolTokens = 0
             state.inputTokens += base
             state.answer = ""
+            state.answerTokens = nil
         }
     }
+
+    /// A text the model counted: it teaches the run how estimates compare with real tokens.
+    func sample(counted tokens: Int, text: String) {
+        state.withLock { $0.rate.record(counted: tokens, text: text) }
+    }
+
+    var rate: TokenRate { state.withLock { $0.rate } }
 
     func admitCall() -> Admission {
         state.withLock { state in
@@ -63,11 +78,17 @@ final class RunLedger: Sendable {
         }
     }
 
-    /// Records a finished (or refused) call: its cost in the window, the journal, files and commands.
-    func finishCall(tool: String, arguments: String, result: ToolResult) {
-        let callTokens = TokenEstimator.estimate(tool + arguments) + 8
-        let resultTokens = TokenEstimator.estimate(result.text)
+    /// Records a finished (or refused) call: its cost in the window, the journal, files and commands. `callTokens`
+    /// and `resultTokens` are the model's counts of the call (name and arguments) and of the result, nil where it
+    /// did not count them (then they are estimated).
+    func finishCall(tool: String, arguments: String, result: ToolResult, callTokens: Int? = nil,
+                    resultTokens: Int? = nil) {
+        let estimated = plan.budget.exact && (callTokens == nil || resultTokens == nil)
+        // The framework wraps a call and its output in markers of its own: a few tokens more than their texts.
+        let callTokens = (callTokens ?? TokenEstimator.estimate(tool + arguments)) + 8
+        let resultTokens = resultTokens ?? TokenEstimator.estimate(result.text)
         state.withLock { state in
+            if estimated { state.estimatedSome = true }
             state.toolTokens += callTokens + resultTokens
             state.inputTokens += resultTokens
             state.outputTokens += callTokens
@@ -82,10 +103,15 @@ final class RunLedger: Sendable {
         state.withLock { $0.answer = text }
     }
 
+    /// The final answer of the window, as the model counted it.
+    func noteAnswerTokens(_ tokens: Int?) {
+        state.withLock { $0.answerTokens = tokens }
+    }
+
     var answer: String { state.withLock { $0.answer } }
     var journal: [JournalEntry] { state.withLock { $0.journal } }
 
-    /// Estimated tokens the current window holds (for `--verbose` after an overflow).
+    /// Tokens the current window holds (for `--verbose` after an overflow).
     var windowTokens: Int { state.withLock { $0.baseTokens + $0.toolTokens + TokenEstimator.estimate($0.answer) } }
 
     /// The counters of the run so far; `answered` counts the final response as one more turn.
@@ -93,9 +119,12 @@ final class RunLedger: Sendable {
         state.withLock { state in
             var progress = state.progress
             if answered { progress.turns += 1 }
-            progress.usage = Usage(inputTokens: state.inputTokens,
-                                   outputTokens: state.outputTokens + TokenEstimator.estimate(state.answer),
-                                   estimated: true)
+            let answerEstimated = state.answerTokens == nil && !state.answer.isEmpty
+            progress.usage = Usage(
+                inputTokens: state.inputTokens,
+                outputTokens: state.outputTokens + (state.answerTokens ?? TokenEstimator.estimate(state.answer)),
+                estimated: !plan.budget.exact || state.estimatedSome || answerEstimated,
+                fixedTokens: plan.fixedTokens)
             return progress
         }
     }

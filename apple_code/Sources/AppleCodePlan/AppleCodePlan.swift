@@ -18,7 +18,7 @@ public struct PlanRunner: Sendable {
 
     public static let subtaskLimit = 1...20
     /// The tools a planner may use, and the only ones a `--parallel` run may offer.
-    public static let readOnlyToolNames: Set<String> = ["readFile", "listDirectory", "searchFiles", "searchContent"]
+    public static let readOnlyToolNames = ToolSpec.readOnlyNames
 
     public init(backend: any AgentBackend, maxSubtasks: Int = 5, parallel: Bool = false) {
         self.backend = backend

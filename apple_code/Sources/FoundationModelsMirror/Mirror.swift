@@ -396,14 +396,18 @@ final public class SystemLanguageModel : Sendable {
     private let storedAvailability: Availability
     let script: MirrorScript
     let storedContextSize: Int
+    let countsTokens: Bool
 
     final public var availability: SystemLanguageModel.Availability { get { storedAvailability } }
     final public var isAvailable: Bool { get { storedAvailability == .available } }
 
-    public init(mirrorAvailability: Availability = .available, script: MirrorScript = MirrorScript(), contextSize: Int = 4096) { // mirror-only
+    /// `contextSize` is also the window the scripted sessions enforce (counted with `MirrorTokenizer`);
+    /// `countsTokens: false` makes `tokenCount(for:)` throw, as a model without a tokenizer would.
+    public init(mirrorAvailability: Availability = .available, script: MirrorScript = MirrorScript(), contextSize: Int = 4096, countsTokens: Bool = true) { // mirror-only
         storedAvailability = mirrorAvailability
         self.script = script
         storedContextSize = contextSize
+        self.countsTokens = countsTokens
     }
 }
 
@@ -431,6 +435,25 @@ extension SystemLanguageModel.Availability.UnavailableReason : Hashable {
 }
 
 #if FM_SDK_26_4
+extension SystemLanguageModel {
+    nonisolated(nonsending) final public func tokenCount(for prompt: some PromptRepresentable) async throws -> Int {
+        try counted(MirrorTokenizer.entry(prompt.promptRepresentation.text))
+    }
+    nonisolated(nonsending) final public func tokenCount(for instructions: Instructions) async throws -> Int {
+        try counted(MirrorTokenizer.entry(instructions.text))
+    }
+    nonisolated(nonsending) final public func tokenCount(for tools: [any Tool]) async throws -> Int {
+        try counted(MirrorTokenizer.tools(tools))
+    }
+
+    private func counted(_ tokens: Int) throws -> Int {
+        guard countsTokens else {
+            throw LanguageModelSession.GenerationError.assetsUnavailable(.init(debugDescription: "no tokenizer"))
+        }
+        return tokens
+    }
+}
+
 extension SystemLanguageModel {
     final public var contextSize: Int { get { storedContextSize } }
 }
@@ -541,9 +564,14 @@ extension LanguageModelSession {
             instructions: instructions, toolNames: tools.map(\.name),
             toolSchemas: tools.map(\.parameters.debugDescription), prompt: prompt, options: options))
         let steps = script.nextTurn()
+        // The window the real model enforces: instructions, tool definitions, prompt, every tool call and output,
+        // and the response, counted as `tokenCount(for:)` counts them.
+        var window = MirrorWindow(size: model.storedContextSize)
         let producer = Task { [self] in
             defer { self.responding.withLock { $0 = false } }
             do {
+                try window.add(MirrorTokenizer.entry(instructions ?? "") + MirrorTokenizer.tools(tools)
+                               + MirrorTokenizer.entry(prompt))
                 for step in steps {
                     try Task.checkCancellation()
                     switch step {
@@ -551,10 +579,13 @@ extension LanguageModelSession {
                         guard let tool = tools.first(where: { $0.name == name }) else {
                             throw GenerationError.decodingFailure(.init(debugDescription: "no tool named \(name)"))
                         }
+                        try window.add(MirrorTokenizer.entry(name + arguments.jsonString))
                         let output = try await LanguageModelSession.invoke(tool, arguments)
                         script.recordToolOutput(request: index, MirrorToolExchange(
                             name: name, arguments: arguments, output: output))
+                        try window.add(MirrorTokenizer.entry(output))
                     case .snapshots(let texts):
+                        try window.add(MirrorTokenizer.entry(texts.last ?? ""))
                         for text in texts {
                             continuation.yield(GeneratedContent(kind: .string(text)))
                             await Task.yield()
@@ -606,6 +637,43 @@ extension LanguageModelSession.ResponseStream : AsyncSequence {
 }
 
 // MARK: - Mirror-only scripting for tests
+
+/// The scripted model's deterministic tokenizer (what `tokenCount(for:)` returns, and what its window counts):
+/// a quarter token per ASCII byte, half a token per digit, a token per byte of other characters, rounded up, and
+/// 3 more per transcript entry. Unlike `TokenEstimator` it counts ASCII lower and non-ASCII text higher.
+public enum MirrorTokenizer { // mirror-only
+    public static func count(_ text: String) -> Int { // mirror-only
+        var quarters = 0
+        for byte in text.utf8 {
+            quarters += byte >= 0x80 ? 4 : (byte >= 0x30 && byte <= 0x39 ? 2 : 1)
+        }
+        return (quarters + 3) / 4
+    }
+
+    /// One transcript entry: its text and the markers around it.
+    public static func entry(_ text: String) -> Int { count(text) + 3 } // mirror-only
+
+    /// Tool definitions as the instructions carry them: name, description and argument schema.
+    public static func tools(_ tools: [any Tool]) -> Int { // mirror-only
+        tools.reduce(0) { $0 + entry($1.name + $1.description + $1.parameters.debugDescription) }
+    }
+}
+
+/// A session's window filling up; over its size the response fails as the real one does.
+struct MirrorWindow {
+    let size: Int
+    private(set) var used = 0
+
+    init(size: Int) { self.size = size }
+
+    mutating func add(_ tokens: Int) throws {
+        used += tokens
+        guard used <= size else {
+            throw LanguageModelSession.GenerationError.exceededContextWindowSize(.init(debugDescription:
+                "Content contains \(used) tokens, which exceeds the maximum allowed context size of \(size)."))
+        }
+    }
+}
 
 /// One step of a scripted model turn.
 public enum MirrorStep: Sendable { // mirror-only

@@ -35,16 +35,15 @@ enum BackendResolver {
         }
     }
 
-    /// The OpenAI backend after one `GET /models`: fails fast (exit 3) when nothing listens or answers there
-    /// within 3 s, learns the model name when none was given, and whether the server drops tool messages.
-    /// A `--timeout` that ends sooner ends the run first (exit 124, RunControl), so the outcome never depends on
-    /// which of the two fires first.
+    /// The OpenAI backend after `GET /models`: fails fast (exit 3) when the server cannot be reached at all,
+    /// waits for a busy one (it accepts the connection, answers later), learns the model name when none was
+    /// given, and whether the server drops tool messages. `--timeout` ends the wait (exit 124, RunControl).
     static func openAI(_ options: RunOptions, environment: [String: String],
                        log: @escaping @Sendable (String) -> Void) async throws -> OpenAIBackend {
         let endpoint = OpenAIEndpoint(baseURL: options.baseURL, apiKey: options.apiKey)
         var style = try toolResultStyle(environment)
         var model = options.model
-        switch await OpenAIBackend.probe(endpoint) {
+        switch await OpenAIBackend.probe(endpoint, waitWhileBusy: true, log: log) {
         case .success(let probe):
             log("server at \(endpoint.baseURL): models \(probe.models)"
                 + (probe.dropsToolMessages ? ", llama-cpp-python (tool results folded into user messages)" : ""))

@@ -1,5 +1,8 @@
 import AppleCodeCore
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 @testable import AppleCodeAgent
 
@@ -97,5 +100,38 @@ import Testing
             #expect(error.message.contains("http://127.0.0.1:9/v1"))
             #expect(error.message.contains("scripts/local-model.sh start"))
         }
+    }
+}
+
+@Suite struct TCPProbeTests {
+    /// A socket listening on a free loopback port (the kernel accepts connections to it; nobody answers).
+    func listening() throws -> (fd: Int32, port: Int) {
+        #if os(Linux)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                guard bind(fd, raw, length) == 0, listen(fd, 4) == 0, getsockname(fd, raw, &length) == 0 else {
+                    throw AgentError(.backendError, "cannot listen")
+                }
+            }
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    @Test func aListeningServerAcceptsAndNothingElseDoes() async throws {
+        let server = try listening()
+        defer { close(server.fd) }
+        #expect(await TCPProbe.accepts(host: "127.0.0.1", port: server.port, timeout: 3))
+        #expect(await TCPProbe.accepts(host: "localhost", port: server.port, timeout: 3))
+        #expect(!(await TCPProbe.accepts(host: "127.0.0.1", port: 9, timeout: 3)))  // discard: nobody listens
+        #expect(!(await TCPProbe.accepts(host: "no-such-host.invalid", port: 80, timeout: 3)))
     }
 }

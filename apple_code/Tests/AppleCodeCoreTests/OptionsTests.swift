@@ -151,6 +151,9 @@ import Testing
         progress.commandsRun = 1
         let report = RunReport(outcome: .maxTurns, result: "r", durationMs: 5, progress: progress, backend: "openai", model: "m")
         #expect(AgentEvent(.result(report)).json.jsonText == #"{"type":"result","subtype":"error_max_turns","is_error":true,"result":"r","num_turns":3,"duration_ms":5,"usage":{"input_tokens":10,"output_tokens":2,"estimated":true},"files_changed":["a","b"],"commands_run":1,"backend":"openai","model":"m"}"#)
+        progress.usage = Usage(inputTokens: 10, outputTokens: 2, estimated: false, fixedTokens: 469)
+        let counted = RunReport(outcome: .success, result: "r", durationMs: 5, progress: progress, backend: "fm", model: "m")
+        #expect(AgentEvent(.result(counted)).json["usage"]?.jsonText == #"{"input_tokens":10,"output_tokens":2,"estimated":false,"fixed_tokens":469}"#)
     }
 
     @Test func longTextDeltasAreSplitWithoutLoss() throws {

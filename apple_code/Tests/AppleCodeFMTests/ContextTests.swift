@@ -26,7 +26,7 @@ import Testing
         #expect(plan.instructionsTokens == TokenEstimator.estimate("Be brief."))
         #expect(plan.toolTokens == ContextBudget.toolDefinitionTokens(tools))
         #expect(plan.workingTokens == 4096 - plan.fixedTokens - plan.answerReserve)
-        #expect(throws: Never.self) { try plan.check(task: "Fix it") }
+        #expect(throws: Never.self) { try plan.budget.check(task: "Fix it") }
     }
 
     @Test func overflowStartsANewWindowWithACondensedPrompt() async throws {

@@ -63,7 +63,7 @@ import Testing
     @Test func theStandardSetupFitsTheWindow() throws {
         let plan = ContextPlan(window: 4096, instructions: BuiltInInstructions.text,
                                tools: standardTools(readOnly: false, allowCommands: true).map(\.spec))
-        try plan.check(task: "Fix the failing test in tests/test_app.py")
+        try plan.budget.check(task: "Fix the failing test in tests/test_app.py")
         #expect(plan.workingTokens > 2000)
         print("fm budget with the seven tools: \(plan.figures)")
     }

@@ -46,13 +46,15 @@ final class FakeTool: AgentTool {
     var budgets: [Int] { runs.withLock { $0.map(\.1) } }
 }
 
-/// A backend on a scripted mirror model, with fast retries.
+/// A backend on a scripted mirror model, with fast retries. By default the model has no token counts, as on
+/// macOS 26.0-26.3, so the budget is the estimator's; `countsTokens` gives it `tokenCount(for:)` (26.4).
 func scriptedBackend(_ turns: [[MirrorStep]], availability: SystemLanguageModel.Availability = .available,
                      retry: RetryPolicy = RetryPolicy(firstDelay: .milliseconds(5), maxDelay: .milliseconds(20),
-                                                      maxRetries: 3))
+                                                      maxRetries: 3),
+                     countsTokens: Bool = false)
     -> (FoundationModelsBackend, MirrorScript) {
     let script = MirrorScript(turns)
-    let model = SystemLanguageModel(mirrorAvailability: availability, script: script)
+    let model = SystemLanguageModel(mirrorAvailability: availability, script: script, countsTokens: countsTokens)
     return (FoundationModelsBackend(contextTokens: 4096, languageModel: model, retry: retry), script)
 }
 
