@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up and runs the daemon.
-#  - macOS 26 with Apple Intelligence: iMessage in, apple-code on Apple's on-device model.
+#  - macOS: the first run asks a few questions (`apple-flow setup`) while .env names no allowed sender; then
+#    iMessage in, apple-code on Apple's on-device model (or the agent chosen in the setup).
 #  - anywhere else: the console channel (type a message, get the agent's answer), apple-code on the local
 #    demo model (SmolLM2-135M on llama.cpp), started here and stopped when you leave.
 # Extra arguments go to `apple-flow run`.
@@ -10,10 +11,39 @@ cd "$ROOT"
 
 apple_code="$ROOT/apple_code/.build/debug/apple-code"
 if [ "$(uname -s)" = Darwin ]; then
+    # The value apple-flow will see for a setting: the environment's, else the last line of .env that sets it.
+    setting() {
+        if printenv "$1" >/dev/null; then printenv "$1"; return; fi
+        [ -f "$ROOT/.env" ] || return 0
+        { grep -iE "^[[:space:]]*(export[[:space:]]+)?$1[[:space:]]*=" "$ROOT/.env" || true; } | tail -n 1 |
+            sed -E 's/^[^=]*=[[:space:]]*//; s/[[:space:]]+#.*$//; s/^["'\'']//; s/["'\'']$//'
+    }
     "$ROOT/scripts/setup.sh"
+    export PATH="$ROOT/apple_code/.build/debug:$PATH"
+    # A daemon without an allowed sender answers nobody: the first run asks for what is needed.
+    if [ -z "$(setting APPLE_FLOW_ALLOWED_SENDERS)" ]; then
+        if [ -t 0 ] && [ -t 1 ]; then
+            say "First run: a few questions (apple-flow setup), then the daemon starts"
+            "$VENV/bin/apple-flow" setup
+        else
+            die "no allowed sender yet (.env is missing or has no APPLE_FLOW_ALLOWED_SENDERS), so the daemon would answer nobody. Run .venv/bin/apple-flow setup in a terminal, or without questions: .venv/bin/apple-flow setup --sender <your phone number or Apple ID email> --workspace <folder> --yes; then ./scripts/run.sh again."
+        fi
+    fi
+    # Exit 0: running; 3: running but missing a permission (its status says which). A second daemon would only
+    # find the first one's lock.
+    status=0
+    "$VENV/bin/apple-flow" service status >/dev/null 2>&1 || status=$?
+    if [ "$status" = 0 ] || [ "$status" = 3 ]; then
+        say "The login service runs the daemon already: .venv/bin/apple-flow service status (or service logs -f) shows it"
+        exit 0
+    fi
     if "$apple_code" --check --backend fm >/dev/null 2>&1; then
         say "Apple Intelligence is available: running the iMessage daemon (Ctrl-C to stop)"
-        export PATH="$ROOT/apple_code/.build/debug:$PATH"
+        exec "$VENV/bin/apple-flow" run "$@"
+    fi
+    if [ "$(setting APPLE_FLOW_CONNECTOR)" != "" ] && [ "$(setting APPLE_FLOW_CONNECTOR)" != afm ] ||
+        [ "$(setting APPLE_FLOW_AFM_BACKEND)" = openai ]; then
+        say "Running the iMessage daemon with the agent set up in .env (Ctrl-C to stop)"
         exec "$VENV/bin/apple-flow" run "$@"
     fi
     say "Apple's on-device model is not available here ($("$apple_code" --check --backend fm 2>/dev/null || true)); using the local model and the console"

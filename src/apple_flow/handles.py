@@ -6,19 +6,51 @@ approver of a request), so ``+1 (555) 123-4567``, ``15551234567`` and ``+1555123
 
 from __future__ import annotations
 
+import re
+
 import phonenumbers
 
 _SCHEMES = ("mailto:", "tel:", "sms:", "imessage:")
+_EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(\.[^@\s.]+)+")
+
+
+class HandleError(ValueError):
+    """Typed text that is not a handle; the message is one sentence saying why."""
+
+
+def _without_scheme(raw: str) -> str:
+    text = raw.strip()
+    for scheme in _SCHEMES:
+        if text.lower().startswith(scheme):
+            return text[len(scheme) :].strip()
+    return text
+
+
+def parse_handle(raw: str, default_region: str = "US") -> str:
+    """The normal form of a handle a person typed (``apple-flow setup``), or ``HandleError`` when it is neither an
+    email address nor a possible phone number."""
+    text = _without_scheme(raw)
+    if "@" in text:
+        if not _EMAIL.fullmatch(text):
+            raise HandleError(f"'{raw.strip()}' is not an email address (like name@icloud.com).")
+        return text.lower()
+    if not any(ch.isdigit() for ch in text) or any(ch.isalpha() for ch in text):
+        raise HandleError(f"'{raw.strip()}' is neither a phone number nor an email address.")
+    try:
+        number = phonenumbers.parse(text, None if text.startswith("+") else default_region)
+    except phonenumbers.NumberParseException:
+        number = None
+    if number is None or not phonenumbers.is_possible_number(number):
+        raise HandleError(
+            f"'{raw.strip()}' is not a phone number: write it with its country code, e.g. +1 555 123 4567."
+        )
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
 
 
 def normalize_handle(raw: str, default_region: str = "US") -> str:
     """The normal form of ``raw``. Text that is neither an email nor a possible phone number (``console``, a
     group chat id) comes back stripped but otherwise unchanged."""
-    text = raw.strip()
-    for scheme in _SCHEMES:
-        if text.lower().startswith(scheme):
-            text = text[len(scheme) :].strip()
-            break
+    text = _without_scheme(raw)
     if "@" in text:
         return text.lower()
     if not any(ch.isdigit() for ch in text):

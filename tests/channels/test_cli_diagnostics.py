@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from apple_flow.channels.imessage.chatdb import python_binary
-from apple_flow.cli import app, diagnostics
+from apple_flow.cli import app, common, diagnostics
 from apple_flow.config import Settings, load_settings
 from channels.conftest import FakeOsascript
 from support.chatdb import ChatDbWriter, make_body
@@ -26,7 +26,7 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COLUMNS", "250")
     monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(tmp_path / "no-apple-code"))
-    monkeypatch.setattr(diagnostics, "is_macos", lambda: False)
+    monkeypatch.setattr(common, "is_macos", lambda: False)
     runner = CliRunner()
 
     def invoke(*args: str) -> Any:
@@ -140,7 +140,7 @@ def test_doctor_fails_an_empty_allowlist_and_invalid_settings_with_fixes(cli: An
 def test_doctor_on_macos_checks_automation_and_names_full_disk_access_problems(
     cli: Any, inbox_db: ChatDbWriter, fake_osascript: FakeOsascript, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(diagnostics, "is_macos", lambda: True)
+    monkeypatch.setattr(common, "is_macos", lambda: True)
     fake_osascript.mode("deny")
     result = cli("doctor", "--db", str(inbox_db.path))
     assert "Messages automation" in result.stdout and "Privacy & Security > Automation" in result.stdout
@@ -247,7 +247,7 @@ def table_rows(stdout: str) -> dict[str, str]:
 def test_doctor_says_which_app_each_permission_result_applies_to(
     cli: Any, inbox_db: ChatDbWriter, fake_osascript: FakeOsascript, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(diagnostics, "is_macos", lambda: True)
+    monkeypatch.setattr(common, "is_macos", lambda: True)
     monkeypatch.delenv("__CFBundleIdentifier", raising=False)
     monkeypatch.setenv("TERM_PROGRAM", "Apple_Terminal")
     fake_osascript.mode("deny")
@@ -268,7 +268,7 @@ def test_doctor_shows_what_the_daemon_reported_about_its_own_permissions(
     from apple_flow.daemon.permissions import PermissionMonitor, Responsible, read_report
     from apple_flow.daemon.store import Store
 
-    monkeypatch.setattr(diagnostics, "is_macos", lambda: True)
+    monkeypatch.setattr(common, "is_macos", lambda: True)
     state = tmp_path / "state" / "relay.db"
     monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(state))
     assert "no daemon has reported" in table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)["service"]

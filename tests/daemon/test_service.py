@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from apple_flow.channels.imessage.chatdb import python_binary
-from apple_flow.cli import app
+from apple_flow.cli import app, common
 from apple_flow.cli import service as service_cli
 from apple_flow.daemon import service as launchd_module
 from apple_flow.paths import PROJECT_ROOT
@@ -46,7 +46,7 @@ def mac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launchctl: FakeLaunchct
     monkeypatch.setenv("APPLE_FLOW_LOG_DIR", str(tmp_path / "logs"))
     monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code))
     monkeypatch.chdir(project)
-    monkeypatch.setattr(service_cli.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(common, "is_macos", lambda: True)
     monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 0)  # no daemon runs unless a test starts one
     return {"launchctl": launchctl, "home": tmp_path / "home", "project": project, "apple_code": apple_code,
             "logs": tmp_path / "logs"}
@@ -190,7 +190,7 @@ def test_logs_show_the_end_of_each_log(mac: dict[str, Any]) -> None:
 def test_on_linux_the_commands_print_the_systemd_unit(
     mac: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(service_cli.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(common, "is_macos", lambda: False)
     for command in ("install", "uninstall", "status", "restart"):
         result = CliRunner().invoke(app, ["service", command])
         assert result.exit_code == 1
@@ -240,7 +240,7 @@ def test_install_has_the_service_check_its_permissions_at_once_and_says_what_to_
     assert probe["argv"] == ["-"] and "get id of 1st account whose service type = iMessage" in probe["stdin"]
 
     status = CliRunner().invoke(app, ["service", "status"])
-    assert status.exit_code == 1, status.output  # running, but it cannot send
+    assert status.exit_code == 3, status.output  # running, but it cannot send
     shown = " ".join(status.output.split())
     assert "state = running" not in shown and ": running, pid" in shown
     assert f"Permissions of {python} (this service process" in shown

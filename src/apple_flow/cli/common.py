@@ -1,8 +1,10 @@
-"""What the daemon's CLI commands share: loading the settings (exit 2 with the named variable when invalid) and
-printing an error without letting its text be read as rich markup."""
+"""What the daemon's CLI commands share: loading the settings (exit 2 with the named variable when invalid),
+printing an error without letting its text be read as rich markup, and the one platform check (tests replace it to
+run the macOS-only decisions on Linux)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -12,6 +14,11 @@ from rich.markup import escape
 from apple_flow.config import Settings, SettingsError, load_settings
 
 err = Console(stderr=True)
+
+
+def is_macos() -> bool:
+    """Where Messages, launchd and Apple's model are. Called through this module, so one replacement covers all."""
+    return sys.platform == "darwin"
 
 
 def print_error(message: object) -> None:

@@ -25,6 +25,7 @@ from apple_flow.channels.imessage.classify import ReadRules, Skipped, classify
 from apple_flow.channels.imessage.echo import Copies
 from apple_flow.channels.imessage.probe import probe_messages_automation
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
+from apple_flow.cli import common
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.daemon.permissions import Responsible, full_disk_access_fix, read_report, responsible_app
@@ -34,10 +35,6 @@ out = Console()
 
 _SECRET_NAME = re.compile(r"(key|token|secret|password)", re.IGNORECASE)
 _PROBE_TIMEOUT = 30.0
-
-
-def is_macos() -> bool:
-    return sys.platform == "darwin"
 
 
 class Status(StrEnum):
@@ -58,20 +55,20 @@ class Check:
 # --- doctor -------------------------------------------------------------------------------------------------
 
 
-def check_settings() -> tuple[Settings, Check]:
+def check_settings(env_file: Path = Path(".env")) -> tuple[Settings, Check]:
     try:
-        settings = load_settings()
+        settings = load_settings(env_file)
     except SettingsError as exc:
         # The other checks still run, on the defaults, so one bad variable does not hide the rest.
         return Settings.model_construct(), Check("settings", Status.FAIL, str(exc), "fix the variables named above")
-    return settings, Check("settings", Status.OK, "valid (.env and APPLE_FLOW_* variables)")
+    return settings, Check("settings", Status.OK, f"valid ({env_file} and APPLE_FLOW_* variables)")
 
 
 def check_chat_db(path: Path, given: bool) -> tuple[Check, ChatDBError | None]:
-    if not is_macos() and not given and not path.exists():
+    if not common.is_macos() and not given and not path.exists():
         return Check("chat.db", Status.NA, f"{path}: not on macOS (pass --db PATH to check a copy)"), None
     try:
-        newest = ChatDB(path, platform="darwin" if is_macos() else sys.platform).latest_rowid()
+        newest = ChatDB(path, platform="darwin" if common.is_macos() else sys.platform).latest_rowid()
     except ChatDBError as exc:
         return Check("chat.db", Status.FAIL, exc.what, exc.fix), exc
     return Check("chat.db", Status.OK, f"{path} readable (newest message rowid {newest})"), None
@@ -92,7 +89,7 @@ def check_full_disk_access(
 ) -> Check:
     """For ``app``, by default the app macOS charges this process's file access to."""
     app = app or responsible_app()
-    if not is_macos():
+    if not common.is_macos():
         return Check("Full Disk Access", Status.NA, "macOS only")
     if chat_error is not None and chat_error.problem is ChatDBProblem.NO_PERMISSION:
         return Check("Full Disk Access", Status.FAIL, f"not granted to {_for(app)}", full_disk_access_fix(app))
@@ -119,7 +116,7 @@ def check_pickup(path: Path, settings: Settings, chat_check: Check) -> Check:
 
 
 def check_automation(settings: Settings, app: Responsible) -> Check:
-    if not is_macos():
+    if not common.is_macos():
         return Check("Messages automation", Status.NA, "macOS only (AppleScript)")
     result = probe_messages_automation(settings.osascript_command, _PROBE_TIMEOUT, app.name)
     return Check("Messages automation", Status.OK if result.ok else Status.FAIL, result.detail, result.fix)
@@ -127,7 +124,7 @@ def check_automation(settings: Settings, app: Responsible) -> Check:
 
 def check_service_report(settings: Settings) -> Check:
     """What the daemon found when it checked its own permissions (the service's differ from this terminal's)."""
-    if not is_macos():
+    if not common.is_macos():
         return Check("service", Status.NA, "macOS only")
     report = read_report(settings.db_path)
     if report is None:
@@ -145,26 +142,41 @@ def check_service_report(settings: Settings) -> Check:
     return Check("service", Status.WARN, detail, " ".join(f"{f.name}: {f.fix or f.detail}." for f in problems))
 
 
-def check_agent(settings: Settings) -> Check:
+@dataclass(frozen=True)
+class AgentProbe:
+    """The connector's own start-up check (``apple-code --version`` and ``--check``; ``--version`` elsewhere)."""
+
+    ok: bool
+    missing: bool  # the command is not there at all
+    detail: str
+
+
+def probe_agent(settings: Settings) -> AgentProbe:
     from apple_flow.connectors import build_connector
     from apple_flow.connectors.base import ConnectorError
 
-    name = f"agent ({settings.connector})"
     try:
         connector = build_connector(settings)
+        resolve = getattr(connector, "resolve_command", None)
+        where = resolve() if callable(resolve) else None
         connector.ensure_started()
     except (ConnectorError, SettingsError) as exc:
-        missing = "not found" in str(exc)
-        fix = (
-            "run scripts/setup.sh (it builds apple-code), or set the command's path in .env"
-            if missing
-            else "do what the detail says, then run `apple-flow doctor` again"
-        )
-        return Check(name, Status.FAIL, str(exc), fix)
-    resolve = getattr(connector, "resolve_command", None)
-    where = resolve() if callable(resolve) else None
+        return AgentProbe(False, "not found" in str(exc), str(exc))
     how = "--check passed" if settings.connector == "afm" else "ready"
-    return Check(name, Status.OK, f"{where or 'found'}: {how}")
+    return AgentProbe(True, False, f"{where or 'found'}: {how}")
+
+
+def check_agent(settings: Settings) -> Check:
+    probe = probe_agent(settings)
+    name = f"agent ({settings.connector})"
+    if probe.ok:
+        return Check(name, Status.OK, probe.detail)
+    fix = (
+        "run scripts/setup.sh (it builds apple-code), or set the command's path in .env"
+        if probe.missing
+        else "do what the detail says, then run `apple-flow doctor` again"
+    )
+    return Check(name, Status.FAIL, probe.detail, fix)
 
 
 def check_allowlist(settings: Settings) -> Check:
@@ -203,8 +215,8 @@ def check_workspaces(settings: Settings) -> Check:
     return Check(name, Status.OK, f"default {default}; {aliases}")
 
 
-def run_doctor(db: Path | None) -> list[Check]:
-    settings, settings_check = check_settings()
+def run_doctor(db: Path | None, env_file: Path = Path(".env")) -> list[Check]:
+    settings, settings_check = check_settings(env_file)
     path = (db or settings.messages_db_path).expanduser()
     chat_check, chat_error = check_chat_db(path, given=db is not None)
     app = responsible_app()
@@ -363,7 +375,7 @@ def register(app: typer.Typer) -> None:
             with err.status(f"Sending to {handle} ..."):
                 delivery = egress.deliver(handle, text)
         except SendError as exc:
-            prefix = "" if is_macos() else "not applicable on this system: "
+            prefix = "" if common.is_macos() else "not applicable on this system: "
             err.print(f"[red]{prefix}Not delivered: {escape(str(exc))}[/red]")
             raise typer.Exit(1) from exc
         if delivery.confirmed:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import platform
 import subprocess
 import time
 from collections import deque
@@ -13,6 +12,7 @@ from rich.markup import escape
 
 from apple_flow.channels.imessage.chatdb import python_binary
 from apple_flow.channels.imessage.probe import AUTOMATION_SETTINGS
+from apple_flow.cli import common
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings
 from apple_flow.daemon.permissions import (
@@ -32,12 +32,13 @@ EnvOption = typer.Option(
     Path(".env"), "--env-file", help="The .env the service reads (its folder is the working folder)."
 )
 REPORT_POLL_SECONDS = 0.5
+EXIT_MISSING_PERMISSION = 3  # `service status`: running, but its own check found a permission missing
 REPORT_WAIT_SECONDS = 60.0  # the first Automation check waits on the user's answer to the prompt
 
 
 def _launchd_or_exit(settings: Settings, env_file: Path) -> Launchd:
     """On macOS the launchd agent; elsewhere says so, prints the systemd user unit on stdout, and exits 1."""
-    if platform.system() == "Darwin":
+    if common.is_macos():
         return Launchd(settings)
     err.print(
         "launchd agents are macOS-only. On Linux, the equivalent systemd user unit follows; save it as "
@@ -152,7 +153,7 @@ def uninstall(env_file: Path = EnvOption) -> None:
 @service_app.command()
 def status(env_file: Path = EnvOption) -> None:
     """Say whether the agent is installed and running, and what its own permission check found (exit 1 when it
-    is not running, or when it lacks a permission)."""
+    is not running; 3 when it runs without a permission it needs)."""
     settings = settings_or_exit(env_file)  # the same .env the service will read
     launchd = _launchd_or_exit(settings, env_file)
     files = service_files(settings)
@@ -176,7 +177,7 @@ def status(env_file: Path = EnvOption) -> None:
     if report is not None and report.pid == running and any(
         f.state in (State.DENIED, State.PROBLEM) for f in report.findings
     ):
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_MISSING_PERMISSION)
 
 
 @service_app.command()

@@ -1,0 +1,266 @@
+"""`apple-flow setup`, driven through its prompts (typed answers on stdin) and through its flags, with the real
+apple-code binary and the scripted OpenAI-compatible server for the agent check. macOS-only steps run here by
+injecting the platform check, with the fake launchctl recording what the service install runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dotenv import dotenv_values
+from typer.testing import CliRunner
+
+from apple_flow.cli import app, common
+from apple_flow.cli import service as service_cli
+from apple_flow.cli import setup as setup_cli
+from apple_flow.daemon import service as launchd_module
+from apple_flow.paths import PROJECT_ROOT
+from support.fake_launchctl import FakeLaunchctl
+from support.scripted_server import MODEL_ID, ScriptedServer
+
+FAKE_CLI = PROJECT_ROOT / "tests" / "connectors" / "fake_cli.py"
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, apple_code_bin: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    folder = tmp_path / "project"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code_bin))
+    monkeypatch.setenv("APPLE_FLOW_MESSAGES_DB_PATH", str(tmp_path / "no-messages" / "chat.db"))
+    monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(tmp_path / "state" / "relay.db"))
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(common, "is_macos", lambda: False)
+    return folder
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer([]) as running:
+        yield running
+
+
+@pytest.fixture
+def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bin_dir = tmp_path / "cli-bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    shutil.copy(FAKE_CLI, claude)
+    claude.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return claude
+
+
+def setup(*args: str, answers: list[str] | None = None) -> Any:
+    stdin = "".join(f"{answer}\n" for answer in answers) if answers is not None else None
+    return CliRunner().invoke(app, ["setup", *args], input=stdin)
+
+
+EXISTING = (
+    "# my settings\n"
+    "APPLE_FLOW_REPLY_CHUNK_CHARS=900\n"
+    "export APPLE_FLOW_ALLOWED_SENDERS=old@example.com   # me\n"
+    "this line is not a setting\n"
+    "OTHER_TOOL_KEY='keep me'\n"
+)
+
+
+def test_flags_write_the_answers_in_place_keeping_every_other_line(project: Path, server: ScriptedServer) -> None:
+    env = project / ".env"
+    env.write_text(EXISTING)
+    env.chmod(0o644)
+    workspace = project / "work"
+    result = setup(
+        "--sender", "(555) 123-4567, Me@iCloud.com", "--workspace", str(workspace), "--connector", "afm",
+        "--base-url", server.url, "--model", MODEL_ID, "--yes",
+    )
+    assert result.exit_code == 0, result.output
+    token = dotenv_values(env)["APPLE_FLOW_WEB_TOKEN"]
+    assert env.read_text() == (
+        "# my settings\n"
+        "APPLE_FLOW_REPLY_CHUNK_CHARS=900\n"
+        "APPLE_FLOW_ALLOWED_SENDERS=+15551234567,me@icloud.com\n"
+        "this line is not a setting\n"
+        "OTHER_TOOL_KEY='keep me'\n"
+        f"APPLE_FLOW_DEFAULT_WORKSPACE={workspace}\n"
+        "APPLE_FLOW_CONNECTOR=afm\n"
+        "APPLE_FLOW_AFM_BACKEND=openai\n"
+        f"APPLE_FLOW_AFM_BASE_URL={server.url}\n"
+        f"APPLE_FLOW_AFM_MODEL={MODEL_ID}\n"
+        f"APPLE_FLOW_WEB_TOKEN={token}\n"
+    )
+    assert mode(env) == 0o600 and workspace.is_dir()
+    out = flat(result.output)
+    assert "The daemon will answer +15551234567, me@icloud.com" in out
+    assert "The server answers" in out
+    assert "apple-flow doctor" in out and "allowed senders" in out and "+15551234567" in out
+    assert "./scripts/run.sh" in out  # not macOS: no service offered
+
+
+def test_the_wizard_refuses_bad_answers_with_a_sentence_and_asks_again(
+    project: Path, server: ScriptedServer
+) -> None:
+    (project / "notes.txt").write_text("not a folder")
+    code = Path(os.environ["HOME"]) / "code"
+    result = setup(answers=[
+        "12",  # too short for a phone number
+        "me@icloud",  # no domain
+        "+44 20 7946 0958",
+        str(project / "notes.txt"),
+        "~/code",
+        "y",  # create it
+        "gpt",  # not an agent
+        "afm",  # apple-code --check: no model on this machine
+        "y",  # use an OpenAI-compatible server
+        "127.0.0.1:11434",  # not a URL
+        "http://127.0.0.1:9/v1",  # nothing listens there
+        "",  # the first model
+        server.url,
+        MODEL_ID,
+    ])
+    assert result.exit_code == 0, result.output
+    out = flat(result.output)
+    assert "'12' is not a phone number: write it with its country code, e.g. +1 555 123 4567" in out
+    assert "'me@icloud' is not an email address" in out
+    assert "The daemon will answer +442079460958" in out
+    assert f"{project / 'notes.txt'} is a file, not a folder" in out
+    assert f"{code} does not exist. Create it?" in out and code.is_dir()
+    assert "'gpt' is not an agent apple-flow knows; choose one of: afm, codex-cli, claude-cli" in out
+    assert "no model available" in out and "Use an OpenAI-compatible server instead" in out
+    assert "'127.0.0.1:11434' is not a server URL" in out
+    assert "http://127.0.0.1:9/v1 did not answer as an OpenAI-compatible server" in out
+    assert "Traceback" not in result.output
+    values = dotenv_values(project / ".env")
+    assert values["APPLE_FLOW_ALLOWED_SENDERS"] == "+442079460958"
+    assert values["APPLE_FLOW_DEFAULT_WORKSPACE"] == "~/code"
+    assert (values["APPLE_FLOW_AFM_BACKEND"], values["APPLE_FLOW_AFM_BASE_URL"]) == ("openai", server.url)
+
+
+def test_a_missing_agent_binary_gets_a_second_chance(
+    project: Path, fake_claude: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(project / "no-apple-code"))
+    result = setup(answers=["+15551234567", str(project), "afm", "claude-cli"])
+    assert result.exit_code == 0, result.output
+    out = flat(result.output)
+    assert "To use afm, run ./scripts/setup.sh (it builds apple-code); or choose another agent" in out
+    assert "claude-cli is ready" in out
+    assert dotenv_values(project / ".env")["APPLE_FLOW_CONNECTOR"] == "claude-cli"
+
+
+def test_with_yes_a_bad_or_missing_answer_is_exit_2_and_writes_nothing(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = setup("--workspace", str(project), "--yes")
+    assert missing.exit_code == 2 and "--sender is needed with --yes" in flat(missing.output)
+    bad = setup("--sender", "call me", "--workspace", str(project), "--yes")
+    assert bad.exit_code == 2 and "'call me' is neither a phone number nor an email address" in flat(bad.output)
+    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(project / "no-apple-code"))
+    no_agent = setup("--sender", "+15551234567", "--workspace", str(project), "--yes")
+    assert no_agent.exit_code == 2 and "run ./scripts/setup.sh" in flat(no_agent.output)
+    assert "Nothing was written" in flat(no_agent.output)
+    assert not (project / ".env").exists()
+
+
+def test_ctrl_c_leaves_the_old_env_untouched(project: Path) -> None:
+    env = project / ".env"
+    env.write_text(EXISTING)
+    env.chmod(0o644)
+    # Ctrl-C and the end of input both end a prompt with typer's Abort.
+    result = setup(answers=["+15551234567", str(project)])
+    assert result.exit_code == 1
+    assert "Enter keeps the value in [brackets]; Ctrl-C stops without changing anything" in flat(result.output)
+    assert f"Stopped: {env.name} was not changed" in flat(result.output)
+    assert env.read_text() == EXISTING and mode(env) == 0o644
+    assert sorted(p.name for p in project.iterdir()) == [".env"]
+
+
+def test_running_it_again_edits_the_file_and_offers_its_values(project: Path, fake_claude: Path) -> None:
+    first = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+    assert first.exit_code == 0, first.output
+    env = project / ".env"
+    before = env.read_text()
+    again = setup(answers=["", "", ""])  # Enter three times: keep every value
+    assert again.exit_code == 0, again.output
+    assert "[+15551234567]" in again.output and "[claude-cli]" in again.output
+    assert env.read_text() == before
+    changed = setup("--sender", "you@example.com", "--yes")
+    assert changed.exit_code == 0, changed.output
+    after = env.read_text()
+    senders = "APPLE_FLOW_ALLOWED_SENDERS="
+    assert after == before.replace(f"{senders}+15551234567", f"{senders}you@example.com")
+    assert after.count("APPLE_FLOW_ALLOWED_SENDERS=") == 1
+
+
+def test_a_new_env_starts_from_the_documented_example(project: Path, fake_claude: Path) -> None:
+    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+    assert result.exit_code == 0, result.output
+    written = (project / ".env").read_text().splitlines()
+    example = (PROJECT_ROOT / ".env.example").read_text().splitlines()
+    changed = {"APPLE_FLOW_ALLOWED_SENDERS", "APPLE_FLOW_DEFAULT_WORKSPACE", "APPLE_FLOW_CONNECTOR"}
+    kept = [line for line in example if line.split("=", 1)[0] not in changed]
+    assert [line for line in written if line in kept] == kept  # every other line, in order
+    index = written.index("APPLE_FLOW_ALLOWED_SENDERS=+15551234567")
+    assert example[index] == "APPLE_FLOW_ALLOWED_SENDERS="  # set where the example documents it
+    assert dotenv_values(project / ".env")["APPLE_FLOW_CONNECTOR"] == "claude-cli"
+
+
+def test_the_whole_home_folder_is_questioned(project: Path, fake_claude: Path) -> None:
+    result = setup(answers=["+15551234567", "~", "n", "~/projects", "y", "claude-cli"])
+    assert result.exit_code == 0, result.output
+    assert "holds your whole home folder" in flat(result.output)
+    assert dotenv_values(project / ".env")["APPLE_FLOW_DEFAULT_WORKSPACE"] == "~/projects"
+
+
+@pytest.fixture
+def mac(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLaunchctl]:
+    launchctl = FakeLaunchctl(tmp_path, monkeypatch)
+    monkeypatch.setattr(common, "is_macos", lambda: True)
+    monkeypatch.setattr(launchd_module, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 0)
+    monkeypatch.setenv("APPLE_FLOW_LOG_DIR", str(tmp_path / "logs"))
+    yield launchctl
+    launchctl.kill_all()
+
+
+def test_on_macos_it_offers_the_service_and_installs_it(
+    project: Path, fake_claude: Path, mac: FakeLaunchctl
+) -> None:
+    result = setup(answers=["+15551234567", str(project), "claude-cli", "y"])
+    assert result.exit_code == 0, result.output
+    assert "Install the service now" in result.output and "Installed and started" in result.output
+    uid = os.getuid()
+    plist = Path(os.environ["HOME"]) / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist"
+    assert mac.calls() == [f"bootout gui/{uid}/com.apple-flow.daemon", f"bootstrap gui/{uid} {plist}"]
+    assert "text yourself `help`" in result.output
+
+    declined = setup(answers=["", "", "", "n"])
+    assert declined.exit_code == 0 and "Later: apple-flow service install" in declined.output
+    assert len(mac.calls()) == 2
+    skipped = setup("--yes", "--no-service")
+    assert skipped.exit_code == 0 and len(mac.calls()) == 2
+
+
+def test_elsewhere_no_service_is_offered(project: Path, fake_claude: Path, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    launchctl = FakeLaunchctl(tmp_path, monkeypatch)
+    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+    assert result.exit_code == 0, result.output
+    assert "Install the service" not in result.output and launchctl.calls() == []
+    assert setup_cli.EXAMPLE.is_file()

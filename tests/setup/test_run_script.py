@@ -1,0 +1,190 @@
+"""scripts/run.sh's decisions and the exact commands they run, on a copy of the scripts. The platform comes from a
+fake `uname` on PATH; what run.sh calls (setup.sh, local-model.sh, .venv/bin/apple-flow, apple-code --check) are
+stand-ins that record their argv, since what they do has tests of its own."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from apple_flow.paths import PROJECT_ROOT
+
+RECORDER = """#!/bin/sh
+printf '%s %s\\n' "$(basename "$0")" "$*" >> "$RUN_SH_CALLS"
+"""
+APPLE_FLOW = RECORDER + """case "$1" in
+  service) exit "${FAKE_SERVICE_STATUS:-1}" ;;
+  setup) [ -z "${FAKE_SETUP_WRITES:-}" ] || printf '%s\\n' "$FAKE_SETUP_WRITES" > .env; exit "${FAKE_SETUP_EXIT:-0}" ;;
+esac
+"""
+APPLE_CODE = RECORDER + 'exit "${FAKE_FM_CHECK:-3}"\n'
+
+
+@dataclass
+class Run:
+    code: int
+    output: str
+    calls: list[str]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "scripts").mkdir(parents=True)
+    for name in ("run.sh", "lib.sh"):
+        shutil.copy(PROJECT_ROOT / "scripts" / name, root / "scripts" / name)
+    for path, text in (
+        (root / "scripts" / "setup.sh", RECORDER),
+        (root / "scripts" / "local-model.sh", RECORDER),
+        (root / ".venv" / "bin" / "apple-flow", APPLE_FLOW),
+        (root / "apple_code" / ".build" / "debug" / "apple-code", APPLE_CODE),
+    ):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(0o755)
+    (root / "examples" / "workspace").mkdir(parents=True)
+    return root
+
+
+def run_sh(project: Path, tmp_path: Path, *args: str, mac: bool = True, tty: bool = False, **env: str) -> Run:
+    calls = tmp_path / "calls.log"
+    calls.unlink(missing_ok=True)
+    path = os.environ["PATH"]
+    if mac:
+        fake_bin = tmp_path / "uname-bin"
+        fake_bin.mkdir(exist_ok=True)
+        (fake_bin / "uname").write_text("#!/bin/sh\necho Darwin\n")
+        (fake_bin / "uname").chmod(0o755)
+        path = f"{fake_bin}{os.pathsep}{path}"
+    environ = {**os.environ, "PATH": path, "RUN_SH_CALLS": str(calls), "HOME": str(tmp_path / "home"), **env}
+    command = ["bash", str(project / "scripts" / "run.sh"), *args]
+    if tty:
+        code, output = _in_a_terminal(command, environ)
+    else:
+        done = subprocess.run(command, env=environ, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=60)
+        code, output = done.returncode, done.stdout + done.stderr
+    return Run(code, output, calls.read_text().splitlines() if calls.exists() else [])
+
+
+def _in_a_terminal(command: list[str], environ: dict[str, str]) -> tuple[int, str]:
+    """Runs ``command`` with a pseudo-terminal as stdin and stdout, as when a person starts it."""
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(command, env=environ, stdin=terminal, stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    output = b""
+    while True:
+        ready, _, _ = select.select([controller], [], [], 60)
+        if not ready:
+            process.kill()
+            break
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the terminal closed: the script ended
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(controller)
+    return process.wait(30), output.decode(errors="replace")
+
+
+def test_on_a_mac_without_env_and_a_terminal_it_runs_the_setup_first(project: Path, tmp_path: Path) -> None:
+    result = run_sh(project, tmp_path, "--verbose", tty=True, FAKE_FM_CHECK="0",
+                    FAKE_SETUP_WRITES="APPLE_FLOW_ALLOWED_SENDERS=+15551234567")
+    assert result.code == 0, result.output
+    assert result.calls == [
+        "setup.sh ",
+        "apple-flow setup",
+        "apple-flow service status",
+        "apple-code --check --backend fm",
+        "apple-flow run --verbose",
+    ]
+
+
+def test_a_setup_stopped_with_ctrl_c_stops_run_sh(project: Path, tmp_path: Path) -> None:
+    result = run_sh(project, tmp_path, tty=True, FAKE_SETUP_EXIT="1")
+    assert result.code == 1
+    assert result.calls == ["setup.sh ", "apple-flow setup"]
+
+
+@pytest.mark.parametrize(
+    "env", [None, "# nothing yet\n", "APPLE_FLOW_ALLOWED_SENDERS=\n", "APPLE_FLOW_ALLOWED_SENDERS=''\n"]
+)
+def test_on_a_mac_without_a_sender_and_no_terminal_it_says_exactly_what_to_run(
+    project: Path, tmp_path: Path, env: str | None
+) -> None:
+    if env is not None:
+        (project / ".env").write_text(env)
+    result = run_sh(project, tmp_path)
+    assert result.code == 1
+    text = " ".join(result.output.split())
+    assert "no allowed sender" in text
+    assert "Run .venv/bin/apple-flow setup in a terminal" in text
+    assert ".venv/bin/apple-flow setup --sender" in text and "--yes" in text
+    assert result.calls == ["setup.sh "]  # nothing else: no wizard without a terminal, no daemon answering nobody
+
+
+def test_on_a_mac_with_a_sender_it_runs_the_imessage_daemon(project: Path, tmp_path: Path) -> None:
+    (project / ".env").write_text("# mine\nexport APPLE_FLOW_ALLOWED_SENDERS=+15551234567  # me\n")
+    result = run_sh(project, tmp_path, FAKE_FM_CHECK="0")
+    assert result.code == 0, result.output
+    assert result.calls[-1] == "apple-flow run"
+    assert "apple-flow setup" not in result.calls
+
+
+def test_a_sender_in_the_environment_counts_too(project: Path, tmp_path: Path) -> None:
+    result = run_sh(project, tmp_path, FAKE_FM_CHECK="0", APPLE_FLOW_ALLOWED_SENDERS="me@example.com")
+    assert result.code == 0, result.output
+    assert result.calls[-1] == "apple-flow run"
+
+
+@pytest.mark.parametrize("status", ["0", "3"])
+def test_when_the_service_runs_the_daemon_it_starts_no_second_one(
+    project: Path, tmp_path: Path, status: str
+) -> None:
+    (project / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
+    result = run_sh(project, tmp_path, FAKE_FM_CHECK="0", FAKE_SERVICE_STATUS=status)
+    assert result.code == 0, result.output
+    assert result.calls[-1] == "apple-flow service status"
+    assert "The login service runs the daemon already" in " ".join(result.output.split())
+
+
+def test_a_mac_set_up_for_a_server_runs_the_imessage_daemon_on_it(project: Path, tmp_path: Path) -> None:
+    (project / ".env").write_text(
+        "APPLE_FLOW_ALLOWED_SENDERS=+15551234567\nAPPLE_FLOW_AFM_BACKEND=openai\n"
+        "APPLE_FLOW_AFM_BASE_URL=http://127.0.0.1:11434/v1\n"
+    )
+    result = run_sh(project, tmp_path, FAKE_FM_CHECK="3")
+    assert result.code == 0, result.output
+    assert result.calls[-1] == "apple-flow run"
+    assert not any(call.startswith("local-model.sh") for call in result.calls)
+
+
+def test_a_mac_without_apples_model_or_a_server_falls_back_to_the_demo(project: Path, tmp_path: Path) -> None:
+    (project / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
+    result = run_sh(project, tmp_path, FAKE_FM_CHECK="3")
+    assert result.code == 0, result.output
+    assert result.calls[-3:] == [
+        "local-model.sh start --port 8765", "apple-flow run --channel console", "local-model.sh stop --port 8765",
+    ]
+
+
+def test_on_linux_the_demo_path_is_unchanged(project: Path, tmp_path: Path) -> None:
+    if os.uname().sysname == "Darwin":
+        pytest.skip("the real uname says Darwin")
+    result = run_sh(project, tmp_path, mac=False)
+    assert result.code == 0, result.output
+    assert result.calls == [
+        "setup.sh --local-model",
+        "local-model.sh start --port 8765",
+        "apple-flow run --channel console",
+        "local-model.sh stop --port 8765",
+    ]
