@@ -82,14 +82,11 @@ public enum CommandRunner {
         let control = RunControl()
         let timeoutAt = ContinuousClock.now + timeout
         let result: Result<CommandOutcome, ToolFailure> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let thread = Thread {
-                    continuation.resume(returning: Result {
-                        try supervise(argv, directory: directory, timeoutAt: timeoutAt, deadline: deadline,
-                                      capture: capture, control: control)
-                    }.mapError { $0 as? ToolFailure ?? ToolFailure("\($0)") })
-                }
-                thread.start()
+            await onOwnThread {
+                Result {
+                    try supervise(argv, directory: directory, timeoutAt: timeoutAt, deadline: deadline,
+                                  capture: capture, control: control)
+                }.mapError { $0 as? ToolFailure ?? ToolFailure("\($0)") }
             }
         } onCancel: {
             control.cancel()
@@ -314,6 +311,14 @@ extension CommandRunner {
     static func commandEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
         -> [String] {
         environment.filter { !withheldVariables.contains($0.key) }.map { "\($0.key)=\($0.value)" }.sorted()
+    }
+}
+
+/// Runs blocking work (a command's supervision, a scan of the process table) on a thread of its own, so it never
+/// holds one of Swift's few cooperative threads, which other tasks' timers and requests need.
+func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: work()) }.start()
     }
 }
 

@@ -32,9 +32,9 @@ enum LeftoverProcesses {
     /// is killed, and one caught in the middle of exec shows an empty environment for a moment.
     static func killAll(token: String, rounds: Int = 20) {
         var quiet = 0
-        for _ in 0..<rounds where quiet < 2 {
+        for round in 0..<rounds where quiet < 2 {
+            if round > 0 { usleep(5_000) }
             quiet = send(SIGKILL, token: token) == 0 ? quiet + 1 : 0
-            usleep(10_000)
         }
     }
 

@@ -121,10 +121,10 @@ private struct Runner {
         let marker = "apple-code-sandbox-check-\(UUID().uuidString)"
         _ = await run("/usr/bin/perl -MPOSIX -e 'POSIX::setsid(); exec @ARGV' /bin/sh -c 'sleep 300; true' "
                       + "\(marker) </dev/null >/dev/null 2>&1 & sleep 0.5")
-        var left = processes(withMarker: marker)
+        var left = await onOwnThread { processes(withMarker: marker) }
         for _ in 0..<30 where !left.isEmpty {
             try? await Task.sleep(for: .milliseconds(100))
-            left = processes(withMarker: marker)
+            left = await onOwnThread { processes(withMarker: marker) }
         }
         for pid in left { _ = killpg(pid, SIGKILL); _ = kill(pid, SIGKILL) }
         return .init(name: "a process a command starts does not outlive it", passed: left.isEmpty,

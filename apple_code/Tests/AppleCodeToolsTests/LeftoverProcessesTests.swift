@@ -57,14 +57,14 @@ import Testing
         var found: Set<pid_t> = []
         for _ in 0..<50 where found.count < 4 {
             try await Task.sleep(for: .milliseconds(50))
-            found = LeftoverProcesses.find(token: token)
+            found = await onOwnThread { LeftoverProcesses.find(token: token) }
         }
         #expect(found.contains(child.processIdentifier))
         #expect(found.count == 4, "both shells and their sleeps: \(found)")
         #expect(!found.contains(getpid()))
-        LeftoverProcesses.killAll(token: token)
+        await onOwnThread { LeftoverProcesses.killAll(token: token) }
         #expect(try await survivors(of: marker).isEmpty)
-        #expect(LeftoverProcesses.find(token: token).isEmpty)
+        #expect(await onOwnThread { LeftoverProcesses.find(token: token) }.isEmpty)
     }
 
     /// Under bwrap even a process that clears its environment and leaves the session dies with the command: it

@@ -35,10 +35,10 @@ func processIsGone(_ pid: pid_t) -> Bool {
 /// Waits up to `seconds` for every process carrying `marker` to be gone; kills and returns those still there.
 func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
     let start = ContinuousClock.now
-    var left = processes(withMarker: marker)
+    var left = await onOwnThread { processes(withMarker: marker) }
     while !left.isEmpty, ContinuousClock.now - start < .seconds(seconds) {
         try await Task.sleep(for: .milliseconds(100))
-        left = processes(withMarker: marker)
+        left = await onOwnThread { processes(withMarker: marker) }
     }
     for pid in left { _ = killpg(pid, SIGKILL); _ = kill(pid, SIGKILL) }  // a failing test leaves nothing behind
     return left

@@ -114,6 +114,42 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(result.text.contains("index written"), "\(result.text)")
     }
 
+    /// Everyday git still works with hooks and config read-only: add, commit, log, status, branch.
+    @Test(.enabled(if: hasBubblewrap && CommandSandbox.findExecutable("git") != nil, "needs bwrap and git"))
+    func bubblewrapLetsGitCommit() async throws {
+        let ws = try TempWorkspace()
+        let git = Process()
+        git.executableURL = URL(fileURLWithPath: "/bin/sh")
+        git.arguments = ["-c", "cd \"$0\" && git init -q", ws.path]
+        try git.run()
+        await onOwnThread { git.waitUntilExit() }
+        let command = """
+            echo hi > a.txt && git add a.txt && git -c user.name=t -c user.email=t@example.com commit -qm one \
+            && git branch topic && git log --oneline | wc -l && git status --short | wc -l
+            """
+        let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": .string(command)])
+        #expect(result.text == "exit code 0\n1\n0\n", "\(result.text)")
+    }
+
+    /// Issue 20 item 1 on Linux: make, python3 and npm run inside the sandbox (each where installed).
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapRunsEverydayTools() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("Makefile", "all:\n\techo built > out.txt\n")
+        try ws.write("package.json", #"{"name": "x", "version": "1.0.0", "scripts": {"test": "echo npm-ok"}}"#)
+        var steps: [(command: String, says: String)] = []
+        for (tool, command, says) in [("make", "make -s && cat out.txt", "built"),
+                                      ("python3", "python3 -c 'print(6 * 7)'", "42"),
+                                      ("npm", "npm test --silent", "npm-ok")]
+        where CommandSandbox.findExecutable(tool) != nil {
+            steps.append((command, says))
+        }
+        for step in steps {
+            let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": .string(step.command)])
+            #expect(result.text == "exit code 0\n\(step.says)\n", "\(step.command): \(result.text)")
+        }
+    }
+
     /// A repository without a hooks folder gets an empty read-only one for the command.
     @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
     func bubblewrapBlocksANewHooksFolder() async throws {
@@ -225,8 +261,10 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
     @Test func aWorkingSandboxIsUsedAndGetsTheProfileOnce() async throws {
         let ws = try TempWorkspace()
         let executable = try Self.standIn(Self.working, in: ws)
-        let sandbox = CommandSandbox.probeSeatbelt(executable: executable, folders: Self.folders,
-                                                   workspace: ws.outside)
+        let outside = ws.outside
+        let sandbox = await onOwnThread {
+            CommandSandbox.probeSeatbelt(executable: executable, folders: Self.folders, workspace: outside)
+        }
         #expect(sandbox == .seatbelt(executable: executable, folders: Self.folders))
         let probed = try String(contentsOfFile: ws.outside + "/argv", encoding: .utf8)
         #expect(probed == (["-p", SeatbeltProfile.text, "-DWORKSPACE=\(ws.outside)", "-DTMP=/tmp", "-DVAR_TMP=/var/tmp",
@@ -241,8 +279,10 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
     /// and --check, --verbose and every command's result say so.
     @Test func aNestedSandboxFallsBackToRunningWithoutOneAndSaysSo() async throws {
         let ws = try TempWorkspace()
-        let sandbox = CommandSandbox.probeSeatbelt(executable: try Self.standIn(Self.nested, in: ws),
-                                                   folders: Self.folders, workspace: ws.outside)
+        let (executable, outside) = (try Self.standIn(Self.nested, in: ws), ws.outside)
+        let sandbox = await onOwnThread {
+            CommandSandbox.probeSeatbelt(executable: executable, folders: Self.folders, workspace: outside)
+        }
         guard case .none(let reason) = sandbox else {
             Issue.record("expected no sandbox, got \(sandbox)")
             return
@@ -260,8 +300,10 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
     /// A profile sandbox-exec rejects is apple-code's own bug: commands are refused, never run unconfined.
     @Test func aRejectedProfileRefusesCommands() async throws {
         let ws = try TempWorkspace()
-        let sandbox = CommandSandbox.probeSeatbelt(executable: try Self.standIn(Self.rejecting, in: ws),
-                                                   folders: Self.folders, workspace: ws.outside)
+        let (executable, outside) = (try Self.standIn(Self.rejecting, in: ws), ws.outside)
+        let sandbox = await onOwnThread {
+            CommandSandbox.probeSeatbelt(executable: executable, folders: Self.folders, workspace: outside)
+        }
         guard case .broken(let reason) = sandbox else {
             Issue.record("expected a broken sandbox, got \(sandbox)")
             return
