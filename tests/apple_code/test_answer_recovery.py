@@ -101,20 +101,20 @@ def test_max_turns_bounds_the_follow_up(apple_code_bin: Path, workspace: Path) -
     assert len(requests) == 1
 
 
-def test_a_call_as_text_after_the_final_answer_request(apple_code_bin: Path, workspace: Path) -> None:
-    # The demo's failure: the same call three times, the final-answer request, then the call again as text.
+def test_a_call_as_text_after_the_answer_request_ends_the_run(apple_code_bin: Path, workspace: Path) -> None:
+    # The demo's failure: the same call three times, then the call again as text when no tools are offered.
     script = [tool_call("listDirectory", {}), tool_call("listDirectory", {}), tool_call("listDirectory", {}),
-              answer("functions.listDirectory:\n{ }"), answer("The folder holds greet.py.")]
+              answer("functions.listDirectory:\n{ }"), answer("never asked")]
     done, requests = run_script(apple_code_bin, workspace, script, "list the files in this folder")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     lines = events(done.stdout)
-    assert lines[-1]["result"] == "The folder holds greet.py."
-    assert lines[-1]["num_turns"] == 5
-    assert "tools" not in requests[3] and "tools" not in requests[4]
-    assert requests[4]["messages"][-1]["content"].endswith("list the files in this folder")
+    assert lines[-1]["subtype"] == "error_backend" and "kept calling tools" in lines[-1]["result"]
+    assert lines[-1]["num_turns"] == 4 and len(requests) == 4
+    asking = requests[3]
+    assert "tools" not in asking
+    assert asking["messages"][-1]["content"] == "list the files in this folder"
     # Requests without tools carry no tool-call structure to imitate, only the results, folded.
     assert any("tool_calls" in m for m in requests[2]["messages"])
-    for body in requests[3:]:
-        assert {m["role"] for m in body["messages"]} == {"system", "user"}
-        assert any(m["content"].startswith("Result of listDirectory") and "greet.py" in m["content"]
-                   for m in body["messages"])
+    assert {m["role"] for m in asking["messages"]} == {"system", "user"}
+    assert any(m["content"].startswith("Result of listDirectory") and "greet.py" in m["content"]
+               for m in asking["messages"])

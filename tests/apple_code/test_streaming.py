@@ -14,29 +14,8 @@ from typing import Any
 
 import pytest
 
-from support.apple_code_run import clean_env, events, run_apple_code
-from support.scripted_server import ScriptedServer, Step, answer, empty_stream, tool_call, tool_calls
-
-
-def openai_args(url: str, workspace: Path, *extra: str) -> list[str]:
-    return ["--backend", "openai", "--base-url", url, "--model", "scripted", "--cwd", str(workspace),
-            "--output-format", "stream-json", "--verbose", *extra]
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    (folder / "notes.txt").write_text("buy milk\n")
-    return folder
-
-
-def run_script(
-    binary: Path, workspace: Path, steps: list[Step], prompt: str, *extra: str, streaming: bool = True
-) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]], list[dict[str, Any]]]:
-    with ScriptedServer(steps, streaming=streaming) as server:
-        done = run_apple_code(binary, *openai_args(server.url, workspace, *extra), prompt)
-        return done, events(done.stdout), server.requests()
+from support.apple_code_run import clean_env, events, run_scripted, scripted_args
+from support.scripted_server import ScriptedServer, answer, empty_stream, tool_call, tool_calls
 
 
 def texts(lines: list[dict[str, Any]]) -> list[str]:
@@ -46,7 +25,7 @@ def texts(lines: list[dict[str, Any]]) -> list[str]:
 def test_requests_stream_and_text_events_grow_with_the_answer(apple_code_bin: Path, workspace: Path) -> None:
     answer_text = "The workspace holds notes.txt, a shopping list that says to buy milk."
     script = [tool_call("listDirectory", {"path": "."}), answer(answer_text)]
-    done, lines, requests = run_script(apple_code_bin, workspace, script, "what is in the workspace?")
+    done, lines, requests = run_scripted(apple_code_bin, workspace, script, "what is in the workspace?")
     assert done.returncode == 0, done.stderr
     assert all(body["stream"] is True for body in requests)
     assert all(body["stream_options"] == {"include_usage": True} for body in requests)
@@ -66,7 +45,7 @@ def test_several_streamed_calls_with_text_and_the_servers_usage(apple_code_bin: 
                        content="Looking.")
     calls["usage"] = {"prompt_tokens": 650, "completion_tokens": 30}
     script = [calls, answer("It says buy milk.", usage={"prompt_tokens": 700, "completion_tokens": 6})]
-    done, lines, _ = run_script(apple_code_bin, workspace, script, "read notes.txt")
+    done, lines, _ = run_scripted(apple_code_bin, workspace, script, "read notes.txt")
     assert done.returncode == 0, done.stderr
     results = [(line["id"], line["name"], line["ok"]) for line in lines if line["type"] == "tool_result"]
     assert results == [("r1", "readFile", True), ("l1", "listDirectory", True)]
@@ -78,7 +57,7 @@ def test_several_streamed_calls_with_text_and_the_servers_usage(apple_code_bin: 
 
 def test_a_server_that_does_not_stream_still_works(apple_code_bin: Path, workspace: Path) -> None:
     script = [tool_call("readFile", {"path": "notes.txt"}), answer("It says buy milk.")]
-    done, lines, requests = run_script(apple_code_bin, workspace, script, "read notes.txt", streaming=False)
+    done, lines, requests = run_scripted(apple_code_bin, workspace, script, "read notes.txt", streaming=False)
     assert done.returncode == 0, done.stderr
     assert lines[-1]["result"] == "It says buy milk."
     assert texts(lines) == ["It says buy milk."]
@@ -90,7 +69,7 @@ def test_an_empty_stream_is_asked_again_without_streaming(apple_code_bin: Path, 
     stream: that request goes again unstreamed, as do later requests with tools; requests without tools stream."""
     script = [empty_stream(), tool_call("readFile", {"path": "notes.txt"}), tool_call("readFile", {"path": "x"}),
               answer(""), answer("It says buy milk.")]
-    done, lines, requests = run_script(apple_code_bin, workspace, script, "read notes.txt")
+    done, lines, requests = run_scripted(apple_code_bin, workspace, script, "read notes.txt")
     assert done.returncode == 0, done.stderr
     assert lines[-1]["result"] == "It says buy milk."
     assert [("tools" in body, body["stream"]) for body in requests] == [
@@ -108,7 +87,7 @@ def test_stopping_a_run_closes_its_stream(apple_code_bin: Path, workspace: Path,
     extra = ("--timeout", "3") if how == "timeout" else ()
     with ScriptedServer([slow]) as server:
         process = subprocess.Popen(
-            [str(apple_code_bin), *openai_args(server.url, workspace, *extra), "say words"],
+            [str(apple_code_bin), *scripted_args(server.url, workspace, *extra), "say words"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
         )
         assert process.stdout is not None

@@ -12,7 +12,7 @@ import pytest
 from apple_flow.channels.base import SendError
 from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.echo import SentLog
-from apple_flow.channels.imessage.egress import BUDDY_SCRIPT, PARTICIPANT_SCRIPT
+from apple_flow.channels.imessage.egress import BUDDY_SCRIPT, GROUP_SCRIPT, PARTICIPANT_SCRIPT, SMS_SCRIPT
 from channels.conftest import FakeOsascript
 
 NASTY = [
@@ -52,21 +52,93 @@ def test_text_argv_cannot_carry_is_cleaned_before_osascript(make_settings: Any, 
     assert sent.take_echo("+15551234567", "beforeafter 😀 lone \ufffd end")  # the echo is what really went out
 
 
-def test_participant_form_falls_back_to_buddy_and_remembers_it(
+def test_buddy_is_only_a_fallback_and_never_becomes_the_preferred_form(
     make_settings: Any, fake_osascript: FakeOsascript
 ) -> None:
-    fake_osascript.mode("fail-participant")
+    fake_osascript.mode("fail-participant-once")
     egress = build_imessage_egress(make_settings())
 
     egress.send("someone@example.com", "first")
     egress.send("someone@example.com", "second")
 
     calls = fake_osascript.calls()
-    assert [c["stdin"] for c in calls] == [PARTICIPANT_SCRIPT, BUDDY_SCRIPT, BUDDY_SCRIPT]
+    assert [c["stdin"] for c in calls] == [PARTICIPANT_SCRIPT, BUDDY_SCRIPT, PARTICIPANT_SCRIPT]
     assert [c["argv"] for c in calls][1:] == [
         ["-", "someone@example.com", "first"],
         ["-", "someone@example.com", "second"],
     ]
+
+
+# --- delivery: only chat.db says a text went out ---------------------------------------------------------------------
+
+
+def test_a_send_is_confirmed_by_its_row_in_chat_db(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    delivery = build_imessage_egress(make_settings()).deliver("+15551234567", "hello")
+    assert delivery.confirmed and delivery.note == "Messages shows it as sent"
+
+
+@pytest.mark.parametrize(
+    ("mode", "rows", "why"),
+    [
+        ("ok", "none", r"no trace of it in .*chat\.db after 1 s"),
+        ("fail-participant", "none-for-buddy", r"no trace of it in .*chat\.db after 1 s"),  # buddy: exit 0, nothing
+        ("ok", "error", r"Messages could not send it \(chat\.db row \d+ has error 22\)"),
+    ],
+    ids=["exit-0-without-a-row", "buddy-delivers-nothing", "row-with-an-error"],
+)
+def test_a_send_without_a_good_row_in_chat_db_did_not_go_out(
+    make_settings: Any, fake_osascript: FakeOsascript, mode: str, rows: str, why: str
+) -> None:
+    fake_osascript.mode(mode)
+    fake_osascript.rows(rows)
+    with pytest.raises(SendError, match=why):
+        build_imessage_egress(make_settings(send_retries=2)).send("+15551234567", "hello")
+    assert len(fake_osascript.calls()) == (2 if mode == "fail-participant" else 1)  # exit 0 is never resent
+
+
+def test_a_row_messages_has_not_sent_yet_is_handed_over_not_failed(
+    make_settings: Any, fake_osascript: FakeOsascript
+) -> None:
+    fake_osascript.rows("queued")
+    delivery = build_imessage_egress(make_settings()).deliver("+15551234567", "hello")
+    assert not delivery.confirmed and delivery.note.startswith("Messages has it (chat.db row ")
+    assert "has not sent it yet" in delivery.note
+
+
+def test_without_a_readable_chat_db_a_send_is_handed_over_unconfirmed(
+    make_settings: Any, fake_osascript: FakeOsascript, tmp_path: Any
+) -> None:
+    settings = make_settings(messages_db_path=tmp_path / "elsewhere" / "chat.db")
+    delivery = build_imessage_egress(settings).deliver("+15551234567", "hello")
+    assert not delivery.confirmed and delivery.note.startswith("not confirmed: ")
+    assert "does not exist" in delivery.note
+
+
+def test_sms_senders_are_answered_through_the_sms_account(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    delivery = build_imessage_egress(make_settings()).deliver("SMS;-;+15557654321", "hello by text")
+    (call,) = fake_osascript.calls()
+    assert call["argv"] == ["-", "+15557654321", "hello by text"]
+    assert call["stdin"] == SMS_SCRIPT and "1st account whose service type = SMS" in call["stdin"]
+    assert delivery.confirmed
+
+
+def test_a_group_reply_goes_into_the_group_by_its_chat_id(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    # macOS 26 stores group guids as any;+;chat… and refuses them (-1728); the iMessage;+; form is the reported fix.
+    fake_osascript.mode("fail-any-guid")
+    delivery = build_imessage_egress(make_settings()).deliver("any;+;chat493827163", "hello group")
+    calls = fake_osascript.calls()
+    assert [c["argv"] for c in calls] == [
+        ["-", "any;+;chat493827163", "hello group"],
+        ["-", "iMessage;+;chat493827163", "hello group"],
+    ]
+    assert all(c["stdin"] == GROUP_SCRIPT for c in calls) and "chat id targetHandle" in GROUP_SCRIPT
+    assert delivery.confirmed
+
+
+def test_a_group_reply_that_cannot_be_sent_says_so(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+    fake_osascript.mode("fail")
+    with pytest.raises(SendError, match=r"group chat chat493827163.*macOS 26"):
+        build_imessage_egress(make_settings(send_retries=0)).send("any;+;chat493827163", "hello group")
 
 
 def test_failures_are_retried_a_bounded_number_of_times(make_settings: Any, fake_osascript: FakeOsascript) -> None:

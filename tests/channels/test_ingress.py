@@ -8,6 +8,8 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from apple_flow.channels.imessage import Skipped, build_imessage_channel
 from apple_flow.channels.imessage.echo import SentLog
 from apple_flow.channels.imessage.ingress import IMessageIngress
@@ -197,13 +199,17 @@ def test_build_imessage_channel_shares_the_sent_record(make_settings, chat_db, f
     assert ingress.latest_rowid() == real
 
 
-def test_texting_yourself_never_loops(make_settings, chat_db, fake_osascript) -> None:  # type: ignore[no-untyped-def]
-    # The usual smoke test: you text your own handle; every reply comes back as a sent row and an incoming copy.
+@pytest.mark.parametrize("both_copies", [True, False], ids=["sent-and-received-rows", "sent-row-only-macos-26"])
+def test_texting_yourself_never_loops(make_settings, chat_db, fake_osascript, both_copies) -> None:  # type: ignore[no-untyped-def]
+    # The usual smoke test: you text your own handle. Messages stores what you typed and each reply as the sent row,
+    # plus (one device, older macOS) a received copy; on macOS 26 with several devices only the sent row.
     me = "+15551234567"
-    fake_osascript.store_self_messages(me, chat_db.path)
+    fake_osascript.owner(me, received_copy=both_copies)
     ingress, egress = build_imessage_channel(make_settings(reply_chunk_chars=120))
-    chat_db.message("hello agent", sender=me, is_from_me=True)  # what you typed, as Messages stores it
-    chat_db.message("hello agent", sender=me)
+    chat_db.message("hello agent", sender=me, is_from_me=True, destination_caller_id=me)  # what you typed
+    if both_copies:
+        chat_db.message("hello agent", sender=me, destination_caller_id=me)
+    typed = 2 if both_copies else 1
 
     stop = threading.Event()
     answered: list[str] = []
@@ -217,7 +223,7 @@ def test_texting_yourself_never_loops(make_settings, chat_db, fake_osascript) ->
     assert answered == ["hello agent"]  # the reply's parts came back, and none was taken as a new request
     parts = [c["argv"][2] for c in fake_osascript.calls()]
     assert len(parts) > 1
-    assert ingress.latest_rowid() == 2 + 2 * len(parts)
+    assert ingress.latest_rowid() == typed + typed * len(parts)
 
 
 def test_a_backlog_larger_than_one_read_comes_in_order_without_waiting(chat_db: ChatDbWriter) -> None:

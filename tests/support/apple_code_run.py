@@ -8,7 +8,24 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from support.scripted_server import ScriptedServer, Step
+
 MAX_LINE_BYTES = 16 * 1024
+
+
+def scripted_args(url: str, workspace: Path, *extra: str) -> list[str]:
+    """apple-code against the scripted server at ``url``, in ``workspace``, with stream-json and --verbose."""
+    return ["--backend", "openai", "--base-url", url, "--model", "scripted", "--cwd", str(workspace),
+            "--output-format", "stream-json", "--verbose", *extra]
+
+
+def run_scripted(
+    binary: Path, workspace: Path, steps: list[Step], prompt: str, *extra: str, streaming: bool = True
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    """One apple-code run against a scripted server: the finished process, its events, the requests received."""
+    with ScriptedServer(steps, streaming=streaming) as server:
+        done = run_apple_code(binary, *scripted_args(server.url, workspace, *extra), prompt)
+        return done, events(done.stdout), server.requests()
 
 
 def clean_env(**extra: str) -> dict[str, str]:

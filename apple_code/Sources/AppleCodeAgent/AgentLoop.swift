@@ -16,6 +16,9 @@ public struct AgentLoop: Sendable {
     /// message: the server most likely dropped that message (llama.cpp's chatml-function-calling does).
     public var detectDroppedToolMessages: Bool
 
+    /// Calls of one reply that are run; the next gets one error result for all the rest, which are left out.
+    public static let maxCallsPerReply = 8
+
     public init(model: any ChatModel, style: ToolResultStyle = .toolMessages, detectDroppedToolMessages: Bool = true) {
         self.model = model
         self.style = style
@@ -28,17 +31,35 @@ public struct AgentLoop: Sendable {
     }
 }
 
-/// What the model is told when it repeats itself, and after.
+/// What the model is told in tool results. Requests for an answer carry no words of ours at all (small models
+/// echo them): they offer no tools and end with the user's own message.
 enum LoopText {
-    static let finalAnswerRequest = "Stop calling tools now. Give your final answer from what you have learned so far."
-    static let repeatedCall = "Error: this exact call was made three times in a row; its result is above. "
-        + "Do not call it again."
-    static let skipped = "Error: not run: a final answer was requested."
+    /// Information, not an instruction: small models repeat instructions back.
+    static let repeatedCall = "[the same call as before: its earlier result, not run again]"
 
-    /// After a reply with no answer: the task again (its start, if long), to be answered in words.
-    static func plainAnswerRequest(task: String) -> String {
-        let quoted = TokenEstimator.cut(task, toTokens: 200)
-        return "Please answer my message in plain words, without calling tools:\n" + quoted.text
+    static func tooManyCalls(made: Int) -> String {
+        "Error: this reply made \(made) tool calls; only the first \(AgentLoop.maxCallsPerReply) were run and the "
+            + "other \(made - AgentLoop.maxCallsPerReply) were not. Make at most \(AgentLoop.maxCallsPerReply) calls "
+            + "a reply."
+    }
+
+    static func unknownTool(_ name: String, tools: [String]) -> String {
+        let names = tools.isEmpty ? "(none)" : tools.joined(separator: ", ")
+        return "unknown tool '\(name)'. The tools are: \(names)."
+    }
+}
+
+/// Why the run stops offering tools and asks for the answer.
+private enum AnswerReason {
+    case empty, repeated(String), lastTurn, time(seconds: Int)
+
+    var notice: String {
+        switch self {
+        case .empty: "the model gave an empty answer"
+        case .repeated(let name): "the model made the same \(name) call a third time"
+        case .lastTurn: "one model turn of --max-turns is left"
+        case .time(let seconds): "\(seconds) s of --timeout are left, too few for another tool round"
+        }
     }
 }
 
@@ -53,12 +74,14 @@ private struct LoopRun {
     var progress = RunProgress()
     var partial = ""
     var replyShown = false
+    var memory = CallMemory()
     var lastCallKey: String?
-    var repeats = 0
     var lastCallFollowedToolMessage = false
-    var finalRequested = false
-    var plainAnswerRequested = false
+    /// Set once tools are no longer offered (at most once a run): the reason.
+    var answerRequested: AnswerReason?
     var generatedIDs = 0
+    /// The longest a model request has taken in this run: the time another tool round may need.
+    var slowest: Duration = .zero
 
     init(loop: AgentLoop, request: AgentRequest, events: any EventSink) {
         self.loop = loop
@@ -91,60 +114,65 @@ private struct LoopRun {
         }
     }
 
+    private var maxTurnsError: AgentError {
+        AgentError(.maxTurns, "stopped after --max-turns \(request.maxTurns) model turns without a final answer; "
+            + "raise --max-turns or narrow the task")
+    }
+
     private mutating func loopTurns() async throws -> AgentAnswer {
         while true {
             try Task.checkCancellation()
             if let deadline = request.deadline, ContinuousClock.now >= deadline { throw CancellationError() }
-            guard progress.turns < request.maxTurns else {
-                throw AgentError(.maxTurns, "stopped after --max-turns \(request.maxTurns) model turns without "
-                    + "a final answer; raise --max-turns or narrow the task")
-            }
+            guard progress.turns < request.maxTurns else { throw maxTurnsError }
+            if answerRequested == nil, let reason = wrapUpReason() { requestAnswer(reason) }
             let chat = try fittedRequest()
             progress.turns += 1
             request.log("request \(progress.turns): \(chat.estimatedTokens) of \(budget.contextTokens) estimated "
-                + "tokens (tools \(budget.toolTokens), answer reserve \(chat.maxTokens)), \(style.rawValue) results")
-            var relay = TextRelay()
-            replyShown = false
-            let model = loop.model
-            var reply = try await model.complete(chat) { piece in show(relay.pass(piece)) }
-            account(chat, reply)
-            if reply.calls.isEmpty, let written = TextToolCall.parse(reply.text, tools: request.tools.map(\.name)) {
-                request.log("reply \(progress.turns): the model wrote a \(written.name) call as text instead of a "
-                    + "structured tool call; taken as that call")
-                reply = ChatReply(text: "", calls: [written])
-            } else {
-                show(relay.release())
-            }
-            if !reply.text.isEmpty, reply.calls.isEmpty || finalRequested {
-                return AgentAnswer(text: reply.text, progress: progress)
-            }
-            if reply.calls.isEmpty || finalRequested {
-                // No answer: no text, or only calls once tools are no longer offered. One plain-words request,
-                // when --max-turns leaves room for it (else the run ends as it would have without it).
-                if !plainAnswerRequested, progress.turns < request.maxTurns {
-                    requestPlainAnswer(reply.calls.isEmpty ? "gave an empty answer" : "called a tool instead of answering")
-                    continue
-                }
+                + "tokens (tools \(chat.tools.isEmpty ? 0 : budget.toolTokens), answer reserve \(chat.maxTokens)), "
+                + "\(style.rawValue) results")
+            let reply = try await ask(chat)
+            if let reason = answerRequested {
+                // No tools were offered: only words answer.
+                if !reply.text.isEmpty { return AgentAnswer(text: reply.text, progress: progress) }
+                if case .lastTurn = reason { throw maxTurnsError }
                 if reply.calls.isEmpty {
                     request.log("reply \(progress.turns): empty; the run ends without an answer")
                     return AgentAnswer(text: "", progress: progress)
                 }
-                throw AgentError(.backendError, "the model kept calling tools after it was asked for its final answer")
+                throw AgentError(.backendError, "the model kept calling tools after it was asked for its answer")
             }
-            let calls = reply.calls.map { call in
-                var call = call
-                if call.id.isEmpty {
-                    generatedIDs += 1
-                    call.id = "c\(generatedIDs)"
+            if reply.calls.isEmpty {
+                if !reply.text.isEmpty { return AgentAnswer(text: reply.text, progress: progress) }
+                // No answer: one plain-words request, when --max-turns leaves room for it.
+                guard progress.turns < request.maxTurns else {
+                    request.log("reply \(progress.turns): empty; the run ends without an answer")
+                    return AgentAnswer(text: "", progress: progress)
                 }
-                return call
+                requestAnswer(.empty)
+                continue
             }
-            entries.append(.assistant(text: reply.text, calls: calls))
-            for (index, call) in calls.enumerated() {
-                try await handle(call, callsLeft: calls.count - index)
-            }
-            if finalRequested { entries.append(.user(LoopText.finalAnswerRequest)) }
+            if let repeated = try await runCalls(of: reply) { requestAnswer(.repeated(repeated)) }
         }
+    }
+
+    /// One request: its text shown as it comes, its duration and tokens counted, a call written as text taken
+    /// as that call.
+    private mutating func ask(_ chat: ChatRequest) async throws -> ChatReply {
+        var relay = TextRelay()
+        replyShown = false
+        let model = loop.model
+        let started = ContinuousClock.now
+        var reply = try await model.complete(chat) { piece in show(relay.pass(piece)) }
+        slowest = max(slowest, ContinuousClock.now - started)
+        account(chat, reply)
+        if reply.calls.isEmpty, let written = TextToolCall.parse(reply.text, tools: request.tools.map(\.name)) {
+            request.log("reply \(progress.turns): the model wrote a \(written.name) call as text instead of a "
+                + "structured tool call; taken as that call")
+            reply = ChatReply(text: "", calls: [written])
+        } else {
+            show(relay.release())
+        }
+        return reply
     }
 
     /// Text of the reply as it comes, as `text` events (a reply after an earlier one's text starts on a new line);
@@ -157,15 +185,40 @@ private struct LoopRun {
         partial += shown
     }
 
-    /// Asks once for a plain-words answer to the task, offering no tools (small models given tools and the
-    /// chatml-function-calling template often stop with nothing to say).
-    private mutating func requestPlainAnswer(_ what: String) {
-        plainAnswerRequested = true
-        finalRequested = true
-        let message = "the model \(what); asking once for a plain-words answer without tools"
+    /// Ask for the answer before the next tool round when that round would be the run's last turn, or when less
+    /// time is left than twice the slowest request so far (a tool round, then its answer). Never before the
+    /// first request: the task gets its tools.
+    private func wrapUpReason() -> AnswerReason? {
+        guard progress.turns > 0 else { return nil }
+        if progress.turns == request.maxTurns - 1 { return .lastTurn }
+        if let deadline = request.deadline {
+            let left = deadline - ContinuousClock.now
+            if left < slowest * 2 { return .time(seconds: Int(left.seconds.rounded())) }
+        }
+        return nil
+    }
+
+    /// From now on, requests offer no tools, show no calls (their results stay, folded into user messages) and
+    /// end with the user's own message (its start, if long): no words of ours the model could echo.
+    private mutating func requestAnswer(_ reason: AnswerReason) {
+        answerRequested = reason
+        let message = reason.notice + "; asking for a plain-words answer without tools"
         request.log("reply \(progress.turns): " + message)
         events.notice(message)
-        entries.append(.user(LoopText.plainAnswerRequest(task: request.prompt)))
+        if entries.last != .user(request.prompt) { entries.append(.user(Self.start(of: request.prompt))) }
+    }
+
+    /// The longest start of `text` within 200 estimated tokens, cut at a character.
+    private static func start(of text: String) -> String {
+        guard TokenEstimator.estimate(text) > 200 else { return text }
+        var kept = ""
+        var units = 0
+        for character in text {
+            units += TokenEstimator.estimate(String(character)) - 1
+            if units > 199 { break }
+            kept.append(character)
+        }
+        return kept
     }
 
     private mutating func account(_ chat: ChatRequest, _ reply: ChatReply) {
@@ -181,32 +234,67 @@ private struct LoopRun {
 
     // MARK: tool calls
 
-    private mutating func handle(_ call: ModelToolCall, callsLeft: Int) async throws {
-        try Task.checkCancellation()
-        let parsed = Self.parseArguments(call.argumentsText)
-        events.emit(.toolCall(id: call.id, name: call.name, arguments: parsed.value ?? .string(call.argumentsText)))
-
-        let key = call.name + "\u{0}" + (parsed.value?.canonicalText ?? call.argumentsText)
-        if key == lastCallKey { repeats += 1 } else { lastCallKey = key; repeats = 1 }
-
-        if finalRequested {
-            record(call, ToolResult.failure(LoopText.skipped))
-            return
+    /// Records the reply's calls in the history and runs them: at most `maxCallsPerReply` (the next gets one
+    /// error result for the rest, which are left out), names kept short. Stops at a call made a third time and
+    /// returns its name (that call and the ones after it are left out).
+    private mutating func runCalls(of reply: ChatReply) async throws -> String? {
+        var calls = reply.calls.prefix(AgentLoop.maxCallsPerReply + 1).map { call in
+            var call = call.withBoundedName
+            if call.id.isEmpty {
+                generatedIDs += 1
+                call.id = "c\(generatedIDs)"
+            }
+            return call
         }
-        if repeats == 2, style == .toolMessages, loop.detectDroppedToolMessages, lastCallFollowedToolMessage {
+        if reply.calls.count > calls.count {
+            request.log("reply \(progress.turns): \(reply.calls.count) tool calls; the first "
+                + "\(AgentLoop.maxCallsPerReply) run, the next gets an error for the rest, the others are left out")
+        }
+        let assistant = entries.count
+        entries.append(.assistant(text: reply.text, calls: calls))
+        for (index, call) in calls.enumerated() {
+            try Task.checkCancellation()
+            if index == AgentLoop.maxCallsPerReply {
+                announce(call, arguments: nil)
+                record(call, .failure(LoopText.tooManyCalls(made: reply.calls.count)))
+                break
+            }
+            if try await handle(call, callsLeft: calls.count - index) == .repeatedThirdTime {
+                calls.removeSubrange(index...)
+                entries[assistant] = .assistant(text: reply.text, calls: calls)
+                return call.name
+            }
+        }
+        return nil
+    }
+
+    private enum Handled { case recorded, repeatedThirdTime }
+
+    private mutating func handle(_ call: ModelToolCall, callsLeft: Int) async throws -> Handled {
+        let parsed = Self.parseArguments(call.argumentsText)
+        let key = CallMemory.key(name: call.name, arguments: parsed.value, raw: call.argumentsText)
+        let times = memory.count(key)
+        let consecutive = key == lastCallKey
+        lastCallKey = key
+        if times >= 3 { return .repeatedThirdTime }
+        announce(call, arguments: parsed.value)
+        if consecutive, style == .toolMessages, loop.detectDroppedToolMessages, lastCallFollowedToolMessage {
             style = .userMessages
             let message = "the model repeated a call right after its result: the server seems to drop role \"tool\" "
                 + "messages; sending tool results as user messages from now on"
             request.log(message)
             events.notice(message)
         }
-        if repeats >= 3 {
-            events.notice("the model made the same \(call.name) call three times in a row; asking for a final answer")
-            finalRequested = true
-            record(call, ToolResult.failure(LoopText.repeatedCall))
-            return
+        if let earlier = memory.earlier(key) {
+            var again = earlier
+            again.text = earlier.text + "\n\n" + LoopText.repeatedCall
+            again.summary = earlier.summary + " (earlier result, not run again)"
+            again.filesChanged = []
+            again.commandsRun = 0
+            request.log("the model made the same \(call.name) call again; it gets the earlier result, not run again")
+            record(call, again)
+            return .recorded
         }
-
         let result: ToolResult
         if let error = parsed.error {
             result = .failure("the arguments of \(call.name) are not valid JSON (\(error)). Send one JSON object, "
@@ -223,12 +311,17 @@ private struct LoopRun {
             }
             result = ran
         } else {
-            let names = request.tools.map(\.name).joined(separator: ", ")
-            result = .failure("unknown tool '\(call.name)'. The tools are: \(names.isEmpty ? "(none)" : names).")
+            result = .failure(LoopText.unknownTool(call.name, tools: request.tools.map(\.name)))
         }
         progress.record(result)
+        memory.remember(key, result)
         record(call, result)
         try Task.checkCancellation()
+        return .recorded
+    }
+
+    private func announce(_ call: ModelToolCall, arguments: JSONValue?) {
+        events.emit(.toolCall(id: call.id, name: call.name, arguments: arguments ?? .string(call.argumentsText)))
     }
 
     private mutating func record(_ call: ModelToolCall, _ result: ToolResult) {
@@ -288,7 +381,8 @@ private struct LoopRun {
     /// The next request, condensed until it fits: older tool results to one line each (oldest first), then the
     /// long arguments of calls that have run cut to a placeholder (oldest message first: a 20 KB `writeFile`
     /// content is on disk, and its result says so), then whole older exchanges dropped, then the newest results
-    /// cut. The task is never touched.
+    /// cut, then the newest calls' arguments and text cut to a placeholder, then the newest exchange dropped.
+    /// The task is never touched.
     private mutating func fittedRequest() throws -> ChatRequest {
         var condensed = 0
         var shortened = 0
@@ -313,6 +407,12 @@ private struct LoopRun {
                 if cut.text == text { entries[index] = entries[index].condensed; condensed += 1 } else {
                     entries[index] = .toolResult(id: id, name: name, text: cut.text, summary: summary, condensed: false)
                 }
+            } else if lastAssistant > 0, entries[lastAssistant].withEverythingCut != entries[lastAssistant] {
+                entries[lastAssistant] = entries[lastAssistant].withEverythingCut
+                shortened += 1
+            } else if let range = oldestExchange(before: entries.count) {
+                entries.removeSubrange(range)
+                dropped += 1
             } else {
                 throw AgentError(.context, "the budget cannot be met: the request needs \(chat.estimatedTokens) "
                     + "estimated tokens > --context-tokens \(budget.contextTokens) even with the history condensed")
@@ -331,12 +431,13 @@ private struct LoopRun {
         return chat
     }
 
-    /// The request for the current conversation. Once a final answer was requested it offers no tools and
-    /// shows no tool-call structure: small models given tools (and `tool_choice: "auto"`) keep calling them, and
-    /// without tools they imitate the calls their template renders as text.
+    /// The request for the current conversation. Once an answer is requested it offers no tools and shows no
+    /// tool-call structure: small models given tools (and `tool_choice: "auto"`) keep calling them, and without
+    /// tools they imitate the calls their template renders as text.
     private func makeRequest() -> ChatRequest {
-        ChatRequest(system: request.instructions, entries: entries, tools: finalRequested ? [] : specs,
-                    maxTokens: budget.answerReserve, style: style, plainHistory: finalRequested)
+        let asking = answerRequested != nil
+        return ChatRequest(system: request.instructions, entries: entries, tools: asking ? [] : specs,
+                           maxTokens: budget.answerReserve, style: style, plainHistory: asking)
     }
 
     /// An assistant message with tool calls and the results after it, before `limit` (never the task at 0).
@@ -346,7 +447,7 @@ private struct LoopRun {
             return true
         }) else { return nil }
         var end = start + 1
-        while end < limit, case .toolResult = entries[end] { end += 1 }
+        while end < entries.count, case .toolResult = entries[end] { end += 1 }
         return start..<end
     }
 
@@ -367,27 +468,6 @@ private struct LoopRun {
     }
 }
 
-/// Passes a streamed reply's text on as it comes, except while it may still turn out to be a tool call written as
-/// text (`TextToolCall`), which is not an answer to show: that start is held until it is clearly text, or until
-/// the reply is complete and `release()` is called for a reply that was not taken as a call.
-struct TextRelay {
-    private var held = ""
-    private var passing = false
-
-    mutating func pass(_ piece: String) -> String {
-        if passing { return piece }
-        held += piece
-        guard !TextToolCall.mayBeCall(held) else { return "" }
-        passing = true
-        return release()
-    }
-
-    mutating func release() -> String {
-        defer { held = "" }
-        return held
-    }
-}
-
 extension ChatEntry {
     var isWholeResult: Bool {
         if case .toolResult(_, _, _, _, let condensed) = self { !condensed } else { false }
@@ -403,27 +483,20 @@ extension ChatEntry {
         return .assistant(text: text, calls: calls.map(\.withLongArgumentsCut))
     }
 
+    /// An assistant message as small as it can be while its calls keep their ids and names: every call's
+    /// arguments and a long text become a placeholder.
+    var withEverythingCut: ChatEntry {
+        guard case .assistant(let text, let calls) = self else { return self }
+        let shortText = text.utf8.count > ModelToolCall.longArgumentBytes
+            ? ModelToolCall.placeholder(text, what: "text") : text
+        return .assistant(text: shortText, calls: calls.map(\.withArgumentsCut))
+    }
+
     var condensed: ChatEntry {
         if case .toolResult(let id, let name, let text, let summary, _) = self {
             return .toolResult(id: id, name: name, text: text, summary: summary, condensed: true)
         }
         return self
-    }
-}
-
-extension JSONValue {
-    /// Compact JSON with object keys sorted: equal arguments compare equal whatever their key order.
-    var canonicalText: String { canonical.jsonText }
-
-    private var canonical: JSONValue {
-        switch self {
-        case .object(let object):
-            var sorted = JSONObject()
-            for key in object.keys.sorted() { sorted[key] = object[key]?.canonical }
-            return .object(sorted)
-        case .array(let items): return .array(items.map(\.canonical))
-        default: return self
-        }
     }
 }
 

@@ -147,6 +147,11 @@ extension ModelToolCall {
         if let value = try? JSONValue.parse(trimmed) {
             let cut = Self.cutLongStrings(value)
             if cut != value { call.argumentsText = cut.jsonText }
+            // Many short values (a 40,000-key object) stay long: one placeholder for the whole.
+            if call.argumentsText.utf8.count > Self.longArgumentsBytes {
+                call.argumentsText = JSONValue.object(["arguments": .string(Self.placeholder(argumentsText,
+                                                                                            what: "arguments"))]).jsonText
+            }
         } else if argumentsText.utf8.count > Self.longArgumentBytes {
             // Malformed arguments (the call got an error result): a valid object that says what was there.
             let placeholder = Self.placeholder(argumentsText, what: "malformed JSON")
@@ -182,7 +187,7 @@ extension ModelToolCall {
         return "[\(grouped(text.utf8.count)) bytes of \(what), starting \"\(start)…\"; cut from the history]"
     }
 
-    private static func grouped(_ number: Int) -> String {
+    static func grouped(_ number: Int) -> String {
         var digits = String(number)
         var groups: [String] = []
         while digits.count > 3 {
@@ -191,5 +196,35 @@ extension ModelToolCall {
         }
         groups.insert(digits, at: 0)
         return groups.joined(separator: ",")
+    }
+}
+
+/// Bounding what the model sent before it goes back into the history: a tool name no tool has (10,000
+/// characters of it) is kept short, and arguments that stay long once their long strings are cut (many short
+/// values) become a placeholder as a whole.
+extension ModelToolCall {
+    /// Names longer than this (UTF-8 bytes) are cut: no tool has such a name.
+    static let longNameBytes = 64
+    /// Arguments still longer than this once their long strings are cut become one placeholder.
+    static let longArgumentsBytes = 1024
+
+    var withBoundedName: ModelToolCall {
+        guard name.utf8.count > Self.longNameBytes else { return self }
+        var call = self
+        var start = ""
+        for character in name {
+            guard start.utf8.count + String(character).utf8.count <= 40 else { break }
+            start.append(character)
+        }
+        call.name = "\(start)...(\(Self.grouped(name.utf8.count)) bytes)"
+        return call
+    }
+
+    /// Every argument cut: arguments longer than a placeholder become one.
+    var withArgumentsCut: ModelToolCall {
+        guard argumentsText.utf8.count > Self.longArgumentBytes else { return self }
+        var call = self
+        call.argumentsText = JSONValue.object(["arguments": .string(Self.placeholder(argumentsText, what: "arguments"))]).jsonText
+        return call
     }
 }

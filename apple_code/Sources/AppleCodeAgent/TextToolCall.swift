@@ -68,3 +68,24 @@ enum TextToolCall {
         }
     }
 }
+
+/// Passes a streamed reply's text on as it comes, except while it may still turn out to be a tool call written as
+/// text (`TextToolCall`), which is not an answer to show: that start is held until it is clearly text, or until
+/// the reply is complete and `release()` is called for a reply that was not taken as a call.
+struct TextRelay {
+    private var held = ""
+    private var passing = false
+
+    mutating func pass(_ piece: String) -> String {
+        if passing { return piece }
+        held += piece
+        guard !TextToolCall.mayBeCall(held) else { return "" }
+        passing = true
+        return release()
+    }
+
+    mutating func release() -> String {
+        defer { held = "" }
+        return held
+    }
+}

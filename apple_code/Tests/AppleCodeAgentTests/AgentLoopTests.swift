@@ -53,33 +53,71 @@ import Testing
         #expect(sink.events.contains { $0.kind == .toolCall(id: "c1", name: "readFile", arguments: .string(#"{"path": "#)) })
     }
 
-    @Test func theSameCallThreeTimesEndsWithAFinalAnswerRequest() async throws {
+    /// Issue 16 item 3: the same call (same tool, same arguments in any key order) again in a run is not run
+    /// again: it gets its earlier result with a short note.
+    @Test func aRepeatedCallGetsItsEarlierResultAndIsNotRunAgain() async throws {
+        let read = FakeTool("readFile", output: "1: x")
+        let list = FakeTool("listDirectory", output: "a.py (file)")
+        let model = ScriptedModel([
+            call("readFile", #"{"path":"a.py","startLine":1}"#), call("listDirectory", "{}"),
+            call("readFile", #"{ "startLine": 1, "path" : "a.py" }"#), ChatReply(text: "Done."),
+        ])
+        let sink = RecordingSink()
+        let answer = try await AgentLoop(model: model, detectDroppedToolMessages: false).run(request([read, list]),
+                                                                                          events: sink)
+        #expect(answer.text == "Done.")
+        #expect(read.maxTokensSeen.count == 1)
+        #expect(sink.results.map(\.summary) == ["readFile a.py", "listDirectory ", "readFile a.py (earlier result, "
+            + "not run again)"])
+        let last = model.sent[3].messagesJSON.arrayValue?.last
+        #expect(last?["content"]?.stringValue == "1: x\n\n" + LoopText.repeatedCall)
+        #expect(model.sent.allSatisfy { $0.tools.count == 2 })
+    }
+
+    @Test func aCallThatChangedSomethingMakesEarlierResultsStale() async throws {
+        let read = FakeTool("readFile", output: "1: x")
+        let edit = FakeTool("editFile", output: "edited", changes: ["a.py"])
+        let same = #"{"path":"a.py"}"#
+        let model = ScriptedModel([call("readFile", same), call("editFile", same), call("readFile", same),
+                                   call("editFile", same), ChatReply(text: "Done.")])
+        _ = try await AgentLoop(model: model).run(request([read, edit]), events: RecordingSink())
+        // The read after the edit runs again; the second edit, after only a read, gets its earlier result.
+        #expect(read.maxTokensSeen.count == 2)
+        #expect(edit.maxTokensSeen.count == 1)
+    }
+
+    /// Issue 16 item 3: a third identical call ends the tool rounds: the next request offers no tools, shows no
+    /// calls and ends with the user's own message. No words of ours: small models echo them.
+    @Test func theSameCallAThirdTimeAsksForTheAnswerWithoutOurWords() async throws {
         let read = FakeTool("readFile", output: "1: x")
         let same = #"{"path":"a.py"}"#
         let model = ScriptedModel([
-            call("readFile", same), call("readFile", #"{ "path" : "a.py" }"#), call("readFile", same),
+            call("readFile", same), call("readFile", same),
+            ChatReply(text: "", calls: [ModelToolCall(id: "k", name: "readFile", argumentsText: same),
+                                        ModelToolCall(id: "l", name: "listDirectory", argumentsText: "{}")]),
             ChatReply(text: "Final."),
         ])
         let sink = RecordingSink()
-        // Detection off: the repetition here is the model's, not a server dropping results.
         let loop = AgentLoop(model: model, detectDroppedToolMessages: false)
-        let answer = try await loop.run(request([read]), events: sink)
+        let answer = try await loop.run(request([read], prompt: "What is in a.py?"), events: sink)
         #expect(answer.text == "Final.")
-        #expect(read.maxTokensSeen.count == 2)  // the third call is not run
-        #expect(sink.notices.contains { $0.contains("three times") })
-        let last = model.sent.last?.messagesJSON.arrayValue?.last
-        #expect(last?["role"] == "user")
-        #expect(last?["content"]?.stringValue == LoopText.finalAnswerRequest)
-        #expect(model.sent.last?.tools.isEmpty == true)
+        #expect(read.maxTokensSeen.count == 1)
+        #expect(sink.results.count == 2)  // the third call and the one after it were neither run nor recorded
+        #expect(sink.notices.contains { $0.contains("same readFile call a third time") })
+        let asking = model.sent[3]
+        #expect(asking.tools.isEmpty)
+        let users = (asking.messagesJSON.arrayValue ?? []).filter { $0["role"] == "user" }.compactMap { $0["content"]?.stringValue }
+        #expect(users.last == "What is in a.py?")
+        #expect(users.allSatisfy { $0 == "What is in a.py?" || $0.hasPrefix("Result of readFile") })
+        #expect(!asking.messagesJSON.jsonText.contains("tool_calls"))
         #expect(model.sent.dropLast().allSatisfy { $0.tools.count == 1 })
     }
 
-    @Test func aModelThatKeepsCallingAfterTheFinalRequestFails() async throws {
+    @Test func aModelThatKeepsCallingAfterTheAnswerRequestFails() async throws {
         let read = FakeTool("readFile", output: "1: x")
         let c = #"{"path":"a.py"}"#
-        // Calls after the final-answer request, and again after the one plain-words request.
         let model = ScriptedModel([call("readFile", c), call("readFile", c), call("readFile", c), call("readFile", c),
-                                   call("readFile", c), ChatReply(text: "never asked")])
+                                   ChatReply(text: "never asked")])
         let loop = AgentLoop(model: model, detectDroppedToolMessages: false)
         do {
             _ = try await loop.run(request([read]), events: RecordingSink())
@@ -87,7 +125,7 @@ import Testing
         } catch let error as AgentError {
             #expect(error.outcome == .backendError)
             #expect(error.message.contains("kept calling tools"))
-            #expect(model.sent.count == 5)
+            #expect(model.sent.count == 4)
         }
     }
 
@@ -101,7 +139,36 @@ import Testing
             #expect(error.outcome == .maxTurns)
             #expect(error.progress.turns == 3)
             #expect(model.sent.count == 3)
+            // The last turn asked for the answer; the model still only called.
+            #expect(model.sent.map(\.tools.isEmpty) == [false, false, true])
         }
+    }
+
+    @Test func theLastTurnOfMaxTurnsAsksForTheAnswer() async throws {
+        let read = FakeTool("readFile", output: "1: x")
+        let model = ScriptedModel([call("readFile", #"{"path":"a"}"#), call("readFile", #"{"path":"b"}"#),
+                                   ChatReply(text: "a and b hold x.")])
+        let sink = RecordingSink()
+        let answer = try await AgentLoop(model: model).run(request([read], maxTurns: 3, prompt: "Read a and b."),
+                                                           events: sink)
+        #expect(answer.text == "a and b hold x.")
+        #expect(model.sent.map(\.tools.isEmpty) == [false, false, true])
+        #expect(model.sent[2].entries.last == .user("Read a and b."))
+        #expect(sink.notices.contains { $0.contains("one model turn of --max-turns is left") })
+    }
+
+    /// Less time left than twice the slowest request: the answer is asked for instead of another tool round,
+    /// so the run ends with an answer rather than at --timeout.
+    @Test func littleTimeLeftAsksForTheAnswer() async throws {
+        let read = FakeTool("readFile", output: "1: x")
+        let model = SlowFirstReply(ScriptedModel([call("readFile", #"{"path":"a"}"#), ChatReply(text: "x.")]),
+                                   seconds: 2)
+        let sink = RecordingSink()
+        let deadline = ContinuousClock.now + .seconds(5)
+        let answer = try await AgentLoop(model: model).run(request([read], deadline: deadline), events: sink)
+        #expect(answer.text == "x.")
+        #expect(model.sent.map(\.tools.isEmpty) == [false, true])
+        #expect(sink.notices.contains { $0.contains("s of --timeout are left") })
     }
 
     @Test func aRepeatRightAfterAToolMessageSwitchesToFoldedResults() async throws {
@@ -225,6 +292,26 @@ import Testing
             #expect(error.progress.turns == 1)
         }
     }
+}
+
+/// A model whose first reply takes `seconds`.
+final class SlowFirstReply: ChatModel, @unchecked Sendable {
+    let base: ScriptedModel
+    let seconds: Int
+    private let lock = NSLock()
+    private var first = true
+
+    init(_ base: ScriptedModel, seconds: Int) {
+        self.base = base
+        self.seconds = seconds
+    }
+
+    func complete(_ request: ChatRequest, onText: (String) -> Void) async throws -> ChatReply {
+        if lock.withLock({ defer { first = false }; return first }) { try await Task.sleep(for: .seconds(seconds)) }
+        return try await base.complete(request, onText: onText)
+    }
+
+    var sent: [ChatRequest] { base.sent }
 }
 
 /// A tool that takes longer than the deadline allows.

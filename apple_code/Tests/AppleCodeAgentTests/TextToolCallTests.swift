@@ -78,10 +78,10 @@ import Testing
         #expect(model.sent.count == 2)
         #expect(model.sent[0].tools.count == 1)
         #expect(model.sent[1].tools.isEmpty)
-        let last = model.sent[1].messagesJSON.arrayValue?.last
-        #expect(last?["role"] == "user")
-        #expect(last?["content"]?.stringValue == LoopText.plainAnswerRequest(task: "hi, who are you?"))
-        #expect(last?["content"]?.stringValue?.hasSuffix("hi, who are you?") == true)
+        // The same conversation without tools: the user's own message, no words of ours to echo.
+        let messages = model.sent[1].messagesJSON.arrayValue ?? []
+        #expect(messages.map { $0["role"]?.stringValue ?? "" } == ["system", "user"])
+        #expect(messages.last?["content"] == "hi, who are you?")
         #expect(sink.notices.contains { $0.contains("gave an empty answer") })
     }
 
@@ -102,30 +102,31 @@ import Testing
         #expect(model.sent.count == 1)
     }
 
-    @Test func aCallAsTextAfterTheFinalRequestGetsThePlainWordsRequest() async throws {
-        // The demo's "list the files" run: repeats, the final-answer request, then the call again as text.
+    @Test func aCallAsTextAfterTheAnswerRequestEndsTheRun() async throws {
+        // The demo's "list the files" run: repeats, then the call again as text when no tools are offered.
         let list = FakeTool("listDirectory", output: "a.py (file)")
         let same = "{}"
         let model = ScriptedModel([
             call("listDirectory", same), call("listDirectory", same), call("listDirectory", same),
             ChatReply(text: "functions.listDirectory:\n{ }"),
-            ChatReply(text: "The folder has a.py."),
+            ChatReply(text: "never asked"),
         ])
         let sink = RecordingSink()
         let loop = AgentLoop(model: model, detectDroppedToolMessages: false)
-        let answer = try await loop.run(request([list], prompt: "list the files"), events: sink)
-        #expect(answer.text == "The folder has a.py.")
-        #expect(answer.progress.turns == 5)
-        #expect(model.sent[4].tools.isEmpty)
-        #expect(model.sent[4].messagesJSON.arrayValue?.last?["content"]?.stringValue?.hasSuffix("list the files") == true)
-        #expect(sink.notices.contains { $0.contains("called a tool instead of answering") })
+        do {
+            _ = try await loop.run(request([list], prompt: "list the files"), events: sink)
+            Issue.record("expected a backend error")
+        } catch let error as AgentError {
+            #expect(error.outcome == .backendError && error.message.contains("kept calling tools"))
+        }
+        #expect(model.sent.count == 4)
+        #expect(model.sent[3].tools.isEmpty)
+        #expect(model.sent[3].messagesJSON.arrayValue?.last?["content"] == "list the files")
         // Requests without tools carry no tool-call structure for the model to imitate; the results stay.
         let roles = { (index: Int) in (self.messages(model.sent[index])).map { $0["role"]?.stringValue ?? "" } }
         #expect(roles(2) == ["system", "user", "assistant", "tool", "assistant", "tool"])
-        for index in [3, 4] {
-            #expect(roles(index).allSatisfy { $0 == "system" || $0 == "user" })
-            #expect(messages(model.sent[index]).contains { $0["content"]?.stringValue?.contains("a.py (file)") == true })
-        }
+        #expect(roles(3).allSatisfy { $0 == "system" || $0 == "user" })
+        #expect(messages(model.sent[3]).contains { $0["content"]?.stringValue?.contains("a.py (file)") == true })
         #expect(!sink.events.contains { if case .text(let d) = $0.kind { d.contains("functions.") } else { false } })
     }
 }

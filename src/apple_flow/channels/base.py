@@ -18,6 +18,11 @@ class InboundMessage:
     date: datetime  # timezone-aware UTC
     chat_identifier: str | None = None
     is_from_me: bool = False
+    reply_to: str | None = None  # where the reply goes when not to ``sender`` (the channel's own address form)
+
+    @property
+    def reply_target(self) -> str:
+        return self.reply_to or self.sender
 
 
 class Ingress(Protocol):

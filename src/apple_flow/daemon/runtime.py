@@ -263,7 +263,12 @@ class Daemon:
             self._finished(message.rowid)
             return
         if record is not None and record.state == "replied" and record.reply is not None:
-            self._deliver(message, record.reply)  # recorded before a crash, never sent
+            if self._went_out(message, record.reply):  # sent just before a crash: the channel shows it
+                with self._store.transaction():
+                    self._store.mark_sent(self._channel, message.rowid)
+                    self._finished(message.rowid)
+            else:
+                self._deliver(message, record.reply)  # recorded before a crash, never sent
             return
         for _ in range(DECIDE_ATTEMPTS):
             if self._apply(message, self._decide(message)):
@@ -312,7 +317,7 @@ class Daemon:
                     return False
                 store.take(self._channel, message.rowid, sender, message.text)
             if decision.ack:
-                self._progress(sender, decision.ack)
+                self._progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, Work(message, decision)))
         return True
 
@@ -349,6 +354,9 @@ class Daemon:
 
     def _run_job(self, job: Job[Work]) -> None:
         message, turn = job.payload.message, job.payload.turn
+        if message is not None and self._unsent(message):
+            self._withdrawn(message, turn)
+            return
         run_id = new_run_id()
         key = f"{self._channel}:{message.rowid}" if message is not None else None
         self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request, key)
@@ -359,7 +367,8 @@ class Daemon:
         )
         outcome: TurnOutcome | Exception
         try:
-            outcome = self._turn(request, RunLog(self._store, run_id))
+            recipient = message.reply_target if message is not None else turn.sender
+            outcome = self._turn(request, recipient, RunLog(self._store, run_id))
         except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
             log.exception("turn %s failed", run_id)
             outcome = exc
@@ -379,9 +388,9 @@ class Daemon:
         else:
             self._deliver(message, finished.reply)
 
-    def _turn(self, request: TurnRequest, record: RunLog) -> TurnOutcome:
-        """Runs the connector's turn to its outcome, passing its progress on to the sender (throttled) and keeping
-        the agent's events with the run (for the web page)."""
+    def _turn(self, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
+        """Runs the connector's turn to its outcome, passing its progress on to ``recipient`` (throttled) and
+        keeping the agent's events with the run (for the web page)."""
         throttle = ProgressThrottle(self._settings.progress_interval_seconds)
         with contextlib.closing(self._connector.run(request)) as items:
             for item in items:
@@ -392,13 +401,39 @@ class Daemon:
                 for activity in item.progress:
                     text = throttle.message(activity)
                     if text is not None:
-                        self._progress(request.key, text)
+                        self._progress(recipient, text)
         raise ConnectorError("the connector ended the turn without an outcome")
 
     # ------------------------------------------------------------------------------------------- sending
 
+    def _went_out(self, message: InboundMessage, reply: str) -> bool:
+        went_out = getattr(self._egress, "went_out", None)
+        return went_out is not None and bool(went_out(message.reply_target, reply, message.rowid))
+
+    def _unsent(self, message: InboundMessage) -> bool:
+        """The sender unsent the message while its turn waited (a channel that can tell offers ``unsent``)."""
+        unsent = getattr(self._ingress, "unsent", None)
+        return unsent is not None and bool(unsent(message.rowid))
+
+    def _withdrawn(self, message: InboundMessage, turn: Turn) -> None:
+        """Not run; an approval it carried is pending again, and the sender, told it was approved, hears so."""
+        log.info("message %d of %s was unsent before its turn started: not run", message.rowid, message.sender)
+        self._store.log_event("unsent", f"not run: {message.text[:80]!r}", message.sender)
+        if turn.approval is None:
+            with self._store.transaction():
+                self._store.record_reply(self._channel, message.rowid, None, "unsent before it ran")
+                self._finished(message.rowid)
+            return
+        note = (f"Not run: you unsent `{message.text.strip()}` before it started. "
+                f"{turn.approval.id} is pending again.")
+        with self._store.transaction():
+            self._store.reopen_approval(turn.approval.id)
+            self._store.record_reply(self._channel, message.rowid, note)
+        self._deliver(message, note)
+
     def _deliver(self, message: InboundMessage, reply: str) -> None:
-        failed = self._send(message.sender, reply)
+        # The sender, or e.g. the group chat the message came from.
+        failed = self._send(message.reply_target, reply)
         with self._store.transaction():
             self._store.mark_sent(self._channel, message.rowid, failed=failed)
             if failed is not None:
@@ -425,15 +460,15 @@ class Daemon:
         if position is not None:
             self._store.advance_cursor(self._channel, position)
 
-    def _progress(self, sender: str, text: str) -> None:
+    def _progress(self, recipient: str, text: str) -> None:
         """Best effort: progress is not recorded, and a failure to send it does not stop the turn."""
         send = getattr(self._egress, "send_progress", self._egress.send)
         try:
             with self._send_lock:
-                self._store.record_sent(self._channel, sender, text, self._settings.echo_window_seconds)
-                send(sender, text)
+                self._store.record_sent(self._channel, recipient, text, self._settings.echo_window_seconds)
+                send(recipient, text)
         except Exception as exc:
-            log.warning("could not send progress to %s: %s", sender, exc)
+            log.warning("could not send progress to %s: %s", recipient, exc)
 
     # ------------------------------------------------------------------------------------------- stopping turns
 

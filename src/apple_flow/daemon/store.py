@@ -600,6 +600,14 @@ class Store:
         )
         return cursor.rowcount == 1
 
+    def reopen_approval(self, approval_id: str) -> None:
+        """An approval whose message was unsent before its task ran is pending again."""
+        self._write(
+            "UPDATE approvals SET state = 'pending', decided_at = NULL, decided_by = NULL, extra = NULL "
+            "WHERE id = ? AND state = 'approved'",
+            (approval_id,),
+        )
+
     # ------------------------------------------------------------------------------------------- events
 
     def log_event(self, kind: str, detail: str, sender: str | None = None) -> None:

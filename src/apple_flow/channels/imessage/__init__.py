@@ -35,6 +35,8 @@ def build_imessage_egress(settings: Settings, sent: SentLog | None = None) -> IM
         chunk_chars=settings.reply_chunk_chars,
         default_region=settings.default_region,
         sent=sent,
+        chat_db=settings.messages_db_path,
+        confirm_seconds=settings.send_confirm_seconds,
     )
 
 
@@ -47,5 +49,7 @@ def build_imessage_channel(settings: Settings) -> tuple[IMessageIngress, IMessag
         default_region=settings.default_region,
         sent=sent,
         poll_seconds=settings.poll_interval_seconds,
+        max_message_age_seconds=settings.max_message_age_seconds,
+        group_replies=settings.group_replies,
     )
     return ingress, build_imessage_egress(settings, sent)

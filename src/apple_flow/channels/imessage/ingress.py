@@ -16,8 +16,8 @@ from pathlib import Path
 
 from apple_flow.channels.base import InboundMessage
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, MessageRow
-from apple_flow.channels.imessage.classify import Skipped, classify
-from apple_flow.channels.imessage.echo import SentLog
+from apple_flow.channels.imessage.classify import ReadRules, Skipped, classify
+from apple_flow.channels.imessage.echo import Copies, SentLog
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 
 log = logging.getLogger(__name__)
@@ -41,10 +41,13 @@ class IMessageIngress:
         poll_seconds: float,
         on_skip: SkipListener | None = None,
         on_error: ErrorListener | None = None,
+        max_message_age_seconds: float = 0,
+        group_replies: bool = False,
     ) -> None:
         self.db = ChatDB(db_path)
-        self._region = default_region
+        self._rules = ReadRules(default_region, max_message_age_seconds, group_replies)
         self._sent = sent
+        self._copies = Copies()
         self._poll_seconds = poll_seconds
         self.on_skip = on_skip
         self.on_error = on_error
@@ -55,6 +58,15 @@ class IMessageIngress:
     def latest_rowid(self) -> int:
         """The newest ROWID now. Raises ``ChatDBError`` (with the fix in its message) when chat.db is unreadable."""
         return self.db.latest_rowid()
+
+    def unsent(self, rowid: int) -> bool:
+        """Whether the message was unsent after it was read (asked before a queued turn starts). False when
+        chat.db cannot tell now."""
+        try:
+            return ChatDB(self.db.path).is_retracted(rowid)  # its own connection: the reading loop has one
+        except ChatDBError as exc:
+            log.warning("cannot tell whether row %d was unsent: %s", rowid, exc)
+            return False
 
     def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage]:
         cursor = after_rowid
@@ -106,7 +118,7 @@ class IMessageIngress:
 
     def _classify(self, row: MessageRow) -> InboundMessage | Skipped:
         try:
-            return classify(row, self._sent, self._region)
+            return classify(row, self._rules, self._sent, self._copies)
         except Exception as exc:  # one bad row must never stop the channel
             log.exception("chat.db row %d could not be read; skipped", row.rowid)
             return Skipped(row.rowid, f"error: {exc}")
