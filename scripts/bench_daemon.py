@@ -106,6 +106,9 @@ def main() -> int:
             "APPLE_FLOW_MAX_CONCURRENT_AI_CALLS": str(args.workers),
             "APPLE_FLOW_POLL_INTERVAL_SECONDS": "0.2",
             "APPLE_FLOW_SEND_RETRIES": "0",
+            "APPLE_FLOW_WEB_PORT": "0",  # the page on, as users run it, on a free port
+            # The shell fake leaves no row in chat.db for a reply, so delivery is not confirmed from it here.
+            "APPLE_FLOW_SEND_CONFIRM_SECONDS": "0",
         }
         log_path = tmp / "daemon.log"
         with log_path.open("wb") as log:

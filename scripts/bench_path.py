@@ -221,6 +221,7 @@ def measure() -> list[Figures]:
             default_workspace=workspace, allowed_workspaces=[workspace], allowed_senders=[SENDER],
             messages_db_path=chat.path, db_path=tmp / "relay.db", poll_interval_seconds=60,
             progress_interval_seconds=0,  # the fake's two tool calls go out as progress, as in a long turn
+            send_confirm_seconds=0,  # the shell fake leaves no row in chat.db to confirm a reply by
         )
         store = Store(settings.db_path)
         store.set_cursor("imessage", 0)

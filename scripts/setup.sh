@@ -7,10 +7,12 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 local_model=0
+browser=0
 for arg in "$@"; do
     case $arg in
         --local-model) local_model=1 ;;
-        *) die "unknown option $arg (usage: scripts/setup.sh [--local-model])" ;;
+        --browser) browser=1 ;;
+        *) die "unknown option $arg (usage: scripts/setup.sh [--local-model] [--browser])" ;;
     esac
 done
 
@@ -33,11 +35,14 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$python" -m venv "$VENV" || { rm -rf "$VENV"; die "could not create .venv (Debian/Ubuntu: apt-get install python3-venv)"; }
 fi
 stamp="$VENV/.apple-flow-installed"
-want=$(sha "$ROOT/pyproject.toml")
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+extras=dev
+[ "$browser" = 1 ] && extras=dev,browser
+want="$(sha "$ROOT/pyproject.toml") $extras"
+# A set-up with more extras than asked for (the tests' browser driver) is kept as it is.
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] && [ "$(cat "$stamp" 2>/dev/null)" != "$want,browser" ]; then
     say "Installing apple-flow and its Python dependencies"
     if ! with_progress "pip install" "$VENV/install.log" \
-        sh -c "'$VENV/bin/python' -m pip install --upgrade pip && '$VENV/bin/python' -m pip install -e '$ROOT[dev]'"; then
+        sh -c "'$VENV/bin/python' -m pip install --upgrade pip && '$VENV/bin/python' -m pip install -e '$ROOT[$extras]'"; then
         tail -n 5 "$VENV/install.log" >&2
         die "pip could not install the Python packages (full log: .venv/install.log). Check that PyPI is reachable (proxy, network), then run this again: it resumes where it stopped."
     fi
@@ -50,15 +55,23 @@ if ! (cd "$ROOT/apple_code" && swift build ${SWIFT_BUILD_FLAGS:-} 2>&1 | grep -E
     die "swift build failed (see above). Run 'cd apple_code && swift build' to see the whole output."
 fi
 
-# --- OS sandbox for apple-code's commands (Linux: bubblewrap) ---------------------------------------------------
-if [ "$(uname -s)" = Linux ] && ! command -v bwrap >/dev/null 2>&1; then
+# --- Debian packages (Linux) --------------------------------------------------------------------------------
+# apt_package COMMAND PACKAGE WHAT-IT-IS-FOR WITHOUT-IT: installs PACKAGE when COMMAND is missing and apt can run
+# (as root), else says what is missing and what to run.
+apt_package() {
+    local command=$1 package=$2 purpose=$3 without=$4
+    [ "$(uname -s)" = Linux ] && ! command -v "$command" >/dev/null 2>&1 || return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        say "Installing bubblewrap (the sandbox apple-code runs commands in)"
-        (apt-get install -y -q bubblewrap >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q bubblewrap >/dev/null 2>&1; }) ||
-            say "could not install bubblewrap; apple-code will run commands without an OS sandbox (apt-get install bubblewrap)"
+        say "Installing $package ($purpose)"
+        (apt-get install -y -q "$package" >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "$package" >/dev/null 2>&1; }) ||
+            say "could not install $package; $without (apt-get install $package)"
     else
-        say "bubblewrap is not installed; apple-code runs commands without an OS sandbox until it is (sudo apt-get install bubblewrap)"
+        say "$package is not installed; $without until it is (sudo apt-get install $package)"
     fi
+}
+apt_package bwrap bubblewrap "the sandbox apple-code runs commands in" "apple-code runs commands without an OS sandbox"
+if [ "$browser" = 1 ]; then
+    apt_package chromium chromium "the browser the web page's tests drive" "the web page's browser tests are skipped"
 fi
 
 if [ "$local_model" = 1 ]; then

@@ -6,7 +6,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-"$ROOT/scripts/setup.sh" --local-model
+"$ROOT/scripts/setup.sh" --local-model --browser
 
 say "Swift tests (apple_code)"
 (cd apple_code && swift test 2>&1 | grep -Ev '^\[[0-9]+/[0-9]+\] (Compiling|Emitting|Wrapping|Write|Linking|Applying)'; exit "${PIPESTATUS[0]}")
@@ -20,4 +20,8 @@ say "ruff"
 say "pytest"
 # The local model is installed above, so its tests must run, not skip.
 export APPLE_FLOW_REQUIRE_LOCAL_MODEL=1
+# Likewise the browser tests, wherever set-up could give them a Chromium.
+if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+    export APPLE_FLOW_REQUIRE_BROWSER=1
+fi
 "$VENV/bin/python" -m pytest "$@"

@@ -32,6 +32,9 @@ def _no_developer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):  # test switches such as APPLE_FLOW_REQUIRE_LOCAL_MODEL stay
         if name.upper() in settings or name.upper().startswith("APPLE_CODE_"):
             monkeypatch.delenv(name)
+    # Daemons started by tests (in-process or as children) serve no web page unless the test asks for one: parallel
+    # runs would all want port 8787, and a page wants a token in the test's .env.
+    monkeypatch.setenv("APPLE_FLOW_WEB_ENABLED", "false")
 
 
 @pytest.fixture(autouse=True)

@@ -104,11 +104,14 @@ class Settings(BaseSettings):
     poll_interval_seconds: float = Field(2, gt=0)
     startup_catchup_window_seconds: int = Field(60, ge=0)
     max_startup_replay_rows: int = Field(50, ge=0)
+    max_message_age_seconds: int = Field(300, ge=0)  # older rows are not answered (iCloud replays); 0: no limit
+    group_replies: bool = False  # answer allowed senders in group chats, into the group
     echo_window_seconds: int = Field(600, ge=0)
     osascript_command: str = "osascript"
     send_timeout_seconds: float = Field(15, gt=0)
     send_retries: int = Field(2, ge=0)
     send_retry_backoff_seconds: float = Field(1, ge=0)  # wait before retry n is n times this
+    send_confirm_seconds: float = Field(10, ge=0)  # wait for a sent text's row in chat.db; 0: trust osascript
     reply_chunk_chars: int = Field(1500, ge=100)
 
     # --- Daemon ----------------------------------------------------------------------------------------------

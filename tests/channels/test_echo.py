@@ -1,11 +1,8 @@
-"""The record of sent texts (the daemon store's, as a channel sees it): window, whitespace-insensitive match, per
-recipient, consumed once, kept across restarts."""
+"""The record of sent texts: window, whitespace-insensitive match, per recipient, consumed once."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from apple_flow.daemon.store import Store
+from apple_flow.channels.imessage.echo import SentLog
 
 
 class Clock:
@@ -16,9 +13,9 @@ class Clock:
         return self.now
 
 
-def test_an_echo_is_recognised_within_the_window_only(tmp_path: Path) -> None:
+def test_an_echo_is_recognised_within_the_window_only() -> None:
     clock = Clock()
-    log = Store(tmp_path / "relay.db", clock=clock).sent_texts("imessage", 60)
+    log = SentLog(60, clock=clock)
     log.record("+15551234567", "first")
     log.record("+15551234567", "second")
     clock.now += 30
@@ -27,34 +24,23 @@ def test_an_echo_is_recognised_within_the_window_only(tmp_path: Path) -> None:
     assert not log.take_echo("+15551234567", "second")  # expired
 
 
-def test_match_ignores_whitespace_changes_but_not_words(tmp_path: Path) -> None:
-    log = Store(tmp_path / "relay.db").sent_texts("imessage", 60)
+def test_match_ignores_whitespace_changes_but_not_words() -> None:
+    log = SentLog(60)
     log.record("a@b.c", "Line one\nline  two ")
     assert not log.take_echo("a@b.c", "Line one line three")
     assert log.take_echo("a@b.c", " Line one line two")
 
 
-def test_each_sent_text_suppresses_one_copy(tmp_path: Path) -> None:
-    log = Store(tmp_path / "relay.db").sent_texts("imessage", 60)
+def test_each_sent_text_suppresses_one_copy() -> None:
+    log = SentLog(60)
     log.record("a@b.c", "ok")
     assert log.take_echo("a@b.c", "ok")
     assert not log.take_echo("a@b.c", "ok")
 
 
-def test_zero_window_suppresses_nothing_later(tmp_path: Path) -> None:
+def test_zero_window_suppresses_nothing_later() -> None:
     clock = Clock()
-    log = Store(tmp_path / "relay.db", clock=clock).sent_texts("imessage", 0)
+    log = SentLog(0, clock=clock)
     log.record("a@b.c", "ok")
     clock.now += 0.001
     assert not log.take_echo("a@b.c", "ok")
-
-
-def test_the_record_is_per_channel_and_survives_a_restart(tmp_path: Path) -> None:
-    path = tmp_path / "relay.db"
-    first = Store(path)
-    first.sent_texts("imessage", 600).record("a@b.c", "ok")
-    first.sent_texts("console:1", 600).record("a@b.c", "elsewhere")
-    first.close()
-    again = Store(path).sent_texts("imessage", 600)
-    assert not again.take_echo("a@b.c", "elsewhere")  # another channel's text
-    assert again.take_echo("a@b.c", "ok")

@@ -57,7 +57,7 @@ def test_inbox_json_lists_what_the_daemon_sees(cli: Any, inbox_db: ChatDbWriter,
         (4, "+15551234567", "reaction", True),
         (5, "+15551234567", "undecodable body", True),
     ]
-    assert listing[0]["text"] == "please fix the tests 👋🏽"
+    assert listing[0]["text"] == "please fix the tests 👋🏽" and listing[0]["reply_to"] == "+15551234567"
     assert listing[1]["text"] == "中文 𝐁 café"
 
 
@@ -153,11 +153,20 @@ def test_doctor_on_macos_checks_automation_and_names_full_disk_access_problems(
     assert "only the poll every" in missing.stdout  # its folder does not exist either
 
 
-def test_send_goes_through_the_egress(cli: Any, fake_osascript: FakeOsascript) -> None:
+def test_send_goes_through_the_egress_and_says_what_chat_db_shows(
+    cli: Any, fake_osascript: FakeOsascript, chat_db: ChatDbWriter, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("APPLE_FLOW_MESSAGES_DB_PATH", str(chat_db.path))
+    monkeypatch.setenv("APPLE_FLOW_SEND_CONFIRM_SECONDS", "1")
     result = cli("send", "(555) 123-4567", 'hi " & (do shell script "id") & "')
     assert result.exit_code == 0, result.output
     assert [c["argv"] for c in fake_osascript.calls()] == [["-", "+15551234567", 'hi " & (do shell script "id") & "']]
-    assert "Sent" in result.output
+    assert "Sent to +15551234567: Messages shows it as sent" in " ".join(result.output.split())
+
+    fake_osascript.rows("error")
+    failed = cli("send", "+15551234567", "again")
+    assert failed.exit_code == 1
+    assert "Not delivered: Messages could not send it (chat.db row" in " ".join(failed.output.split())
 
 
 @pytest.mark.parametrize(("handle", "text", "empty"), [("", "hello", "HANDLE"), ("+15551234567", "  ", "TEXT")])

@@ -122,14 +122,14 @@ def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
     # 1. One message answered, a second in the middle of its turn (the model has not answered): kill -9.
     with ScriptedServer([answer("answer one"), hang()]) as first:
         daemon.start(served(first))
-        chat_db.message("one", sender=ANA)
+        one = chat_db.message("one", sender=ANA)
         wait_for(lambda: final_replies(daemon, ANA) == ["answer one"], 20, "the first answer")
-        chat_db.message("two", sender=ANA)
+        two = chat_db.message("two", sender=ANA)  # (the rows between are the replies, as Messages stores them)
         wait_for(lambda: len(first.requests()) == 2, 20, "the second turn to start")
         agents = agent_processes(daemon)
         daemon.kill9()
         assert agents and all(a.is_running() for a in agents)  # orphaned: kill -9 gave no chance to stop them
-    assert message_states(daemon) == {1: "sent", 2: "taken"}
+    assert message_states(daemon) == {one: "sent", two: "taken"}
 
     # 2. Restart: "two" is handled again (once); "three" arrives and the daemon is killed at once.
     with ScriptedServer([answer("answer two"), answer("answer three (second daemon)", delay=5)]) as second:
@@ -137,7 +137,9 @@ def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
         _gone, alive = psutil.wait_procs(agents, timeout=5)
         assert alive == []  # the restart killed the previous daemon's agent before redoing its message
         wait_for(lambda: "answer two" in final_replies(daemon, ANA), 20, "the redone answer")
-        chat_db.message("three", sender=ANA)
+        # Recorded as sent only once Messages' row of it is seen: the kill below is for "three", not this send.
+        wait_for(lambda: message_states(daemon).get(two) == "sent", 20, "the redone answer to be recorded")
+        three = chat_db.message("three", sender=ANA)
         time.sleep(0.05)
         daemon.kill9()
 
@@ -145,7 +147,7 @@ def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
     with ScriptedServer([answer("answer three"), answer("answer four (slow)", delay=5)]) as third:
         daemon.start(served(third))
         wait_for(lambda: "answer three" in final_replies(daemon, ANA), 20, "the third answer")
-        chat_db.message("four", sender=ANA)
+        four = chat_db.message("four", sender=ANA)
         wait_for(lambda: len(third.requests()) == 2, 20, "the fourth turn to start")
         daemon.kill9()
 
@@ -156,7 +158,7 @@ def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
         time.sleep(0.3)
         assert daemon.terminate() == 0
     assert final_replies(daemon, ANA) == ["answer one", "answer two", "answer three", "answer four"]
-    assert message_states(daemon) == {1: "sent", 2: "sent", 3: "sent", 4: "sent"}
+    assert message_states(daemon) == {one: "sent", two: "sent", three: "sent", four: "sent"}
 
 
 def test_a_hung_agent_is_killed_at_the_timeout_and_the_sender_told(
@@ -285,13 +287,13 @@ def test_the_echo_of_a_reply_sent_before_a_kill_9_is_not_taken_for_a_request(
     # handle. If the daemon dies between sending and that row landing, the restart must still know it as an echo.
     with ScriptedServer([answer("the only answer"), answer("an answer to its own reply")]) as server:
         daemon.start(served(server))
-        chat_db.message("hi", sender=ANA)
-        wait_for(lambda: message_states(daemon) == {1: "sent"}, 20, "the reply")
+        hi = chat_db.message("hi", sender=ANA)
+        wait_for(lambda: message_states(daemon) == {hi: "sent"}, 20, "the reply")
         daemon.kill9()
         chat_db.message("the only answer", sender=ANA)  # the echo, written by Messages while the daemon was down
-        chat_db.message("thanks", sender=STRANGER)  # a later row: once the cursor passed it, the echo was read
+        later = chat_db.message("thanks", sender=STRANGER)  # once the cursor passed this row, the echo was read
         daemon.start(served(server))
-        wait_for(lambda: cursor(daemon) == 3, 20, "the cursor to pass the echo")
+        wait_for(lambda: cursor(daemon) == later, 20, "the cursor to pass the echo")
         assert len(server.requests()) == 1
     assert final_replies(daemon, ANA) == ["the only answer"]
 

@@ -62,22 +62,26 @@ class ChatDbWriter:
         self._handles: dict[str, int] = {}
         self._chats: dict[str, int] = {}
 
-    def handle(self, identifier: str) -> int:
-        if identifier not in self._handles:
+    def handle(self, identifier: str, service: str = "iMessage") -> int:
+        key = f"{service}:{identifier}"
+        if key not in self._handles:
             self.conn.execute(
-                "INSERT OR IGNORE INTO handle (id, service, uncanonicalized_id) VALUES (?, 'iMessage', ?)",
-                (identifier, identifier),
+                "INSERT OR IGNORE INTO handle (id, service, uncanonicalized_id) VALUES (?, ?, ?)",
+                (identifier, service, identifier),
             )
-            row = self.conn.execute("SELECT ROWID FROM handle WHERE id = ? AND service = 'iMessage'", (identifier,))
-            self._handles[identifier] = int(row.fetchone()[0])
-        return self._handles[identifier]
+            row = self.conn.execute("SELECT ROWID FROM handle WHERE id = ? AND service = ?", (identifier, service))
+            self._handles[key] = int(row.fetchone()[0])
+        return self._handles[key]
 
-    def chat(self, identifier: str) -> int:
+    def chat(self, identifier: str, guid: str | None = None, service: str = "iMessage") -> int:
+        """The chat named ``identifier``: a group (style 43, ``iMessage;+;chat…``) when it starts with ``chat``,
+        else the one-to-one chat with that handle (style 45, ``iMessage;-;…``); macOS 26 writes ``any;`` guids."""
         if identifier not in self._chats:
-            guid = f"iMessage;-;{identifier}"
+            group = identifier.startswith("chat")
+            guid = guid or f"{service};{'+' if group else '-'};{identifier}"
             self.conn.execute(
-                "INSERT OR IGNORE INTO chat (guid, style, chat_identifier, service_name) VALUES (?, 45, ?, 'iMessage')",
-                (guid, identifier),
+                "INSERT OR IGNORE INTO chat (guid, style, chat_identifier, service_name) VALUES (?, ?, ?, ?)",
+                (guid, 43 if group else 45, identifier, service),
             )
             row = self.conn.execute("SELECT ROWID FROM chat WHERE guid = ?", (guid,))
             self._chats[identifier] = int(row.fetchone()[0])
@@ -95,35 +99,39 @@ class ChatDbWriter:
         handle_id: int | None = None,
         chat: str | None = None,
         when: datetime | None = None,
+        service: str = "iMessage",
+        **columns: object,
     ) -> int:
-        """Inserts one message (with its chat join) and returns its ROWID."""
+        """Inserts one message (with its chat join) and returns its ROWID. ``sender`` is the handle (for a sent
+        row: the recipient), ``chat`` the chat's identifier (default: the one-to-one chat with ``sender``);
+        ``columns`` sets any other ``message`` column (``guid``, ``destination_caller_id``, ``error``, ...)."""
         if handle_id is None:
-            handle_id = self.handle(sender) if sender else 0
+            handle_id = self.handle(sender, service) if sender else 0
         date = apple_ns(when or datetime.now(UTC))
+        values: dict[str, object] = {
+            "guid": f"guid-{uuid.uuid4()}", "text": text, "attributedBody": body, "handle_id": handle_id,
+            "service": service, "date": date, "is_from_me": int(is_from_me),
+            "associated_message_type": associated_message_type, "item_type": item_type, "is_finished": 1,
+            **columns,
+        }
+        names = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
         self.conn.execute("BEGIN")  # the row and its chat join commit together, as Messages writes them
-        cur = self.conn.execute(
-            "INSERT INTO message (guid, text, attributedBody, handle_id, service, date, is_from_me,"
-            " associated_message_type, item_type, is_finished) VALUES (?, ?, ?, ?, 'iMessage', ?, ?, ?, ?, 1)",
-            (
-                f"guid-{uuid.uuid4()}",
-                text,
-                body,
-                handle_id,
-                date,
-                int(is_from_me),
-                associated_message_type,
-                item_type,
-            ),
-        )
+        cur = self.conn.execute(f"INSERT INTO message ({names}) VALUES ({marks})", tuple(values.values()))
         rowid = int(cur.lastrowid or 0)
         chat_name = chat if chat is not None else sender
         if chat_name:
             self.conn.execute(
                 "INSERT INTO chat_message_join (chat_id, message_id, message_date) VALUES (?, ?, ?)",
-                (self.chat(chat_name), rowid, date),
+                (self.chat(chat_name, service=service), rowid, date),
             )
         self.conn.execute("COMMIT")
         return rowid
+
+    def update(self, rowid: int, **columns: object) -> None:
+        """Changes a row in place, as Messages does for an edit or an unsend."""
+        assignments = ", ".join(f"{name} = ?" for name in columns)
+        self.conn.execute(f"UPDATE message SET {assignments} WHERE ROWID = ?", (*columns.values(), rowid))
 
     def set_raw(self, table: str, column: str, rowid: int, value: object, *, as_text: bool = False) -> None:
         """Stores ``value`` in one cell as it is, bypassing the column's type: a string in an INTEGER column, or

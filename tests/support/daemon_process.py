@@ -1,5 +1,6 @@
 """A real `apple-flow run --channel imessage` process on a chat.db built from the real schema, with a fake
-`osascript` on PATH that records every send (argv and script) instead of driving Messages."""
+`osascript` on PATH (tests/support/fake_osascript.py) that records every send (argv and script) and leaves its row
+in chat.db, as Messages does, instead of driving Messages."""
 
 from __future__ import annotations
 
@@ -14,22 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from apple_flow.paths import PROJECT_ROOT
-
-FAKE_OSASCRIPT = """#!{python}
-import json, os, sys, time
-script = sys.stdin.read()
-delay = float(os.environ.get("FAKE_OSASCRIPT_DELAY", "0"))
-if delay:
-    time.sleep(delay)
-with open(os.environ["FAKE_OSASCRIPT_LOG"], "a", encoding="utf-8") as log:
-    log.write(json.dumps({{"argv": sys.argv[1:], "script": script}}) + "\\n")
-if "get id of 1st account" in script:  # the daemon's Automation probe at start
-    print("8D5E0A7B-3F1C-4B9E-9C11-2A7E5D40F6B3")
-fail = os.environ.get("FAKE_OSASCRIPT_FAIL")  # texts containing this are refused, as Messages refuses a send
-if fail and fail in sys.argv[-1]:
-    sys.stderr.write("execution error: Messages got an error: Can't send this message. (-1708)\\n")
-    sys.exit(1)
-"""
+from support import fake_osascript
 
 READY = "apple-flow daemon ready"
 
@@ -51,10 +37,7 @@ class DaemonProcess:
     def __init__(self, root: Path, chat_db: Path, env: dict[str, str]) -> None:
         self.root = root
         self.bin = root / "bin"
-        self.bin.mkdir(parents=True, exist_ok=True)
-        fake = self.bin / "osascript"
-        fake.write_text(FAKE_OSASCRIPT.format(python=sys.executable))
-        fake.chmod(0o755)
+        fake_osascript.install(self.bin)
         self.sends_log = root / "osascript.jsonl"
         self.db_path = root / "state" / "relay.db"
         self.env = {
@@ -63,6 +46,7 @@ class DaemonProcess:
             # This checkout's code, whatever the venv has installed.
             "PYTHONPATH": str(PROJECT_ROOT / "src"),
             "FAKE_OSASCRIPT_LOG": str(self.sends_log),
+            "FAKE_OSASCRIPT_CHATDB": str(chat_db),
             "APPLE_FLOW_MESSAGES_DB_PATH": str(chat_db),
             "APPLE_FLOW_DB_PATH": str(self.db_path),
             "APPLE_FLOW_POLL_INTERVAL_SECONDS": "0.1",
@@ -112,12 +96,16 @@ class DaemonProcess:
             self.process.kill()
             self.process.wait(10)
 
-    def sends(self) -> list[tuple[str, str]]:
-        """(recipient, text) of every osascript call that sends, in order (not the Automation probe)."""
+    def calls(self) -> list[dict[str, Any]]:
+        """Every osascript call that sends (not the Automation probe at start): argv and script (stdin), in order."""
         if not self.sends_log.exists():
             return []
         entries = [json.loads(line) for line in self.sends_log.read_text().splitlines() if line.strip()]
-        return [(e["argv"][1], e["argv"][2]) for e in entries if len(e["argv"]) >= 3]
+        return [e for e in entries if len(e["argv"]) >= 3]
+
+    def sends(self) -> list[tuple[str, str]]:
+        """(recipient, text) of every send, in order."""
+        return [(e["argv"][1], e["argv"][2]) for e in self.calls()]
 
     def sends_to(self, recipient: str) -> list[str]:
         return [text for who, text in self.sends() if who == recipient]

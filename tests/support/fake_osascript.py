@@ -1,30 +1,41 @@
-"""A fake ``osascript`` on PATH for the iMessage egress tests: it records the argv and stdin of every call and
-behaves as the test says (works, fails, hangs, Automation denied, or stores what was sent in a chat.db as Messages
-does when you text yourself)."""
+"""A fake ``osascript`` (AppleScript cannot run here): it records every call, argv and the script read from stdin,
+as one JSON line in ``$FAKE_OSASCRIPT_LOG``, then answers as Messages would, as the environment says:
+
+FAKE_OSASCRIPT_MODE   ok (default) | fail | fail-participant (the participant form fails, others work) |
+                      fail-participant-once | fail-any-guid (``chat id "any;…"`` fails, as on macOS 26) | deny (no
+                      Automation permission) | hang | fail-once (the first call fails) | fail-after-first (only the
+                      first call works) | no-imessage (no iMessage account: Messages is not signed in)
+FAKE_OSASCRIPT_ACCOUNT_ID  the answer to ``get id of 1st account whose service type = iMessage``
+FAKE_OSASCRIPT_FAIL   texts containing this are refused (exit 1), as Messages refuses a send
+FAKE_OSASCRIPT_DELAY  seconds to wait before answering
+FAKE_OSASCRIPT_LINGER seconds to wait after the send's row is in chat.db, before exiting
+FAKE_OSASCRIPT_CHATDB a chat.db where each send that succeeds leaves its row, as Messages does: ``is_from_me = 1``
+                      in the recipient's chat (the group's for ``chat id``; service SMS for the SMS account)
+FAKE_OSASCRIPT_ROW    that row: sent (default: is_sent = 1) | queued (not sent yet) | error (error = 22) | none
+                      (no row: exit 0, nothing delivered) | none-for-buddy (only the buddy form delivers nothing)
+FAKE_OSASCRIPT_OWNER  the owner's address: the row's destination_caller_id
+FAKE_OSASCRIPT_SELF_COPY  "1": a send to the owner also stores the received copy (texting yourself, one device)
+"""
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
-from typing import Any
 
-import pytest
+TESTS = Path(__file__).resolve().parents[1]
 
-# Records argv and stdin of every call, then behaves as FAKE_OSASCRIPT_MODE says:
-#   ok | fail | fail-participant (the participant form fails, the buddy form works) | deny (no Automation
-#   permission) | hang | fail-once (fails the first call only) | fail-after-first (only the first call works) |
-#   no-imessage (no iMessage account: Messages is not signed in).
-# Like the real osascript, `tell application "Messages" to get name` (or version) is answered by AppleScript
-# itself, without an Apple event to Messages, so it succeeds whatever the mode (never -1743).
-FAKE_OSASCRIPT = """#!{python}
+SCRIPT = """#!{python}
 import json, os, re, sys, time
 script = sys.stdin.read()
 log = os.environ["FAKE_OSASCRIPT_LOG"]
 with open(log, "a", encoding="utf-8") as f:
     f.write(json.dumps({{"argv": sys.argv[1:], "stdin": script}}) + "\\n")
+delay = float(os.environ.get("FAKE_OSASCRIPT_DELAY", "0"))
+if delay:
+    time.sleep(delay)
 mode = os.environ.get("FAKE_OSASCRIPT_MODE", "ok")
+# Like the real osascript, `tell application "Messages" to get name` (or version) is answered by AppleScript
+# itself, without an Apple event to Messages, so it succeeds whatever the mode (never -1743).
 if re.search(r'tell application "Messages" to get (name|version)\\s*$', script, re.MULTILINE):
     print("Messages")
     sys.exit(0)
@@ -36,12 +47,18 @@ if mode == "no-imessage" and account_query:
 calls = sum(1 for _ in open(log, encoding="utf-8"))
 if mode == "hang":
     time.sleep(120)
+refused = os.environ.get("FAKE_OSASCRIPT_FAIL")
 failing = (
     mode == "fail"
     or (mode == "fail-participant" and "participant" in script)
+    or (mode == "fail-participant-once" and "participant" in script and calls == 1)
+    or (mode == "fail-any-guid" and len(sys.argv) > 2 and sys.argv[2].startswith("any;"))
     or (mode == "fail-once" and calls == 1)
     or (mode == "fail-after-first" and calls > 1)
 )
+if refused and len(sys.argv) > 3 and refused in sys.argv[3]:
+    sys.stderr.write("execution error: Messages got an error: Can't send this message. (-1708)\\n")
+    sys.exit(1)
 if failing:
     sys.stderr.write("execution error: Messages got an error: Can't get participant. (-1728)\\n")
     sys.exit(1)
@@ -50,39 +67,34 @@ if mode == "deny":
     sys.exit(1)
 if account_query:
     print(os.environ.get("FAKE_OSASCRIPT_ACCOUNT_ID", "8D5E0A7B-3F1C-4B9E-9C11-2A7E5D40F6B3"))
-# Like Messages when you text yourself: the sent message is stored, and comes back as an incoming copy.
-if len(sys.argv) > 3 and os.environ.get("FAKE_OSASCRIPT_SELF_HANDLE") == sys.argv[2]:
-    sys.path.insert(0, os.environ["FAKE_OSASCRIPT_TESTS"])
+chat_db = os.environ.get("FAKE_OSASCRIPT_CHATDB")
+row = os.environ.get("FAKE_OSASCRIPT_ROW", "sent")
+if chat_db and len(sys.argv) > 3 and row != "none" and not (row == "none-for-buddy" and "buddy" in script):
+    sys.path.insert(0, {tests!r})
     from pathlib import Path
     from support.chatdb import ChatDbWriter
-    db = ChatDbWriter(Path(os.environ["FAKE_OSASCRIPT_CHATDB"]))
-    db.message(sys.argv[3], sender=sys.argv[2], is_from_me=True)
-    db.message(sys.argv[3], sender=sys.argv[2])
+    target, text = sys.argv[2], sys.argv[3]
+    owner = os.environ.get("FAKE_OSASCRIPT_OWNER")
+    service = "SMS" if "service type = SMS" in script else "iMessage"
+    db = ChatDbWriter(Path(chat_db))
+    status = {{"sent": dict(is_sent=1), "queued": dict(is_sent=0), "error": dict(is_sent=0, error=22)}}
+    extra = status.get(row, dict(is_sent=1))
+    if "chat id" in script:
+        group = target.rsplit(";", 1)[-1]
+        db.message(text, sender=None, chat=group, is_from_me=True, destination_caller_id=owner, **extra)
+    else:
+        db.message(text, sender=target, is_from_me=True, service=service, destination_caller_id=owner, **extra)
+        if target == owner and os.environ.get("FAKE_OSASCRIPT_SELF_COPY") == "1":
+            db.message(text, sender=target, destination_caller_id=owner)
     db.close()
+time.sleep(float(os.environ.get("FAKE_OSASCRIPT_LINGER", "0")))
 """
 
 
-class FakeOsascript:
-    def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.log = folder / "calls.jsonl"
-        self.path = folder / "osascript"
-        self.path.write_text(FAKE_OSASCRIPT.format(python=sys.executable), encoding="utf-8")
-        self.path.chmod(0o755)
-        self._monkeypatch = monkeypatch
-        monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
-        monkeypatch.setenv("FAKE_OSASCRIPT_LOG", str(self.log))
-        self.mode("ok")
-
-    def mode(self, mode: str) -> None:
-        self._monkeypatch.setenv("FAKE_OSASCRIPT_MODE", mode)
-
-    def store_self_messages(self, handle: str, chat_db: Path) -> None:
-        """Messages sent to ``handle`` are written to ``chat_db`` twice, as Messages does for your own handle."""
-        self._monkeypatch.setenv("FAKE_OSASCRIPT_SELF_HANDLE", handle)
-        self._monkeypatch.setenv("FAKE_OSASCRIPT_CHATDB", str(chat_db))
-        self._monkeypatch.setenv("FAKE_OSASCRIPT_TESTS", str(Path(__file__).resolve().parents[1]))
-
-    def calls(self) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
+def install(folder: Path) -> Path:
+    """Writes the fake as ``folder/osascript`` (run by this interpreter) and returns its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "osascript"
+    path.write_text(SCRIPT.format(python=sys.executable, tests=str(TESTS)), encoding="utf-8")
+    path.chmod(0o755)
+    return path

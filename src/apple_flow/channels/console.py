@@ -17,12 +17,12 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.panel import Panel
 
-from apple_flow.channels.base import Egress, InboundMessage, Ingress, Skipped
+from apple_flow.channels.base import InboundMessage
 
 CONSOLE_SENDER = "console"
 
 
-class ConsoleIngress(Ingress):
+class ConsoleIngress:
     """One message per non-blank line of ``lines``; rowids count lines from 1 within this session."""
 
     def __init__(self, read_line: Callable[[], str]) -> None:
@@ -32,7 +32,7 @@ class ConsoleIngress(Ingress):
     def from_stream(cls, stream: TextIO) -> ConsoleIngress:
         return cls(stream.readline)
 
-    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage | Skipped]:
+    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage]:
         number = 0
         while not stop.is_set():
             line = self._read_line()
@@ -44,8 +44,11 @@ class ConsoleIngress(Ingress):
                 continue
             yield InboundMessage(rowid=number, sender=CONSOLE_SENDER, text=text, date=datetime.now(UTC))
 
+    def latest_rowid(self) -> int:
+        return 0
 
-class PlainConsoleEgress(Egress):
+
+class PlainConsoleEgress:
     """Replies on ``out`` (each followed by a blank line, so multi-line replies stay apart); progress on ``err``."""
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
@@ -61,7 +64,7 @@ class PlainConsoleEgress(Egress):
         self._err.flush()
 
 
-class RichConsoleChannel(Egress):
+class RichConsoleChannel:
     """``apple-flow chat``: a prompt to type at, replies rendered as Markdown in a panel, progress in grey."""
 
     def __init__(self, console: Console | None = None) -> None:

@@ -6,21 +6,28 @@ import logging
 import platform
 import signal
 import sys
+import time
 import uuid
-from collections.abc import Callable
 from enum import StrEnum
+from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
-from apple_flow.channels.base import Egress, Ingress, SentTexts
+from apple_flow.channels.base import Egress, Ingress
 from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError
 from apple_flow.daemon.lock import InstanceLock, LockError
 from apple_flow.daemon.runtime import Daemon, StartError
 from apple_flow.daemon.store import Store, StoreError
+
+if TYPE_CHECKING:
+    from apple_flow.web.server import WebServer
+
+ENV_FILE = ".env"  # where settings_or_exit reads them, and where a new web token is written
 
 
 class ChannelChoice(StrEnum):
@@ -47,12 +54,8 @@ def startup_warnings(settings: Settings, channel: str) -> list[str]:
     return warnings
 
 
-Channel = Callable[[SentTexts], tuple[Ingress, Egress]]  # builds a channel on the store's record of sent texts
-
-
-def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key: str) -> int:
-    """Opens the store under the single-instance lock, builds the channel and the connector, runs the daemon until
-    it ends."""
+def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, channel_key: str) -> int:
+    """Opens the store under the single-instance lock, builds the connector, runs the daemon until it ends."""
     from apple_flow.connectors import build_connector  # the connector package decides which agent CLI runs
 
     lock = InstanceLock(settings.db_path)
@@ -71,7 +74,6 @@ def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key
         checks = PermissionMonitor(settings, store)
         checks.start()
     try:
-        ingress, egress = build_channel(store.sent_texts(channel_key, settings.echo_window_seconds))
         connector = build_connector(settings)
         local = (CONSOLE_SENDER,) if channel == "console" else ()
         daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks)
@@ -81,7 +83,12 @@ def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        return daemon.run()
+        page = _web_page(settings, store, daemon, channel)
+        try:
+            return daemon.run()
+        finally:
+            if page is not None:
+                page.stop()
     except SettingsError as exc:
         print_error(exc)
         return 2
@@ -93,6 +100,30 @@ def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key
             checks.close()
         store.close()
         lock.release()
+
+
+def _web_page(settings: Settings, store: Store, daemon: Daemon, channel: str) -> WebServer | None:
+    """Serves the web page beside the daemon. A page that cannot be served is logged and shown in the store's
+    events; the daemon runs on without it."""
+    if not settings.web_enabled:
+        return None
+    # Here, not at the top: the page's health view uses the doctor's checks, which live in this package.
+    from apple_flow.web.health import DaemonState
+    from apple_flow.web.server import WebError, start_page
+
+    started = time.time()
+
+    def state() -> DaemonState:
+        return DaemonState(channel, settings.connector, daemon.connector_status, started)
+
+    try:
+        page = start_page(settings, store, daemon.run_approved, state, Path(ENV_FILE))
+    except WebError as exc:
+        print_error(f"No web page: {exc}")
+        store.log_event("web_error", str(exc))
+        return None
+    err.print(f"Web page: {page.url} (log in with APPLE_FLOW_WEB_TOKEN from {Path(ENV_FILE).absolute()})")
+    return page
 
 
 def _logging(verbose: bool, quiet_default: bool) -> None:
@@ -115,32 +146,28 @@ def register(app: typer.Typer) -> None:
         """Run the daemon: read messages, run the agent, reply.
 
         On the console: one message per input line, replies on stdout; at end of input, finish and exit 0."""
-        settings = settings_or_exit()
+        settings = settings_or_exit(ENV_FILE)
         chosen = resolve_channel(channel.value if channel is not None else settings.channel)
         _logging(verbose, quiet_default=chosen == "console")
-        build: Channel
         if chosen == "console":
+            ingress: Ingress = ConsoleIngress.from_stream(sys.stdin)
+            egress: Egress = PlainConsoleEgress(sys.stdout, sys.stderr)
             key = f"console:{uuid.uuid4().hex[:12]}"  # line numbers restart with every session
-
-            def build(sent: SentTexts) -> tuple[Ingress, Egress]:
-                return ConsoleIngress.from_stream(sys.stdin), PlainConsoleEgress(sys.stdout, sys.stderr)
         else:
             from apple_flow.channels.imessage import build_imessage_channel
 
+            ingress, egress = build_imessage_channel(settings)
             key = "imessage"
-
-            def build(sent: SentTexts) -> tuple[Ingress, Egress]:
-                return build_imessage_channel(settings, sent)
         for warning in startup_warnings(settings, chosen):
             err.print(f"[yellow]{escape(warning)}[/yellow]")
-        raise typer.Exit(_serve(settings, chosen, build, key))
+        raise typer.Exit(_serve(settings, chosen, ingress, egress, key))
 
     @app.command()
     def chat(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every step on stderr.")) -> None:
         """Chat with the agent in this terminal (the same daemon, on the console channel). Ctrl-D quits."""
-        settings = settings_or_exit()
+        settings = settings_or_exit(ENV_FILE)
         _logging(verbose, quiet_default=True)
         channel = RichConsoleChannel()
         err.print("[bold]apple-flow chat[/bold]: type a message (`help` lists commands); Ctrl-D to quit.")
         key = f"console:{uuid.uuid4().hex[:12]}"
-        raise typer.Exit(_serve(settings, "console", lambda sent: (channel.ingress(), channel), key))
+        raise typer.Exit(_serve(settings, "console", channel.ingress(), channel, key))

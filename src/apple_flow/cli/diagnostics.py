@@ -18,10 +18,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from apple_flow.channels.base import SendError, Skipped
+from apple_flow.channels.base import InboundMessage, SendError
 from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem
-from apple_flow.channels.imessage.classify import classify
+from apple_flow.channels.imessage.classify import ReadRules, Skipped, classify
+from apple_flow.channels.imessage.echo import Copies
 from apple_flow.channels.imessage.probe import probe_messages_automation
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 from apple_flow.cli import common
@@ -253,9 +254,11 @@ def print_checks(checks: list[Check]) -> None:
 def inbox_rows(db: Path, limit: int, settings: Settings) -> list[dict[str, Any]]:
     allowed = {normalize_handle(s, settings.default_region) for s in settings.allowed_senders}
     rows = ChatDB(db).newest_rows(limit)
+    rules = ReadRules(settings.default_region, settings.max_message_age_seconds, settings.group_replies)
+    copies = Copies()  # a second copy of a listed message shows as such
     listing: list[dict[str, Any]] = []
     for row in rows:
-        item = classify(row, None, settings.default_region)
+        item = classify(row, rules, None, copies)
         skipped = item.reason if isinstance(item, Skipped) else None
         sender = item.sender
         listing.append(
@@ -267,6 +270,7 @@ def inbox_rows(db: Path, limit: int, settings: Settings) -> list[dict[str, Any]]
                 "text": item.text,
                 "skipped": skipped,
                 "allowed": sender in allowed if sender else False,
+                "reply_to": item.reply_target if isinstance(item, InboundMessage) else None,
             }
         )
     return listing
@@ -354,7 +358,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def send(
-        handle: str = typer.Argument(..., help="Phone number or email to send to."),
+        handle: str = typer.Argument(
+            ..., help="Phone number or email to send to; SMS;-;<number> goes through the SMS account, a group chat's "
+            "guid into the group (the reply_to that `apple-flow inbox --json` shows).",
+        ),
         text: str = typer.Argument(..., help="The message."),
     ) -> None:
         """Send one message through the iMessage egress (tests Automation permission and delivery)."""
@@ -366,12 +373,15 @@ def register(app: typer.Typer) -> None:
         egress = build_imessage_egress(settings)
         try:
             with err.status(f"Sending to {handle} ..."):
-                egress.send(handle, text)
+                delivery = egress.deliver(handle, text)
         except SendError as exc:
             prefix = "" if common.is_macos() else "not applicable on this system: "
-            err.print(f"[red]{prefix}{escape(str(exc))}[/red]")
+            err.print(f"[red]{prefix}Not delivered: {escape(str(exc))}[/red]")
             raise typer.Exit(1) from exc
-        err.print(f"[green]Sent[/green] to {normalize_handle(handle, settings.default_region)}.")
+        if delivery.confirmed:
+            err.print(f"[green]Sent[/green] to {escape(delivery.recipient)}: {escape(delivery.note)}.")
+        else:
+            err.print(f"[yellow]Handed to Messages[/yellow] for {escape(delivery.recipient)}; {escape(delivery.note)}.")
 
     @app.command("config")
     def show_config(as_json: bool = typer.Option(False, "--json", help="JSON on stdout.")) -> None:

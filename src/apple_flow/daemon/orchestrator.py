@@ -12,7 +12,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -103,6 +103,7 @@ class Orchestrator:
         connector_name: str = "afm",
         reply_to_unknown: bool = False,
         clock: Callable[[], float] = time.time,
+        run_links: str | None = None,
     ) -> None:
         self._store = store
         self._policy = policy
@@ -111,6 +112,7 @@ class Orchestrator:
         self._connector_name = connector_name
         self._reply_to_unknown = reply_to_unknown
         self._clock = clock
+        self._run_links = run_links  # the web page's base URL: replies then end with a link to their run
         self._started = clock()
 
     # ------------------------------------------------------------------------------------------- decide
@@ -173,15 +175,19 @@ class Orchestrator:
 
     def _approve(self, command: Command, sender: str, message_key: str) -> Decision:
         decision = self._approvals.approve(sender, command.target, message_key, command.body)
-        approval = decision.approval
-        if approval is None:
+        if decision.approval is None:
             return Reply(decision.message)
+        return self.approved_turn(decision.approval, decision.decided)
+
+    def approved_turn(self, approval: Approval, decided: tuple[Approval, ...] = ()) -> Turn:
+        """The turn that carries out an approved request: approved by text (``decided`` holds the decision, to be
+        recorded as the message is taken) or on the web page (recorded there already)."""
         prompt = EXECUTE_PROMPT.format(task=approval.task, plan=approval.plan)
         if approval.extra:
             prompt += f"\n\nNotes from the user: {approval.extra}"
         ack = f"Approved {approval.id}: working on it in {approval.workspace}."
-        return Turn(Kind.APPROVE, sender, approval.task, prompt, Path(approval.workspace), plan=True, ack=ack,
-                    approval=approval, decided=decision.decided)
+        return Turn(Kind.APPROVE, approval.sender, approval.task, prompt, Path(approval.workspace), plan=True,
+                    ack=ack, approval=approval, decided=decided)
 
     # ------------------------------------------------------------------------------------------- conclude
 
@@ -192,7 +198,15 @@ class Orchestrator:
         exception it raised (a bug: the sender hears about it, the daemon goes on). ``stop`` says whether the
         turn was stopped from outside: None (it was not), "" (cancelled; the sender was told already), or the
         reply to send instead (it ran too long). ``keep_exchange``: the conversation is kept (the connector
-        wants earlier exchanges)."""
+        wants earlier exchanges). With the web page's base URL set, the reply ends with its run page's address."""
+        finished = self._conclude(turn, run_id, outcome, stop, keep_exchange)
+        if self._run_links and finished.reply:
+            return replace(finished, reply=f"{finished.reply}\n\n{self._run_links}/runs/{run_id}")
+        return finished
+
+    def _conclude(
+        self, turn: Turn, run_id: str, outcome: TurnOutcome | Exception, stop: str | None, keep_exchange: bool
+    ) -> FinishedTurn:
         if isinstance(outcome, Exception):
             reply = failures.explain_exception(outcome)
             return FinishedTurn(reply, "failed", reply)

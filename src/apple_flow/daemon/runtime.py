@@ -5,10 +5,6 @@ Data flows one way: the runtime pulls messages from the ingress, asks the orches
 pulls the turn's events and outcome from the connector, asks the orchestrator what the outcome means, records it,
 and hands the reply to the egress. Nothing below it calls back into it.
 
-The channel's interface (``channels.base``) declares all the runtime uses of it: the ingress yields messages and
-the rows it skips, the egress sends replies and progress and notes what it sent in the store's record of sent
-texts, which its ingress reads to skip echoes, across restarts.
-
 Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
 conversation's new exchange and any approval request, in one transaction) before it is sent; the cursor passes a
 message only once it is finished. After ``kill -9`` the restart reads from the cursor: finished messages are
@@ -26,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError, Skipped
+from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError
 from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
 from apple_flow.daemon import failures, orphans
@@ -35,8 +31,9 @@ from apple_flow.daemon.cursor import CursorTracker
 from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Reply, Turn, View, new_run_id
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
+from apple_flow.daemon.run_log import RunLog
 from apple_flow.daemon.scheduler import Job, Scheduler
-from apple_flow.daemon.store import Store
+from apple_flow.daemon.store import Approval, Store
 from apple_flow.daemon.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
@@ -49,8 +46,15 @@ DECIDE_ATTEMPTS = 3  # deciding again when an approval request changed between d
 
 @dataclass(frozen=True)
 class Work:
-    message: InboundMessage
+    message: InboundMessage | None  # None: a task approved on the web page (no message to record the reply on)
     turn: Turn
+
+
+@dataclass(frozen=True)
+class _WebApproval:
+    """A request approved on the web page (and recorded there), to run like one approved by text."""
+
+    approval: Approval
 
 
 class _End:
@@ -98,6 +102,7 @@ class Daemon:
         self.orchestrator = Orchestrator(
             store, policy, Approvals(store, settings.approval_ttl_minutes), Workspaces(settings),
             connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
+            run_links=settings.web_base_url if settings.web_enabled else None,
         )
         self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
@@ -106,7 +111,7 @@ class Daemon:
             threading.Thread(target=self._work, name=f"turn-{index}", daemon=True).start()
         self._stop = threading.Event()
         self._abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
-        self._inbox: queue.Queue[InboundMessage | _End | BaseException] = queue.Queue()
+        self._inbox: queue.Queue[InboundMessage | _WebApproval | _End | BaseException] = queue.Queue()
         self._tracker: CursorTracker | None = None
         self._catchup: tuple[int, float] | None = None  # first start: (up to this rowid, skip if older than)
         self._send_lock = threading.Lock()
@@ -140,6 +145,11 @@ class Daemon:
         else:
             self._catchup = self._saved_catchup()
         self._tracker = CursorTracker(start)
+        self._remember_recent_sends()
+        if hasattr(self._ingress, "on_skip"):
+            # Rows the ingress skips (its own echoes, reactions) must be passed too, or a restart would re-read
+            # them once the in-memory echo record is gone.
+            self._ingress.on_skip = lambda skipped: self._finished(skipped.rowid, skipped=True)
         threading.Thread(target=self._read, args=(start,), name="ingress", daemon=True).start()
         watchdog = threading.Thread(target=self._watch_timeouts, name="watchdog", daemon=True)
         watchdog.start()
@@ -156,6 +166,9 @@ class Daemon:
                 while not self._scheduler.wait_idle(0.2) and not self._stop.is_set():
                     pass  # drain: finish every pending turn (a stop request cuts it short)
                 break
+            if isinstance(item, _WebApproval):
+                self._queue_approved(item.approval)
+                continue
             if isinstance(item, BaseException):
                 log.error("reading messages failed: %s", item)
                 self._store.log_event("ingress_error", str(item))
@@ -196,17 +209,24 @@ class Daemon:
         saved = (self._store.meta(self._catchup_key) or "").split()
         return (int(saved[0]), float(saved[1])) if len(saved) == 2 else None
 
+    def _remember_recent_sends(self) -> None:
+        """Hands the egress what the previous run sent within the echo window: their echoes may still be on the
+        way (a person texting themselves), and the egress's own record of them died with that run."""
+        recent = self._store.sent_since(self._channel, time.time() - self._settings.echo_window_seconds)
+        remember = getattr(self._egress, "remember", None)
+        if remember is None:  # a channel without echoes (the console)
+            return
+        for recipient, text in recent:
+            remember(recipient, text)
+
     def _read(self, after: int) -> None:
         try:
             tracker = self._require_tracker()
-            for item in self._ingress.messages(after, self._stop):
-                if isinstance(item, Skipped):  # passed at once (an echo, a reaction): a restart must not re-read it
-                    self._finished(item.rowid, skipped=True)
-                    continue
-                # Opened here, before the ingress moves on to later (maybe skipped) rows, so the cursor cannot
+            for message in self._ingress.messages(after, self._stop):
+                # Opened here, before the ingress moves on and reports later skipped rows, so the cursor cannot
                 # pass this message while it waits in the inbox.
-                tracker.opened(item.rowid)
-                self._inbox.put(item)
+                tracker.opened(message.rowid)
+                self._inbox.put(message)
         except Exception as exc:  # the main loop reports it and stops
             self._inbox.put(exc)
             return
@@ -243,7 +263,12 @@ class Daemon:
             self._finished(message.rowid)
             return
         if record is not None and record.state == "replied" and record.reply is not None:
-            self._deliver(message, record.reply)  # recorded before a crash, never sent
+            if self._went_out(message, record.reply):  # sent just before a crash: the channel shows it
+                with self._store.transaction():
+                    self._store.mark_sent(self._channel, message.rowid)
+                    self._finished(message.rowid)
+            else:
+                self._deliver(message, record.reply)  # recorded before a crash, never sent
             return
         for _ in range(DECIDE_ATTEMPTS):
             if self._apply(message, self._decide(message)):
@@ -292,9 +317,20 @@ class Daemon:
                     return False
                 store.take(self._channel, message.rowid, sender, message.text)
             if decision.ack:
-                self._progress(sender, decision.ack)
+                self._progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, Work(message, decision)))
         return True
+
+    def run_approved(self, approval: Approval) -> None:
+        """From the web page (any thread): a request approved there runs in the sender's queue, and its answer
+        goes to the sender like any reply."""
+        self._inbox.put(_WebApproval(approval))
+
+    def _queue_approved(self, approval: Approval) -> None:
+        turn = self.orchestrator.approved_turn(approval)
+        if turn.ack:
+            self._progress(turn.sender, turn.ack)
+        self._scheduler.submit(Job(turn.sender, Work(None, turn)))
 
     def _stale(self, message: InboundMessage) -> Ignore | None:
         if self._catchup is None:
@@ -318,8 +354,12 @@ class Daemon:
 
     def _run_job(self, job: Job[Work]) -> None:
         message, turn = job.payload.message, job.payload.turn
+        if message is not None and self._unsent(message):
+            self._withdrawn(message, turn)
+            return
         run_id = new_run_id()
-        self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request)
+        key = f"{self._channel}:{message.rowid}" if message is not None else None
+        self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request, key)
         window = self._connector.context_window
         request = TurnRequest(
             turn.prompt, turn.workspace, tuple(self._store.history(turn.sender, window)), turn.read_only, turn.plan,
@@ -327,7 +367,8 @@ class Daemon:
         )
         outcome: TurnOutcome | Exception
         try:
-            outcome = self._turn(request)
+            recipient = message.reply_target if message is not None else turn.sender
+            outcome = self._turn(request, recipient, RunLog(self._store, run_id))
         except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
             log.exception("turn %s failed", run_id)
             outcome = exc
@@ -335,43 +376,82 @@ class Daemon:
         finished = self.orchestrator.conclude(turn, run_id, outcome, stop, keep_exchange=window > 0)
         if self._abandon.is_set():
             return
-        self._store.record_turn(self._channel, message.rowid, turn.sender, run_id, finished)
+        self._store.record_turn(self._channel, message.rowid if message else None, turn.sender, run_id, finished)
+        if message is None:  # approved on the web page: no message to record the reply on
+            if finished.reply is not None:
+                failed = self._send(turn.sender, finished.reply)
+                if failed is not None:
+                    self._store.log_event("send_failed", failed, turn.sender)
+            return
         if finished.reply is None:
             self._finished(message.rowid)
         else:
             self._deliver(message, finished.reply)
 
-    def _turn(self, request: TurnRequest) -> TurnOutcome:
-        """Runs the connector's turn to its outcome, passing its progress on to the sender (throttled)."""
+    def _turn(self, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
+        """Runs the connector's turn to its outcome, passing its progress on to ``recipient`` (throttled) and
+        keeping the agent's events with the run (for the web page)."""
         throttle = ProgressThrottle(self._settings.progress_interval_seconds)
         with contextlib.closing(self._connector.run(request)) as items:
             for item in items:
                 if isinstance(item, TurnOutcome):
                     return item
                 assert isinstance(item, AgentEvent)
+                record(item.data)
                 for activity in item.progress:
                     text = throttle.message(activity)
                     if text is not None:
-                        self._progress(request.key, text)
+                        self._progress(recipient, text)
         raise ConnectorError("the connector ended the turn without an outcome")
 
     # ------------------------------------------------------------------------------------------- sending
 
+    def _went_out(self, message: InboundMessage, reply: str) -> bool:
+        went_out = getattr(self._egress, "went_out", None)
+        return went_out is not None and bool(went_out(message.reply_target, reply, message.rowid))
+
+    def _unsent(self, message: InboundMessage) -> bool:
+        """The sender unsent the message while its turn waited (a channel that can tell offers ``unsent``)."""
+        unsent = getattr(self._ingress, "unsent", None)
+        return unsent is not None and bool(unsent(message.rowid))
+
+    def _withdrawn(self, message: InboundMessage, turn: Turn) -> None:
+        """Not run; an approval it carried is pending again, and the sender, told it was approved, hears so."""
+        log.info("message %d of %s was unsent before its turn started: not run", message.rowid, message.sender)
+        self._store.log_event("unsent", f"not run: {message.text[:80]!r}", message.sender)
+        if turn.approval is None:
+            with self._store.transaction():
+                self._store.record_reply(self._channel, message.rowid, None, "unsent before it ran")
+                self._finished(message.rowid)
+            return
+        note = (f"Not run: you unsent `{message.text.strip()}` before it started. "
+                f"{turn.approval.id} is pending again.")
+        with self._store.transaction():
+            self._store.reopen_approval(turn.approval.id)
+            self._store.record_reply(self._channel, message.rowid, note)
+        self._deliver(message, note)
+
     def _deliver(self, message: InboundMessage, reply: str) -> None:
-        failed: str | None = None
-        try:
-            with self._send_lock:
-                self._egress.send(message.sender, reply)
-        except Exception as exc:  # SendError, or a channel bug: recorded, never fatal
-            if not isinstance(exc, SendError):
-                log.exception("the channel failed sending to %s", message.sender)
-            log.error("could not send the reply to %s: %s", message.sender, exc)
-            failed = str(exc)
+        # The sender, or e.g. the group chat the message came from.
+        failed = self._send(message.reply_target, reply)
         with self._store.transaction():
             self._store.mark_sent(self._channel, message.rowid, failed=failed)
             if failed is not None:
                 self._store.log_event("send_failed", failed, message.sender)
             self._finished(message.rowid)
+
+    def _send(self, recipient: str, reply: str) -> str | None:
+        """Sends a reply (recorded first, for echoes); returns why it could not be sent, or None."""
+        self._store.record_sent(self._channel, recipient, reply, self._settings.echo_window_seconds)
+        try:
+            with self._send_lock:
+                self._egress.send(recipient, reply)
+        except Exception as exc:  # SendError, or a channel bug: recorded by the caller, never fatal
+            if not isinstance(exc, SendError):
+                log.exception("the channel failed sending to %s", recipient)
+            log.error("could not send the reply to %s: %s", recipient, exc)
+            return str(exc)
+        return None
 
     def _finished(self, rowid: int, skipped: bool = False) -> None:
         """The message (or skipped row) is done: the cursor may pass it."""
@@ -380,13 +460,15 @@ class Daemon:
         if position is not None:
             self._store.advance_cursor(self._channel, position)
 
-    def _progress(self, sender: str, text: str) -> None:
+    def _progress(self, recipient: str, text: str) -> None:
         """Best effort: progress is not recorded, and a failure to send it does not stop the turn."""
+        send = getattr(self._egress, "send_progress", self._egress.send)
         try:
             with self._send_lock:
-                self._egress.send_progress(sender, text)
+                self._store.record_sent(self._channel, recipient, text, self._settings.echo_window_seconds)
+                send(recipient, text)
         except Exception as exc:
-            log.warning("could not send progress to %s: %s", sender, exc)
+            log.warning("could not send progress to %s: %s", recipient, exc)
 
     # ------------------------------------------------------------------------------------------- stopping turns
 

@@ -255,10 +255,6 @@ class Store:
                     self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version = {index + 1}")
 
-    def now(self) -> float:
-        """The store's clock (what it stamps rows with)."""
-        return self._clock()
-
     @property
     def schema_version(self) -> int:
         with self._lock:
@@ -398,22 +394,12 @@ class Store:
                 "INSERT INTO sent (channel, recipient, text, at) VALUES (?, ?, ?, ?)", (channel, recipient, text, now)
             )
 
-    def take_sent(self, channel: str, recipient: str, text: str, since: float) -> bool:
-        """True, and the entry is used up, when ``text`` was sent to ``recipient`` on ``channel`` at or after
-        ``since`` (the oldest such entry goes). Writes only when there is one."""
-        rows = self._rows(
-            "SELECT id FROM sent WHERE channel = ? AND recipient = ? AND text = ? AND at >= ? ORDER BY id LIMIT 1",
-            (channel, recipient, text, since),
-        )
-        if not rows:
-            return False
-        self._write("DELETE FROM sent WHERE id = ?", (rows[0][0],))
-        return True
-
-    def sent_texts(self, channel: str, window_seconds: float) -> SentRecord:
-        """The record of texts sent on ``channel`` that a channel uses (``channels.base.SentTexts``): entries count
-        for ``window_seconds``, across restarts."""
-        return SentRecord(self, channel, window_seconds)
+    def sent_since(self, channel: str, since: float) -> list[tuple[str, str]]:
+        """(recipient, text) of what was sent on ``channel`` at or after ``since``, oldest first; older entries
+        are deleted (they can no longer come back as echoes)."""
+        self._write("DELETE FROM sent WHERE channel = ? AND at < ?", (channel, since))
+        rows = self._rows("SELECT recipient, text FROM sent WHERE channel = ? ORDER BY id", (channel,))
+        return [(str(row[0]), str(row[1])) for row in rows]
 
     # ------------------------------------------------------------------------------------------- history
 
@@ -457,13 +443,15 @@ class Store:
             (state, result, self._clock(), run_id),
         )
 
-    def record_turn(self, channel: str, rowid: int, sender: str, run_id: str, turn: FinishedTurn) -> None:
-        """Records a finished turn in one transaction: the reply (before it is sent), the run's end and outcome,
-        the conversation's new exchange, and the request the reply announces. A crash leaves all or none."""
+    def record_turn(self, channel: str, rowid: int | None, sender: str, run_id: str, turn: FinishedTurn) -> None:
+        """Records a finished turn in one transaction: the reply (before it is sent; ``rowid`` None: a turn no
+        message asked for, a task approved on the web page), the run's end and outcome, the conversation's new
+        exchange, and the request the reply announces. A crash leaves all or none."""
         outcome = turn.outcome
         usage = outcome.usage if outcome is not None else None
         with self.transaction():
-            self.record_reply(channel, rowid, turn.reply, "cancelled" if turn.reply is None else None)
+            if rowid is not None:
+                self.record_reply(channel, rowid, turn.reply, "cancelled" if turn.reply is None else None)
             self._db.execute(
                 "UPDATE runs SET state = ?, result = ?, finished_at = ?, outcome = ?, files_changed = ?, "
                 "commands_run = ?, input_tokens = ?, output_tokens = ? WHERE id = ?",
@@ -612,6 +600,14 @@ class Store:
         )
         return cursor.rowcount == 1
 
+    def reopen_approval(self, approval_id: str) -> None:
+        """An approval whose message was unsent before its task ran is pending again."""
+        self._write(
+            "UPDATE approvals SET state = 'pending', decided_at = NULL, decided_by = NULL, extra = NULL "
+            "WHERE id = ? AND state = 'approved'",
+            (approval_id,),
+        )
+
     # ------------------------------------------------------------------------------------------- events
 
     def log_event(self, kind: str, detail: str, sender: str | None = None) -> None:
@@ -627,26 +623,6 @@ class Store:
                 "SELECT at, kind, sender, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?", (kind, limit)
             )
         return [Event(*row) for row in reversed(rows)]
-
-
-class SentRecord:
-    """``Store.sent_texts``: one channel's view of the record of sent texts (``channels.base.SentTexts``)."""
-
-    def __init__(self, store: Store, channel: str, window_seconds: float) -> None:
-        self._store = store
-        self._channel = channel
-        self._window = window_seconds
-
-    def record(self, recipient: str, text: str) -> None:
-        self._store.record_sent(self._channel, recipient, _echo_key(text), self._window)
-
-    def take_echo(self, sender: str, text: str) -> bool:
-        return self._store.take_sent(self._channel, sender, _echo_key(text), self._store.now() - self._window)
-
-
-def _echo_key(text: str) -> str:
-    """The form texts are kept and compared in: whitespace-insensitive, as Messages may trim or re-wrap them."""
-    return " ".join(text.split())
 
 
 def _statements(script: str) -> list[str]:

@@ -39,7 +39,7 @@ SECURITY_HEADERS = {
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # "no-referrer" would make the browser send "Origin: null" on our own POSTs
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
@@ -215,7 +215,7 @@ def _duration(seconds: float | None) -> str:
         return f"{seconds:.1f} s"
     if seconds < 120:
         return f"{seconds:.0f} s"
-    if seconds < 7200:
+    if seconds < 3600:
         return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
     return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
 

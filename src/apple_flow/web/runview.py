@@ -112,8 +112,9 @@ def _row(run: Run, facts: dict[str, dict[str, Any]], now: float | None) -> RunRo
         run=run,
         backend=str(result.get("backend") or start.get("backend") or ""),
         model=str(result.get("model") or start.get("model") or ""),
-        input_tokens=_int(usage.get("input_tokens")),
-        output_tokens=_int(usage.get("output_tokens")),
+        # The run's own figures (any connector's typed outcome) first, else the agent's result event.
+        input_tokens=run.input_tokens if run.input_tokens is not None else _int(usage.get("input_tokens")),
+        output_tokens=run.output_tokens if run.output_tokens is not None else _int(usage.get("output_tokens")),
         duration=max(0.0, end - run.started_at),
     )
 
@@ -167,7 +168,8 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
         else:
             other.append((str(kind), stored.body))
     result = facts.get("result")
-    files = [str(f) for f in (result or {}).get("files_changed", []) if isinstance(f, str)]
+    reported = (result or {}).get("files_changed") or _json_list(run.files_changed)
+    files = [str(f) for f in reported if isinstance(f, str)] if isinstance(reported, list) else []
     reply = reply_state = note = None
     if run.message:
         channel, _, rowid = run.message.rpartition(":")
@@ -197,6 +199,14 @@ def diff_lines(diff: str) -> list[DiffLine]:
             kind = "same"
         lines.append(DiffLine(kind, line))
     return lines
+
+
+def _json_list(text: str | None) -> list[Any]:
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
 
 
 def _int(value: Any) -> int | None:

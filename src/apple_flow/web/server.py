@@ -8,6 +8,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
@@ -15,7 +16,12 @@ from starlette.applications import Starlette
 
 from apple_flow import envfile
 from apple_flow.config import Settings
+from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.store import Approval, Store
+from apple_flow.web.actions import WebDecisions
+from apple_flow.web.app import WebContext, build_app
 from apple_flow.web.auth import new_token
+from apple_flow.web.health import DaemonState
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +58,19 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
+
+
+def start_page(
+    settings: Settings, store: Store, run_approved: Callable[[Approval], None], state: Callable[[], DaemonState],
+    env_file: Path | None,
+) -> WebServer:
+    """The daemon's web page, serving; raises ``WebError`` when it cannot (no token can be had, address in use)."""
+    token = ensure_token(settings, env_file)
+    decisions = WebDecisions(store, Approvals(store, settings.approval_ttl_minutes), run_approved)
+    context = WebContext(settings=settings, store=store, decisions=decisions, state=state)
+    server = WebServer(build_app(context, token), settings.web_host, settings.web_port)
+    server.start()
+    return server
 
 
 class WebServer:

@@ -25,14 +25,20 @@ from urllib.parse import quote
 APPLE_EPOCH = datetime(2001, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_MS = 250
 
-# Text columns come as BLOBs and are decoded in Python, row by row (see the module's docstring).
+# Text columns come as BLOBs and are decoded in Python, row by row (see the module's docstring). A message's chat is
+# the first one it is joined to.
 _ROWS_SQL = """
 SELECT m.ROWID, CAST(m.text AS BLOB), m.attributedBody, m.date, m.is_from_me, m.associated_message_type,
-       m.item_type, CAST(h.id AS BLOB) AS handle,
-       (SELECT CAST(c.chat_identifier AS BLOB) FROM chat_message_join AS j JOIN chat AS c ON c.ROWID = j.chat_id
-         WHERE j.message_id = m.ROWID ORDER BY c.ROWID LIMIT 1) AS chat_identifier
-  FROM message AS m LEFT JOIN handle AS h ON h.ROWID = m.handle_id
+       m.item_type, CAST(h.id AS BLOB), CAST(c.chat_identifier AS BLOB),
+       CAST(m.guid AS BLOB), CAST(m.service AS BLOB), CAST(m.destination_caller_id AS BLOB), CAST(m.account AS BLOB),
+       m.date_retracted, m.date_edited, m.message_summary_info, c.style, CAST(c.guid AS BLOB), m.error, m.is_sent,
+       m.is_delivered
+  FROM message AS m
+  LEFT JOIN handle AS h ON h.ROWID = m.handle_id
+  LEFT JOIN chat AS c ON c.ROWID = (SELECT j.chat_id FROM chat_message_join AS j WHERE j.message_id = m.ROWID
+                                     ORDER BY j.chat_id LIMIT 1)
 """
+GROUP_STYLE = 43  # chat.style of a group chat; 45 is a one-to-one chat
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,22 @@ class MessageRow:
     handle: str | None  # handle.id; None when the row has no (or a dangling) handle_id
     chat_identifier: str | None  # None also when it is not valid UTF-8 (then it names nothing reliably)
     problem: str | None = None  # why the row cannot be used (e.g. "item_type is 'x', not an integer")
+    guid: str = ""
+    service: str | None = None  # "iMessage", "SMS", "RCS"
+    destination_caller_id: str | None = None  # the owner's own address the message went to or from
+    account: str | None = None  # the owner's sending account, e.g. "E:me@icloud.com" or "P:+15551234567"
+    retracted: bool = False  # unsent by its sender (date_retracted)
+    edited: bool = False  # edited after sending (date_edited); the versions are in summary_info
+    summary_info: bytes | None = None  # message_summary_info: a binary plist
+    chat_style: int | None = None  # GROUP_STYLE for a group chat
+    chat_guid: str | None = None  # e.g. "iMessage;+;chat123…" (macOS 26: "any;+;chat123…")
+    error: int = 0  # of a sent row: non-zero when Messages could not send it
+    is_sent: bool = False
+    is_delivered: bool = False
+
+    @property
+    def known_date(self) -> bool:
+        return self.date != APPLE_EPOCH
 
 
 class ChatDBProblem(Enum):
@@ -121,10 +143,22 @@ class ChatDB:
         rows = self._query(_ROWS_SQL + " WHERE m.ROWID > ? ORDER BY m.ROWID LIMIT ?", (rowid, limit))
         return [_to_row(r) for r in rows]
 
+    def sent_rows_after(self, rowid: int, limit: int = 200) -> list[MessageRow]:
+        """Rows this Mac sent (``is_from_me = 1``) with ``ROWID > rowid``, in ROWID order."""
+        rows = self._query(
+            _ROWS_SQL + " WHERE m.ROWID > ? AND m.is_from_me = 1 ORDER BY m.ROWID LIMIT ?", (rowid, limit)
+        )
+        return [_to_row(r) for r in rows]
+
     def newest_rows(self, limit: int) -> list[MessageRow]:
         """The newest ``limit`` rows, oldest first."""
         rows = self._query(_ROWS_SQL + " ORDER BY m.ROWID DESC LIMIT ?", (limit,))
         return [_to_row(r) for r in reversed(rows)]
+
+    def is_retracted(self, rowid: int) -> bool:
+        """Whether the row was unsent since it was read (Messages updates ``date_retracted`` in place)."""
+        rows = self._query("SELECT date_retracted FROM message WHERE ROWID = ?", (rowid,))
+        return bool(rows) and isinstance(rows[0][0], int) and rows[0][0] != 0
 
     def latest_rowid(self) -> int:
         rows = self._query("SELECT COALESCE(MAX(ROWID), 0) FROM message", ())
@@ -212,21 +246,24 @@ def _probe_access(path: Path) -> int | None:
 
 def _to_row(row: tuple[object, ...]) -> MessageRow:
     """Never raises: what cannot be read is decoded leniently, or named in ``problem``."""
-    rowid, text, body, date, from_me, assoc, item_type, handle, chat = row
+    (rowid, text, body, date, from_me, assoc, item_type, handle, chat, guid, service, caller_id, account,
+     retracted, edited, summary, style, chat_guid, error, is_sent, is_delivered) = row
     problems: list[str] = []
     integers = {
         name: _integer(value, name, problems)
         for name, value in (("date", date), ("is_from_me", from_me), ("associated_message_type", assoc),
-                            ("item_type", item_type))
+                            ("item_type", item_type), ("date_retracted", retracted), ("date_edited", edited),
+                            ("error", error), ("is_sent", is_sent), ("is_delivered", is_delivered))
     }
     sender, sender_exact = decode_text(handle)
     if not sender_exact:
         problems.append("sender is not valid UTF-8")
     chat_identifier, chat_exact = decode_text(chat)
+    chat_guid_text, chat_guid_exact = decode_text(chat_guid)
     return MessageRow(
         rowid=int(rowid),  # type: ignore[call-overload]
         text=decode_text(text)[0],
-        attributed_body=bytes(body) if isinstance(body, bytes | bytearray | memoryview) else None,
+        attributed_body=_blob(body),
         date=apple_date(integers["date"]),
         is_from_me=bool(integers["is_from_me"]),
         associated_message_type=integers["associated_message_type"],
@@ -234,7 +271,23 @@ def _to_row(row: tuple[object, ...]) -> MessageRow:
         handle=sender if sender and sender.strip() else None,
         chat_identifier=chat_identifier if chat_identifier and chat_exact else None,
         problem="; ".join(problems) or None,
+        guid=decode_text(guid)[0] or "",
+        service=decode_text(service)[0],
+        destination_caller_id=decode_text(caller_id)[0] or None,
+        account=decode_text(account)[0] or None,
+        retracted=bool(integers["date_retracted"]),
+        edited=bool(integers["date_edited"]),
+        summary_info=_blob(summary),
+        chat_style=style if isinstance(style, int) else None,
+        chat_guid=chat_guid_text if chat_guid_text and chat_guid_exact else None,
+        error=integers["error"],
+        is_sent=bool(integers["is_sent"]),
+        is_delivered=bool(integers["is_delivered"]),
     )
+
+
+def _blob(value: object) -> bytes | None:
+    return bytes(value) if isinstance(value, bytes | bytearray | memoryview) else None
 
 
 def decode_text(value: object) -> tuple[str | None, bool]:

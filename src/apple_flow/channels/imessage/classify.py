@@ -6,19 +6,51 @@ Shared by the ingress and ``apple-flow inbox`` so users see exactly what the dae
 from __future__ import annotations
 
 import logging
+import plistlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
-from apple_flow.channels.base import InboundMessage, SentTexts, Skipped
+from apple_flow.channels.base import InboundMessage
 from apple_flow.channels.imessage.body import UndecodableBody, decode_attributed_body
-from apple_flow.channels.imessage.chatdb import MessageRow
+from apple_flow.channels.imessage.chatdb import GROUP_STYLE, MessageRow
+from apple_flow.channels.imessage.echo import Copies, SentLog
 from apple_flow.handles import normalize_handle
 
 log = logging.getLogger(__name__)
 
 OBJECT_REPLACEMENT = "\ufffc"  # Messages' attachment marker inside the text
+# associated_message_type: 0 a normal message, 2 and 3 app and sticker messages (normal too), 1000 a sticker placed
+# on a message, 2000-2005 tapbacks added, 3000-3005 removed.
+NORMAL_TYPES = frozenset({0, 2, 3})
+STICKER_TYPE = 1000
+SMS_SERVICES = frozenset({"SMS", "RCS"})  # not reachable through the iMessage account
+
+
+@dataclass(frozen=True)
+class ReadRules:
+    """What the daemon takes from chat.db, from the settings."""
+
+    default_region: str = "US"
+    max_age_seconds: float = 0  # rows older than this are not taken (0: no limit)
+    group_replies: bool = False  # take group chat messages (and answer into the group)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    rowid: int
+    reason: str  # short, for logs and `apple-flow inbox`: "from me", "reaction", "empty", "echo", ...
+    sender: str | None = None
+    text: str = ""
 
 
 def message_text(row: MessageRow) -> str:
-    """``text``, or the decoded ``attributedBody`` when ``text`` is NULL or empty. Raises ``UndecodableBody``."""
+    """``text``; for an edited row the newest version; else the decoded ``attributedBody`` when ``text`` is NULL or
+    empty. Raises ``UndecodableBody``."""
+    if row.edited and row.summary_info:
+        edited = _edited_text(row.summary_info)
+        if edited is not None:
+            return edited
     if row.text:
         return row.text
     if row.attributed_body:
@@ -26,10 +58,20 @@ def message_text(row: MessageRow) -> str:
     return ""
 
 
-def classify(row: MessageRow, sent: SentTexts | None, default_region: str) -> InboundMessage | Skipped:
-    """The message the daemon should handle, or why it skips this row. Never raises for bad data."""
-    sender_raw = row.handle or _direct_chat_handle(row.chat_identifier)
-    sender = normalize_handle(sender_raw, default_region) if sender_raw else None
+def classify(
+    row: MessageRow,
+    rules: ReadRules,
+    sent: SentLog | None = None,
+    copies: Copies | None = None,
+    now: datetime | None = None,
+) -> InboundMessage | Skipped:
+    """The message the daemon should handle, or why it skips this row. Never raises for bad data. ``sent`` (the
+    daemon's own texts) and ``copies`` (what was taken already) remember what they see."""
+    region = rules.default_region
+    group = row.chat_style == GROUP_STYLE or _is_group_identifier(row.chat_identifier)
+    own_chat = None if group else _own_chat_address(row, region)
+    sender_raw = own_chat or row.handle or _direct_chat_handle(row.chat_identifier)
+    sender = normalize_handle(sender_raw, region) if sender_raw else None
     if row.problem is not None:
         log.warning("chat.db row %d skipped: %s", row.rowid, row.problem)
         return Skipped(row.rowid, row.problem, sender, row.text or "")
@@ -39,34 +81,109 @@ def classify(row: MessageRow, sent: SentTexts | None, default_region: str) -> In
         log.warning("chat.db row %d: attributedBody could not be decoded (%s)", row.rowid, exc)
         text = None
     shown = text or ""  # skipped rows carry their text too, for `apple-flow inbox`
-    if row.is_from_me:
-        return Skipped(row.rowid, "from me", sender, shown)
-    if row.associated_message_type != 0:
-        return Skipped(row.rowid, "reaction", sender, shown)
-    if row.item_type != 0:
-        return Skipped(row.rowid, "system event", sender, shown)
-    if text is None:
-        return Skipped(row.rowid, "undecodable body", sender)
-    # An attachment alone arrives as U+FFFC: nothing for the agent to read.
-    if not text.replace(OBJECT_REPLACEMENT, "").strip():
-        return Skipped(row.rowid, "empty", sender, text)
-    if sender is None:
-        log.warning("chat.db row %d has no sender (missing handle row); skipped", row.rowid)
-        return Skipped(row.rowid, "no sender", None, text)
-    if sent is not None and sent.take_echo(sender, text):
+    skip = _skip_reason(row, rules, text, sender, own_chat, group, now)
+    if skip is not None:
+        return Skipped(row.rowid, skip, sender, shown)
+    assert text is not None and sender is not None  # _skip_reason checked both
+    # Your own text to yourself is a request unless it is a copy of the daemon's reply (either copy of it).
+    if sent is not None and sent.take_echo(sender, text, from_me=row.is_from_me):
         return Skipped(row.rowid, "echo", sender, text)
+    if copies is not None:
+        first = copies.first_copy(row.rowid, row.guid, own_chat, text, row.is_from_me)
+        if first is not None:
+            return Skipped(row.rowid, f"copy of row {first}", sender, text)
     return InboundMessage(
         rowid=row.rowid,
         sender=sender,
         text=text,
         date=row.date,
         chat_identifier=row.chat_identifier,
-        is_from_me=False,
+        is_from_me=False,  # a text to yourself is a request like any other; the daemon's own texts never get here
+        reply_to=_reply_target(row, sender, group),
     )
+
+
+def _skip_reason(
+    row: MessageRow, rules: ReadRules, text: str | None, sender: str | None, own_chat: str | None, group: bool,
+    now: datetime | None,
+) -> str | None:
+    if row.retracted:
+        return "unsent"
+    if row.is_from_me and own_chat is None:
+        return "from me"
+    if row.associated_message_type == STICKER_TYPE:
+        return "sticker"
+    if row.associated_message_type not in NORMAL_TYPES:
+        return "reaction"
+    if row.item_type != 0:
+        return "system event"
+    if rules.max_age_seconds and row.known_date:
+        age = ((now or datetime.now(UTC)) - row.date).total_seconds()
+        if age > rules.max_age_seconds:
+            return f"older than {_minutes(rules.max_age_seconds)}"
+    if text is None:
+        return "undecodable body"
+    # An attachment alone arrives as U+FFFC: nothing for the agent to read.
+    if not text.replace(OBJECT_REPLACEMENT, "").strip():
+        return "empty"
+    if sender is None:
+        log.warning("chat.db row %d has no sender (missing handle row); skipped", row.rowid)
+        return "no sender"
+    if group and not rules.group_replies:
+        return "group chat"
+    return None
+
+
+def _own_chat_address(row: MessageRow, region: str) -> str | None:
+    """The owner's own address when the row is in the one-to-one chat with it (texting yourself): the chat's
+    handle is the address the row was sent from or to on this side (``destination_caller_id``, ``account``)."""
+    other = row.chat_identifier or row.handle
+    if not other:
+        return None
+    ours = {normalize_handle(a, region) for a in (row.destination_caller_id, _account_address(row.account)) if a}
+    address = normalize_handle(other, region)
+    return address if address in ours else None
+
+
+def _account_address(account: str | None) -> str | None:
+    """``E:me@icloud.com`` / ``P:+15551234567`` -> the address."""
+    if account and len(account) > 2 and account[1] == ":" and account[0] in "EePp":
+        return account[2:]
+    return account
+
+
+def _reply_target(row: MessageRow, sender: str, group: bool) -> str | None:
+    """Where the reply goes when not simply to ``sender`` over iMessage: the group chat (its guid), or the SMS
+    account (``SMS;-;<sender>``) for a sender who wrote by SMS or RCS."""
+    if group:
+        return row.chat_guid or (f"iMessage;+;{row.chat_identifier}" if row.chat_identifier else None)
+    if (row.service or "").upper() in SMS_SERVICES:
+        return f"SMS;-;{sender}"
+    return None
+
+
+def _edited_text(summary_info: bytes) -> str | None:
+    """The newest version of an edited message's first part, from ``message_summary_info`` (``ec``: part ->
+    versions, oldest first, each with its text as an attributedBody in ``t``); None when it cannot be read."""
+    try:
+        info: Any = plistlib.loads(summary_info)
+        versions = next(iter(info["ec"].values()))
+        return decode_attributed_body(bytes(versions[-1]["t"]))
+    except Exception as exc:  # any shape we do not know: the row's own text stands
+        log.debug("message_summary_info not readable (%s); using the row's text", exc)
+        return None
+
+
+def _is_group_identifier(chat_identifier: str | None) -> bool:
+    return bool(chat_identifier and chat_identifier.startswith("chat"))
 
 
 def _direct_chat_handle(chat_identifier: str | None) -> str | None:
     """A one-to-one chat is named after the other person's handle; group chats are ``chat<digits>``."""
-    if chat_identifier and not chat_identifier.startswith("chat"):
+    if chat_identifier and not _is_group_identifier(chat_identifier):
         return chat_identifier
     return None
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"

@@ -1,5 +1,5 @@
 """The iMessage egress: replies sent through Messages with AppleScript, split into numbered parts, each part
-recorded for echo suppression before it is sent."""
+recorded for echo suppression before it is sent and confirmed from chat.db after (``delivery.py``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
-from apple_flow.channels.base import Egress, SendError, SentTexts
+from apple_flow.channels.base import SendError
+from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
+from apple_flow.channels.imessage.delivery import Evidence, Target, already_sent, confirm
+from apple_flow.channels.imessage.echo import SentLog
 from apple_flow.channels.imessage.osascript import (
     OsascriptMissing,
     ScriptResult,
@@ -17,9 +22,9 @@ from apple_flow.channels.imessage.osascript import (
     run_osascript,
 )
 from apple_flow.channels.imessage.split import split_reply
-from apple_flow.handles import normalize_handle
 
 log = logging.getLogger(__name__)
+
 
 def _send_script(target: str) -> str:
     """A script sending ``item 2 of argv`` to ``target`` (an expression using ``targetHandle``). Data never
@@ -35,10 +40,20 @@ end run
 """
 
 
-# `participant` works on current macOS (11+); `buddy` of a service is the older form, kept as the fallback.
+# `participant` of the iMessage account is the form reported working on macOS 26. The older `buddy` form exits 0
+# and delivers nothing on recent macOS, so it is only tried when the participant form fails, and never preferred.
 PARTICIPANT_SCRIPT = _send_script("participant targetHandle of (1st account whose service type = iMessage)")
 BUDDY_SCRIPT = _send_script("buddy targetHandle of (1st service whose service type = iMessage)")
-SEND_FORMS = (("participant", PARTICIPANT_SCRIPT), ("buddy", BUDDY_SCRIPT))
+# Senders who wrote by SMS (or RCS) are not reachable over iMessage; the SMS account reaches them when the Mac has
+# Text Message Forwarding from an iPhone.
+SMS_SCRIPT = _send_script("participant targetHandle of (1st account whose service type = SMS)")
+# A group by its guid. macOS 26 stores group guids as `any;+;chat…` and refuses them with -1728 (openclaw/imsg#90);
+# `iMessage;+;chat…` is tried next, the form reported working (carterlasalle/mac_messages_mcp#48).
+GROUP_SCRIPT = _send_script("chat id targetHandle")
+GROUP_LIMIT = (
+    "sending into a group chat by AppleScript is reported to fail on macOS 26 (openclaw/imsg#90); turn "
+    "APPLE_FLOW_GROUP_REPLIES off to have group messages skipped instead"
+)
 
 AUTOMATION_HINT = (
     "allow the app running apple-flow to control Messages in System Settings > Privacy & Security > Automation "
@@ -50,7 +65,17 @@ def is_automation_denied(result: ScriptResult) -> bool:
     return "-1743" in result.stderr or "Not authorized to send Apple events" in result.stderr
 
 
-class IMessageEgress(Egress):
+@dataclass(frozen=True)
+class Delivery:
+    """What became of a text: ``confirmed`` when chat.db shows every part as sent; ``note`` says what it shows."""
+
+    recipient: str
+    parts: int
+    confirmed: bool
+    note: str
+
+
+class IMessageEgress:
     def __init__(
         self,
         *,
@@ -60,7 +85,9 @@ class IMessageEgress(Egress):
         retry_backoff_seconds: float,
         chunk_chars: int,
         default_region: str,
-        sent: SentTexts | None,
+        sent: SentLog | None,
+        chat_db: Path | None = None,
+        confirm_seconds: float = 0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._command = osascript_command
@@ -70,49 +97,119 @@ class IMessageEgress(Egress):
         self._chunk_chars = chunk_chars
         self._region = default_region
         self._sent = sent
+        self._db = ChatDB(chat_db) if chat_db is not None and confirm_seconds > 0 else None
+        self._confirm_seconds = confirm_seconds
         self._sleep = sleep
-        self._first_form = 0  # the form that worked last is tried first next time
         # One reply at a time: the daemon answers from several threads, and parts must not interleave.
         self._lock = threading.Lock()
 
     def send(self, recipient: str, text: str) -> None:
-        handle = normalize_handle(recipient, self._region)
+        """Sends ``text`` to ``recipient`` (a handle, ``SMS;-;<handle>`` or a group chat's guid) and confirms each
+        part from chat.db. Raises ``SendError`` when a part did not go out."""
+        self.deliver(recipient, text)
+
+    def send_progress(self, recipient: str, text: str) -> None:
+        """A progress line: best effort, not waited for in chat.db."""
+        self.deliver(recipient, text, confirm_parts=False)
+
+    def deliver(self, recipient: str, text: str, confirm_parts: bool = True) -> Delivery:
+        target = Target.parse(recipient, self._region)
         parts = split_reply(argv_safe(text), self._chunk_chars)
         with self._lock:
-            self._send_parts(handle, parts)
+            notes = [self._send_numbered(target, part, index, len(parts), confirm_parts)
+                     for index, part in enumerate(parts, start=1)]
+        unconfirmed = [note for note in notes if not note.confirmed]
+        shown = unconfirmed[0].note if unconfirmed else (notes[-1].note if notes else "nothing to send")
+        return Delivery(target.describe(), len(parts), not unconfirmed and bool(notes), shown)
 
-    def _send_parts(self, handle: str, parts: list[str]) -> None:
-        for index, part in enumerate(parts, start=1):
-            if self._sent is not None:
-                # Before sending: the echo can land before osascript returns.
-                self._sent.record(handle, part)
-            try:
-                self._send_part(handle, part)
-            except SendError as exc:
-                if len(parts) > 1:
-                    raise SendError(f"{exc} (part {index} of {len(parts)}; {index - 1} sent)") from exc
-                raise
+    def went_out(self, recipient: str, text: str, after_rowid: int) -> bool:
+        """Whether chat.db shows ``text`` sent to ``recipient`` after row ``after_rowid`` (a reply recorded before
+        a crash may have gone out before the daemon could note it). False when chat.db cannot tell."""
+        if self._db is None:
+            return False
+        target = Target.parse(recipient, self._region)
+        try:
+            return already_sent(self._db, target, split_reply(argv_safe(text), self._chunk_chars), after_rowid,
+                                self._region)
+        except ChatDBError as exc:
+            log.warning("cannot tell whether the reply to %s went out: %s", target.describe(), exc)
+            return False
 
-    def _send_part(self, handle: str, text: str) -> None:
+    def remember(self, recipient: str, text: str) -> None:
+        """Records ``text`` as sent to ``recipient`` without sending it: a text sent before a restart, whose echo
+        may still arrive from chat.db."""
+        if self._sent is None:
+            return
+        target = Target.parse(recipient, self._region)
+        for part in split_reply(argv_safe(text), self._chunk_chars):
+            self._sent.record(target.address, part)
+
+    def _send_numbered(self, target: Target, part: str, index: int, total: int, confirm_part: bool) -> Evidence:
+        if self._sent is not None:
+            self._sent.record(target.address, part)  # before sending: the echo can land before osascript returns
+        try:
+            return self._send_part(target, part, confirm_part)
+        except SendError as exc:
+            if total > 1:
+                raise SendError(f"{exc} (part {index} of {total}; {index - 1} sent)") from exc
+            raise
+
+    def _forms(self, target: Target) -> list[tuple[str, str, str]]:
+        """(name, script, argv target) to try in order."""
+        if target.kind == "sms":
+            return [("SMS participant", SMS_SCRIPT, target.address)]
+        if target.kind == "group":
+            guids = [target.chat_guid or f"iMessage;+;{target.address}", f"iMessage;+;{target.address}"]
+            return [("chat id", GROUP_SCRIPT, guid) for guid in dict.fromkeys(guids)]
+        return [("participant", PARTICIPANT_SCRIPT, target.address), ("buddy", BUDDY_SCRIPT, target.address)]
+
+    def _send_part(self, target: Target, text: str, confirm_part: bool) -> Evidence:
         failures: list[str] = []
         for attempt in range(self._retries + 1):
             if attempt:
                 self._sleep(self._backoff * attempt)
-            for offset in range(len(SEND_FORMS)):
-                form_index = (self._first_form + offset) % len(SEND_FORMS)
-                name, script = SEND_FORMS[form_index]
-                result = self._run(script, handle, text)
+            for name, script, argv_target in self._forms(target):
+                before = self._newest_rowid() if confirm_part else None
+                result = self._run(script, argv_target, text)
                 if result.ok:
-                    self._first_form = form_index
-                    return
+                    # Never resent from here on: the text may be out, and a second send could deliver it twice.
+                    return self._evidence(target, text, before)
                 if is_automation_denied(result):
                     raise SendError(f"Messages refused the script (Automation permission): {AUTOMATION_HINT}")
                 failures.append(f"{name}: {result.stderr.strip() or f'exit {result.returncode}'}")
-                log.warning("iMessage send to %s with the %s form failed: %s", handle, name, failures[-1])
-        raise SendError(
-            f"could not send to {handle} after {self._retries + 1} attempts ({'; '.join(failures[-2:])}); "
-            "check that Messages is signed in to iMessage and the handle can receive iMessages"
+                log.warning("iMessage send to %s with the %s form failed: %s", target.describe(), name, failures[-1])
+        hint = (
+            GROUP_LIMIT if target.kind == "group"
+            else "check that Messages is signed in and the handle can receive "
+            + ("SMS (the Mac needs Text Message Forwarding from an iPhone)" if target.kind == "sms" else "iMessages")
         )
+        raise SendError(
+            f"could not send to {target.describe()} after {self._retries + 1} attempts "
+            f"({'; '.join(failures[-2:])}); {hint}"
+        )
+
+    def _newest_rowid(self) -> int | ChatDBError | None:
+        if self._db is None:
+            return None
+        try:
+            return self._db.latest_rowid()
+        except ChatDBError as exc:
+            return exc
+
+    def _evidence(self, target: Target, text: str, before: int | ChatDBError | None) -> Evidence:
+        if self._db is None or before is None:
+            return Evidence(False, "sent by osascript; delivery not checked")
+        if isinstance(before, ChatDBError):
+            log.warning("cannot confirm the send to %s: %s", target.describe(), before)
+            return Evidence(False, f"not confirmed: {before}")
+        try:
+            evidence = confirm(self._db, target, text, before, self._confirm_seconds, self._region, self._sleep)
+        except ChatDBError as exc:
+            log.warning("cannot confirm the send to %s: %s", target.describe(), exc)
+            return Evidence(False, f"not confirmed: {exc}")
+        if not evidence.confirmed:
+            log.info("send to %s: %s", target.describe(), evidence.note)
+        return evidence
 
     def _run(self, script: str, handle: str, text: str) -> ScriptResult:
         try:

@@ -1,9 +1,10 @@
 """The iMessage ingress: new chat.db rows after a cursor, as ``InboundMessage``s, waiting for more until stopped.
 
-Rows it skips (from me, reactions, empty, echoes, undecodable) are yielded as ``Skipped`` with the reason, in
-order with the messages, so the caller's persisted cursor moves past them too. ``scanned_rowid`` is the highest
-rowid fully passed over; it only changes while the caller is inside ``next()``, i.e. after it has finished with
-every item yielded before.
+Skipped rows (from me, reactions, empty, echoes, undecodable) are never yielded. So that the caller's persisted
+cursor can move past them (important after a kill -9: an echo not yet recorded as passed would be re-read once
+the in-memory echo record is gone), each skipped row is reported to ``on_skip`` before the generator goes on, and
+``scanned_rowid`` is the highest rowid fully passed over. Both are only updated while the caller is inside
+``next()``, i.e. after it has finished with every message yielded before.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from apple_flow.channels.base import InboundMessage, Ingress, SentTexts, Skipped
+from apple_flow.channels.base import InboundMessage
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, MessageRow
-from apple_flow.channels.imessage.classify import classify
+from apple_flow.channels.imessage.classify import ReadRules, Skipped, classify
+from apple_flow.channels.imessage.echo import Copies, SentLog
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 
 log = logging.getLogger(__name__)
 
+SkipListener = Callable[[Skipped], None]
 ErrorListener = Callable[[ChatDBError], None]
 _BATCH = 100  # rows per read: bounds memory when many large messages arrive at once
 # A WAL commit becomes visible only when SQLite updates the memory-mapped -shm index, which raises no file event;
@@ -28,20 +31,25 @@ _BATCH = 100  # rows per read: bounds memory when many large messages arrive at 
 _RECHECK_AFTER_EVENT = (0.02, 0.05, 0.1, 0.25, 0.5)
 
 
-class IMessageIngress(Ingress):
+class IMessageIngress:
     def __init__(
         self,
         db_path: Path,
         *,
         default_region: str,
-        sent: SentTexts | None,
+        sent: SentLog | None,
         poll_seconds: float,
+        on_skip: SkipListener | None = None,
         on_error: ErrorListener | None = None,
+        max_message_age_seconds: float = 0,
+        group_replies: bool = False,
     ) -> None:
         self.db = ChatDB(db_path)
-        self._region = default_region
+        self._rules = ReadRules(default_region, max_message_age_seconds, group_replies)
         self._sent = sent
+        self._copies = Copies()
         self._poll_seconds = poll_seconds
+        self.on_skip = on_skip
         self.on_error = on_error
         self.scanned_rowid = 0
         self.last_error: ChatDBError | None = None  # the current problem reading chat.db, None when healthy
@@ -51,7 +59,16 @@ class IMessageIngress(Ingress):
         """The newest ROWID now. Raises ``ChatDBError`` (with the fix in its message) when chat.db is unreadable."""
         return self.db.latest_rowid()
 
-    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage | Skipped]:
+    def unsent(self, rowid: int) -> bool:
+        """Whether the message was unsent after it was read (asked before a queued turn starts). False when
+        chat.db cannot tell now."""
+        try:
+            return ChatDB(self.db.path).is_retracted(rowid)  # its own connection: the reading loop has one
+        except ChatDBError as exc:
+            log.warning("cannot tell whether row %d was unsent: %s", rowid, exc)
+            return False
+
+    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage]:
         cursor = after_rowid
         self.scanned_rowid = after_rowid
         waiter = DbChangeWaiter(self.db.path, self._poll_seconds, stop)
@@ -65,9 +82,10 @@ class IMessageIngress(Ingress):
                     continue
                 for row in rows:
                     item = self._classify(row)
-                    if isinstance(item, Skipped):
-                        log.debug("chat.db row %d skipped: %s", item.rowid, item.reason)
-                    yield item
+                    if isinstance(item, InboundMessage):
+                        yield item
+                    else:
+                        self._skipped(item)
                     cursor = row.rowid
                     self.scanned_rowid = cursor
                     if stop.is_set():
@@ -100,7 +118,12 @@ class IMessageIngress(Ingress):
 
     def _classify(self, row: MessageRow) -> InboundMessage | Skipped:
         try:
-            return classify(row, self._sent, self._region)
+            return classify(row, self._rules, self._sent, self._copies)
         except Exception as exc:  # one bad row must never stop the channel
             log.exception("chat.db row %d could not be read; skipped", row.rowid)
             return Skipped(row.rowid, f"error: {exc}")
+
+    def _skipped(self, item: Skipped) -> None:
+        log.debug("chat.db row %d skipped: %s", item.rowid, item.reason)
+        if self.on_skip is not None:
+            self.on_skip(item)

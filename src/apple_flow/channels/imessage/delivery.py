@@ -1,0 +1,118 @@
+"""Whether a sent text went out: osascript exiting 0 says nothing (a send Messages cannot route is accepted and
+dropped), so the evidence is Messages' own row for it in chat.db: ``is_from_me = 1`` in the recipient's chat, with
+``error = 0`` and, once Messages has handed it on, ``is_sent`` or ``is_delivered``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from apple_flow.channels.base import SendError
+from apple_flow.channels.imessage.body import UndecodableBody
+from apple_flow.channels.imessage.chatdb import ChatDB, MessageRow
+from apple_flow.channels.imessage.classify import message_text
+from apple_flow.channels.imessage.echo import normalise_text
+from apple_flow.handles import normalize_handle
+
+_POLL_SECONDS = (0.05, 0.1, 0.2, 0.3, 0.5)  # then every 0.5 s
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a text goes: ``address`` over iMessage or through the SMS account, or into a group chat (``address``
+    is its chat identifier, ``chat_guid`` its guid as chat.db stores it)."""
+
+    kind: Literal["imessage", "sms", "group"]
+    address: str
+    chat_guid: str | None = None
+
+    @classmethod
+    def parse(cls, recipient: str, region: str) -> Target:
+        """A handle, ``SMS;-;<handle>`` (also ``RCS``), ``<service>;-;<handle>``, or a group: its guid
+        (``iMessage;+;chat…``, ``any;+;chat…``) or bare identifier (``chat…``)."""
+        text = recipient.strip()
+        if ";+;" in text:
+            return cls("group", text.rsplit(";", 1)[-1], text)
+        if text.startswith("chat") and text[4:].isdigit():
+            return cls("group", text, f"iMessage;+;{text}")
+        service, sep, handle = text.partition(";-;")
+        if sep:
+            kind: Literal["imessage", "sms"] = "sms" if service.upper() in ("SMS", "RCS") else "imessage"
+            return cls(kind, normalize_handle(handle, region))
+        return cls("imessage", normalize_handle(text, region))
+
+    def describe(self) -> str:
+        if self.kind == "group":
+            return f"the group chat {self.address}"
+        return f"{self.address} (SMS)" if self.kind == "sms" else self.address
+
+
+@dataclass(frozen=True)
+class Evidence:
+    confirmed: bool  # Messages shows the text as sent (or delivered)
+    note: str  # what chat.db shows, for the log and `apple-flow send`
+
+
+def confirm(
+    db: ChatDB,
+    target: Target,
+    text: str,
+    after_rowid: int,
+    seconds: float,
+    region: str,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Evidence:
+    """Waits up to ``seconds`` for the row of ``text`` sent to ``target`` after ``after_rowid``. Raises
+    ``SendError`` when the row shows an error, or when there is no row at all."""
+    wanted = normalise_text(text)
+    deadline = clock() + seconds
+    polls = iter(_POLL_SECONDS)
+    found: MessageRow | None = None
+    while True:
+        found = next((row for row in db.sent_rows_after(after_rowid) if _is_ours(row, target, wanted, region)),
+                     found)
+        if found is not None and found.error:
+            raise SendError(
+                f"Messages could not send it (chat.db row {found.rowid} has error {found.error}); check that "
+                f"{target.describe()} can receive {'SMS' if target.kind == 'sms' else 'iMessages'}"
+            )
+        if found is not None and (found.is_sent or found.is_delivered):
+            return Evidence(True, "Messages shows it as delivered" if found.is_delivered else
+                            "Messages shows it as sent")
+        remaining = deadline - clock()
+        if remaining <= 0:
+            break
+        sleep(min(next(polls, 0.5), remaining))
+    if found is not None:
+        return Evidence(False, f"Messages has it (chat.db row {found.rowid}) but has not sent it yet after "
+                               f"{seconds:g} s")
+    raise SendError(
+        f"osascript said it sent the text to {target.describe()}, but there is no trace of it in {db.path} after "
+        f"{seconds:g} s: Messages did not send it. Open Messages and check it is signed in and can reach "
+        f"{target.describe()}"
+    )
+
+
+def already_sent(db: ChatDB, target: Target, parts: list[str], after_rowid: int, region: str) -> bool:
+    """Whether chat.db holds a sent row without error for every part, after ``after_rowid``."""
+    rows = [row for row in db.sent_rows_after(after_rowid, limit=1000) if not row.error]
+    return bool(parts) and all(
+        any(_is_ours(row, target, normalise_text(part), region) for row in rows) for part in parts
+    )
+
+
+def _is_ours(row: MessageRow, target: Target, wanted: str, region: str) -> bool:
+    if target.kind == "group":
+        if row.chat_identifier != target.address:
+            return False
+    elif not any(
+        value and normalize_handle(value, region) == target.address for value in (row.handle, row.chat_identifier)
+    ):
+        return False
+    try:
+        return normalise_text(message_text(row)) == wanted
+    except UndecodableBody:
+        return False

@@ -1,0 +1,78 @@
+"""Where the page meets the daemon: a task approved on the page runs in the sender's queue and its answer is sent to
+them; runs remember the message they answer; replies link to their run page when a base URL is set."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apple_flow.config import Settings
+from apple_flow.connectors.base import TurnRequest
+from apple_flow.daemon.approvals import Approvals
+from apple_flow.web.actions import WebDecisions
+from support.daemon_fakes import FakeConnector
+from support.daemon_harness import ANA, Harness, wait_until
+
+
+def planner(prompt: str, request: TurnRequest) -> str:
+    return "1. Edit a.py" if request.read_only else "Changed a.py."
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Callable[..., Harness]]:
+    made: list[Harness] = []
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    def make(**overrides: Any) -> Harness:
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None, db_path=tmp_path / "relay.db", default_workspace=workspace, allowed_senders=[ANA],
+            progress_interval_seconds=0, shutdown_grace_seconds=2, **{"web_enabled": True, **overrides},
+        )
+        h = Harness(settings, FakeConnector(answer=planner)).start()
+        made.append(h)
+        return h
+
+    yield make
+    for h in made:
+        h.daemon.request_stop()
+
+
+def test_a_task_approved_on_the_page_runs_and_its_answer_goes_to_the_sender(daemon: Callable[..., Harness]) -> None:
+    h = daemon()
+    h.ingress.add(ANA, "task: fix a.py")
+    plan = wait_until(lambda: h.egress.to(ANA))[0]
+    request = re.search(r"approve (req_[0-9a-f]{8})", plan).group(1)  # type: ignore[union-attr]
+    decisions = WebDecisions(h.store, Approvals(h.store, 20), h.daemon.run_approved)
+    approved, why = decisions.approve(request, "only a.py")
+    assert approved is not None and why == ""
+    done = wait_until(lambda: [t for t in h.egress.to(ANA) if t.startswith("Done")])
+    assert done[0].startswith(f"Done ({request}, run_") and done[0].endswith("Changed a.py.")
+    assert (ANA, f"Approved {request}: working on it in {h.settings.default_workspace}.") in h.egress.progress
+    execute = h.connector.calls[-1].request
+    assert not execute.read_only and execute.plan
+    assert "Notes from the user: only a.py" in execute.message
+    runs = h.store.recent_runs()
+    assert [(r.kind, r.state, r.message) for r in runs] == [("approve", "done", None), ("task", "done", "imessage:1")]
+    assert decisions.approve(request) == (None, f"{request} was already approved.")
+
+
+def test_replies_link_to_their_run_when_a_base_url_is_set(daemon: Callable[..., Harness]) -> None:
+    h = daemon(web_base_url="https://mac.example.ts.net/")
+    h.ingress.add(ANA, "hello")
+    reply = wait_until(lambda: h.egress.to(ANA))[0]
+    run = h.store.recent_runs()[0]
+    assert reply == f"Changed a.py.\n\nhttps://mac.example.ts.net/runs/{run.id}"
+    assert run.message == "imessage:1"
+    h.ingress.add(ANA, "status")
+    assert not wait_until(lambda: h.egress.to(ANA)[1:])[0].endswith(run.id)  # no run, no link
+
+
+def test_no_link_without_a_base_url_or_with_the_page_off(daemon: Callable[..., Harness]) -> None:
+    h = daemon(web_base_url="https://mac.example.ts.net", web_enabled=False)
+    h.ingress.add(ANA, "hello")
+    assert wait_until(lambda: h.egress.to(ANA)) == ["Changed a.py."]
