@@ -132,6 +132,7 @@ def channel_settings(tmp_path: Path) -> MakeSettings:
             "poll_interval_seconds": 0.2,
             "send_retry_backoff_seconds": 0,
             "send_timeout_seconds": 5,
+            "send_confirm_seconds": 1,
         }
         values.update(overrides)
         return load_settings(env_file=None, **values)
@@ -175,11 +176,9 @@ def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list
 
 
 @pytest.fixture
-def fake_osascript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeOsascript:
-    """tests/support/fake_osascript.py first on PATH."""
-    folder = tmp_path / "bin"
-    folder.mkdir(exist_ok=True)
-    return FakeOsascript(folder, monkeypatch)
+def fake_osascript(tmp_path: Path, chat_db: ChatDbWriter, monkeypatch: pytest.MonkeyPatch) -> FakeOsascript:
+    """tests/support/fake_osascript.py first on PATH, leaving each text it sends in ``chat_db`` as Messages does."""
+    return FakeOsascript(tmp_path / "bin", monkeypatch, chat_db.path)
 
 
 @pytest.fixture

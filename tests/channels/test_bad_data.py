@@ -16,9 +16,9 @@ from apple_flow.channels.imessage import ChatDBError, ChatDBProblem, Skipped
 from apple_flow.channels.imessage.chatdb import ChatDB, python_binary
 from apple_flow.channels.imessage.ingress import IMessageIngress
 from apple_flow.daemon.commands import HELP_TEXT
-from channels.ingress_helpers import take
 from support.chatdb import SCHEMA, ChatDbWriter, make_body
 from support.daemon_process import DaemonProcess, wait_for
+from support.ingress_helpers import take
 
 
 def ingress_at(path: Path, **kwargs: object) -> IMessageIngress:
@@ -29,7 +29,7 @@ def test_null_text_and_null_body_is_skipped_as_empty(chat_db: ChatDbWriter) -> N
     empty = chat_db.message(None, body=None)
     after = chat_db.message("next")
     skipped: list[Skipped] = []
-    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=1)
+    got = take(ingress_at(chat_db.path), after=0, count=1, skipped=skipped)
     assert [(s.rowid, s.reason) for s in skipped] == [(empty, "empty")]
     assert [m.rowid for m in got] == [after]
 
@@ -39,7 +39,7 @@ def test_corrupt_blob_is_skipped_and_the_next_message_read(chat_db: ChatDbWriter
     bad = chat_db.message(None, body=blob)
     after = chat_db.message(None, body=make_body("still here"))
     skipped: list[Skipped] = []
-    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=1)
+    got = take(ingress_at(chat_db.path), after=0, count=1, skipped=skipped)
     assert [(s.rowid, s.reason) for s in skipped] == [(bad, "undecodable body")]
     assert [m.text for m in got] == ["still here"]
     assert got[0].rowid == after
@@ -61,7 +61,7 @@ def test_missing_handle_row_falls_back_to_the_direct_chat_or_is_skipped(chat_db:
     none_at_all = chat_db.message("no handle, no chat", handle_id=997, sender=None)
     after = chat_db.message("fine")
     skipped: list[Skipped] = []
-    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=2)
+    got = take(ingress_at(chat_db.path), after=0, count=2, skipped=skipped)
     assert [(m.rowid, m.sender) for m in got] == [(via_chat, "+15550001111"), (after, "+15551234567")]
     assert [(s.rowid, s.reason) for s in skipped] == [(no_sender, "no sender"), (none_at_all, "no sender")]
 
@@ -208,7 +208,7 @@ def test_a_sender_that_is_not_utf8_skips_only_that_row(chat_db: ChatDbWriter) ->
     chat_db.set_raw("handle", "id", chat_db.handle("+15550009999"), b"+1555" + LONE_SURROGATE, as_text=True)
     after = chat_db.message("next one")
     skipped: list[Skipped] = []
-    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=1)
+    got = take(ingress_at(chat_db.path), after=0, count=1, skipped=skipped)
     assert [(s.rowid, s.reason) for s in skipped] == [(bad, "sender is not valid UTF-8")]
     assert [m.rowid for m in got] == [after]
 
@@ -226,7 +226,7 @@ def test_a_non_integer_in_an_integer_column_skips_that_row_with_the_reason(chat_
     chat_db.set_raw("message", column, bad, "banana")
     after = chat_db.message("next one")
     skipped: list[Skipped] = []
-    got = take(ingress_at(chat_db.path, on_skip=skipped.append), after=0, count=1)
+    got = take(ingress_at(chat_db.path), after=0, count=1, skipped=skipped)
     assert [(s.rowid, s.reason) for s in skipped] == [(bad, f"{column} is 'banana', not an integer")]
     assert [m.rowid for m in got] == [after]
 

@@ -1,8 +1,12 @@
-"""The record of sent texts: window, whitespace-insensitive match, per recipient, consumed once."""
+"""The record of sent texts (the daemon store's, as a channel sees it, with texts in ``normalise_text`` form): window,
+whitespace-insensitive match, per recipient and channel, each copy consumed once, kept across restarts."""
 
 from __future__ import annotations
 
-from apple_flow.channels.imessage.echo import SentLog
+from pathlib import Path
+
+from apple_flow.channels.imessage.echo import normalise_text
+from apple_flow.daemon.store import Store
 
 
 class Clock:
@@ -13,9 +17,9 @@ class Clock:
         return self.now
 
 
-def test_an_echo_is_recognised_within_the_window_only() -> None:
+def test_an_echo_is_recognised_within_the_window_only(tmp_path: Path) -> None:
     clock = Clock()
-    log = SentLog(60, clock=clock)
+    log = Store(tmp_path / "relay.db", clock=clock).sent_texts("imessage", 60)
     log.record("+15551234567", "first")
     log.record("+15551234567", "second")
     clock.now += 30
@@ -24,23 +28,39 @@ def test_an_echo_is_recognised_within_the_window_only() -> None:
     assert not log.take_echo("+15551234567", "second")  # expired
 
 
-def test_match_ignores_whitespace_changes_but_not_words() -> None:
-    log = SentLog(60)
-    log.record("a@b.c", "Line one\nline  two ")
-    assert not log.take_echo("a@b.c", "Line one line three")
-    assert log.take_echo("a@b.c", " Line one line two")
+def test_match_ignores_whitespace_changes_but_not_words(tmp_path: Path) -> None:
+    log = Store(tmp_path / "relay.db").sent_texts("imessage", 60)
+    log.record("a@b.c", normalise_text("Line one\nline  two "))
+    assert not log.take_echo("a@b.c", normalise_text("Line one line three"))
+    assert log.take_echo("a@b.c", normalise_text(" Line one line two"))
 
 
-def test_each_sent_text_suppresses_one_copy() -> None:
-    log = SentLog(60)
+def test_each_copy_of_a_sent_text_is_recognised_once(tmp_path: Path) -> None:
+    log = Store(tmp_path / "relay.db").sent_texts("imessage", 60)
     log.record("a@b.c", "ok")
-    assert log.take_echo("a@b.c", "ok")
+    assert log.take_echo("a@b.c", "ok")  # the received copy
     assert not log.take_echo("a@b.c", "ok")
+    assert log.take_echo("a@b.c", "ok", from_me=True)  # the sent copy (texting yourself)
+    assert not log.take_echo("a@b.c", "ok", from_me=True)
+    log.record("a@b.c", "again")
+    assert log.take_echo("a@b.c", "again", from_me=True)  # either copy may come first
+    assert log.take_echo("a@b.c", "again")
 
 
-def test_zero_window_suppresses_nothing_later() -> None:
+def test_zero_window_suppresses_nothing_later(tmp_path: Path) -> None:
     clock = Clock()
-    log = SentLog(0, clock=clock)
+    log = Store(tmp_path / "relay.db", clock=clock).sent_texts("imessage", 0)
     log.record("a@b.c", "ok")
     clock.now += 0.001
     assert not log.take_echo("a@b.c", "ok")
+
+
+def test_the_record_is_per_channel_and_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "relay.db"
+    first = Store(path)
+    first.sent_texts("imessage", 600).record("a@b.c", "ok")
+    first.sent_texts("console:1", 600).record("a@b.c", "elsewhere")
+    first.close()
+    again = Store(path).sent_texts("imessage", 600)
+    assert not again.take_echo("a@b.c", "elsewhere")  # another channel's text
+    assert again.take_echo("a@b.c", "ok")

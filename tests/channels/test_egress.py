@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from apple_flow.channels.base import SendError
+from apple_flow.channels.base import SendError, SentTexts
 from apple_flow.channels.imessage import build_imessage_egress
-from apple_flow.channels.imessage.echo import SentLog
+from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.channels.imessage.egress import BUDDY_SCRIPT, GROUP_SCRIPT, PARTICIPANT_SCRIPT, SMS_SCRIPT
-from channels.conftest import FakeOsascript
+from support.fake_osascript import FakeOsascript
 
 NASTY = [
     'He said "hi"',
@@ -29,9 +29,9 @@ NASTY = [
 
 @pytest.mark.parametrize("text", NASTY)
 def test_text_and_handle_are_arguments_never_script_source(
-    text: str, make_settings: Any, fake_osascript: FakeOsascript
+    text: str, channel_settings: Any, fake_osascript: FakeOsascript
 ) -> None:
-    egress = build_imessage_egress(make_settings())
+    egress = build_imessage_egress(channel_settings())
 
     egress.send("+1 (555) 123-4567", text)
 
@@ -41,22 +41,23 @@ def test_text_and_handle_are_arguments_never_script_source(
     assert text not in call["stdin"]
 
 
-def test_text_argv_cannot_carry_is_cleaned_before_osascript(make_settings: Any, fake_osascript: FakeOsascript) -> None:
-    sent = SentLog(600)
-    egress = build_imessage_egress(make_settings(), sent)
+def test_text_argv_cannot_carry_is_cleaned_before_osascript(
+    channel_settings: Any, fake_osascript: FakeOsascript, sent_texts: SentTexts
+) -> None:
+    egress = build_imessage_egress(channel_settings(), sent_texts)
 
     egress.send("+15551234567", "before\x00after \ud83d\ude00 lone \ud800 end")
 
     (call,) = fake_osascript.calls()
     assert call["argv"] == ["-", "+15551234567", "beforeafter 😀 lone \ufffd end"]
-    assert sent.take_echo("+15551234567", "beforeafter 😀 lone \ufffd end")  # the echo is what really went out
+    assert sent_texts.take_echo("+15551234567", "beforeafter 😀 lone \ufffd end")  # the echo is what went out
 
 
 def test_buddy_is_only_a_fallback_and_never_becomes_the_preferred_form(
-    make_settings: Any, fake_osascript: FakeOsascript
+    channel_settings: Any, fake_osascript: FakeOsascript
 ) -> None:
     fake_osascript.mode("fail-participant-once")
-    egress = build_imessage_egress(make_settings())
+    egress = build_imessage_egress(channel_settings())
 
     egress.send("someone@example.com", "first")
     egress.send("someone@example.com", "second")
@@ -72,8 +73,8 @@ def test_buddy_is_only_a_fallback_and_never_becomes_the_preferred_form(
 # --- delivery: only chat.db says a text went out ---------------------------------------------------------------------
 
 
-def test_a_send_is_confirmed_by_its_row_in_chat_db(make_settings: Any, fake_osascript: FakeOsascript) -> None:
-    delivery = build_imessage_egress(make_settings()).deliver("+15551234567", "hello")
+def test_a_send_is_confirmed_by_its_row_in_chat_db(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
+    delivery = build_imessage_egress(channel_settings()).deliver("+15551234567", "hello")
     assert delivery.confirmed and delivery.note == "Messages shows it as sent"
 
 
@@ -87,45 +88,45 @@ def test_a_send_is_confirmed_by_its_row_in_chat_db(make_settings: Any, fake_osas
     ids=["exit-0-without-a-row", "buddy-delivers-nothing", "row-with-an-error"],
 )
 def test_a_send_without_a_good_row_in_chat_db_did_not_go_out(
-    make_settings: Any, fake_osascript: FakeOsascript, mode: str, rows: str, why: str
+    channel_settings: Any, fake_osascript: FakeOsascript, mode: str, rows: str, why: str
 ) -> None:
     fake_osascript.mode(mode)
     fake_osascript.rows(rows)
     with pytest.raises(SendError, match=why):
-        build_imessage_egress(make_settings(send_retries=2)).send("+15551234567", "hello")
+        build_imessage_egress(channel_settings(send_retries=2)).send("+15551234567", "hello")
     assert len(fake_osascript.calls()) == (2 if mode == "fail-participant" else 1)  # exit 0 is never resent
 
 
 def test_a_row_messages_has_not_sent_yet_is_handed_over_not_failed(
-    make_settings: Any, fake_osascript: FakeOsascript
+    channel_settings: Any, fake_osascript: FakeOsascript
 ) -> None:
     fake_osascript.rows("queued")
-    delivery = build_imessage_egress(make_settings()).deliver("+15551234567", "hello")
+    delivery = build_imessage_egress(channel_settings()).deliver("+15551234567", "hello")
     assert not delivery.confirmed and delivery.note.startswith("Messages has it (chat.db row ")
     assert "has not sent it yet" in delivery.note
 
 
 def test_without_a_readable_chat_db_a_send_is_handed_over_unconfirmed(
-    make_settings: Any, fake_osascript: FakeOsascript, tmp_path: Any
+    channel_settings: Any, fake_osascript: FakeOsascript, tmp_path: Any
 ) -> None:
-    settings = make_settings(messages_db_path=tmp_path / "elsewhere" / "chat.db")
+    settings = channel_settings(messages_db_path=tmp_path / "elsewhere" / "chat.db")
     delivery = build_imessage_egress(settings).deliver("+15551234567", "hello")
     assert not delivery.confirmed and delivery.note.startswith("not confirmed: ")
     assert "does not exist" in delivery.note
 
 
-def test_sms_senders_are_answered_through_the_sms_account(make_settings: Any, fake_osascript: FakeOsascript) -> None:
-    delivery = build_imessage_egress(make_settings()).deliver("SMS;-;+15557654321", "hello by text")
+def test_sms_senders_are_answered_through_the_sms_account(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
+    delivery = build_imessage_egress(channel_settings()).deliver("SMS;-;+15557654321", "hello by text")
     (call,) = fake_osascript.calls()
     assert call["argv"] == ["-", "+15557654321", "hello by text"]
     assert call["stdin"] == SMS_SCRIPT and "1st account whose service type = SMS" in call["stdin"]
     assert delivery.confirmed
 
 
-def test_a_group_reply_goes_into_the_group_by_its_chat_id(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_a_group_reply_goes_into_the_group_by_its_chat_id(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     # macOS 26 stores group guids as any;+;chat… and refuses them (-1728); the iMessage;+; form is the reported fix.
     fake_osascript.mode("fail-any-guid")
-    delivery = build_imessage_egress(make_settings()).deliver("any;+;chat493827163", "hello group")
+    delivery = build_imessage_egress(channel_settings()).deliver("any;+;chat493827163", "hello group")
     calls = fake_osascript.calls()
     assert [c["argv"] for c in calls] == [
         ["-", "any;+;chat493827163", "hello group"],
@@ -135,15 +136,15 @@ def test_a_group_reply_goes_into_the_group_by_its_chat_id(make_settings: Any, fa
     assert delivery.confirmed
 
 
-def test_a_group_reply_that_cannot_be_sent_says_so(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_a_group_reply_that_cannot_be_sent_says_so(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("fail")
     with pytest.raises(SendError, match=r"group chat chat493827163.*macOS 26"):
-        build_imessage_egress(make_settings(send_retries=0)).send("any;+;chat493827163", "hello group")
+        build_imessage_egress(channel_settings(send_retries=0)).send("any;+;chat493827163", "hello group")
 
 
-def test_failures_are_retried_a_bounded_number_of_times(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_failures_are_retried_a_bounded_number_of_times(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("fail")
-    egress = build_imessage_egress(make_settings(send_retries=2))
+    egress = build_imessage_egress(channel_settings(send_retries=2))
 
     with pytest.raises(SendError, match=r"after 3 attempts.*-1728"):
         egress.send("+15551234567", "hello")
@@ -151,16 +152,16 @@ def test_failures_are_retried_a_bounded_number_of_times(make_settings: Any, fake
     assert len(fake_osascript.calls()) == 6  # 3 attempts, each trying both forms
 
 
-def test_a_transient_failure_is_retried_and_succeeds(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_a_transient_failure_is_retried_and_succeeds(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("fail-once")
-    build_imessage_egress(make_settings()).send("+15551234567", "hello")
+    build_imessage_egress(channel_settings()).send("+15551234567", "hello")
     assert [c["stdin"] for c in fake_osascript.calls()] == [PARTICIPANT_SCRIPT, BUDDY_SCRIPT]
 
 
-def test_retries_back_off(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_retries_back_off(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("fail")
     waits: list[float] = []
-    egress = build_imessage_egress(make_settings(send_retries=2, send_retry_backoff_seconds=0.5))
+    egress = build_imessage_egress(channel_settings(send_retries=2, send_retry_backoff_seconds=0.5))
     egress._sleep = waits.append  # the backoff schedule, without waiting for it
     with pytest.raises(SendError):
         egress.send("+15551234567", "hello")
@@ -168,17 +169,17 @@ def test_retries_back_off(make_settings: Any, fake_osascript: FakeOsascript) -> 
 
 
 def test_missing_automation_permission_is_named_and_not_retried(
-    make_settings: Any, fake_osascript: FakeOsascript
+    channel_settings: Any, fake_osascript: FakeOsascript
 ) -> None:
     fake_osascript.mode("deny")
     with pytest.raises(SendError, match=r"Automation"):
-        build_imessage_egress(make_settings()).send("+15551234567", "hello")
+        build_imessage_egress(channel_settings()).send("+15551234567", "hello")
     assert len(fake_osascript.calls()) == 1
 
 
-def test_a_hanging_osascript_is_killed_at_the_timeout(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_a_hanging_osascript_is_killed_at_the_timeout(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("hang")
-    egress = build_imessage_egress(make_settings(send_timeout_seconds=0.5))
+    egress = build_imessage_egress(channel_settings(send_timeout_seconds=0.5))
     started = time.monotonic()
     with pytest.raises(SendError, match=r"did not finish within 0.5s"):
         egress.send("+15551234567", "hello")
@@ -186,16 +187,15 @@ def test_a_hanging_osascript_is_killed_at_the_timeout(make_settings: Any, fake_o
     assert len(fake_osascript.calls()) == 1  # a hang is not retried: the text may already have gone out
 
 
-def test_missing_osascript_says_it_needs_macos(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_missing_osascript_says_it_needs_macos(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     with pytest.raises(SendError, match=r"needs macOS"):
-        build_imessage_egress(make_settings(osascript_command="no-such-osascript")).send("+15551234567", "x")
+        build_imessage_egress(channel_settings(osascript_command="no-such-osascript")).send("+15551234567", "x")
 
 
 def test_long_replies_go_out_as_numbered_parts_each_recorded_for_echoes(
-    make_settings: Any, fake_osascript: FakeOsascript
+    channel_settings: Any, fake_osascript: FakeOsascript, sent_texts: SentTexts
 ) -> None:
-    sent = SentLog(600)
-    egress = build_imessage_egress(make_settings(reply_chunk_chars=200), sent)
+    egress = build_imessage_egress(channel_settings(reply_chunk_chars=200), sent_texts)
     text = "\n\n".join(f"Step {i}: " + "do the thing carefully. " * 5 for i in range(5))
 
     egress.send("+15551234567", text)
@@ -204,20 +204,20 @@ def test_long_replies_go_out_as_numbered_parts_each_recorded_for_echoes(
     assert len(texts) > 1
     assert all(len(t) <= 200 for t in texts)
     assert texts[0].startswith(f"(1/{len(texts)}) ") and texts[-1].startswith(f"({len(texts)}/{len(texts)}) ")
-    assert all(sent.take_echo("+15551234567", t) for t in texts)
+    assert all(sent_texts.take_echo("+15551234567", normalise_text(t)) for t in texts)
 
 
-def test_a_failed_part_says_how_many_went_out(make_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_a_failed_part_says_how_many_went_out(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("fail-after-first")
-    egress = build_imessage_egress(make_settings(reply_chunk_chars=100, send_retries=0))
+    egress = build_imessage_egress(channel_settings(reply_chunk_chars=100, send_retries=0))
 
     with pytest.raises(SendError, match=r"part 2 of \d+; 1 sent"):
         egress.send("+15551234567", "First sentence here is long enough. " * 10)
     assert len(fake_osascript.calls()) == 3  # part 1, then part 2 in both forms
 
 
-def test_concurrent_replies_do_not_interleave_their_parts(make_settings: Any, fake_osascript: FakeOsascript) -> None:
-    egress = build_imessage_egress(make_settings(reply_chunk_chars=100))
+def test_concurrent_replies_do_not_interleave_their_parts(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
+    egress = build_imessage_egress(channel_settings(reply_chunk_chars=100))
     texts = {who: " ".join(f"{who} sentence {i}." for i in range(20)) for who in ("alice", "bob")}
     threads = [
         threading.Thread(target=egress.send, args=(f"{who}@example.com", text)) for who, text in texts.items()

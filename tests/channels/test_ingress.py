@@ -10,14 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from apple_flow.channels.base import InboundMessage, SentTexts
 from apple_flow.channels.imessage import Skipped, build_imessage_channel
-from apple_flow.channels.imessage.echo import SentLog
+from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.channels.imessage.ingress import IMessageIngress
-from channels.ingress_helpers import take
+from apple_flow.daemon.store import Store
 from support.chatdb import REAL_BODIES, ChatDbWriter, make_body
+from support.ingress_helpers import next_message, take
 
 
-def ingress_for(db: ChatDbWriter, sent: SentLog | None = None, **kwargs: object) -> IMessageIngress:
+def ingress_for(db: ChatDbWriter, sent: SentTexts | None = None, **kwargs: object) -> IMessageIngress:
     return IMessageIngress(db.path, default_region="US", sent=sent, poll_seconds=0.2, **kwargs)  # type: ignore[arg-type]
 
 
@@ -58,7 +60,7 @@ def test_differently_formatted_handles_become_one_sender(chat_db: ChatDbWriter) 
     assert {m.sender for m in got} == {"+15551234567"}
 
 
-def test_skips_are_reported_not_yielded_and_the_cursor_passes_them(chat_db: ChatDbWriter) -> None:
+def test_skipped_rows_are_yielded_with_their_reason_so_the_cursor_passes_them(chat_db: ChatDbWriter) -> None:
     rows = {
         "from me": chat_db.message("my own text", is_from_me=True),
         "reaction": chat_db.message('Loved "hello"', associated_message_type=2000),
@@ -71,9 +73,9 @@ def test_skips_are_reported_not_yielded_and_the_cursor_passes_them(chat_db: Chat
     real = chat_db.message("a real request")
     trailing = chat_db.message("me again", is_from_me=True)
     skipped: list[Skipped] = []
-    ingress = ingress_for(chat_db, on_skip=skipped.append)
+    ingress = ingress_for(chat_db)
 
-    got = take(ingress, after=0, count=1)
+    got = take(ingress, after=0, count=1, skipped=skipped)
     assert [m.rowid for m in got] == [real]
     assert [s.rowid for s in skipped] == list(rows.values())
     assert [s.reason for s in skipped] == [
@@ -82,7 +84,7 @@ def test_skips_are_reported_not_yielded_and_the_cursor_passes_them(chat_db: Chat
 
     # Nothing more to yield: the generator still passes the trailing skipped row and says so.
     skipped.clear()
-    assert take(ingress, after=real, count=1, timeout=0.6) == []
+    assert take(ingress, after=real, count=1, timeout=0.6, skipped=skipped) == []
     assert [s.rowid for s in skipped] == [trailing]
     assert ingress.scanned_rowid == trailing
 
@@ -93,62 +95,87 @@ def test_scanned_rowid_does_not_pass_a_message_before_the_caller_is_done_with_it
     ingress = ingress_for(chat_db)
     stop = threading.Event()
     messages = ingress.messages(0, stop)
+    skipped = next(messages)
+    assert isinstance(skipped, Skipped) and skipped.rowid == skip
+    assert ingress.scanned_rowid == 0  # the caller is still handling the skipped row
     first = next(messages)
-    assert first.rowid == real
+    assert isinstance(first, InboundMessage) and first.rowid == real
     assert ingress.scanned_rowid == skip  # the yielded row is the caller's to persist
     stop.set()
     assert list(messages) == []
     assert ingress.scanned_rowid == real
 
 
-def test_a_restart_from_the_persisted_cursor_neither_repeats_nor_answers_an_echo(chat_db: ChatDbWriter) -> None:
-    # The daemon persists the cursor for each handled message and for each reported skip, as a kill -9 could
-    # come at any point. After the restart the in-memory echo record is gone, so the echo row must already be
-    # behind the persisted cursor.
-    sent = SentLog(600)
+def test_a_restart_from_the_persisted_cursor_neither_repeats_nor_answers_an_echo(
+    chat_db: ChatDbWriter, sent_texts: SentTexts, tmp_path: Path
+) -> None:
+    # The daemon persists the cursor for each handled message and for each skipped row, as a kill -9 could come
+    # at any point. So the echo row is behind the persisted cursor, even for a restart with an empty record.
     persisted = {"cursor": 0}
 
     def persist(rowid: int) -> None:
         persisted["cursor"] = max(persisted["cursor"], rowid)
 
-    ingress = ingress_for(chat_db, sent=sent, on_skip=lambda s: persist(s.rowid))
+    ingress = ingress_for(chat_db, sent=sent_texts)
     request = chat_db.message("what time is it?")
     stop = threading.Event()
     messages = ingress.messages(0, stop)
     message = next(messages)
     persist(message.rowid)
-    sent.record("+15551234567", "It is noon.")  # the daemon's reply; Messages stores it twice when self-texting
+    sent_texts.record("+15551234567", "It is noon.")  # the reply; Messages stores it twice when self-texting
     chat_db.message("It is noon.", is_from_me=True)
     echo = chat_db.message("It is noon.")
     stopper = threading.Timer(1.0, stop.set)
     stopper.start()
-    assert list(messages) == []  # the generator reports both rows as skipped while waiting
+    rest = list(messages)
     stopper.cancel()
+    assert [(s.rowid, s.reason) for s in rest] == [(echo - 1, "from me"), (echo, "echo")]  # both yielded, skipped
+    for item in rest:
+        persist(item.rowid)
     assert persisted["cursor"] == echo > request
 
-    restarted = ingress_for(chat_db, sent=SentLog(600))
+    restarted = ingress_for(chat_db, sent=Store(tmp_path / "empty.db").sent_texts("imessage", 600))
     assert take(restarted, after=persisted["cursor"], count=1, timeout=0.6) == []
 
 
-def test_echo_of_the_daemons_reply_is_skipped_but_the_same_words_later_are_heard(chat_db: ChatDbWriter) -> None:
-    sent = SentLog(600)
-    sent.record("+15551234567", "Done:  all tests pass.")
+def test_the_echo_of_a_text_sent_before_a_restart_is_taken_from_the_stores_record(
+    chat_db: ChatDbWriter, tmp_path: Path
+) -> None:
+    # One record of sent texts, in the daemon's store: what the egress noted before a restart is what the
+    # restarted ingress checks (the echo can land in chat.db while the daemon is down).
+    path = tmp_path / "state" / "relay.db"
+    store = Store(path)
+    store.sent_texts("imessage", 600).record("+15551234567", normalise_text("It is  noon."))
+    store.close()
+    echo = chat_db.message("It is noon.")
+    later = chat_db.message("It is noon.")  # the same words typed again are heard
+    skipped: list[Skipped] = []
+
+    got = take(ingress_for(chat_db, sent=Store(path).sent_texts("imessage", 600)), 0, 1, skipped=skipped)
+
+    assert [(s.rowid, s.reason) for s in skipped] == [(echo, "echo")]
+    assert [m.rowid for m in got] == [later]
+
+
+def test_echo_of_the_daemons_reply_is_skipped_but_the_same_words_later_are_heard(
+    chat_db: ChatDbWriter, sent_texts: SentTexts
+) -> None:
+    sent_texts.record("+15551234567", normalise_text("Done:  all tests pass."))  # as the egress notes it
     echo = chat_db.message("Done: all tests pass.\n")
     again = chat_db.message("Done: all tests pass.")
     skipped: list[Skipped] = []
 
-    got = take(ingress_for(chat_db, sent=sent, on_skip=skipped.append), after=0, count=1)
+    got = take(ingress_for(chat_db, sent=sent_texts), after=0, count=1, skipped=skipped)
 
     assert [(s.rowid, s.reason) for s in skipped] == [(echo, "echo")]
     assert [m.rowid for m in got] == [again]
 
 
-def test_echo_is_only_recognised_from_the_recipient(chat_db: ChatDbWriter) -> None:
-    sent = SentLog(600)
-    sent.record("+15551234567", "ok")
+def test_echo_is_only_recognised_from_the_recipient(chat_db: ChatDbWriter, sent_texts: SentTexts) -> None:
+    sent_texts.record("+15551234567", "ok")
     other = chat_db.message("ok", sender="+15557654321")
 
-    got = take(ingress_for(chat_db, sent=sent), after=0, count=1)
+    got = take(ingress_for(chat_db, sent=sent_texts), after=0, count=1)
 
     assert [m.rowid for m in got] == [other]
 
@@ -178,17 +205,17 @@ def test_the_ingress_watches_the_database_folder_while_waiting(chat_db: ChatDbWr
     states: list[bool] = []
     messages = ingress.messages(0, stop)
     chat_db.message("one")
-    next(messages)
+    next_message(messages)
     chat_db.message("two")
-    next(messages)  # the generator waited once in between
+    next_message(messages)  # the generator waited once in between
     states.append(ingress.watching)
     stop.set()
     list(messages)
     assert states == [True]
 
 
-def test_build_imessage_channel_shares_the_sent_record(make_settings, chat_db, fake_osascript) -> None:  # type: ignore[no-untyped-def]
-    ingress, egress = build_imessage_channel(make_settings())
+def test_build_imessage_channel_shares_the_sent_record(channel_settings, chat_db, fake_osascript, sent_texts) -> None:  # type: ignore[no-untyped-def]
+    ingress, egress = build_imessage_channel(channel_settings(), sent_texts)
     egress.send("(555) 123-4567", "Here is your answer.")
     echo = chat_db.message("Here is your answer.")
     real = chat_db.message("thanks")
@@ -200,12 +227,12 @@ def test_build_imessage_channel_shares_the_sent_record(make_settings, chat_db, f
 
 
 @pytest.mark.parametrize("both_copies", [True, False], ids=["sent-and-received-rows", "sent-row-only-macos-26"])
-def test_texting_yourself_never_loops(make_settings, chat_db, fake_osascript, both_copies) -> None:  # type: ignore[no-untyped-def]
+def test_texting_yourself_never_loops(channel_settings, chat_db, fake_osascript, both_copies, sent_texts) -> None:  # type: ignore[no-untyped-def]
     # The usual smoke test: you text your own handle. Messages stores what you typed and each reply as the sent row,
     # plus (one device, older macOS) a received copy; on macOS 26 with several devices only the sent row.
     me = "+15551234567"
     fake_osascript.owner(me, received_copy=both_copies)
-    ingress, egress = build_imessage_channel(make_settings(reply_chunk_chars=120))
+    ingress, egress = build_imessage_channel(channel_settings(reply_chunk_chars=120), sent_texts)
     chat_db.message("hello agent", sender=me, is_from_me=True, destination_caller_id=me)  # what you typed
     if both_copies:
         chat_db.message("hello agent", sender=me, destination_caller_id=me)
@@ -216,6 +243,8 @@ def test_texting_yourself_never_loops(make_settings, chat_db, fake_osascript, bo
     timer = threading.Timer(1.5, stop.set)  # every echo row exists before send() returns
     timer.start()
     for message in ingress.messages(0, stop):
+        if isinstance(message, Skipped):
+            continue
         answered.append(message.text)
         egress.send(message.sender, "Hi! " + "Here is a long answer in several sentences. " * 5)
     timer.cancel()

@@ -8,11 +8,11 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from apple_flow.channels.imessage import Skipped
-from apple_flow.channels.imessage.echo import SentLog
+from apple_flow.channels.base import SentTexts, Skipped
+from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.channels.imessage.ingress import IMessageIngress
-from channels.ingress_helpers import take
 from support.chatdb import ChatDbWriter, apple_ns, make_body
+from support.ingress_helpers import next_message, take
 
 ME = "+15551234567"  # the owner: texts the Mac from their phone, allowlisted
 FRIEND = "+15557654321"
@@ -27,7 +27,7 @@ def read(db: ChatDbWriter, count: int, **kwargs: Any) -> tuple[list[tuple[int, s
     """(rowid, sender, text) of up to ``count`` messages taken, and (rowid, reason) of the rows skipped."""
     skipped: list[Skipped] = []
     # count 0: read until the timeout, to see every skip
-    got = take(ingress_for(db, on_skip=skipped.append, **kwargs), after=0, count=count or 10**6, timeout=1.0)
+    got = take(ingress_for(db, **kwargs), after=0, count=count or 10**6, timeout=1.0, skipped=skipped)
     return [(m.rowid, m.sender, m.text) for m in got], [(s.rowid, s.reason) for s in skipped]
 
 
@@ -59,14 +59,14 @@ def test_rows_older_than_the_window_are_ignored_whenever_they_arrive(chat_db: Ch
 
 def test_a_replay_that_lands_while_running_is_ignored_too(chat_db: ChatDbWriter) -> None:
     skipped: list[Skipped] = []
-    ingress = ingress_for(chat_db, on_skip=skipped.append, max_message_age_seconds=300)
+    ingress = ingress_for(chat_db, max_message_age_seconds=300)
     stop = threading.Event()
     messages = ingress.messages(0, stop)
     chat_db.message("now")
-    assert next(messages).text == "now"
+    assert next_message(messages, skipped).text == "now"
     old = chat_db.message("re-synced from March", when=datetime.now(UTC) - timedelta(days=200))
     chat_db.message("after the replay")
-    assert next(messages).text == "after the replay"
+    assert next_message(messages, skipped).text == "after the replay"
     stop.set()
     assert [(s.rowid, s.reason) for s in skipped] == [(old, "older than 5 min")]
 
@@ -99,13 +99,14 @@ def test_your_own_texts_to_someone_else_are_still_skipped(chat_db: ChatDbWriter)
     assert got == [] and skipped == [(to_friend, "from me"), (no_caller_id, "from me")]
 
 
-def test_the_daemons_reply_in_your_own_chat_is_an_echo_in_both_copies(chat_db: ChatDbWriter) -> None:
-    sent = SentLog(600)
-    sent.record(ME, "Here is the answer.")
+def test_the_daemons_reply_in_your_own_chat_is_an_echo_in_both_copies(
+    chat_db: ChatDbWriter, sent_texts: SentTexts
+) -> None:
+    sent_texts.record(ME, normalise_text("Here is the answer."))  # as the egress notes it
     mine = chat_db.message("Here is the answer.", sender=ME, is_from_me=True, destination_caller_id=ME)
     copy = chat_db.message("Here is the answer.", sender=ME, destination_caller_id=ME)
     later = chat_db.message("Here is the answer.", sender=ME, is_from_me=True, destination_caller_id=ME)
-    got, skipped = read(chat_db, 1, sent=sent)
+    got, skipped = read(chat_db, 1, sent=sent_texts)
     assert skipped == [(mine, "echo"), (copy, "echo")]
     assert [rowid for rowid, _, _ in got] == [later]  # the same words typed later are heard
 
@@ -115,11 +116,11 @@ def test_a_row_replayed_with_a_guid_already_taken_is_not_taken_again(chat_db: Ch
     ingress = ingress_for(chat_db)
     stop = threading.Event()
     messages = ingress.messages(0, stop)
-    assert next(messages).rowid == first
+    assert next_message(messages).rowid == first
     chat_db.conn.execute("DELETE FROM message WHERE ROWID = ?", (first,))  # iCloud deletes and re-inserts it
     again = chat_db.message("task: deploy", guid="6B1F0A52-AAAA")
     chat_db.message("next")
-    assert next(messages).text == "next"
+    assert next_message(messages).text == "next"
     stop.set()
     assert again > first
 

@@ -35,10 +35,9 @@ SERVICE = Responsible("/opt/venv/bin/python3.12", terminal=False)
 
 
 @pytest.fixture
-def fake_osascript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeOsascript:
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    return FakeOsascript(folder, monkeypatch)
+def probe_osascript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeOsascript:
+    """The fake osascript without a chat.db (the shared ``fake_osascript`` makes one: here it must be missing)."""
+    return FakeOsascript(tmp_path / "bin", monkeypatch)
 
 
 @pytest.fixture
@@ -82,7 +81,7 @@ def test_no_full_disk_access_names_the_app_and_where_to_grant_it(tmp_path: Path)
 
 
 def test_the_monitor_probes_automation_at_start_and_records_a_report(
-    chat_db: ChatDbWriter, store: Store, fake_osascript: FakeOsascript
+    chat_db: ChatDbWriter, store: Store, probe_osascript: FakeOsascript
 ) -> None:
     chat_db.message("hello", sender=ANA)
     monitor = PermissionMonitor(settings_for(chat_db.path), store, app=SERVICE)
@@ -93,20 +92,20 @@ def test_the_monitor_probes_automation_at_start_and_records_a_report(
     findings = {f.name: f for f in report.findings}
     assert "readable by /opt/venv/bin/python3.12 (newest message 1)" in findings[CHAT_DB].detail
     assert "may control Messages (iMessage account 8D5E0A7B" in findings[AUTOMATION].detail
-    (call,) = fake_osascript.calls()
+    (call,) = probe_osascript.calls()
     assert call["argv"] == ["-"] and "get id of 1st account whose service type = iMessage" in call["stdin"]
     assert "Permissions of /opt/venv/bin/python3.12: chat.db (Full Disk Access): ok" in monitor.summary()
 
 
 def test_a_refused_automation_is_reported_with_its_fix_and_probed_again(
-    chat_db: ChatDbWriter, store: Store, fake_osascript: FakeOsascript, caplog: pytest.LogCaptureFixture
+    chat_db: ChatDbWriter, store: Store, probe_osascript: FakeOsascript, caplog: pytest.LogCaptureFixture
 ) -> None:
-    fake_osascript.mode("deny")
+    probe_osascript.mode("deny")
     monitor = PermissionMonitor(settings_for(chat_db.path), store, app=SERVICE)
     with caplog.at_level(logging.INFO, logger="apple_flow.daemon.permissions"):
         monitor.start()
-        wait_for(lambda: len(fake_osascript.calls()) >= 2, 10, "a second probe")
-        fake_osascript.mode("ok")
+        wait_for(lambda: len(probe_osascript.calls()) >= 2, 10, "a second probe")
+        probe_osascript.mode("ok")
         wait_for(lambda: (r := read_report(store.path)) and r.ok, 10, "the report to turn ok")
     monitor.close()
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
@@ -115,7 +114,7 @@ def test_a_refused_automation_is_reported_with_its_fix_and_probed_again(
 
 
 def test_waiting_for_chat_db_backs_off_and_ends_when_it_is_readable(
-    tmp_path: Path, store: Store, fake_osascript: FakeOsascript, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, store: Store, probe_osascript: FakeOsascript, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "Messages" / "chat.db"
     monitor = PermissionMonitor(settings_for(path), store, app=SERVICE)
@@ -138,7 +137,7 @@ def test_waiting_for_chat_db_backs_off_and_ends_when_it_is_readable(
     monitor.close()
 
 
-def test_a_stop_request_ends_the_wait(tmp_path: Path, store: Store, fake_osascript: FakeOsascript) -> None:
+def test_a_stop_request_ends_the_wait(tmp_path: Path, store: Store, probe_osascript: FakeOsascript) -> None:
     monitor = PermissionMonitor(settings_for(tmp_path / "nowhere.db"), store, app=SERVICE)
     monitor.start()
     stop = threading.Event()

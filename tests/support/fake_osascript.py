@@ -19,8 +19,13 @@ FAKE_OSASCRIPT_SELF_COPY  "1": a send to the owner also stores the received copy
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -98,3 +103,34 @@ def install(folder: Path) -> Path:
     path.write_text(SCRIPT.format(python=sys.executable, tests=str(TESTS)), encoding="utf-8")
     path.chmod(0o755)
     return path
+
+
+class FakeOsascript:
+    """tests/support/fake_osascript.py on PATH, leaving each sent text in ``chat_db`` as Messages does."""
+
+    def __init__(self, folder: Path, monkeypatch: pytest.MonkeyPatch, chat_db: Path | None = None) -> None:
+        self.log = folder / "calls.jsonl"
+        self.path = install(folder)
+        self._monkeypatch = monkeypatch
+        monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
+        monkeypatch.setenv("FAKE_OSASCRIPT_LOG", str(self.log))
+        if chat_db is not None:
+            monkeypatch.setenv("FAKE_OSASCRIPT_CHATDB", str(chat_db))
+        self.mode("ok")
+
+    def mode(self, mode: str) -> None:
+        self._monkeypatch.setenv("FAKE_OSASCRIPT_MODE", mode)
+
+    def rows(self, row: str) -> None:
+        """What a send leaves in chat.db: sent, queued, error, none, none-for-buddy (see the fake)."""
+        self._monkeypatch.setenv("FAKE_OSASCRIPT_ROW", row)
+
+    def owner(self, address: str, received_copy: bool = False) -> None:
+        """The Mac's own address; with ``received_copy``, a text sent to it is also stored as received."""
+        self._monkeypatch.setenv("FAKE_OSASCRIPT_OWNER", address)
+        self._monkeypatch.setenv("FAKE_OSASCRIPT_SELF_COPY", "1" if received_copy else "0")
+
+    def calls(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 
 from apple_flow.channels.base import InboundMessage, Skipped
 from apple_flow.channels.imessage.ingress import IMessageIngress
@@ -32,3 +33,14 @@ def take(
         stop.set()
         timer.cancel()
     return got
+
+
+def next_message(items: Iterator[InboundMessage | Skipped], skipped: list[Skipped] | None = None) -> InboundMessage:
+    """The next message an ingress yields, the rows it skips on the way going to ``skipped``."""
+    for item in items:
+        if isinstance(item, Skipped):
+            if skipped is not None:
+                skipped.append(item)
+            continue
+        return item
+    raise AssertionError("the ingress ended without another message")

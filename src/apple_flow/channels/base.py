@@ -1,5 +1,15 @@
-"""The channel interface: ingress yields inbound messages, egress sends text. iMessage and the console
-channel implement it; the daemon depends only on this module."""
+"""The channel interface: everything the daemon uses of a channel, declared here with its defaults. iMessage and the
+console channel implement it (subclassing the protocols, for the defaults); the daemon depends only on this module.
+
+- ``Ingress.messages`` yields inbound messages and the rows it skips (``Skipped``, with the reason), in order, so
+  the daemon's cursor passes skipped rows too; ``unsent`` says whether a message was withdrawn meanwhile.
+- ``Egress.send`` sends a reply, ``send_progress`` a progress line (by default: like a reply), ``went_out`` tells
+  whether a reply recorded before a crash was sent after all.
+- ``SentTexts`` is the one record of what was sent (the daemon's store keeps it, across restarts): an egress notes
+  each text it sends there, and an ingress that sees its own channel's texts come back takes their echoes from it.
+  (A person texting themselves gets each reply back in chat.db; without this the daemon would answer its own
+  answers forever.)
+"""
 
 from __future__ import annotations
 
@@ -25,21 +35,59 @@ class InboundMessage:
         return self.reply_to or self.sender
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A row the ingress passes over, and why."""
+
+    rowid: int
+    reason: str  # short, for logs and `apple-flow inbox`: "from me", "reaction", "empty", "echo", ...
+    sender: str | None = None
+    text: str = ""
+
+
+class SentTexts(Protocol):
+    """What was sent on one channel lately (``Store.sent_texts``). Texts are compared as given: a channel whose
+    copies come back changed (Messages trims and re-wraps) records and asks in one normal form."""
+
+    def record(self, recipient: str, text: str) -> None:
+        """Notes ``text`` as sent to ``recipient`` (before it is sent: its echo can come back first)."""
+        ...
+
+    def take_echo(self, sender: str, text: str, from_me: bool = False) -> bool:
+        """True when ``text`` from ``sender`` is a copy of what was sent to ``sender`` within the echo window. A text
+        can come back twice, as the sent copy (``from_me``) and as the received one: each is recognised once, so a
+        person who later types the same words is heard."""
+        ...
+
+
 class Ingress(Protocol):
-    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage]:
-        """Yields messages with ``rowid > after_rowid`` in order, waiting for new ones until ``stop`` is set
-        (or, for a finite source such as piped stdin, until the input ends)."""
+    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage | Skipped]:
+        """Yields messages with ``rowid > after_rowid`` in order, and the rows it skips, waiting for new ones until
+        ``stop`` is set (or, for a finite source such as piped stdin, until the input ends)."""
         ...
 
     def latest_rowid(self) -> int:
         """The newest rowid present now (to start a fresh install without replaying history)."""
-        ...
+        return 0
+
+    def unsent(self, rowid: int) -> bool:
+        """Whether the message was withdrawn after it was read (asked before its queued turn starts)."""
+        return False
 
 
 class Egress(Protocol):
     def send(self, recipient: str, text: str) -> None:
         """Sends ``text`` (split into parts as needed). Raises ``SendError`` when delivery fails."""
         ...
+
+    def send_progress(self, recipient: str, text: str) -> None:
+        """Sends a short progress line during a long turn; by default like a reply."""
+        self.send(recipient, text)
+
+    def went_out(self, recipient: str, text: str, after_rowid: int) -> bool:
+        """Whether ``text`` was sent to ``recipient`` after message ``after_rowid`` came in (a reply recorded just
+        before a crash, maybe sent); False when the channel cannot tell, and the reply is sent again."""
+        return False
 
 
 class SendError(RuntimeError):

@@ -17,12 +17,12 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.panel import Panel
 
-from apple_flow.channels.base import InboundMessage
+from apple_flow.channels.base import Egress, InboundMessage, Ingress, Skipped
 
 CONSOLE_SENDER = "console"
 
 
-class ConsoleIngress:
+class ConsoleIngress(Ingress):
     """One message per non-blank line of ``lines``; rowids count lines from 1 within this session."""
 
     def __init__(self, read_line: Callable[[], str]) -> None:
@@ -32,7 +32,7 @@ class ConsoleIngress:
     def from_stream(cls, stream: TextIO) -> ConsoleIngress:
         return cls(stream.readline)
 
-    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage]:
+    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage | Skipped]:
         number = 0
         while not stop.is_set():
             line = self._read_line()
@@ -44,11 +44,8 @@ class ConsoleIngress:
                 continue
             yield InboundMessage(rowid=number, sender=CONSOLE_SENDER, text=text, date=datetime.now(UTC))
 
-    def latest_rowid(self) -> int:
-        return 0
 
-
-class PlainConsoleEgress:
+class PlainConsoleEgress(Egress):
     """Replies on ``out`` (each followed by a blank line, so multi-line replies stay apart); progress on ``err``."""
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
@@ -64,7 +61,7 @@ class PlainConsoleEgress:
         self._err.flush()
 
 
-class RichConsoleChannel:
+class RichConsoleChannel(Egress):
     """``apple-flow chat``: a prompt to type at, replies rendered as Markdown in a panel, progress in grey."""
 
     def __init__(self, console: Console | None = None) -> None:

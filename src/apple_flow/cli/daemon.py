@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from apple_flow.channels.base import Egress, Ingress
+from apple_flow.channels.base import Egress, Ingress, SentTexts
 from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError
@@ -54,8 +55,12 @@ def startup_warnings(settings: Settings, channel: str) -> list[str]:
     return warnings
 
 
-def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, channel_key: str) -> int:
-    """Opens the store under the single-instance lock, builds the connector, runs the daemon until it ends."""
+Channel = Callable[[SentTexts], tuple[Ingress, Egress]]  # builds a channel on the store's record of sent texts
+
+
+def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key: str) -> int:
+    """Opens the store under the single-instance lock, builds the channel and the connector, runs the daemon until
+    it ends."""
     from apple_flow.connectors import build_connector  # the connector package decides which agent CLI runs
 
     lock = InstanceLock(settings.db_path)
@@ -74,6 +79,7 @@ def _serve(settings: Settings, channel: str, ingress: Ingress, egress: Egress, c
         checks = PermissionMonitor(settings, store)
         checks.start()
     try:
+        ingress, egress = build_channel(store.sent_texts(channel_key, settings.echo_window_seconds))
         connector = build_connector(settings)
         local = (CONSOLE_SENDER,) if channel == "console" else ()
         daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks)
@@ -149,18 +155,22 @@ def register(app: typer.Typer) -> None:
         settings = settings_or_exit(ENV_FILE)
         chosen = resolve_channel(channel.value if channel is not None else settings.channel)
         _logging(verbose, quiet_default=chosen == "console")
+        build: Channel
         if chosen == "console":
-            ingress: Ingress = ConsoleIngress.from_stream(sys.stdin)
-            egress: Egress = PlainConsoleEgress(sys.stdout, sys.stderr)
             key = f"console:{uuid.uuid4().hex[:12]}"  # line numbers restart with every session
+
+            def build(sent: SentTexts) -> tuple[Ingress, Egress]:
+                return ConsoleIngress.from_stream(sys.stdin), PlainConsoleEgress(sys.stdout, sys.stderr)
         else:
             from apple_flow.channels.imessage import build_imessage_channel
 
-            ingress, egress = build_imessage_channel(settings)
             key = "imessage"
+
+            def build(sent: SentTexts) -> tuple[Ingress, Egress]:
+                return build_imessage_channel(settings, sent)
         for warning in startup_warnings(settings, chosen):
             err.print(f"[yellow]{escape(warning)}[/yellow]")
-        raise typer.Exit(_serve(settings, chosen, ingress, egress, key))
+        raise typer.Exit(_serve(settings, chosen, build, key))
 
     @app.command()
     def chat(verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every step on stderr.")) -> None:
@@ -170,4 +180,4 @@ def register(app: typer.Typer) -> None:
         channel = RichConsoleChannel()
         err.print("[bold]apple-flow chat[/bold]: type a message (`help` lists commands); Ctrl-D to quit.")
         key = f"console:{uuid.uuid4().hex[:12]}"
-        raise typer.Exit(_serve(settings, "console", channel.ingress(), channel, key))
+        raise typer.Exit(_serve(settings, "console", lambda sent: (channel.ingress(), channel), key))

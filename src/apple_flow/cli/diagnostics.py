@@ -18,10 +18,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from apple_flow.channels.base import InboundMessage, SendError
+from apple_flow.channels.base import InboundMessage, SendError, Skipped
 from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem
-from apple_flow.channels.imessage.classify import ReadRules, Skipped, classify
+from apple_flow.channels.imessage.classify import ReadRules, classify
 from apple_flow.channels.imessage.echo import Copies
 from apple_flow.channels.imessage.probe import probe_messages_automation
 from apple_flow.channels.imessage.watcher import DbChangeWaiter

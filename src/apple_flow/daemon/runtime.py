@@ -5,6 +5,11 @@ Data flows one way: the runtime pulls messages from the ingress, asks the orches
 pulls the turn's events and outcome from the connector, asks the orchestrator what the outcome means, records it,
 and hands the reply to the egress. Nothing below it calls back into it.
 
+The channel's interface (``channels.base``) declares all the runtime uses of it, with defaults: the ingress yields
+messages and the rows it skips and says whether a message was unsent; the egress sends replies and progress,
+notes what it sent in the store's record of sent texts (which its ingress reads to skip echoes, across restarts)
+and says whether a reply went out before a crash.
+
 Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
 conversation's new exchange and any approval request, in one transaction) before it is sent; the cursor passes a
 message only once it is finished. After ``kill -9`` the restart reads from the cursor: finished messages are
@@ -22,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError
+from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError, Skipped
 from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
 from apple_flow.daemon import failures, orphans
@@ -145,11 +150,6 @@ class Daemon:
         else:
             self._catchup = self._saved_catchup()
         self._tracker = CursorTracker(start)
-        self._remember_recent_sends()
-        if hasattr(self._ingress, "on_skip"):
-            # Rows the ingress skips (its own echoes, reactions) must be passed too, or a restart would re-read
-            # them once the in-memory echo record is gone.
-            self._ingress.on_skip = lambda skipped: self._finished(skipped.rowid, skipped=True)
         threading.Thread(target=self._read, args=(start,), name="ingress", daemon=True).start()
         watchdog = threading.Thread(target=self._watch_timeouts, name="watchdog", daemon=True)
         watchdog.start()
@@ -209,24 +209,17 @@ class Daemon:
         saved = (self._store.meta(self._catchup_key) or "").split()
         return (int(saved[0]), float(saved[1])) if len(saved) == 2 else None
 
-    def _remember_recent_sends(self) -> None:
-        """Hands the egress what the previous run sent within the echo window: their echoes may still be on the
-        way (a person texting themselves), and the egress's own record of them died with that run."""
-        recent = self._store.sent_since(self._channel, time.time() - self._settings.echo_window_seconds)
-        remember = getattr(self._egress, "remember", None)
-        if remember is None:  # a channel without echoes (the console)
-            return
-        for recipient, text in recent:
-            remember(recipient, text)
-
     def _read(self, after: int) -> None:
         try:
             tracker = self._require_tracker()
-            for message in self._ingress.messages(after, self._stop):
-                # Opened here, before the ingress moves on and reports later skipped rows, so the cursor cannot
+            for item in self._ingress.messages(after, self._stop):
+                if isinstance(item, Skipped):  # passed at once (an echo, a reaction): a restart must not re-read it
+                    self._finished(item.rowid, skipped=True)
+                    continue
+                # Opened here, before the ingress moves on to later (maybe skipped) rows, so the cursor cannot
                 # pass this message while it waits in the inbox.
-                tracker.opened(message.rowid)
-                self._inbox.put(message)
+                tracker.opened(item.rowid)
+                self._inbox.put(item)
         except Exception as exc:  # the main loop reports it and stops
             self._inbox.put(exc)
             return
@@ -263,7 +256,7 @@ class Daemon:
             self._finished(message.rowid)
             return
         if record is not None and record.state == "replied" and record.reply is not None:
-            if self._went_out(message, record.reply):  # sent just before a crash: the channel shows it
+            if self._egress.went_out(message.reply_target, record.reply, message.rowid):  # sent just before a crash
                 with self._store.transaction():
                     self._store.mark_sent(self._channel, message.rowid)
                     self._finished(message.rowid)
@@ -354,7 +347,7 @@ class Daemon:
 
     def _run_job(self, job: Job[Work]) -> None:
         message, turn = job.payload.message, job.payload.turn
-        if message is not None and self._unsent(message):
+        if message is not None and self._ingress.unsent(message.rowid):  # withdrawn while it waited
             self._withdrawn(message, turn)
             return
         run_id = new_run_id()
@@ -406,15 +399,6 @@ class Daemon:
 
     # ------------------------------------------------------------------------------------------- sending
 
-    def _went_out(self, message: InboundMessage, reply: str) -> bool:
-        went_out = getattr(self._egress, "went_out", None)
-        return went_out is not None and bool(went_out(message.reply_target, reply, message.rowid))
-
-    def _unsent(self, message: InboundMessage) -> bool:
-        """The sender unsent the message while its turn waited (a channel that can tell offers ``unsent``)."""
-        unsent = getattr(self._ingress, "unsent", None)
-        return unsent is not None and bool(unsent(message.rowid))
-
     def _withdrawn(self, message: InboundMessage, turn: Turn) -> None:
         """Not run; an approval it carried is pending again, and the sender, told it was approved, hears so."""
         log.info("message %d of %s was unsent before its turn started: not run", message.rowid, message.sender)
@@ -441,8 +425,8 @@ class Daemon:
             self._finished(message.rowid)
 
     def _send(self, recipient: str, reply: str) -> str | None:
-        """Sends a reply (recorded first, for echoes); returns why it could not be sent, or None."""
-        self._store.record_sent(self._channel, recipient, reply, self._settings.echo_window_seconds)
+        """Sends a reply (the channel notes it in the store's record of sent texts, for echoes); returns why it
+        could not be sent, or None."""
         try:
             with self._send_lock:
                 self._egress.send(recipient, reply)
@@ -461,12 +445,11 @@ class Daemon:
             self._store.advance_cursor(self._channel, position)
 
     def _progress(self, recipient: str, text: str) -> None:
-        """Best effort: progress is not recorded, and a failure to send it does not stop the turn."""
-        send = getattr(self._egress, "send_progress", self._egress.send)
+        """Best effort: progress is not recorded with the message, and a failure to send it does not stop the
+        turn."""
         try:
             with self._send_lock:
-                self._store.record_sent(self._channel, recipient, text, self._settings.echo_window_seconds)
-                send(recipient, text)
+                self._egress.send_progress(recipient, text)
         except Exception as exc:
             log.warning("could not send progress to %s: %s", recipient, exc)
 

@@ -88,8 +88,8 @@ MIGRATIONS: tuple[str, ...] = (
         value TEXT NOT NULL
     );
     """,
-    # 3: what the daemon sent lately (replies and progress), so that after a restart the echoes of its own texts
-    # that are still to arrive (a person texting themselves) are recognised.
+    # 3: what the daemon sent lately (replies and progress, as the channel noted each part), so that the echoes of
+    # its own texts (a person texting themselves) are recognised, also after a restart.
     """
     CREATE TABLE sent (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -122,6 +122,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN commands_run INTEGER;
     ALTER TABLE runs ADD COLUMN input_tokens INTEGER;
     ALTER TABLE runs ADD COLUMN output_tokens INTEGER;
+    """,
+    # 6: a sent text can come back twice (the sent copy and the received one, texting yourself): which of them
+    # came back already ('' none, 'sent' or 'received'); the entry goes once both have.
+    """
+    ALTER TABLE sent ADD COLUMN seen TEXT NOT NULL DEFAULT '';
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -254,6 +259,10 @@ class Store:
                 for statement in _statements(MIGRATIONS[index]):
                     self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version = {index + 1}")
+
+    def now(self) -> float:
+        """The store's clock (what it stamps rows with)."""
+        return self._clock()
 
     @property
     def schema_version(self) -> int:
@@ -394,12 +403,29 @@ class Store:
                 "INSERT INTO sent (channel, recipient, text, at) VALUES (?, ?, ?, ?)", (channel, recipient, text, now)
             )
 
-    def sent_since(self, channel: str, since: float) -> list[tuple[str, str]]:
-        """(recipient, text) of what was sent on ``channel`` at or after ``since``, oldest first; older entries
-        are deleted (they can no longer come back as echoes)."""
-        self._write("DELETE FROM sent WHERE channel = ? AND at < ?", (channel, since))
-        rows = self._rows("SELECT recipient, text FROM sent WHERE channel = ? ORDER BY id", (channel,))
-        return [(str(row[0]), str(row[1])) for row in rows]
+    def take_sent(self, channel: str, recipient: str, text: str, since: float, from_me: bool = False) -> bool:
+        """True when ``text`` was sent to ``recipient`` on ``channel`` at or after ``since`` and this copy of it
+        (the sent one, ``from_me``, or the received one) has not come back yet; the oldest such entry notes it, and
+        goes once both copies have. Writes only when there is one."""
+        copy = "sent" if from_me else "received"
+        rows = self._rows(
+            "SELECT id, seen FROM sent WHERE channel = ? AND recipient = ? AND text = ? AND at >= ? AND seen != ? "
+            "ORDER BY id LIMIT 1",
+            (channel, recipient, text, since, copy),
+        )
+        if not rows:
+            return False
+        entry, seen = rows[0]
+        if seen:
+            self._write("DELETE FROM sent WHERE id = ?", (entry,))
+        else:
+            self._write("UPDATE sent SET seen = ? WHERE id = ?", (copy, entry))
+        return True
+
+    def sent_texts(self, channel: str, window_seconds: float) -> SentRecord:
+        """The record of texts sent on ``channel`` that the channel uses (``channels.base.SentTexts``): entries
+        count for ``window_seconds``, across restarts."""
+        return SentRecord(self, channel, window_seconds)
 
     # ------------------------------------------------------------------------------------------- history
 
@@ -623,6 +649,22 @@ class Store:
                 "SELECT at, kind, sender, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?", (kind, limit)
             )
         return [Event(*row) for row in reversed(rows)]
+
+
+class SentRecord:
+    """``Store.sent_texts``: one channel's view of the record of sent texts (``channels.base.SentTexts``)."""
+
+    def __init__(self, store: Store, channel: str, window_seconds: float) -> None:
+        self._store = store
+        self._channel = channel
+        self._window = window_seconds
+
+    def record(self, recipient: str, text: str) -> None:
+        self._store.record_sent(self._channel, recipient, text, self._window)
+
+    def take_echo(self, sender: str, text: str, from_me: bool = False) -> bool:
+        since = self._store.now() - self._window
+        return self._store.take_sent(self._channel, sender, text, since, from_me)
 
 
 def _statements(script: str) -> list[str]:

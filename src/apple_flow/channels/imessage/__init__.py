@@ -1,16 +1,14 @@
-"""The iMessage channel: chat.db ingress and AppleScript egress, sharing a record of sent texts so that the
-ingress drops the echoes of the daemon's own replies.
+"""The iMessage channel: chat.db ingress and AppleScript egress, sharing the daemon's record of sent texts so that
+the ingress drops the echoes of the daemon's own replies.
 
-Use ``build_imessage_channel(settings)``. The ingress also offers ``on_skip`` (called with each skipped row
-before the generator moves past it: persist ``max(cursor, skipped.rowid)`` there), ``scanned_rowid`` and
-``last_error`` (the current ``ChatDBError``, with the fix in its message); see ``ingress.py``.
+Use ``build_imessage_channel(settings, sent)``. The ingress also offers ``scanned_rowid`` and ``last_error`` (the
+current ``ChatDBError``, with the fix in its message); see ``ingress.py``.
 """
 
 from __future__ import annotations
 
+from apple_flow.channels.base import SentTexts, Skipped
 from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem
-from apple_flow.channels.imessage.classify import Skipped
-from apple_flow.channels.imessage.echo import SentLog
 from apple_flow.channels.imessage.egress import IMessageEgress
 from apple_flow.channels.imessage.ingress import IMessageIngress
 from apple_flow.config import Settings
@@ -26,7 +24,7 @@ __all__ = [
 ]
 
 
-def build_imessage_egress(settings: Settings, sent: SentLog | None = None) -> IMessageEgress:
+def build_imessage_egress(settings: Settings, sent: SentTexts | None = None) -> IMessageEgress:
     return IMessageEgress(
         osascript_command=settings.osascript_command,
         timeout_seconds=settings.send_timeout_seconds,
@@ -40,10 +38,9 @@ def build_imessage_egress(settings: Settings, sent: SentLog | None = None) -> IM
     )
 
 
-def build_imessage_channel(settings: Settings) -> tuple[IMessageIngress, IMessageEgress]:
-    """The ingress and egress for ``settings``; the egress records what it sends so the ingress suppresses its
-    echoes within ``settings.echo_window_seconds``."""
-    sent = SentLog(settings.echo_window_seconds)
+def build_imessage_channel(settings: Settings, sent: SentTexts | None) -> tuple[IMessageIngress, IMessageEgress]:
+    """The ingress and egress for ``settings``; the egress notes what it sends in ``sent`` (the daemon's store,
+    keeping ``settings.echo_window_seconds``) and the ingress skips their echoes (None: no echo skipping)."""
     ingress = IMessageIngress(
         settings.messages_db_path,
         default_region=settings.default_region,

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from apple_flow.channels.base import InboundMessage
+from apple_flow.channels.base import InboundMessage, SentTexts, Skipped
 from apple_flow.channels.imessage.body import UndecodableBody, decode_attributed_body
 from apple_flow.channels.imessage.chatdb import GROUP_STYLE, MessageRow
-from apple_flow.channels.imessage.echo import Copies, SentLog
+from apple_flow.channels.imessage.echo import Copies, normalise_text
 from apple_flow.handles import normalize_handle
 
 log = logging.getLogger(__name__)
@@ -36,14 +36,6 @@ class ReadRules:
     group_replies: bool = False  # take group chat messages (and answer into the group)
 
 
-@dataclass(frozen=True)
-class Skipped:
-    rowid: int
-    reason: str  # short, for logs and `apple-flow inbox`: "from me", "reaction", "empty", "echo", ...
-    sender: str | None = None
-    text: str = ""
-
-
 def message_text(row: MessageRow) -> str:
     """``text``; for an edited row the newest version; else the decoded ``attributedBody`` when ``text`` is NULL or
     empty. Raises ``UndecodableBody``."""
@@ -61,7 +53,7 @@ def message_text(row: MessageRow) -> str:
 def classify(
     row: MessageRow,
     rules: ReadRules,
-    sent: SentLog | None = None,
+    sent: SentTexts | None = None,
     copies: Copies | None = None,
     now: datetime | None = None,
 ) -> InboundMessage | Skipped:
@@ -86,7 +78,7 @@ def classify(
         return Skipped(row.rowid, skip, sender, shown)
     assert text is not None and sender is not None  # _skip_reason checked both
     # Your own text to yourself is a request unless it is a copy of the daemon's reply (either copy of it).
-    if sent is not None and sent.take_echo(sender, text, from_me=row.is_from_me):
+    if sent is not None and sent.take_echo(sender, normalise_text(text), from_me=row.is_from_me):
         return Skipped(row.rowid, "echo", sender, text)
     if copies is not None:
         first = copies.first_copy(row.rowid, row.guid, own_chat, text, row.is_from_me)

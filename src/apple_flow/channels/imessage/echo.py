@@ -1,5 +1,6 @@
-"""Rows that are not new requests although they look like one: the copies of the daemon's own texts, and a second
-copy of a message already taken.
+"""Rows that are not new requests although they look like one: the copies of the daemon's own texts (looked up in
+the store's record of sent texts, ``channels.base.SentTexts``, in ``normalise_text`` form), and a second copy of a
+message already taken (``Copies``).
 
 Texting yourself (the usual set-up) stores each message as the sent row (``is_from_me = 1``), the received row,
 or both, depending on the macOS version and the devices involved. Without this the daemon would answer its own
@@ -8,59 +9,15 @@ answers forever, or run one request twice.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 def normalise_text(text: str) -> str:
     """Whitespace-insensitive form: Messages may trim or re-wrap what it stores."""
     return " ".join(text.split())
-
-
-@dataclass
-class _Sent:
-    when: float
-    recipient: str
-    text: str
-    seen: set[bool] = field(default_factory=set)  # which copies came back: True the sent row, False the received
-
-
-class SentLog:
-    """What the egress sent, per recipient, for ``window_seconds``. Thread-safe: the egress records from the
-    daemon's reply path while the ingress checks from its reading loop."""
-
-    def __init__(self, window_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self._window = window_seconds
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._sent: list[_Sent] = []
-
-    def record(self, recipient: str, text: str) -> None:
-        with self._lock:
-            self._expire()
-            self._sent.append(_Sent(self._clock(), recipient, normalise_text(text)))
-
-    def take_echo(self, sender: str, text: str, from_me: bool = False) -> bool:
-        """True when ``text`` from ``sender`` is a copy of something sent to ``sender`` within the window. Each
-        copy (the sent row, the received row) is recognised once, so a person who later types the same words is
-        heard."""
-        wanted = normalise_text(text)
-        with self._lock:
-            self._expire()
-            for index, entry in enumerate(self._sent):
-                if entry.recipient == sender and entry.text == wanted and from_me not in entry.seen:
-                    entry.seen.add(from_me)
-                    if len(entry.seen) == 2:
-                        del self._sent[index]
-                    return True
-        return False
-
-    def _expire(self) -> None:
-        horizon = self._clock() - self._window
-        self._sent = [entry for entry in self._sent if entry.when >= horizon]
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from apple_flow.channels.base import SendError
+from apple_flow.channels.base import Egress, SendError, SentTexts
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
 from apple_flow.channels.imessage.delivery import Evidence, Target, already_sent, confirm
-from apple_flow.channels.imessage.echo import SentLog
+from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.channels.imessage.osascript import (
     OsascriptMissing,
     ScriptResult,
@@ -75,7 +75,7 @@ class Delivery:
     note: str
 
 
-class IMessageEgress:
+class IMessageEgress(Egress):
     def __init__(
         self,
         *,
@@ -85,7 +85,7 @@ class IMessageEgress:
         retry_backoff_seconds: float,
         chunk_chars: int,
         default_region: str,
-        sent: SentLog | None,
+        sent: SentTexts | None,
         chat_db: Path | None = None,
         confirm_seconds: float = 0,
         sleep: Callable[[float], None] = time.sleep,
@@ -135,18 +135,10 @@ class IMessageEgress:
             log.warning("cannot tell whether the reply to %s went out: %s", target.describe(), exc)
             return False
 
-    def remember(self, recipient: str, text: str) -> None:
-        """Records ``text`` as sent to ``recipient`` without sending it: a text sent before a restart, whose echo
-        may still arrive from chat.db."""
-        if self._sent is None:
-            return
-        target = Target.parse(recipient, self._region)
-        for part in split_reply(argv_safe(text), self._chunk_chars):
-            self._sent.record(target.address, part)
-
     def _send_numbered(self, target: Target, part: str, index: int, total: int, confirm_part: bool) -> Evidence:
         if self._sent is not None:
-            self._sent.record(target.address, part)  # before sending: the echo can land before osascript returns
+            # Before sending: the echo can land before osascript returns.
+            self._sent.record(target.address, normalise_text(part))
         try:
             return self._send_part(target, part, confirm_part)
         except SendError as exc:

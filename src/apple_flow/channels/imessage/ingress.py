@@ -1,10 +1,9 @@
 """The iMessage ingress: new chat.db rows after a cursor, as ``InboundMessage``s, waiting for more until stopped.
 
-Skipped rows (from me, reactions, empty, echoes, undecodable) are never yielded. So that the caller's persisted
-cursor can move past them (important after a kill -9: an echo not yet recorded as passed would be re-read once
-the in-memory echo record is gone), each skipped row is reported to ``on_skip`` before the generator goes on, and
-``scanned_rowid`` is the highest rowid fully passed over. Both are only updated while the caller is inside
-``next()``, i.e. after it has finished with every message yielded before.
+Rows it skips (from me, reactions, empty, echoes, undecodable) are yielded as ``Skipped`` with the reason, in
+order with the messages, so the caller's persisted cursor moves past them too. ``scanned_rowid`` is the highest
+rowid fully passed over; it only changes while the caller is inside ``next()``, i.e. after it has finished with
+every item yielded before.
 """
 
 from __future__ import annotations
@@ -14,15 +13,14 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from apple_flow.channels.base import InboundMessage
+from apple_flow.channels.base import InboundMessage, Ingress, SentTexts, Skipped
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, MessageRow
-from apple_flow.channels.imessage.classify import ReadRules, Skipped, classify
-from apple_flow.channels.imessage.echo import Copies, SentLog
+from apple_flow.channels.imessage.classify import ReadRules, classify
+from apple_flow.channels.imessage.echo import Copies
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 
 log = logging.getLogger(__name__)
 
-SkipListener = Callable[[Skipped], None]
 ErrorListener = Callable[[ChatDBError], None]
 _BATCH = 100  # rows per read: bounds memory when many large messages arrive at once
 # A WAL commit becomes visible only when SQLite updates the memory-mapped -shm index, which raises no file event;
@@ -31,15 +29,14 @@ _BATCH = 100  # rows per read: bounds memory when many large messages arrive at 
 _RECHECK_AFTER_EVENT = (0.02, 0.05, 0.1, 0.25, 0.5)
 
 
-class IMessageIngress:
+class IMessageIngress(Ingress):
     def __init__(
         self,
         db_path: Path,
         *,
         default_region: str,
-        sent: SentLog | None,
+        sent: SentTexts | None,
         poll_seconds: float,
-        on_skip: SkipListener | None = None,
         on_error: ErrorListener | None = None,
         max_message_age_seconds: float = 0,
         group_replies: bool = False,
@@ -49,7 +46,6 @@ class IMessageIngress:
         self._sent = sent
         self._copies = Copies()
         self._poll_seconds = poll_seconds
-        self.on_skip = on_skip
         self.on_error = on_error
         self.scanned_rowid = 0
         self.last_error: ChatDBError | None = None  # the current problem reading chat.db, None when healthy
@@ -68,7 +64,7 @@ class IMessageIngress:
             log.warning("cannot tell whether row %d was unsent: %s", rowid, exc)
             return False
 
-    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage]:
+    def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage | Skipped]:
         cursor = after_rowid
         self.scanned_rowid = after_rowid
         waiter = DbChangeWaiter(self.db.path, self._poll_seconds, stop)
@@ -82,10 +78,9 @@ class IMessageIngress:
                     continue
                 for row in rows:
                     item = self._classify(row)
-                    if isinstance(item, InboundMessage):
-                        yield item
-                    else:
-                        self._skipped(item)
+                    if isinstance(item, Skipped):
+                        log.debug("chat.db row %d skipped: %s", item.rowid, item.reason)
+                    yield item
                     cursor = row.rowid
                     self.scanned_rowid = cursor
                     if stop.is_set():
@@ -122,8 +117,3 @@ class IMessageIngress:
         except Exception as exc:  # one bad row must never stop the channel
             log.exception("chat.db row %d could not be read; skipped", row.rowid)
             return Skipped(row.rowid, f"error: {exc}")
-
-    def _skipped(self, item: Skipped) -> None:
-        log.debug("chat.db row %d skipped: %s", item.rowid, item.reason)
-        if self.on_skip is not None:
-            self.on_skip(item)
