@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from support.chatdb import ChatDbWriter
-from support.daemon_process import DaemonProcess, wait_for
+from support.daemon_process import DaemonProcess, scripted_agent, wait_for
 from support.scripted_server import ScriptedServer, answer, hang, tool_call
 
 ANA = "+15551234567"
@@ -32,18 +32,7 @@ def daemon(tmp_path: Path, chat_db: ChatDbWriter, workspace: Path, apple_code_bi
     process = DaemonProcess(
         tmp_path / "daemon",
         chat_db.path,
-        {
-            "APPLE_FLOW_ALLOWED_SENDERS": "(555) 123-4567",
-            "APPLE_FLOW_DEFAULT_WORKSPACE": str(workspace),
-            "APPLE_FLOW_ALLOWED_WORKSPACES": str(workspace),
-            "APPLE_FLOW_AFM_COMMAND": str(apple_code_bin),
-            "APPLE_FLOW_AFM_BACKEND": "openai",
-            "APPLE_FLOW_AFM_MODEL": "scripted",
-            # One agent loop per approved task (plan-and-execute has its own tests in apple-code).
-            "APPLE_FLOW_AFM_PLAN_TASKS": "false",
-            "APPLE_FLOW_AFM_TIMEOUT_SECONDS": "30",
-            "APPLE_FLOW_SHUTDOWN_GRACE_SECONDS": "1",
-        },
+        {"APPLE_FLOW_ALLOWED_SENDERS": "(555) 123-4567", **scripted_agent(apple_code_bin, workspace)},
     )
     yield process
     process.stop()

@@ -109,3 +109,19 @@ class DaemonProcess:
 
     def sends_to(self, recipient: str) -> list[str]:
         return [text for who, text in self.sends() if who == recipient]
+
+
+def scripted_agent(apple_code_bin: Path, workspace: Path) -> dict[str, str]:
+    """The settings of a daemon whose agent is the real apple-code on the scripted model (its URL comes with each
+    start: ``APPLE_FLOW_AFM_BASE_URL``), working in ``workspace``. Approved tasks run one agent loop: plan-and-
+    execute has its own tests in apple-code."""
+    return {
+        "APPLE_FLOW_DEFAULT_WORKSPACE": str(workspace),
+        "APPLE_FLOW_ALLOWED_WORKSPACES": str(workspace),
+        "APPLE_FLOW_AFM_COMMAND": str(apple_code_bin),
+        "APPLE_FLOW_AFM_BACKEND": "openai",
+        "APPLE_FLOW_AFM_MODEL": "scripted",
+        "APPLE_FLOW_AFM_PLAN_TASKS": "false",
+        "APPLE_FLOW_AFM_TIMEOUT_SECONDS": "30",
+        "APPLE_FLOW_SHUTDOWN_GRACE_SECONDS": "1",
+    }

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from support.chatdb import ChatDbWriter
-from support.daemon_process import DaemonProcess, wait_for
+from support.daemon_process import DaemonProcess, scripted_agent, wait_for
 from support.scripted_server import ScriptedServer, answer, tool_call
 
 ANA = "+15551234567"
@@ -69,14 +69,9 @@ def daemon(tmp_path: Path, chat_db: ChatDbWriter, workspace: Path, apple_code_bi
         tmp_path / "daemon",
         chat_db.path,
         {
+            **scripted_agent(apple_code_bin, workspace),
             "APPLE_FLOW_ALLOWED_SENDERS": ANA,
-            "APPLE_FLOW_DEFAULT_WORKSPACE": str(workspace),
-            "APPLE_FLOW_AFM_COMMAND": str(apple_code_bin),
-            "APPLE_FLOW_AFM_BACKEND": "openai",
-            "APPLE_FLOW_AFM_MODEL": "scripted",
-            "APPLE_FLOW_AFM_PLAN_TASKS": "false",
             "APPLE_FLOW_AFM_TIMEOUT_SECONDS": "60",
-            "APPLE_FLOW_SHUTDOWN_GRACE_SECONDS": "1",
             "APPLE_FLOW_WEB_ENABLED": "true",
             "APPLE_FLOW_WEB_PORT": "0",
             "APPLE_FLOW_WEB_TOKEN": TOKEN,
