@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 import re
@@ -122,7 +123,8 @@ class Reply:
     text: str
     holds: bool | None
     echoes: list[str] = field(default_factory=list)
-    tool_calls: int = 0
+    calls: list[str] = field(default_factory=list)
+    results: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
 
 
@@ -147,6 +149,19 @@ def daemon_env(folder: Path, workspace: Path, url: str) -> dict[str, str]:
         "HOME": str(folder / "home"),
     })
     return env
+
+
+def describe(kind: str, body: str) -> str:
+    """A run event in a few words: ``tool_call:NAME {arguments}`` or ``notice:MESSAGE``."""
+    try:
+        event = json.loads(body)
+    except ValueError:
+        return f"{kind}:{body}"
+    if kind == "tool_call":
+        return f"tool_call:{event.get('name')} {json.dumps(event.get('arguments'), ensure_ascii=False)}"
+    if kind == "result":
+        return f"result:{event.get('num_turns')} model request(s)"
+    return f"notice:{event.get('message', body)}"
 
 
 class Session:
@@ -202,8 +217,8 @@ class Session:
                 ).fetchone()
                 if run is None:
                     return reply or "", "command", []
-                events = [t for (t,) in db.execute(
-                    "SELECT type || ':' || body FROM run_events WHERE run_id = ? AND type IN ('tool_call', 'notice') "
+                events = [describe(kind, body) for kind, body in db.execute(
+                    "SELECT type, body FROM run_events WHERE run_id = ? AND type IN ('tool_call', 'notice', 'result') "
                     "ORDER BY seq", (run[0],))]
                 return reply or "", run[1] or "unknown", events
         except sqlite3.Error:
@@ -231,13 +246,31 @@ def run_session(number: int, folder: Path, url: str, on_reply: Callable[[Reply],
             echoes = [w for w in OUR_WORDS if w.lower() in text.lower()] if agent else []
             holds = message.check.holds(text, session.workspace) if message.check and seconds is not None else None
             reply = Reply(number, message, seconds, outcome, text, holds, echoes,
-                          tool_calls=sum(e.startswith("tool_call:") for e in events),
-                          notices=[e.split(":", 1)[1] for e in events if e.startswith("notice:")])
+                          calls=[e.split(":", 1)[1] for e in events if e.startswith("tool_call:")],
+                          notices=[e.split(":", 1)[1] for e in events if e.startswith("notice:")],
+                          results=[e.split(":", 1)[1] for e in events if e.startswith("result:")])
             replies.append(reply)
             on_reply(reply)
     finally:
         session.close()
     return replies
+
+
+PERF = re.compile(r"llama_perf_context_print:\s+(prompt eval|eval) time =\s+([\d.]+) ms /\s+(\d+) (?:tokens|runs)")
+
+
+def server_work(log: Path) -> dict[str, tuple[float, int]]:
+    """From llama.cpp's timing lines in the server log: seconds and tokens of prompt processing and of generation,
+    summed over every completion it finished."""
+    totals = {"prompt eval": (0.0, 0), "eval": (0.0, 0)}
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return totals
+    for kind, ms, count in PERF.findall(text):
+        seconds, tokens = totals[kind]
+        totals[kind] = (seconds + float(ms) / 1000, tokens + int(count))
+    return totals
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -250,7 +283,8 @@ def one_line(text: str, limit: int = 90) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, float]], wall: float) -> str:
+def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, float]], wall: float,
+           work: dict[str, tuple[float, int]]) -> str:
     agent = [r for r in replies if r.outcome != "command"]
     times = [r.seconds for r in replies if r.seconds is not None]
     agent_times = [r.seconds for r in agent if r.seconds is not None]
@@ -266,8 +300,8 @@ def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, 
         seconds = f"{r.seconds:.1f}" if r.seconds is not None else "-"
         check = "" if r.holds is None else ("yes" if r.holds else "**no**")
         notes = []
-        if r.tool_calls:
-            notes.append(f"{r.tool_calls} tool call(s)")
+        notes += [one_line(call, 50) for call in r.calls]
+        notes += [one_line(n, 60) for n in r.results]
         notes += [one_line(n, 60) for n in r.notices]
         if r.echoes:
             notes.append("**echoes our words**: " + ", ".join(f"'{w}'" for w in r.echoes))
@@ -312,6 +346,7 @@ than an idle two-core machine would give.
 | all messages (commands too): median seconds | {statistics.median(times) if times else float('nan'):.1f} |
 | agent replies that echo words of ours | {len(echoes)} of {len(agent)} |
 | agent turns with a repeated-call or answer-request notice | {sum(bool(r.notices) for r in agent)} of {len(agent)} |
+| the server's work (llama.cpp timings, completions it finished) | prompt processing {work["prompt eval"][0]:.0f} s for {work["prompt eval"][1]} tokens; generation {work["eval"][0]:.0f} s for {work["eval"][1]} tokens |
 
 ## Checkable answers (hit rates)
 
@@ -367,7 +402,8 @@ def main() -> int:
         finally:
             server.stop()
         wall = time.monotonic() - started
-    text = report(replies, args.sessions, loads, wall)
+        work = server_work(server.log_file)
+    text = report(replies, args.sessions, loads, wall, work)
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(text, encoding="utf-8")
     print(text)
