@@ -313,6 +313,9 @@ def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, 
             continue
         results = [r.holds for r in replies if r.message == message and r.holds is not None]
         checks.append(f"| `{message.text}` | {message.check.name} | {sum(results)} of {len(results)} |")
+    (prompt_s, prompt_tokens), (eval_s, eval_tokens) = work["prompt eval"], work["eval"]
+    work_text = (f"prompt processing {prompt_s:.0f} s for {prompt_tokens} tokens; generation {eval_s:.0f} s for "
+                 f"{eval_tokens} tokens")
     load_text = ", ".join(f"{one:.1f}" for one, _, _ in loads)
     verdicts = [
         f"no 'no model available': {'met' if no_model == 0 else f'MISSED ({no_model})'}",
@@ -346,7 +349,7 @@ than an idle two-core machine would give.
 | all messages (commands too): median seconds | {statistics.median(times) if times else float('nan'):.1f} |
 | agent replies that echo words of ours | {len(echoes)} of {len(agent)} |
 | agent turns with a repeated-call or answer-request notice | {sum(bool(r.notices) for r in agent)} of {len(agent)} |
-| the server's work (llama.cpp timings, completions it finished) | prompt processing {work["prompt eval"][0]:.0f} s for {work["prompt eval"][1]} tokens; generation {work["eval"][0]:.0f} s for {work["eval"][1]} tokens |
+| the server's work (llama.cpp timings, completions it finished) | {work_text} |
 
 ## Checkable answers (hit rates)
 
