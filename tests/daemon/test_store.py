@@ -103,7 +103,7 @@ def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> No
     db.commit()
     db.close()
     store = Store(path)
-    assert store.schema_version == SCHEMA_VERSION == 7
+    assert store.schema_version == SCHEMA_VERSION == 9
     assert store.cursor("imessage") == 7
     store.set_meta("child_token", "abc")
     assert store.meta("child_token") == "abc" and store.meta("other") is None
@@ -145,12 +145,12 @@ def test_a_finished_turn_is_recorded_whole_or_not_at_all(tmp_path: Path, monkeyp
     assert store.approval(plan.id) == plan
 
 
-def test_a_version_6_database_gains_the_runs_backend_and_searches_only_the_senders_runs(tmp_path: Path) -> None:
+def test_a_version_8_database_gains_the_runs_backend_and_searches_only_the_senders_runs(tmp_path: Path) -> None:
     from apple_flow.daemon.store import MIGRATIONS, _statements
 
     path = tmp_path / "relay.db"
     db = sqlite3.connect(path)
-    for migration in MIGRATIONS[:6]:
+    for migration in MIGRATIONS[:8]:
         for statement in _statements(migration):
             db.execute(statement)
     db.execute(
@@ -158,7 +158,7 @@ def test_a_version_6_database_gains_the_runs_backend_and_searches_only_the_sende
         "('run_old', 'ana', 'chat', '/ws', 'Straße am Fluss', 'done', 'ok', 1), "
         "('run_bob', 'bob', 'chat', '/ws', 'STRASSE for bob', 'done', 'ok', 2)"
     )
-    db.execute("PRAGMA user_version = 6")
+    db.execute("PRAGMA user_version = 8")
     db.commit()
     db.close()
     store = Store(path)
