@@ -20,13 +20,16 @@ AfmBackend = Literal["auto", "fm", "openai"]
 ProfileName = Literal["standard", "demo"]
 
 # The demo profile: limits that fit the small local demo model (SmolLM2-135M on llama.cpp, on a laptop's CPU), which
-# answers in seconds when it answers at all and otherwise loops: a few model turns, and a reply stopped after tens of
-# seconds rather than two minutes. Only the settings not set explicitly take these values; scripts/run.sh picks the
-# profile where it starts that model, so an Apple-model or real-server setup keeps the standard limits.
+# answers in seconds when it answers at all and otherwise loops: a few model turns, a reply stopped after tens of
+# seconds rather than two minutes, and requests of 2,048 tokens, whose answer reserve (an eighth: 256 tokens) bounds
+# answers it would otherwise ramble on to 512 tokens (at about 12 tokens/s on two busy cores). Only the settings not
+# set explicitly take these values; scripts/run.sh picks the profile where it starts that model, so an Apple-model or
+# real-server setup keeps the standard limits.
 DEMO_PROFILE: dict[str, Any] = {
     "afm_max_turns": 4,
     "afm_timeout_seconds": 45,
     "turn_timeout_seconds": 75,
+    "afm_context_tokens": 2048,
 }
 
 
@@ -224,9 +227,10 @@ class Settings(BaseSettings):
         if self.profile != "demo":
             return None
         turns = f"at most {self.afm_max_turns} model turns" if self.afm_max_turns else "apple-code's model turns"
+        window = f", {self.afm_context_tokens}-token requests" if self.afm_context_tokens else ""
         return (f"Demo profile (APPLE_FLOW_PROFILE=demo, limits for the small local model): {turns} and "
-                f"{self.afm_timeout_seconds:g} s per reply (APPLE_FLOW_AFM_MAX_TURNS, "
-                f"APPLE_FLOW_AFM_TIMEOUT_SECONDS change them)")
+                f"{self.afm_timeout_seconds:g} s per reply{window} (APPLE_FLOW_AFM_MAX_TURNS, "
+                f"APPLE_FLOW_AFM_TIMEOUT_SECONDS, APPLE_FLOW_AFM_CONTEXT_TOKENS change them)")
 
     def soul_text(self) -> str:
         """The persona prompt: ``soul_file`` when set and readable, else ``soul_prompt``."""

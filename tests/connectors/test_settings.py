@@ -75,6 +75,7 @@ def test_the_standard_profile_keeps_the_standard_limits() -> None:
     s = load_settings(env_file=None)
     assert s.profile == "standard"
     assert (s.afm_max_turns, s.afm_timeout_seconds, s.turn_timeout_seconds) == (None, 120, 300)
+    assert s.afm_context_tokens is None  # the model's own window
     assert s.profile_line() is None
 
 
@@ -82,10 +83,12 @@ def test_the_demo_profile_sets_limits_that_fit_the_small_model(monkeypatch: pyte
     monkeypatch.setenv("APPLE_FLOW_PROFILE", "demo")
     s = load_settings(env_file=None)
     assert (s.afm_max_turns, s.afm_timeout_seconds, s.turn_timeout_seconds) == (4, 45, 75)
+    # Requests of 2,048 tokens: answers of at most 256 (an eighth), which SmolLM2 otherwise fills with rambling.
+    assert s.afm_context_tokens == 2048
     assert s.afm_timeout_seconds < s.turn_timeout_seconds  # the daemon's own guard stays behind apple-code's
     line = s.profile_line()
     assert line is not None and "Demo profile" in line
-    assert "at most 4 model turns" in line and "45 s per reply" in line
+    assert "at most 4 model turns" in line and "45 s per reply" in line and "2048-token requests" in line
 
 
 def test_settings_set_explicitly_win_over_the_demo_profile(
