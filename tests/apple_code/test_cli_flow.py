@@ -160,7 +160,7 @@ def test_tool_results_folded_into_user_messages_when_configured(apple_code_bin: 
     assert done.returncode == 0
     roles = [m["role"] for m in second["messages"]]
     assert roles == ["system", "user", "assistant", "user"]
-    assert second["messages"][3]["content"].startswith("Result of readFile (call ")
+    assert second["messages"][3]["content"].startswith("Result of readFile:\n")
     assert "# calc" in second["messages"][3]["content"]
     assert json.loads(second["messages"][2]["tool_calls"][0]["function"]["arguments"]) == {"path": "README.md"}
 

@@ -119,3 +119,19 @@ def test_forty_calls_in_one_reply_run_the_first_eight_and_the_loop_goes_on(
     assert all(request_tokens(body) <= 4096 for body in requests)
     sent_calls = next(m for m in requests[1]["messages"] if m["role"] == "assistant")["tool_calls"]
     assert len(sent_calls) == 9
+
+
+def test_results_folded_for_the_model_carry_no_call_ids(apple_code_bin: Path, workspace: Path) -> None:
+    """A folded result's heading names the tool, not the call id: llama-cpp-python's ids
+    (`call__0_writeFile_cmpl-f9...`) look like file names, and SmolLM2 echoed one as part of its answer (bench_demo);
+    in an answer request the calls are not shown, so an id pairs the result with nothing anyway."""
+    llama_id = "call__0_listDirectory_cmpl-4c5c3a86-86c0-447f-a9dc-729996611ca3"
+    script = [tool_call("listDirectory", {}, id=llama_id), answer(""), answer("It holds notes.txt.")]
+    done, lines, requests = run_scripted(apple_code_bin, workspace, script, TASK)
+    assert done.returncode == 0, done.stderr
+    assert lines[-1]["result"] == "It holds notes.txt."
+    asking = requests[2]
+    assert "tools" not in asking
+    results = [text for text in user_texts(asking) if text.startswith("Result of")]
+    assert len(results) == 1 and results[0].startswith("Result of listDirectory:\nnotes.txt"), results
+    assert "cmpl-4c5c3a86" not in json.dumps(asking["messages"])

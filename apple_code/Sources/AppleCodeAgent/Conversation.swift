@@ -124,7 +124,9 @@ public enum ChatWire {
                         "content": .string(content),
                     ])
                 case .userMessages:
-                    folded.append("Result of \(name) (call \(id)):\n\(content)")
+                    // No call id: the model does not see calls' ids (llama.cpp's template leaves them out), and
+                    // an id like `call__0_writeFile_cmpl-f9...` reads as a name SmolLM2 echoed in its answer.
+                    folded.append("Result of \(name):\n\(content)")
                 }
             }
         }

@@ -181,7 +181,7 @@ import Testing
         let messages = model.sent[2].messagesJSON.arrayValue ?? []
         #expect(!messages.contains { $0["role"] == "tool" })
         #expect(messages.last?["role"] == "user")
-        #expect(messages.last?["content"]?.stringValue?.hasPrefix("Result of readFile (call c2):") == true)
+        #expect(messages.last?["content"]?.stringValue?.hasPrefix("Result of readFile:") == true)
     }
 
     @Test func instructionsAndToolsOverTheBudgetExitFourWithFigures() async throws {

@@ -68,8 +68,8 @@ import Testing
         let messages = chat.messagesJSON.arrayValue ?? []
         #expect(messages.count == 4)
         #expect(messages[3]["role"] == "user")
-        #expect(messages[3]["content"] == .string("Result of readFile (call 1):\n[condensed to save context] "
-            + "readFile: a.py lines 1-9\n\nResult of listDirectory (call 2):\nx"))
+        #expect(messages[3]["content"] == .string("Result of readFile:\n[condensed to save context] "
+            + "readFile: a.py lines 1-9\n\nResult of listDirectory:\nx"))
     }
 
     @Test func plainHistoryKeepsWhatWasSaidAndFoldsResultsWithoutCalls() {
@@ -82,9 +82,9 @@ import Testing
         ], tools: [], maxTokens: 1, style: .toolMessages, plainHistory: true)
         let messages = chat.messagesJSON.arrayValue ?? []
         #expect(messages.map { $0["role"]?.stringValue ?? "" } == ["system", "user", "user", "assistant", "user", "user"])
-        #expect(messages[2]["content"] == "Result of readFile (call 1):\nbody")
+        #expect(messages[2]["content"] == "Result of readFile:\nbody")
         #expect(messages[3] == ["role": "assistant", "content": "Looking further."])
-        #expect(messages[4]["content"] == "Result of listDirectory (call 2):\na.py")
+        #expect(messages[4]["content"] == "Result of listDirectory:\na.py")
         #expect(!chat.messagesJSON.jsonText.contains("tool_calls"))
     }
 
