@@ -48,5 +48,7 @@ def build_imessage_channel(settings: Settings, sent: SentTexts | None) -> tuple[
         poll_seconds=settings.poll_interval_seconds,
         max_message_age_seconds=settings.max_message_age_seconds,
         group_replies=settings.group_replies,
+        attachments_root=settings.messages_attachments_path,
+        attachment_wait_seconds=settings.attachment_wait_seconds,
     )
     return ingress, build_imessage_egress(settings, sent)
