@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError, Skipped
+from apple_flow.channels.base import Attachment, Egress, InboundMessage, Ingress, SendError, Skipped
 from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest
 
 Answer = Callable[[str, TurnRequest], "str | TurnOutcome"]
@@ -103,11 +103,12 @@ class ListIngress(Ingress):
 
     def add(
         self, sender: str, text: str, rowid: int | None = None, is_from_me: bool = False,
-        date: datetime | None = None,
+        date: datetime | None = None, attachments: tuple[Attachment, ...] = (),
     ) -> InboundMessage:
         with self._cond:
             number = rowid if rowid is not None else (self._messages[-1].rowid + 1 if self._messages else 1)
-            message = InboundMessage(number, sender, text, date or datetime.now(UTC), is_from_me=is_from_me)
+            message = InboundMessage(number, sender, text, date or datetime.now(UTC), is_from_me=is_from_me,
+                                     attachments=attachments)
             self._messages.append(message)
             self._cond.notify_all()
             return message

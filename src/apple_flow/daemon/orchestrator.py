@@ -34,6 +34,8 @@ PLAN_PROMPT = (
 EXECUTE_PROMPT = "Carry out this task in the workspace.\n\nTask: {task}\n\nPlan agreed with the user:\n{plan}"
 IDEA_PROMPT = "Brainstorm a few concrete ideas. Do not change any files.\n\n{body}"
 READONLY_PLAN_PROMPT = "Make a step-by-step plan. Do not change any files.\n\n{body}"
+# The request of a message that is only files (the note on the files follows it in the prompt).
+FILES_ONLY_REQUEST = "I sent you only files, no text. Look at them and tell me briefly what each one is."
 UNDELIVERED_WINDOW = 24 * 3600  # how far back `health` and `status` report replies that did not go out
 
 
@@ -129,6 +131,8 @@ class Orchestrator:
             return Ignore(verdict.reason)
         command = parse(message.text)
         sender = message.sender
+        if message.attachments and not command.body and command.kind not in FAST:
+            command = Command(command.kind, FILES_ONLY_REQUEST, command.target, command.alias)
         if command.kind in FAST:
             return self._fast(command, sender, message_key, view)
         try:

@@ -32,6 +32,7 @@ from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.arrivals import FileLimits, describe, receive
 from apple_flow.daemon.cursor import CursorTracker
 from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Reply, Turn, View, new_run_id
 from apple_flow.daemon.policy import Policy
@@ -356,7 +357,7 @@ class Daemon:
         window = self._connector.context_window
         request = TurnRequest(
             turn.prompt, turn.workspace, tuple(self._store.history(turn.sender, window)), turn.read_only, turn.plan,
-            key=turn.sender,
+            key=turn.sender, files_note=self._receive_files(message, turn),
         )
         outcome: TurnOutcome | Exception
         try:
@@ -380,6 +381,21 @@ class Daemon:
             self._finished(message.rowid)
         else:
             self._deliver(message, finished.reply)
+
+    def _receive_files(self, message: InboundMessage | None, turn: Turn) -> str:
+        """Copies the message's files into the turn's workspace; the note telling the agent about them."""
+        if message is None or not message.attachments:
+            return ""
+        attachments = self._ingress.settle_attachments(message, self._stop)
+        limits = FileLimits(self._settings.attachment_max_bytes, self._settings.attachment_max_message_bytes)
+        arrivals = receive(attachments, turn.workspace, message.rowid, limits)
+        for arrival in arrivals:
+            if arrival.path is None:
+                log.info("message %d: %r not received (%s)", message.rowid, arrival.name, arrival.problem)
+        self._store.log_event(
+            "files", ", ".join(a.path or f"{a.name!r} missing" for a in arrivals)[:300], message.sender
+        )
+        return describe(arrivals)
 
     def _turn(self, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
         """Runs the connector's turn to its outcome, passing its progress on to ``recipient`` (throttled) and
