@@ -62,3 +62,68 @@ def test_files_with_a_task_go_to_its_planning_turn(harness: Callable[..., Harnes
     [call] = h.connector.calls
     assert call.request.read_only and "apply this patch" in call.request.message
     assert f"{INBOX}/1-1-fix.patch" in call.request.files_note
+
+
+def test_files_the_answer_attaches_are_sent_after_the_reply_and_outside_ones_refused(
+    harness: Callable[..., Harness], workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "report.md").write_text("# report\n")
+    (tmp_path / "secret.txt").write_text("private\n")
+    answer = "Here is the report.\nATTACH: report.md\nATTACH: ../secret.txt"
+    h = harness(FakeConnector(lambda prompt, request: answer)).start()
+    h.ingress.add(ANA, "write a report")
+    h.finish()
+
+    assert h.egress.to(ANA) == [
+        "Here is the report.\n\nSending: report.md (9 bytes).\nNot sent: ../secret.txt (outside the workspace)."
+    ]
+    assert h.egress.files == [(ANA, workspace / "report.md")]
+    assert [e.detail for e in h.store.events(kind="file_sent")] == ["report.md"]
+
+
+def test_asking_for_a_file_tells_the_agent_how_and_sends_what_it_changed(
+    harness: Callable[..., Harness], workspace: Path
+) -> None:
+    from apple_flow.connectors.base import Status, TurnOutcome
+    from apple_flow.daemon.outbox import ATTACH_HINT
+
+    (workspace / "notes.txt").write_text("milk\n")
+    outcome = TurnOutcome(Status.ANSWERED, "I wrote notes.txt.", files_changed=("notes.txt",))
+    h = harness(FakeConnector(lambda prompt, request: outcome)).start()
+    h.ingress.add(ANA, "write my shopping list and send me the file")
+    h.finish()
+
+    assert h.connector.calls[0].prompt.endswith(ATTACH_HINT)
+    assert h.egress.to(ANA) == ["I wrote notes.txt.\n\nSending: notes.txt (5 bytes)."]
+    assert h.egress.files == [(ANA, workspace / "notes.txt")]
+
+
+def test_a_file_that_cannot_be_sent_is_said_in_text(harness: Callable[..., Harness], workspace: Path) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    h = harness(FakeConnector(lambda prompt, request: "Done.\nATTACH: a.txt")).start()
+    h.egress.fail_for.add(ANA)
+    h.ingress.add(ANA, "make a.txt")
+    h.finish()
+    assert (ANA, "Could not send a.txt: Messages refused the file for " + ANA) in h.egress.progress
+
+
+def test_without_a_request_for_a_file_changed_files_are_not_sent(
+    harness: Callable[..., Harness], workspace: Path
+) -> None:
+    from apple_flow.connectors.base import Status, TurnOutcome
+
+    (workspace / "a.txt").write_text("a\n")
+    outcome = TurnOutcome(Status.ANSWERED, "Fixed a.txt.", files_changed=("a.txt",))
+    h = harness(FakeConnector(lambda prompt, request: outcome)).start()
+    h.ingress.add(ANA, "fix a.txt")
+    h.finish()
+    assert h.egress.to(ANA) == ["Fixed a.txt."] and h.egress.files == []
+    assert "ATTACH" not in h.connector.calls[0].prompt
+
+
+def test_sending_files_can_be_turned_off(harness: Callable[..., Harness], workspace: Path) -> None:
+    (workspace / "a.txt").write_text("a\n")
+    h = harness(FakeConnector(lambda prompt, request: "Done.\nATTACH: a.txt"), send_files_per_reply=0).start()
+    h.ingress.add(ANA, "send me a.txt")
+    h.finish()
+    assert h.egress.files == [] and "ATTACH" not in h.connector.calls[0].prompt

@@ -87,3 +87,28 @@ def test_a_hostile_attachment_path_is_refused_and_the_agent_told(
     assert "secret.txt: not received (its path in chat.db is outside the Messages attachments folder" in str(
         request["messages"])
     assert list((workspace / ".apple-flow" / "inbox").iterdir()) == []
+
+
+def test_the_agent_sends_back_the_file_it_wrote_and_nothing_from_outside_the_workspace(
+    daemon: DaemonProcess, chat_db: ChatDbWriter, workspace: Path, attachments: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "secret.txt").write_text("private\n")
+    script = [
+        tool_call("writeFile", {"path": "report.csv", "content": "day,sales\nmon,3\n"}),
+        answer("Here is the report.\nATTACH: report.csv\nATTACH: ../secret.txt"),
+    ]
+    with ScriptedServer(script) as server:
+        daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url})
+        chat_db.message("write a sales report and send me the file", sender=ANA)
+        wait_for(lambda: daemon.file_sends(), 30, "the file to be sent")
+        [first] = server.requests()[:1]
+
+    assert "ATTACH: <path of the file>" in str(first["messages"])  # the convention, told because it was asked
+    [reply] = replies(daemon)
+    assert reply == ("Here is the report.\n\nSending: report.csv (16 bytes).\n"
+                     "Not sent: ../secret.txt (outside the workspace).")
+    [call] = daemon.file_sends()
+    handle, staged = call["argv"][1:]
+    assert handle == ANA and Path(staged).read_text() == "day,sales\nmon,3\n"
+    assert Path(staged).is_relative_to(attachments / "apple-flow")
+    assert staged not in call["stdin"] and "POSIX file (item 2 of argv)" in call["stdin"]

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from apple_flow.channels.base import Attachment, Egress, InboundMessage, Ingress, SendError, Skipped
 from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest
@@ -151,6 +152,7 @@ class RecordingEgress(Egress):
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
         self.progress: list[tuple[str, str]] = []
+        self.files: list[tuple[str, Path]] = []
         self.fail_for: set[str] = set()
         self.crash_for: set[str] = set()
         self._lock = threading.Lock()
@@ -166,6 +168,12 @@ class RecordingEgress(Egress):
     def send_progress(self, recipient: str, text: str) -> None:
         with self._lock:
             self.progress.append((recipient, text))
+
+    def send_file(self, recipient: str, path: Path) -> None:
+        if recipient in self.fail_for:
+            raise SendError(f"Messages refused the file for {recipient}")
+        with self._lock:
+            self.files.append((recipient, path))
 
     def to(self, recipient: str) -> list[str]:
         with self._lock:

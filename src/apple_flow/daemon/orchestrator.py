@@ -21,6 +21,7 @@ from apple_flow.connectors.base import Exchange, TurnOutcome
 from apple_flow.daemon import failures
 from apple_flow.daemon.approvals import ApprovalRecords, Approvals
 from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
+from apple_flow.daemon.outbox import ATTACH_HINT, asks_for_file, take_attach_lines
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.store import Approval, FailedSend, FinishedTurn, Run
 from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
@@ -86,6 +87,7 @@ class Turn:
     ack: str | None = None  # sent at once, before the turn is queued
     approval: Approval | None = None  # APPROVE: the approved request
     decided: tuple[Approval, ...] = ()  # the approval, when this message decided it: recorded as it is taken
+    wants_file: bool = False  # the user asked to be sent a file: the files the agent changed go if it names none
 
 
 Decision = Ignore | Reply | Turn
@@ -106,6 +108,7 @@ class Orchestrator:
         reply_to_unknown: bool = False,
         clock: Callable[[], float] = time.time,
         run_links: str | None = None,
+        send_files: bool = True,
     ) -> None:
         self._store = store
         self._policy = policy
@@ -115,6 +118,7 @@ class Orchestrator:
         self._reply_to_unknown = reply_to_unknown
         self._clock = clock
         self._run_links = run_links  # the web page's base URL: replies then end with a link to their run
+        self._send_files = send_files  # the agent may send files back (ATTACH: lines)
         self._started = clock()
 
     # ------------------------------------------------------------------------------------------- decide
@@ -154,7 +158,12 @@ class Orchestrator:
         if command.kind is Kind.PLAN:
             prompt = READONLY_PLAN_PROMPT.format(body=command.body)
             return Turn(Kind.PLAN, sender, command.body, prompt, workspace, read_only=True)
-        return Turn(Kind.CHAT, sender, command.body, command.body, workspace)
+        wants = self._wants_file(command.body)
+        prompt = f"{command.body}\n\n{ATTACH_HINT}" if wants else command.body
+        return Turn(Kind.CHAT, sender, command.body, prompt, workspace, wants_file=wants)
+
+    def _wants_file(self, request: str) -> bool:
+        return self._send_files and asks_for_file(request)
 
     def _fast(self, command: Command, sender: str, message_key: str, view: View) -> Decision:
         if command.kind is Kind.HELP:
@@ -189,9 +198,12 @@ class Orchestrator:
         prompt = EXECUTE_PROMPT.format(task=approval.task, plan=approval.plan)
         if approval.extra:
             prompt += f"\n\nNotes from the user: {approval.extra}"
+        wants = self._wants_file(f"{approval.task} {approval.extra or ''}")
+        if wants:
+            prompt += f"\n\n{ATTACH_HINT}"
         ack = f"Approved {approval.id}: working on it in {approval.workspace}."
         return Turn(Kind.APPROVE, approval.sender, approval.task, prompt, Path(approval.workspace), plan=True,
-                    ack=ack, approval=approval, decided=decided)
+                    ack=ack, approval=approval, decided=decided, wants_file=wants)
 
     # ------------------------------------------------------------------------------------------- conclude
 
@@ -232,10 +244,20 @@ class Orchestrator:
                 f"Expires in {self._approvals.ttl_minutes} minutes."
             )
             return FinishedTurn(reply, "done", result, outcome, exchange, approval)
-        reply = result.strip()
+        reply, files = self._files_to_send(turn, result.strip(), outcome)
         if turn.kind is Kind.APPROVE and turn.approval is not None:
             reply = f"Done ({turn.approval.id}, {run_id}):\n{reply}"
-        return FinishedTurn(reply, "done", result, outcome, exchange)
+        return FinishedTurn(reply, "done", result, outcome, exchange, files=files)
+
+    def _files_to_send(self, turn: Turn, answer: str, outcome: TurnOutcome) -> tuple[str, tuple[str, ...]]:
+        """The answer without its ``ATTACH:`` lines, and the files to send: those lines' files, or, when the user
+        asked for a file and the answer names none, the files the agent changed."""
+        text, named = take_attach_lines(answer)
+        if not self._send_files:
+            return answer, ()
+        if not named and turn.wants_file:
+            named = list(outcome.files_changed)
+        return text or "Here you are.", tuple(named)
 
     # ------------------------------------------------------------------------------------------- status
 

@@ -24,7 +24,8 @@ import queue
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Protocol
 
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError, Skipped
@@ -35,11 +36,12 @@ from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.arrivals import FileLimits, describe, receive
 from apple_flow.daemon.cursor import CursorTracker
 from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Reply, Turn, View, new_run_id
+from apple_flow.daemon.outbox import Outgoing, check_all, note
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
 from apple_flow.daemon.run_log import RunLog
 from apple_flow.daemon.scheduler import Job, Scheduler
-from apple_flow.daemon.store import Approval, Store
+from apple_flow.daemon.store import Approval, FinishedTurn, Store
 from apple_flow.daemon.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,7 @@ class Daemon:
             store, policy, Approvals(store, settings.approval_ttl_minutes), Workspaces(settings),
             connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
             run_links=settings.web_base_url if settings.web_enabled else None,
+            send_files=settings.send_files_per_reply > 0,
         )
         self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
@@ -370,17 +373,19 @@ class Daemon:
         finished = self.orchestrator.conclude(turn, run_id, outcome, stop, keep_exchange=window > 0)
         if self._abandon.is_set():
             return
+        finished, outgoing = self._check_files(finished, turn.workspace)
         self._store.record_turn(self._channel, message.rowid if message else None, turn.sender, run_id, finished)
+        recipient = message.reply_target if message is not None else turn.sender
         if message is None:  # approved on the web page: no message to record the reply on
             if finished.reply is not None:
                 failed = self._send(turn.sender, finished.reply)
                 if failed is not None:
                     self._store.log_event("send_failed", failed, turn.sender)
-            return
-        if finished.reply is None:
+        elif finished.reply is None:
             self._finished(message.rowid)
         else:
             self._deliver(message, finished.reply)
+        self._send_files(recipient, turn.sender, outgoing)
 
     def _receive_files(self, message: InboundMessage | None, turn: Turn) -> str:
         """Copies the message's files into the turn's workspace; the note telling the agent about them."""
@@ -452,6 +457,31 @@ class Daemon:
             log.error("could not send the reply to %s: %s", recipient, exc)
             return str(exc)
         return None
+
+    def _check_files(self, finished: FinishedTurn, workspace: Path) -> tuple[FinishedTurn, list[Outgoing]]:
+        """Which of the files the answer names may go (inside the workspace, within the limits); the reply then
+        says which are being sent and which not, and why."""
+        if not finished.files or finished.reply is None:
+            return finished, []
+        s = self._settings
+        outgoing = check_all(finished.files, workspace, s.send_file_max_bytes, s.send_files_per_reply)
+        return replace(finished, reply=f"{finished.reply}\n\n{note(outgoing)}"), outgoing
+
+    def _send_files(self, recipient: str, sender: str, outgoing: list[Outgoing]) -> None:
+        """Sends each file after the reply; one that cannot go gets a line saying why."""
+        for item in outgoing:
+            if item.path is None:
+                continue
+            try:
+                with self._send_lock:
+                    self._egress.send_file(recipient, item.path)
+            except Exception as exc:  # SendError, or a channel bug: said to the sender, never fatal
+                if not isinstance(exc, SendError):
+                    log.exception("the channel failed sending %s to %s", item.path, recipient)
+                self._store.log_event("file_not_sent", f"{item.shown}: {exc}", sender)
+                self._progress(recipient, f"Could not send {item.shown}: {exc}")
+            else:
+                self._store.log_event("file_sent", item.shown, sender)
 
     def _finished(self, rowid: int, skipped: bool = False) -> None:
         """The message (or skipped row) is done: the cursor may pass it."""

@@ -35,6 +35,8 @@ def build_imessage_egress(settings: Settings, sent: SentTexts | None = None) -> 
         sent=sent,
         chat_db=settings.messages_db_path,
         confirm_seconds=settings.send_confirm_seconds,
+        attachments_root=settings.messages_attachments_path,
+        file_max_bytes=settings.send_file_max_bytes,
     )
 
 
