@@ -178,3 +178,15 @@ def test_settling_finished_files_does_not_wait(chat_db: ChatDbWriter, root: Path
     chat_db.message("\ufffc", files=[{"filename": stored(root, "a.txt"), "transfer_name": "a.txt"}])
     message, attachments = settled(chat_db, root, wait=600)  # would hang the test if it waited
     assert attachments == message.attachments and attachments[0].source is not None
+
+
+def test_apple_flow_inbox_lists_a_message_of_files_as_handled_with_their_names(
+    chat_db: ChatDbWriter, root: Path
+) -> None:
+    from apple_flow.cli.diagnostics import inbox_rows
+    from apple_flow.config import load_settings
+
+    chat_db.message("\ufffc", files=[{"filename": stored(root, "crash.log"), "transfer_name": "crash.log"}])
+    settings = load_settings(env_file=None, allowed_senders=["+15551234567"])
+    [entry] = inbox_rows(chat_db.path, 5, settings)
+    assert (entry["text"], entry["files"], entry["skipped"], entry["allowed"]) == ("", ["crash.log"], None, True)
