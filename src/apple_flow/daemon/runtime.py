@@ -6,9 +6,12 @@ pulls the turn's events and outcome from the connector, asks the orchestrator wh
 and hands the reply to the egress. Nothing below it calls back into it.
 
 The channel's interface (``channels.base``) declares all the runtime uses of it, with defaults: the ingress yields
-messages and the rows it skips and says whether a message was unsent; the egress sends replies and progress,
-notes what it sent in the store's record of sent texts (which its ingress reads to skip echoes, across restarts)
-and says whether a reply went out before a crash.
+messages and the rows it skips, says whether a message was unsent and waits (bounded) for a message's files still
+arriving; the egress sends replies, progress and files, notes what it sent in the store's record of sent texts
+(which its ingress reads to skip echoes, across restarts) and says whether a reply went out before a crash.
+
+Files: a turn's message's files are copied into its workspace (``arrivals``) when the turn starts; the files its
+answer names (``outbox``) are checked against the workspace, announced in the reply and sent after it.
 
 Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
 conversation's new exchange and any approval request, in one transaction) before it is sent; the cursor passes a
