@@ -18,7 +18,7 @@ from apple_flow.channels.base import Attachment, InboundMessage, Ingress, SentTe
 from apple_flow.channels.imessage.attachments import MESSAGES_PREFIX, downloading, read_attachments
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, MessageRow
 from apple_flow.channels.imessage.classify import ReadRules, classify
-from apple_flow.channels.imessage.echo import Copies
+from apple_flow.channels.imessage.echo import Copies, CopyRecord
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 
 log = logging.getLogger(__name__)
@@ -44,13 +44,14 @@ class IMessageIngress(Ingress):
         group_replies: bool = False,
         attachments_root: Path = Path(MESSAGES_PREFIX),
         attachment_wait_seconds: float = 0,
+        copies: CopyRecord | None = None,
     ) -> None:
         self.db = ChatDB(db_path)
         self._attachments_root = attachments_root
         self._attachment_wait = attachment_wait_seconds
         self._rules = ReadRules(default_region, max_message_age_seconds, group_replies)
         self._sent = sent
-        self._copies = Copies()
+        self._copies = Copies(copies)
         self._poll_seconds = poll_seconds
         self.on_error = on_error
         self.scanned_rowid = 0
