@@ -13,7 +13,8 @@ answer (default)  a start event, two tool calls (readFile src/app.py, runCommand
 echo              a success result whose text is the prompt it received
 empty             a success result with an empty answer
 fail              "backend error: connection refused" on stderr, result error_backend, exit 1
-unavailable       result error_model_unavailable ("Apple Intelligence is not enabled"), exit 3
+unavailable       result error_model_unavailable ("Apple Intelligence is not enabled"), exit 3; ``--check`` says
+                  why: $FAKE_APPLE_CODE_REASON (default the same)
 timeout           honours --timeout: waits it out, then result error_timeout with a partial answer, exit 124
 interrupted       result error_interrupted, exit 130 (as after a SIGTERM from someone else)
 hang              prints a start event and never ends (ignores --timeout and SIGTERM)
@@ -125,7 +126,8 @@ def main() -> None:
     mode = os.environ.get("FAKE_APPLE_CODE_MODE", "answer")
     if "--check" in flags:
         if mode == "unavailable":
-            print(json.dumps({"backend": "fm", "available": False, "reason": "Apple Intelligence is not enabled"}))
+            reason = os.environ.get("FAKE_APPLE_CODE_REASON", "Apple Intelligence is not enabled")
+            print(json.dumps({"backend": "fm", "available": False, "reason": reason}))
             sys.exit(3)
         print(json.dumps({"backend": values.get("--backend", "openai"), "available": True, "reason": None}))
         return
