@@ -161,10 +161,12 @@ import Testing
     /// so the run ends with an answer rather than at --timeout.
     @Test func littleTimeLeftAsksForTheAnswer() async throws {
         let read = FakeTool("readFile", output: "1: x")
+        // 4 s of 10: the 6 s left are under twice the slowest request, yet leave a loaded machine (one that stalls
+        // for seconds) the time for the answer; with 2 s of 5 the run sometimes timed out first.
         let model = SlowFirstReply(ScriptedModel([call("readFile", #"{"path":"a"}"#), ChatReply(text: "x.")]),
-                                   seconds: 2)
+                                   seconds: 4)
         let sink = RecordingSink()
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(10)
         let answer = try await AgentLoop(model: model).run(request([read], deadline: deadline), events: sink)
         #expect(answer.text == "x.")
         #expect(model.sent.map(\.tools.isEmpty) == [false, true])
