@@ -161,12 +161,12 @@ import Testing
     /// so the run ends with an answer rather than at --timeout.
     @Test func littleTimeLeftAsksForTheAnswer() async throws {
         let read = FakeTool("readFile", output: "1: x")
-        // 4 s of 10: the 6 s left are under twice the slowest request, yet leave a loaded machine (one that stalls
-        // for seconds) the time for the answer; with 2 s of 5 the run sometimes timed out first.
+        // After a first request of 4 s or more at most 7.5 s are left, always under twice the slowest, and the
+        // answer request still has seconds of room on a loaded machine (5 s with a 2 s request had only 3).
         let model = SlowFirstReply(ScriptedModel([call("readFile", #"{"path":"a"}"#), ChatReply(text: "x.")]),
                                    seconds: 4)
         let sink = RecordingSink()
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .milliseconds(11_500)
         let answer = try await AgentLoop(model: model).run(request([read], deadline: deadline), events: sink)
         #expect(answer.text == "x.")
         #expect(model.sent.map(\.tools.isEmpty) == [false, true])
@@ -283,7 +283,7 @@ import Testing
 
     @Test func anExpiredDeadlineIsATimeoutWithThePartialAnswer() async throws {
         let reply = ChatReply(text: "Looking at it.", calls: [ModelToolCall(id: "a", name: "readFile", argumentsText: "{}")])
-        let soon = ContinuousClock.now + .seconds(2)  // the tool takes 5 s
+        let soon = ContinuousClock.now + .milliseconds(200)
         do {
             _ = try await AgentLoop(model: ScriptedModel([reply])).run(request([SlowTool()], deadline: soon),
                                                                       events: RecordingSink())
@@ -320,7 +320,7 @@ final class SlowFirstReply: ChatModel, @unchecked Sendable {
 struct SlowTool: AgentTool {
     let spec = ToolSpec(name: "readFile", description: "Slow.", parameters: [])
     func run(_ arguments: ToolArguments, context: ToolContext) async -> ToolResult {
-        try? await Task.sleep(for: .seconds(5))
+        try? await Task.sleep(for: .milliseconds(400))
         return ToolResult(text: "late", summary: "late")
     }
 }
