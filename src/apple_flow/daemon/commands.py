@@ -42,6 +42,8 @@ class Command:
 
 HELP_TEXT = """Commands:
 - just write: chat with the agent
+- send a file (a log, a patch, a photo), with or without words: the agent gets it in .apple-flow/inbox/
+- "send me the file" (or attach): the agent sends files of the workspace back
 - idea: TOPIC — brainstorm (no changes)
 - plan: GOAL — a plan (no changes)
 - task: WORK — a plan first; you approve, then it runs with tools
