@@ -49,7 +49,6 @@ class GeminiStream(EventStream):
     """Gemini's stream has no answer in its ``result`` event: the answer is the assistant's text after its last
     tool call (text before a tool call is the model thinking aloud: "Let me look at the tests.")."""
 
-
     def __init__(self) -> None:
         super().__init__(gemini_tool_calls)
         self.model = ""
