@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     ollama_base_url: str = "http://127.0.0.1:11434/v1"  # Ollama's own default
     ollama_model: str = "qwen2.5-coder:7b"
 
-    # --- codex / claude / gemini CLIs--------------------------------------------------------------------
+    # --- codex / claude / gemini CLIs --------------------------------------------------------------------
     codex_command: str = "codex"
     codex_context_window: int = Field(3, ge=0)
     codex_model: str | None = None
