@@ -311,3 +311,18 @@ def test_doctor_says_how_to_install_a_missing_gemini_cli(cli: Any, inbox_db: Cha
     monkeypatch.setenv("APPLE_FLOW_GEMINI_COMMAND", str(tmp_path / "no-gemini"))
     row = table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)["agent (gemini-cli)"]
     assert "FAIL" in row and "Gemini CLI not found" in row and "npm install -g @google/gemini-cli" in row
+
+
+def test_only_a_missing_agent_binary_counts_as_missing(
+    connector_settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The probe asks the connector's error what went wrong; it does not look for words in the message (a model
+    that is 'not found' is no missing binary: set-up would offer to build apple-code again)."""
+    monkeypatch.setenv("FAKE_APPLE_CODE_MODE", "unavailable")
+    monkeypatch.setenv("FAKE_APPLE_CODE_REASON", "the model file was not found")
+    no_model = diagnostics.probe_agent(connector_settings())
+    assert (no_model.ok, no_model.missing) == (False, False)
+    assert "no model available" in no_model.detail and "not found" in no_model.detail
+    missing = diagnostics.probe_agent(connector_settings(afm_command=str(tmp_path / "nowhere" / "apple-code")))
+    assert (missing.ok, missing.missing) == (False, True)
+    assert "CLI not found" in missing.detail
