@@ -14,7 +14,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # The connectors: apple_flow.connectors.registry maps each name to its class (a test keeps the two alike).
-ConnectorName = Literal["afm", "codex-cli", "claude-cli"]
+ConnectorName = Literal["afm", "ollama", "codex-cli", "claude-cli", "gemini-cli"]
 ChannelName = Literal["auto", "imessage", "console"]
 AfmBackend = Literal["auto", "fm", "openai"]
 ProfileName = Literal["standard", "demo"]
@@ -91,13 +91,20 @@ class Settings(BaseSettings):
     afm_context_tokens: int | None = Field(None, ge=256)
     afm_plan_tasks: bool = True
 
-    # --- codex / claude CLIs --------------------------------------------------------------------------
+    # --- ollama: the afm connector on Ollama (apple-code --backend openai), for Macs without Apple Intelligence --
+    ollama_base_url: str = "http://127.0.0.1:11434/v1"  # Ollama's own default
+    ollama_model: str = "qwen2.5-coder:7b"
+
+    # --- codex / claude / gemini CLIs --------------------------------------------------------------------
     codex_command: str = "codex"
     codex_context_window: int = Field(3, ge=0)
     codex_model: str | None = None
     claude_command: str = "claude"
     claude_context_window: int = Field(3, ge=0)
     claude_model: str | None = None
+    gemini_command: str = "gemini"
+    gemini_context_window: int = Field(3, ge=0)
+    gemini_model: str | None = None
 
     # --- Agent persona -----------------------------------------------------------------------------------
     soul_prompt: str = ""

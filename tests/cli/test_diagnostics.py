@@ -286,6 +286,33 @@ def test_doctor_shows_what_the_daemon_reported_about_its_own_permissions(
     assert "Messages (Automation): denied" in row
 
 
+def test_doctor_checks_the_ollama_preset_with_the_real_apple_code(
+    cli: Any, inbox_db: ChatDbWriter, apple_code_bin: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("APPLE_FLOW_ALLOWED_SENDERS", "+15551234567")
+    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code_bin))
+    monkeypatch.setenv("APPLE_FLOW_CONNECTOR", "ollama")
+    monkeypatch.setenv("APPLE_FLOW_OLLAMA_MODEL", MODEL_ID)
+    with ScriptedServer([]) as server:
+        monkeypatch.setenv("APPLE_FLOW_OLLAMA_BASE_URL", server.url)
+        result = cli("doctor", "--db", str(inbox_db.path))
+    assert result.exit_code == 0, result.output
+    assert "--check passed" in table_rows(result.stdout)["agent (ollama)"]
+
+    monkeypatch.setenv("APPLE_FLOW_OLLAMA_BASE_URL", "http://127.0.0.1:9/v1")  # no Ollama there
+    down = table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)["agent (ollama)"]
+    assert "FAIL" in down and "ollama serve" in down and f"ollama pull {MODEL_ID}" in down
+
+
+def test_doctor_says_how_to_install_a_missing_gemini_cli(cli: Any, inbox_db: ChatDbWriter, monkeypatch: Any,
+                                                          tmp_path: Path) -> None:
+    monkeypatch.setenv("APPLE_FLOW_ALLOWED_SENDERS", "+15551234567")
+    monkeypatch.setenv("APPLE_FLOW_CONNECTOR", "gemini-cli")
+    monkeypatch.setenv("APPLE_FLOW_GEMINI_COMMAND", str(tmp_path / "no-gemini"))
+    row = table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)["agent (gemini-cli)"]
+    assert "FAIL" in row and "Gemini CLI not found" in row and "npm install -g @google/gemini-cli" in row
+
+
 def test_only_a_missing_agent_binary_counts_as_missing(
     connector_settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

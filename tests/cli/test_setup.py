@@ -137,7 +137,8 @@ def test_the_wizard_refuses_bad_answers_with_a_sentence_and_asks_again(
     assert "The daemon will answer +442079460958" in out
     assert f"{project / 'notes.txt'} is a file, not a folder" in out
     assert f"{code} does not exist. Create it?" in out and code.is_dir()
-    assert "'gpt' is not an agent apple-flow knows; choose one of: afm, codex-cli, claude-cli" in out
+    known = "afm, ollama, codex-cli, claude-cli, gemini-cli"
+    assert f"'gpt' is not an agent apple-flow knows; choose one of: {known}" in out
     assert "no model available" in out and "Use an OpenAI-compatible server instead" in out
     assert "'127.0.0.1:11434' is not a server URL" in out
     assert "http://127.0.0.1:9/v1 did not answer as an OpenAI-compatible server" in out
@@ -260,3 +261,45 @@ def test_elsewhere_no_service_is_offered(project: Path, fake_claude: Path, tmp_p
     assert result.exit_code == 0, result.output
     assert "Install the service" not in result.output and launchctl.calls() == []
     assert setup_cli.EXAMPLE.is_file()
+
+
+def test_ollama_is_one_answer_its_url_and_model_checked_with_the_real_apple_code(
+    project: Path, server: ScriptedServer
+) -> None:
+    env = project / ".env"
+    result = setup(
+        "--sender", "+15551234567", "--workspace", str(project), "--connector", "ollama",
+        "--base-url", server.url, "--model", MODEL_ID, "--yes",
+    )
+    assert result.exit_code == 0, result.output
+    values = dotenv_values(env)
+    assert values["APPLE_FLOW_CONNECTOR"] == "ollama"
+    assert (values["APPLE_FLOW_OLLAMA_BASE_URL"], values["APPLE_FLOW_OLLAMA_MODEL"]) == (server.url, MODEL_ID)
+    assert values.get("APPLE_FLOW_AFM_BACKEND") != "openai"  # the preset has the backend built in
+    assert "The server answers" in flat(result.output)
+
+
+def test_ollama_that_does_not_answer_is_refused_with_what_to_do(project: Path) -> None:
+    env = project / ".env"
+    result = setup(
+        "--sender", "+15551234567", "--workspace", str(project), "--connector", "ollama",
+        "--base-url", "http://127.0.0.1:9/v1", "--yes",
+    )
+    assert result.exit_code == 2
+    out = flat(result.output)
+    assert "http://127.0.0.1:9/v1 did not answer" in out and "ollama pull qwen2.5-coder:7b" in out
+    assert not env.exists()
+
+
+def test_gemini_cli_is_offered_and_checked(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "gemini-cli", "--yes")
+    assert missing.exit_code == 2
+    assert "To use gemini-cli, install Gemini CLI (npm install -g @google/gemini-cli)" in flat(missing.output)
+    bin_dir = tmp_path / "gemini-bin"
+    bin_dir.mkdir()
+    install_script(FAKE_CLI, bin_dir / "gemini")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "gemini-cli", "--yes")
+    assert result.exit_code == 0, result.output
+    assert dotenv_values(project / ".env")["APPLE_FLOW_CONNECTOR"] == "gemini-cli"
+    assert "gemini-cli is ready" in flat(result.output)

@@ -16,6 +16,7 @@ from apple_flow.connectors import (
     Connector,
     ConnectorError,
     Exchange,
+    OllamaConnector,
     Status,
     TurnRequest,
     Usage,
@@ -457,3 +458,46 @@ def test_relative_command_path_still_runs_in_another_workspace(
     connector = AfmConnector(connector_settings(afm_command=f"{fake_apple_code.parent.name}/apple-code"))
     assert reply(connector, "hi") == "fake answer"
     connector.ensure_started()
+
+
+# --- the ollama preset ---------------------------------------------------------------------------------------
+
+
+def test_ollama_is_apple_code_on_ollamas_default_url_with_the_model_setting(
+    connector_settings: MakeSettings, workspace: Path, record: Runs
+) -> None:
+    # One setting picks it; the afm backend settings (here deliberately pointing elsewhere) do not apply to it.
+    settings = connector_settings(connector="ollama", afm_backend="fm", afm_model="other", afm_base_url="http://x/v1")
+    connector = build_connector(settings)
+    assert isinstance(connector, OllamaConnector) and isinstance(connector, Connector)
+    assert reply(connector, "hi") == "fake answer"
+    assert record()[0]["argv"] == [
+        "--cwd", str(workspace), "--timeout", "120", "--output-format", "stream-json",
+        "--backend", "openai", "--model", "qwen2.5-coder:7b", "--base-url", "http://127.0.0.1:11434/v1", "-",
+    ]
+
+
+def test_ollama_model_and_url_settings_and_its_start_up_check(
+    connector_settings: MakeSettings, record: Runs
+) -> None:
+    settings = connector_settings(
+        connector="ollama", ollama_model="llama3.2:3b", ollama_base_url="http://127.0.0.1:9/v1", afm_context_tokens=2048
+    )
+    build_connector(settings).ensure_started()
+    assert [run["argv"] for run in record()] == [
+        ["--version"],
+        ["--check", "--backend", "openai", "--model", "llama3.2:3b", "--base-url", "http://127.0.0.1:9/v1",
+         "--context-tokens", "2048"],
+    ]
+
+
+def test_ollama_without_a_model_says_how_to_get_one(
+    connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mode(monkeypatch, "unavailable")
+    connector = build_connector(connector_settings(connector="ollama"))
+    text = outcome(connector, "hi").as_text()
+    assert "`ollama pull qwen2.5-coder:7b`" in text and "APPLE_FLOW_OLLAMA_BASE_URL" in text
+    assert "Apple Intelligence (macOS 26)" not in text  # the afm hint would not help here
+    with pytest.raises(ConnectorError, match=r"ollama serve.*ollama pull qwen2\.5-coder:7b"):
+        connector.ensure_started()

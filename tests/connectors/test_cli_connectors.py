@@ -1,4 +1,5 @@
-"""Codex and Claude connectors against fake binaries that record argv, cwd and stdin (tests/support/fake_cli.py)."""
+"""Codex, Claude and Gemini CLI connectors against fake binaries that record argv, cwd and stdin
+(tests/support/fake_cli.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from apple_flow.connectors import (
     Connector,
     ConnectorError,
     Exchange,
+    GeminiConnector,
     Status,
+    Usage,
     build_connector,
 )
 from support.turns import outcome, reply, with_progress
@@ -27,7 +30,10 @@ MakeSettings = Callable[..., Settings]
 @pytest.fixture
 def cli_settings(connector_settings: MakeSettings, fake_cli_bin: Path) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
-        values = {"codex_command": str(fake_cli_bin / "codex"), "claude_command": str(fake_cli_bin / "claude")}
+        values = {
+            "codex_command": str(fake_cli_bin / "codex"), "claude_command": str(fake_cli_bin / "claude"),
+            "gemini_command": str(fake_cli_bin / "gemini"),
+        }
         return connector_settings(**(values | overrides))
 
     return make
@@ -148,3 +154,90 @@ def test_claude_empty_answer(cli_settings: Callable[..., Settings], monkeypatch:
     result = outcome(ClaudeConnector(cli_settings()), "x")
     assert result.status is Status.EMPTY
     assert result.as_text() == "No response generated."
+
+
+# --- gemini --------------------------------------------------------------------------------------------------
+
+
+def test_gemini_argv_cwd_prompt_and_progress(
+    cli_settings: Callable[..., Settings], workspace: Path, record: Runs
+) -> None:
+    connector = build_connector(cli_settings(connector="gemini-cli", gemini_model="flash", soul_prompt="Be kind."))
+    assert isinstance(connector, GeminiConnector)
+    assert isinstance(connector, Connector)
+    text, progress = with_progress(connector, "-v is not a flag here: fix the test")
+    assert text == "gemini answer"  # the text after the last tool call; "Let me look." came before
+    (run,) = record()
+    assert run["argv"] == [
+        "--output-format", "stream-json", "--approval-mode", "auto_edit", "--model", "flash",
+        "--prompt=Be kind.\n\n-v is not a flag here: fix the test",
+    ]
+    assert run["cwd"] == str(workspace)
+    assert run["stdin"] == ""  # stdin is closed at once: Gemini CLI would read it as extra context
+    assert progress == ["reading src/app.py", "writing src/app.py", "running: pytest -q"]
+
+
+def test_gemini_outcome_carries_what_the_stream_reports(cli_settings: Callable[..., Settings]) -> None:
+    result = outcome(GeminiConnector(cli_settings()), "fix it")
+    assert (result.status, result.agent, result.exit_code, result.model) == (
+        Status.ANSWERED, "Gemini", 0, "gemini-2.5-flash"
+    )
+    assert result.usage == Usage(input_tokens=1200, output_tokens=34, estimated=False)
+    assert (result.duration_ms, result.files_changed, result.commands_run) == (4321, ("src/app.py",), 1)
+
+
+def test_gemini_read_only_turn_uses_plan_mode_and_history_leads_the_prompt(
+    cli_settings: Callable[..., Settings], record: Runs
+) -> None:
+    connector = GeminiConnector(cli_settings(gemini_context_window=2))
+    assert connector.context_window == 2
+    reply(connector, "plan it", read_only=True, exchanges=(Exchange("first", "gemini answer"),))
+    argv = record()[0]["argv"]
+    assert argv[argv.index("--approval-mode") + 1] == "plan"
+    assert "--model" not in argv  # unset: Gemini CLI's own default
+    prompt = argv[-1].removeprefix("--prompt=")
+    assert "User: first\nAssistant: gemini answer" in prompt and prompt.endswith("plan it")
+
+
+def test_gemini_prompt_is_capped_below_the_argument_limit(
+    cli_settings: Callable[..., Settings], record: Runs
+) -> None:
+    reply(GeminiConnector(cli_settings()), "ü" * 200_000)
+    prompt = record()[0]["argv"][-1]
+    assert len(prompt.encode()) < 128 * 1024  # Linux's MAX_ARG_STRLEN: a longer argument could not be spawned
+
+
+def test_gemini_sign_in_failure_says_what_to_do(
+    cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_CLI_MODE", "auth")
+    result = outcome(GeminiConnector(cli_settings()), "x")
+    assert (result.status, result.exit_code) == (Status.FAILED, 41)
+    assert result.as_text() == (
+        "Error: Gemini execution failed (exit code 41). Please set an Auth method. Gemini CLI is not signed in: run "
+        "`gemini` once in a terminal, or give the daemon GEMINI_API_KEY."
+    )
+
+
+def test_gemini_error_result_with_exit_zero_is_a_failure(
+    cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_CLI_MODE", "error-result")
+    result = outcome(GeminiConnector(cli_settings()), "x")
+    assert (result.status, result.exit_code) == (Status.FAILED, 0)
+    assert result.as_text() == "Error: Gemini execution failed (exit code 0). Quota exceeded for gemini-2.5-flash"
+
+
+def test_gemini_failure_empty_answer_and_missing_binary(
+    cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    connector = GeminiConnector(cli_settings())
+    monkeypatch.setenv("FAKE_CLI_MODE", "fail")
+    assert reply(connector, "x") == "Error: Gemini execution failed (exit code 2). error: not logged in"
+    monkeypatch.setenv("FAKE_CLI_MODE", "empty")
+    assert outcome(connector, "x").status is Status.EMPTY
+    missing = str(tmp_path / "gemini-missing")
+    gone = GeminiConnector(cli_settings(gemini_command=missing))
+    assert reply(gone, "x") == f"Error: Gemini CLI not found at '{missing}'. Check apple_flow_gemini_command setting."
+    with pytest.raises(ConnectorError, match="APPLE_FLOW_GEMINI_COMMAND"):
+        gone.ensure_started()

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""A fake ``codex`` or ``claude`` (chosen by the name it is installed under) for the CLI connector tests.
+"""A fake ``codex``, ``claude`` or ``gemini`` (chosen by the name it is installed under) for the CLI connector tests.
 
 Every run appends ``{"argv", "cwd", "stdin"}`` as one JSON line to ``$FAKE_CLI_RECORD``. ``$FAKE_CLI_MODE``:
-ok (default), fail (stderr + exit 2), empty (no answer), error-result (claude: exit 0 with is_error true),
-broken-version (``--version`` fails). ``--version`` prints a version; it is recorded too.
+ok (default), fail (stderr + exit 2), empty (no answer), error-result (claude: exit 0 with is_error true; gemini:
+exit 0 with an error event and a result whose status is error), auth (gemini: not signed in, exit 41),
+broken-version (``--version`` fails). ``--version`` prints a version; it is recorded too. The gemini fake speaks
+Gemini CLI's headless stream-json (init, message, tool_use, tool_result, error, result; docs/cli/headless.md).
 """
 
 from __future__ import annotations
@@ -39,6 +41,33 @@ if name == "codex":
     sys.stderr.write("codex progress goes to stderr\n")
     if answer:
         print(answer)
+elif name == "gemini":
+    # Gemini CLI's stream-json (docs/cli/headless.md): the answer comes as assistant message deltas, the result
+    # event carries status and stats.
+    emit({"type": "init", "session_id": "s1", "model": "gemini-2.5-flash"})
+    prompt = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--prompt=")), "")
+    emit({"type": "message", "role": "user", "content": prompt})
+    if mode == "auth":
+        emit({"type": "result", "status": "error",
+              "error": {"type": "FatalAuthenticationError", "message": "Please set an Auth method"},
+              "stats": {"input_tokens": 0, "output_tokens": 0, "duration_ms": 1}})
+        sys.exit(41)
+    emit({"type": "message", "role": "assistant", "content": "Let me look.", "delta": True})
+    emit({"type": "tool_use", "tool_name": "read_file", "tool_id": "t1", "parameters": {"path": "src/app.py"}})
+    emit({"type": "tool_result", "tool_id": "t1", "status": "success", "output": "print(1)"})
+    emit({"type": "tool_use", "tool_name": "write_file", "tool_id": "t2",
+          "parameters": {"file_path": "src/app.py", "content": "print(2)"}})
+    emit({"type": "tool_result", "tool_id": "t2", "status": "success"})
+    emit({"type": "tool_use", "tool_name": "run_shell_command", "tool_id": "t3",
+          "parameters": {"command": "pytest -q"}})
+    emit({"type": "tool_result", "tool_id": "t3", "status": "success", "output": "1 passed"})
+    for piece in ([answer[:4], answer[4:]] if answer else []):
+        emit({"type": "message", "role": "assistant", "content": piece, "delta": True})
+    if mode == "error-result":
+        emit({"type": "error", "message": "Quota exceeded for gemini-2.5-flash"})
+    emit({"type": "result", "status": "error" if mode == "error-result" else "success",
+          "stats": {"total_tokens": 1234, "input_tokens": 1200, "output_tokens": 34, "duration_ms": 4321,
+                    "tool_calls": 3}})
 else:
     emit({"type": "system", "subtype": "init", "cwd": os.getcwd()})
     emit({"type": "assistant", "message": {"content": [

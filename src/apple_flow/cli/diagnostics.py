@@ -164,8 +164,24 @@ def probe_agent(settings: Settings) -> AgentProbe:
         return AgentProbe(False, exc.status is Status.BINARY_MISSING, str(exc))
     except SettingsError as exc:
         return AgentProbe(False, False, str(exc))
-    how = "--check passed" if settings.connector == "afm" else "ready"
+    how = "--check passed" if settings.connector in APPLE_CODE_CONNECTORS else "ready"
     return AgentProbe(True, False, f"{where or 'found'}: {how}")
+
+
+APPLE_CODE_CONNECTORS = frozenset({"afm", "ollama"})  # the connectors that run apple-code
+# How to install the agent CLI of each other connector, for a doctor that did not find it.
+INSTALL = {
+    "codex-cli": "install Codex CLI (npm install -g @openai/codex)",
+    "claude-cli": "install Claude Code (npm install -g @anthropic-ai/claude-code)",
+    "gemini-cli": "install Gemini CLI (npm install -g @google/gemini-cli)",
+}
+
+
+def install_hint(connector: str) -> str:
+    """How to get a connector's missing command."""
+    if connector in APPLE_CODE_CONNECTORS:
+        return "run ./scripts/setup.sh (it builds apple-code)"
+    return INSTALL.get(connector, "install it")
 
 
 def check_agent(settings: Settings) -> Check:
@@ -174,7 +190,7 @@ def check_agent(settings: Settings) -> Check:
     if probe.ok:
         return Check(name, Status.OK, probe.detail)
     fix = (
-        "run scripts/setup.sh (it builds apple-code), or set the command's path in .env"
+        f"{install_hint(settings.connector)}, or set the command's path in .env"
         if probe.missing
         else "do what the detail says, then run `apple-flow doctor` again"
     )

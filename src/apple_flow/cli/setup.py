@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -20,7 +21,7 @@ from rich.markup import escape
 
 from apple_flow.cli import common
 from apple_flow.cli.common import err
-from apple_flow.cli.diagnostics import AgentProbe, Status, print_checks, probe_agent, run_doctor
+from apple_flow.cli.diagnostics import AgentProbe, Status, install_hint, print_checks, probe_agent, run_doctor
 from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.envfile import EnvEdit, EnvFileError
@@ -40,6 +41,32 @@ WEB_TOKEN = "APPLE_FLOW_WEB_TOKEN"
 EXAMPLE = PROJECT_ROOT / ".env.example"
 WORKSPACE_CANDIDATES = ("Developer", "code", "src", "Projects")  # the first that exists is the default
 OPENAI_DEFAULT_URL = "http://127.0.0.1:11434/v1"  # Ollama
+
+
+@dataclass(frozen=True)
+class ServerChoice:
+    """An agent on an OpenAI-compatible server: which settings hold its URL and model, and how to check them."""
+
+    url_var: str
+    model_var: str
+    backend_var: str | None  # afm: also APPLE_FLOW_AFM_BACKEND=openai; the ollama preset has it built in
+    default_model: str  # "": the first model the server lists
+
+    def overrides(self, url: str | None, model: str | None) -> dict[str, Any]:
+        """Settings for a check of this URL and model (None: the setting's default)."""
+        if self.backend_var is None:
+            values = {"ollama_base_url": url, "ollama_model": model}
+            return {"connector": "ollama", **{k: v for k, v in values.items() if v}}
+        return {"connector": "afm", "afm_backend": "openai", "afm_base_url": url, "afm_model": model}
+
+
+SERVERS = {
+    "afm": ServerChoice(BASE_URL, MODEL, BACKEND, ""),
+    "ollama": ServerChoice(
+        "APPLE_FLOW_OLLAMA_BASE_URL", "APPLE_FLOW_OLLAMA_MODEL", None,
+        str(Settings.model_fields["ollama_model"].default),
+    ),
+}
 
 
 class BadAnswer(ValueError):
@@ -233,7 +260,9 @@ def _ask_everything(
     )
     edit.set(CONNECTOR, name)
     if name == "afm" and (base_url or model or (not agent.ok and _wants_server(questions, agent))):
-        _openai_server(questions, edit, env_file, base_url, model)
+        _openai_server(questions, edit, env_file, base_url, model, SERVERS["afm"])
+    elif name == "ollama" and (base_url or model or (not agent.ok and questions.interactive)):
+        _openai_server(questions, edit, env_file, base_url, model, SERVERS["ollama"])
     elif agent.ok:
         err.print(f"[green]{name} is ready[/green] ({escape(agent.detail)}).")
     else:
@@ -252,12 +281,11 @@ def connector_checker(
         if name not in REGISTRY:
             raise BadAnswer(f"'{name}' is not an agent apple-flow knows; choose one of: {', '.join(REGISTRY)}.")
         overrides: dict[str, Any] = {"connector": name}
-        if name == "afm" and (base_url or model):
-            overrides.update(afm_backend="openai", afm_base_url=base_url, afm_model=model)
+        if name in SERVERS and (base_url or model):
+            overrides = SERVERS[name].overrides(base_url, model)
         agent = check_agent_now(current_settings(env_file, **overrides))
         if agent.missing:
-            how = "run ./scripts/setup.sh (it builds apple-code)" if name == "afm" else "install it"
-            raise BadAnswer(f"{agent.detail} To use {name}, {how}; or choose another agent.")
+            raise BadAnswer(f"{agent.detail} To use {name}, {install_hint(name)}; or choose another agent.")
         return name, agent
 
     return check
@@ -279,20 +307,19 @@ def check_url(text: str) -> str:
 
 
 def _openai_server(
-    questions: Questions, edit: EnvEdit, env_file: Path, base_url: str | None, model: str | None
+    questions: Questions, edit: EnvEdit, env_file: Path, base_url: str | None, model: str | None,
+    server: ServerChoice,
 ) -> None:
-    """afm on an OpenAI-compatible server: the URL and model are probed (``apple-code --check``) before they are
-    kept; a server that does not answer gets the question again."""
-    url_default = base_url or _current(edit, BASE_URL) or OPENAI_DEFAULT_URL
-    model_default = model or _current(edit, MODEL) or ""
+    """apple-code on an OpenAI-compatible server (afm with the openai backend, or the ollama preset): the URL and
+    model are probed (``apple-code --check``) before they are kept; a server that does not answer gets the question
+    again."""
+    url_default = base_url or _current(edit, server.url_var) or OPENAI_DEFAULT_URL
+    model_default = model or _current(edit, server.model_var) or server.default_model
+    first = " (Enter: the first one the server lists)" if not server.default_model else ""
     while True:
         url = questions.ask("The server's URL", url_default, check_url, base_url, "--base-url")
-        name = questions.ask(
-            "The model (Enter: the first one the server lists)", model_default, str.strip, model, "--model"
-        )
-        settings = current_settings(env_file, connector="afm", afm_backend="openai", afm_base_url=url,
-                                    afm_model=name or None)
-        agent = check_agent_now(settings)
+        name = questions.ask(f"The model{first}", model_default, str.strip, model, "--model")
+        agent = check_agent_now(current_settings(env_file, **server.overrides(url, name or None)))
         if agent.ok:
             break
         problem = f"{url} did not answer as an OpenAI-compatible server with that model: {agent.detail}"
@@ -302,10 +329,11 @@ def _openai_server(
         base_url = model = None
         url_default, model_default = url, name
     err.print(f"[green]The server answers[/green] ({escape(agent.detail)}).")
-    edit.set(BACKEND, "openai")
-    edit.set(BASE_URL, url)
-    if name or _current(edit, MODEL):
-        edit.set(MODEL, name)
+    if server.backend_var is not None:
+        edit.set(server.backend_var, "openai")
+    edit.set(server.url_var, url)
+    if name or _current(edit, server.model_var):
+        edit.set(server.model_var, name)
 
 
 def _doctor(env_file: Path) -> None:

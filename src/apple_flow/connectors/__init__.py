@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from apple_flow.config import Settings
-from apple_flow.connectors.afm import AfmConnector
+from apple_flow.connectors.afm import AfmConnector, OllamaConnector
 from apple_flow.connectors.base import (
     AgentEvent,
     Connector,
@@ -18,6 +18,7 @@ from apple_flow.connectors.base import (
 )
 from apple_flow.connectors.claude import ClaudeConnector
 from apple_flow.connectors.codex import CodexConnector
+from apple_flow.connectors.gemini import GeminiConnector
 from apple_flow.connectors.registry import REGISTRY
 
 
@@ -41,6 +42,8 @@ __all__ = [
     "Connector",
     "ConnectorError",
     "Exchange",
+    "GeminiConnector",
+    "OllamaConnector",
     "Status",
     "TurnEvents",
     "TurnOutcome",

@@ -8,6 +8,7 @@ in ``--system`` cut to ``afm_soul_max_chars``, no tools context is added (apple-
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -34,6 +35,16 @@ SERVER_UNAVAILABLE_HINT = (
     "Start that server (`apple-flow model start` runs the local demo model), or correct APPLE_FLOW_AFM_BASE_URL "
     "and APPLE_FLOW_AFM_MODEL."
 )
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where apple-code's model runs: ``--backend`` and, for a server, its URL and model (None: apple-code's own
+    defaults)."""
+
+    name: str  # auto | fm | openai
+    base_url: str | None = None
+    model: str | None = None
 
 
 class AfmConnector(CliConnector):
@@ -78,17 +89,21 @@ class AfmConnector(CliConnector):
         argv.append("-")
         return Invocation(argv, prompt, cwd, s.afm_timeout_seconds + self.kill_margin_seconds)
 
-    def _backend_flags(self) -> list[str]:
+    def backend(self) -> Backend:
         s = self.settings
+        return Backend(s.afm_backend, s.afm_base_url, s.afm_model)
+
+    def _backend_flags(self) -> list[str]:
+        backend = self.backend()
         flags: list[str] = []
-        if s.afm_backend != "auto":
-            flags += ["--backend", s.afm_backend]
-        if s.afm_model:
-            flags += ["--model", s.afm_model]
-        if s.afm_base_url:
-            flags += ["--base-url", s.afm_base_url]
-        if s.afm_context_tokens:
-            flags += ["--context-tokens", str(s.afm_context_tokens)]
+        if backend.name != "auto":
+            flags += ["--backend", backend.name]
+        if backend.model:
+            flags += ["--model", backend.model]
+        if backend.base_url:
+            flags += ["--base-url", backend.base_url]
+        if self.settings.afm_context_tokens:
+            flags += ["--context-tokens", str(self.settings.afm_context_tokens)]
         return flags
 
     def new_stream(self) -> EventStream:
@@ -120,7 +135,7 @@ class AfmConnector(CliConnector):
         return self.answer(said, code, report=report)
 
     def _model_hint(self) -> str:
-        return SERVER_UNAVAILABLE_HINT if self.settings.afm_backend == "openai" else MODEL_UNAVAILABLE_HINT
+        return SERVER_UNAVAILABLE_HINT if self.backend().name == "openai" else MODEL_UNAVAILABLE_HINT
 
     # --- start-up check --------------------------------------------------------------------------------------
 
@@ -134,7 +149,7 @@ class AfmConnector(CliConnector):
         if result.exit_code == 0:
             return
         if result.exit_code == EXIT_MODEL_UNAVAILABLE:
-            backend = check.get("backend", self.settings.afm_backend)
+            backend = check.get("backend", self.backend().name)
             reason = _sentence(check.get("reason") or result.last_stderr_line or "no reason given")
             raise ConnectorError(
                 f"apple-code: no model available (backend {backend}): {reason} {self._model_hint()}", Status.NO_MODEL
@@ -159,3 +174,21 @@ def _parse_check(stdout: str) -> dict[str, Any]:
         if isinstance(value, dict):
             return value
     return {}
+
+
+class OllamaConnector(AfmConnector):
+    """The afm connector on Ollama, for a Mac (or any machine) without Apple Intelligence: apple-code with
+    ``--backend openai`` on Ollama's OpenAI-compatible endpoint (``APPLE_FLOW_OLLAMA_BASE_URL``, by default Ollama's
+    own http://127.0.0.1:11434/v1) and ``APPLE_FLOW_OLLAMA_MODEL``. Everything else is the afm connector's: the
+    prompt budget, the soul prompt, the timeout, plan mode (the ``afm_*`` settings), except the backend, URL and
+    model, which this preset sets."""
+
+    def backend(self) -> Backend:
+        s = self.settings
+        return Backend("openai", s.ollama_base_url, s.ollama_model)
+
+    def _model_hint(self) -> str:
+        return (
+            f"Start Ollama (`ollama serve`) and pull the model (`ollama pull {self.settings.ollama_model}`), or "
+            "correct APPLE_FLOW_OLLAMA_BASE_URL and APPLE_FLOW_OLLAMA_MODEL."
+        )

@@ -17,8 +17,8 @@ from apple_flow.connectors.prompt import cut_end
 
 PROGRESS_MAX_CHARS = 80
 
-# Tool name -> (verb, the argument that names what it works on). apple-code's tools (see the CLI contract) and
-# claude's, so one table serves both streams.
+# Tool name -> (verb, the argument that names what it works on). apple-code's tools (see the CLI contract),
+# claude's and Gemini CLI's (docs/tools/file-system.md, shell.md), so one table serves every stream.
 _TOOL_VERBS: dict[str, tuple[str, str]] = {
     "readFile": ("reading", "path"),
     "writeFile": ("writing", "path"),
@@ -35,6 +35,13 @@ _TOOL_VERBS: dict[str, tuple[str, str]] = {
     "Glob": ("finding files", "pattern"),
     "Grep": ("searching for", "pattern"),
     "Bash": ("running:", "command"),
+    "read_file": ("reading", "path"),
+    "write_file": ("writing", "file_path"),
+    "replace": ("editing", "file_path"),
+    "list_directory": ("listing", "path"),
+    "glob": ("finding files", "pattern"),
+    "search_file_content": ("searching for", "pattern"),
+    "run_shell_command": ("running:", "command"),
 }
 
 
@@ -42,7 +49,7 @@ def describe_tool_call(name: str, arguments: Mapping[str, Any] | None) -> str:
     """A short progress line for one tool call, e.g. ``reading src/app.py`` or ``running: make test``."""
     verb, key = _TOOL_VERBS.get(name, (f"using {name}", ""))
     target = str((arguments or {}).get(key, "") or "").strip() if key else ""
-    if name in ("listDirectory", "LS") and not target:
+    if name in ("listDirectory", "LS", "list_directory") and not target:
         target = "."
     target = " ".join(target.split())  # one line, however the command was written
     return cut_end(f"{verb} {target}" if target else verb, PROGRESS_MAX_CHARS)

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
-from apple_flow.connectors.afm import AfmConnector
+from apple_flow.connectors.afm import AfmConnector, OllamaConnector
 from apple_flow.connectors.claude import ClaudeConnector
 from apple_flow.connectors.cli import CliConnector
 from apple_flow.connectors.codex import CodexConnector
+from apple_flow.connectors.gemini import GeminiConnector
 
 REGISTRY: dict[str, type[CliConnector]] = {
     "afm": AfmConnector,
+    "ollama": OllamaConnector,  # afm on Ollama: a preset of its backend, URL and model
     "codex-cli": CodexConnector,
     "claude-cli": ClaudeConnector,
+    "gemini-cli": GeminiConnector,
 }
