@@ -13,7 +13,15 @@ Each step answers one chat request; when the script runs out it answers "(script
 ``finish_reason``, a ``usage`` chunk when ``stream_options.include_usage`` asks for it, then ``data: [DONE]``.
 ``ScriptedServer(steps, streaming=False)`` is a server that ignores ``stream`` and always answers one JSON body.
 When a client closes a stream before its end, the log records it (``disconnects()``). ``GET /v1/models`` answers
-a one-model list (after ``models_delay`` seconds: a busy server). The server runs as a separate process (this file
+a one-model list (after ``models_delay`` seconds: a busy server).
+
+Servers that count tokens are played with a deterministic tokenizer (``count_tokens``: a quarter token per ASCII
+byte, half per digit, one per other byte, rounded up): ``tokenizer="llama-cpp-python"`` answers llama-cpp-python's
+``POST /extras/tokenize`` and ``/extras/tokenize/count``, ``tokenizer="llama.cpp"`` llama.cpp's ``POST /tokenize``;
+``count_usage=True`` reports ``usage.prompt_tokens`` of every request (streamed too, when asked for) as that
+tokenizer counts the prompt the server's chat template (``render_prompt``: ChatML, the tools in the system message)
+makes of it, unless the step has a ``usage`` of its own. ``prompt_tokens(body)`` is that figure for a recorded
+request. The server runs as a separate process (this file
 run as a script) so a client that hangs, crashes or is killed cannot take the test process with it; the port is
 chosen by the server and reported back on its stdout.
 """
@@ -82,15 +90,67 @@ def raw_body(text: str, status: int = 200) -> Step:
     return {"kind": "raw_body", "text": text, "status": status}
 
 
+# ---------------------------------------------------------------- the deterministic tokenizer
+
+SPECIAL_TOKENS = ("<|im_start|>", "<|im_end|>")
+
+
+def count_tokens(text: str) -> int:
+    """A quarter token per ASCII byte, half a token per ASCII digit, one token per byte of other characters, rounded
+    up (the FoundationModels mirror's scripted tokenizer), and one token for each ChatML marker (a special token in
+    real tokenizers). Denser than TokenEstimator on code and text, as real tokenizers are, so a client that budgets
+    with it fits more than the estimator lets it; CJK it counts denser than the estimator."""
+    specials = sum(text.count(marker) for marker in SPECIAL_TOKENS)
+    for marker in SPECIAL_TOKENS:
+        text = text.replace(marker, "")
+    quarters = 4 * specials
+    for byte in text.encode():
+        quarters += 4 if byte >= 0x80 else (2 if 0x30 <= byte <= 0x39 else 1)
+    return (quarters + 3) // 4
+
+
+TOOLS_PREAMBLE = "\n\nYou have access to the following functions:\n"
+TOOLS_USAGE = ("\n\nTo respond with a function call begin the message with 'functions.<function_name>:', followed by "
+               "its arguments as JSON; to respond with a message begin it with 'message:'.")
+
+
+def render_prompt(body: dict[str, Any]) -> str:
+    """The prompt a ChatML chat template makes of a request (as llama.cpp's chatml-function-calling does: the tools'
+    names and parameters, without descriptions, in the system message; calls as ``functions.NAME:`` lines)."""
+    tools = body.get("tools") or []
+    parts = []
+    for message in body.get("messages") or []:
+        role = message.get("role", "")
+        content = message.get("content")
+        text = content if isinstance(content, str) else json.dumps(content) if content is not None else ""
+        if role == "system" and tools:
+            listed = "".join(f"\nfunctions.{tool['function']['name']}:\n"
+                             f"{json.dumps(tool['function'].get('parameters'))}\n" for tool in tools)
+            text += TOOLS_PREAMBLE + listed + TOOLS_USAGE
+        for call in message.get("tool_calls") or []:
+            text += f"functions.{call['function']['name']}:\n{call['function']['arguments']}"
+        parts.append(f"<|im_start|>{role}\n{text}<|im_end|>\n")
+    return "".join(parts) + "<|im_start|>assistant\n"
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The request's prompt as the tokenizing scripted server counts it (its ``usage.prompt_tokens``)."""
+    return count_tokens(render_prompt(body))
+
+
 # ---------------------------------------------------------------- the client side (runs in the test process)
 
 class ScriptedServer:
     def __init__(
-        self, steps: Sequence[Step], startup_timeout: float = 10.0, streaming: bool = True, models_delay: float = 0.0
+        self, steps: Sequence[Step], startup_timeout: float = 10.0, streaming: bool = True, models_delay: float = 0.0,
+        tokenizer: str | None = None, count_usage: bool = False,
     ) -> None:
+        if tokenizer not in (None, "llama-cpp-python", "llama.cpp"):
+            raise ValueError(f"tokenizer must be None, 'llama-cpp-python' or 'llama.cpp', not {tokenizer!r}")
         self._steps = list(steps)
         self._startup_timeout = startup_timeout
-        self._options = {"streaming": streaming, "models_delay": models_delay}
+        self._options = {"streaming": streaming, "models_delay": models_delay, "tokenizer": tokenizer,
+                         "count_usage": count_usage}
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._process: subprocess.Popen[str] | None = None
         self.port = 0
@@ -156,6 +216,10 @@ class ScriptedServer:
     def requests(self) -> list[dict[str, Any]]:
         """Bodies of the chat completion requests, in arrival order (a body that was not JSON: {"_raw": text})."""
         return [entry["body"] for entry in self._requests() if entry["path"].endswith("/chat/completions")]
+
+    def tokenize_requests(self) -> list[tuple[str, Any]]:
+        """The tokenize requests (path, body), in arrival order, answered or not."""
+        return [(entry["path"], entry["body"]) for entry in self._requests() if "tokenize" in entry["path"]]
 
     def request_log(self) -> list[dict[str, Any]]:
         """Every request: method, path, headers (lower-case names), body, time (``time.time()``) it arrived."""
@@ -240,6 +304,8 @@ def serve(script: Path, log: Path) -> None:
     steps: list[Step] = loaded["steps"]
     streaming: bool = loaded["streaming"]
     models_delay: float = loaded["models_delay"]
+    tokenizer: str | None = loaded.get("tokenizer")
+    report_usage: bool = loaded.get("count_usage", False)
     lock = threading.Lock()
     call_ids = itertools.count(1)
     completion_ids = itertools.count(1)
@@ -289,6 +355,21 @@ def serve(script: Path, log: Path) -> None:
                 if chunk_delay and stop.wait(chunk_delay):
                     return
 
+        def _tokenize(self, body: Any) -> bool:
+            """Answers a tokenize request of the server kind being played; False for any other path."""
+            path = self.path.rstrip("/")
+            routes = {"/extras/tokenize": "input", "/extras/tokenize/count": "input"} \
+                if tokenizer == "llama-cpp-python" else {"/tokenize": "content"}
+            if path not in routes:
+                return False
+            text = body.get(routes[path]) if isinstance(body, dict) else None
+            if not isinstance(text, str):
+                self._send(422, json.dumps({"error": {"message": f"{routes[path]} must be a string"}}))
+                return True
+            count = count_tokens(text)
+            self._send(200, json.dumps({"count": count} if path.endswith("/count") else {"tokens": list(range(count))}))
+            return True
+
         def do_GET(self) -> None:
             self._record(None)
             if self.path.rstrip("/").endswith("/models"):
@@ -306,6 +387,8 @@ def serve(script: Path, log: Path) -> None:
             except ValueError:
                 body = {"_raw": text}
             self._record(body)
+            if tokenizer is not None and self._tokenize(body):
+                return
             if not self.path.endswith("/chat/completions"):
                 self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}))
                 return
@@ -330,6 +413,13 @@ def serve(script: Path, log: Path) -> None:
                 message = _assistant_message(step, _tool_calls(step, call_ids) if kind == "tool_calls" else [])
                 number = next(completion_ids)
                 usage = step.get("usage")
+                if report_usage and usage is None and isinstance(body, dict):
+                    completion = count_tokens(message.get("content") or "") + sum(
+                        count_tokens(call["function"]["name"] + call["function"]["arguments"])
+                        for call in message.get("tool_calls") or [])
+                    prompt = prompt_tokens(body)
+                    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+                             "total_tokens": prompt + completion}
                 if stream:
                     options = body.get("stream_options") or {}
                     include_usage = isinstance(options, dict) and options.get("include_usage") is True

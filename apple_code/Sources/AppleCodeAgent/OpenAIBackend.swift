@@ -303,7 +303,9 @@ public struct OpenAIBackend: AgentBackend {
 
     public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
         let chat = OpenAIChatModel(endpoint: endpoint, model: model, deadline: request.deadline, log: request.log)
-        let loop = AgentLoop(model: chat, style: style ?? .toolMessages, detectDroppedToolMessages: style == nil)
+        let tokenizer = ServerTokenizer(endpoint: endpoint, deadline: request.deadline, log: request.log)
+        let loop = AgentLoop(model: chat, style: style ?? .toolMessages, detectDroppedToolMessages: style == nil,
+                             counter: tokenizer)
         return try await loop.run(request, events: events)
     }
 }
