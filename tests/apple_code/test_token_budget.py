@@ -109,6 +109,10 @@ def test_a_server_with_a_tokenizer_and_usage_gets_exact_budgets(
     sizes = dict(enumerate(server_sizes(requests), start=1))
     slack = {turn: figure - sizes[turn] for turn, figure in figures.items()}
     assert all(0 <= extra <= 0.02 * sizes[turn] + 8 + 24 for turn, extra in slack.items()), slack
+    # --verbose shows each server count beside apple-code's figure for that request.
+    counted = re.findall(r"reply (\d+): the server counted (\d+) prompt tokens \(figured (\d+), (\w+)\)", done.stderr)
+    assert len(counted) == len(requests)
+    assert all(int(real) <= int(figure) for _, real, figure, kind in counted if kind == "exact")
     usage = events(done.stdout)[-1]["usage"]
     assert usage["estimated"] is False
     # The fixed overhead in the server's tokens: its count of the instructions and tools alone, within a few

@@ -21,7 +21,12 @@ byte, half per digit, one per other byte, rounded up): ``tokenizer="llama-cpp-py
 ``count_usage=True`` reports ``usage.prompt_tokens`` of every request (streamed too, when asked for) as that
 tokenizer counts the prompt the server's chat template (``render_prompt``: ChatML, the tools in the system message)
 makes of it, unless the step has a ``usage`` of its own. ``prompt_tokens(body)`` is that figure for a recorded
-request. The server runs as a separate process (this file
+request. ``count_with=ROOT`` (a llama-cpp-python server's root URL, for benchmarks) counts with that server
+instead: its ``/extras/tokenize/count`` for texts, and for a prompt its ``/v1/completions`` with ``max_tokens``
+1, so a prompt over the real server's context is a real error, answered to the client as the server answered it
+(``counted()``: the server's count of each chat request's prompt, None where it refused it).
+
+The server runs as a separate process (this file
 run as a script) so a client that hangs, crashes or is killed cannot take the test process with it; the port is
 chosen by the server and reported back on its stdout.
 """
@@ -38,6 +43,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -143,14 +150,14 @@ def prompt_tokens(body: dict[str, Any]) -> int:
 class ScriptedServer:
     def __init__(
         self, steps: Sequence[Step], startup_timeout: float = 10.0, streaming: bool = True, models_delay: float = 0.0,
-        tokenizer: str | None = None, count_usage: bool = False,
+        tokenizer: str | None = None, count_usage: bool = False, count_with: str | None = None,
     ) -> None:
         if tokenizer not in (None, "llama-cpp-python", "llama.cpp"):
             raise ValueError(f"tokenizer must be None, 'llama-cpp-python' or 'llama.cpp', not {tokenizer!r}")
         self._steps = list(steps)
         self._startup_timeout = startup_timeout
         self._options = {"streaming": streaming, "models_delay": models_delay, "tokenizer": tokenizer,
-                         "count_usage": count_usage}
+                         "count_usage": count_usage, "count_with": count_with}
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._process: subprocess.Popen[str] | None = None
         self.port = 0
@@ -220,6 +227,11 @@ class ScriptedServer:
     def tokenize_requests(self) -> list[tuple[str, Any]]:
         """The tokenize requests (path, body), in arrival order, answered or not."""
         return [(entry["path"], entry["body"]) for entry in self._requests() if "tokenize" in entry["path"]]
+
+    def counted(self) -> list[dict[str, Any]]:
+        """With ``count_usage``: per chat request, ``prompt_tokens`` as counted (None when the counting server
+        refused the prompt, with its ``error``) and the ``max_tokens`` asked for."""
+        return [entry for entry in self._entries() if entry.get("event") == "counted"]
 
     def request_log(self) -> list[dict[str, Any]]:
         """Every request: method, path, headers (lower-case names), body, time (``time.time()``) it arrived."""
@@ -306,6 +318,22 @@ def serve(script: Path, log: Path) -> None:
     models_delay: float = loaded["models_delay"]
     tokenizer: str | None = loaded.get("tokenizer")
     report_usage: bool = loaded.get("count_usage", False)
+    count_with: str | None = loaded.get("count_with")
+
+    def count(text: str) -> int:
+        if count_with is None:
+            return count_tokens(text)
+        return int(_post_json(f"{count_with}/extras/tokenize/count", {"input": text})[1]["count"])
+
+    def count_prompt(body: dict[str, Any]) -> tuple[int | None, str | None]:
+        """The prompt's tokens, or None and the counting server's error (a prompt over its context)."""
+        if count_with is None:
+            return prompt_tokens(body), None
+        status, answer = _post_json(f"{count_with}/v1/completions",
+                                    {"prompt": render_prompt(body), "max_tokens": 1, "temperature": 0})
+        if status != 200:
+            return None, json.dumps(answer)
+        return int(answer["usage"]["prompt_tokens"]), None
     lock = threading.Lock()
     call_ids = itertools.count(1)
     completion_ids = itertools.count(1)
@@ -366,8 +394,9 @@ def serve(script: Path, log: Path) -> None:
             if not isinstance(text, str):
                 self._send(422, json.dumps({"error": {"message": f"{routes[path]} must be a string"}}))
                 return True
-            count = count_tokens(text)
-            self._send(200, json.dumps({"count": count} if path.endswith("/count") else {"tokens": list(range(count))}))
+            tokens = count(text)
+            answer = {"count": tokens} if path.endswith("/count") else {"tokens": list(range(tokens))}
+            self._send(200, json.dumps(answer))
             return True
 
         def do_GET(self) -> None:
@@ -414,10 +443,16 @@ def serve(script: Path, log: Path) -> None:
                 number = next(completion_ids)
                 usage = step.get("usage")
                 if report_usage and usage is None and isinstance(body, dict):
-                    completion = count_tokens(message.get("content") or "") + sum(
-                        count_tokens(call["function"]["name"] + call["function"]["arguments"])
+                    completion = count(message.get("content") or "") + sum(
+                        count(call["function"]["name"] + call["function"]["arguments"])
                         for call in message.get("tool_calls") or [])
-                    prompt = prompt_tokens(body)
+                    prompt, refused = count_prompt(body)
+                    write_log({"event": "counted", "prompt_tokens": prompt, "error": refused,
+                               "max_tokens": body.get("max_tokens")})
+                    if prompt is None:
+                        self._send(400, json.dumps({"error": {"message": f"the counting server refused the "
+                                                                         f"prompt: {refused}"}}))
+                        return
                     usage = {"prompt_tokens": prompt, "completion_tokens": completion,
                              "total_tokens": prompt + completion}
                 if stream:
@@ -435,6 +470,19 @@ def serve(script: Path, log: Path) -> None:
         server.serve_forever()
     finally:
         stop.set()
+
+
+def _post_json(url: str, body: Any) -> tuple[int, Any]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=300) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        text = error.read().decode("utf-8", "replace")
+        try:
+            return error.code, json.loads(text)
+        except ValueError:
+            return error.code, {"error": text}
 
 
 def _exit_with_parent(parent: int) -> None:

@@ -242,6 +242,8 @@ private struct LoopRun {
     private mutating func account(_ chat: ChatRequest, _ figure: RequestFigure, _ reply: ChatReply) async {
         let withTools = !chat.tools.isEmpty
         if let reported = reply.promptTokens, reported > 0 {
+            request.log("reply \(progress.turns): the server counted \(reported) prompt tokens (figured "
+                + "\(figure.promptTokens), \(figure.kind.rawValue))")
             calibration.learn(.init(exact: false, withTools: withTools), counted: chat.estimatedTokens - chat.maxTokens,
                               reported: reported)
             if let counted = await exactCount(chat) {
