@@ -24,7 +24,8 @@ makes of it, unless the step has a ``usage`` of its own. ``prompt_tokens(body)``
 request. ``count_with=ROOT`` (a llama-cpp-python server's root URL, for benchmarks) counts with that server
 instead: its ``/extras/tokenize/count`` for texts, and for a prompt its ``/v1/completions`` with ``max_tokens``
 1, so a prompt over the real server's context is a real error, answered to the client as the server answered it
-(``counted()``: the server's count of each chat request's prompt, None where it refused it).
+(``counted()``: the server's count of each chat request's prompt, None where it refused it); without
+``count_usage`` the prompts are still counted that way (and an overflow refused), only not reported.
 
 The server runs as a separate process (this file
 run as a script) so a client that hangs, crashes or is killed cannot take the test process with it; the port is
@@ -442,7 +443,7 @@ def serve(script: Path, log: Path) -> None:
                 message = _assistant_message(step, _tool_calls(step, call_ids) if kind == "tool_calls" else [])
                 number = next(completion_ids)
                 usage = step.get("usage")
-                if report_usage and usage is None and isinstance(body, dict):
+                if (report_usage or count_with) and usage is None and isinstance(body, dict):
                     completion = count(message.get("content") or "") + sum(
                         count(call["function"]["name"] + call["function"]["arguments"])
                         for call in message.get("tool_calls") or [])
@@ -453,6 +454,8 @@ def serve(script: Path, log: Path) -> None:
                         self._send(400, json.dumps({"error": {"message": f"the counting server refused the "
                                                                          f"prompt: {refused}"}}))
                         return
+                    if not report_usage:
+                        usage = None
                     usage = {"prompt_tokens": prompt, "completion_tokens": completion,
                              "total_tokens": prompt + completion}
                 if stream:
