@@ -2,11 +2,18 @@
 OpenAI-compatible server (GET /models, two chat requests, one listDirectory), peak RSS of that run, and the fixed
 prompt overhead (built-in instructions + all seven tool definitions, estimated tokens, as apple-code reports them
 in --verbose). Medians over --runs runs (at least 20). Targets: --version < 50 ms, overhead <= 600 tokens.
+
+Then (issue 17) estimated against exact token counts, side by side: one task that reads files until the window is
+full, run with a server that reports no counts (apple-code's estimator budgets) and with one that reports
+``usage.prompt_tokens`` and tokenizes (exact budgets). The tokens are the local model's: its llama.cpp server,
+started here with a 4,096-token context, counts and checks every prompt (an overflow is a real server error);
+``--tokenizer scripted`` uses the scripted server's deterministic tokenizer where the local model is missing.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import re
@@ -15,8 +22,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
@@ -24,8 +33,9 @@ from rich.progress import Progress
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.apple_code_run import clean_env, compact, request_tokens  # noqa: E402
-from support.scripted_server import ScriptedServer, answer, tool_call  # noqa: E402
+from support.apple_code_run import clean_env, compact, events, request_tokens  # noqa: E402
+from support.plan_runs import lines_seen  # noqa: E402
+from support.scripted_server import ScriptedServer, Step, answer, prompt_tokens, tool_call  # noqa: E402
 
 console = Console(stderr=True)
 
@@ -82,6 +92,103 @@ def real_tokens(instructions: str, tools: str) -> str:
     return f"{a} + {b} = {a + b} tokens (SmolLM2-135M tokenizer)"
 
 
+WINDOW_FILES = 4
+WINDOW_LINES = 200
+
+
+def window_file(number: int) -> str:
+    """200 lines of about 75 bytes, every line unique: two reads of 100 lines each fill most of the window."""
+    return "".join(f"    total_{number} = order.amount * rate + tax  # line {n}: adjusted for region and currency\n"
+                   for n in range(1, WINDOW_LINES + 1))
+
+
+def window_script() -> list[Step]:
+    steps: list[Step] = []
+    for number in range(1, WINDOW_FILES + 1):
+        for start in range(1, WINDOW_LINES + 1, 100):
+            steps.append(tool_call("readFile", {"path": f"f{number}.py", "startLine": start, "endLine": start + 99}))
+    return [*steps, answer("Read them all.")]
+
+
+def window_run(binary: Path, exact: bool, count_with: str | None) -> dict[str, Any]:
+    """The reading task once: what reached the model, what the server counted, what apple-code reported."""
+    files = {f"f{n}.py": window_file(n) for n in range(1, WINDOW_FILES + 1)}
+    options: dict[str, Any] = {"count_with": count_with}
+    if exact:
+        options.update(tokenizer="llama-cpp-python", count_usage=True)
+    with tempfile.TemporaryDirectory(prefix="bench-window-") as workspace:
+        for name, text in files.items():
+            Path(workspace, name).write_text(text)
+        with ScriptedServer(window_script(), **options) as server:
+            done = subprocess.run(
+                [str(binary), "--backend", "openai", "--base-url", server.url, "--model", "scripted", "--cwd",
+                 workspace, "--read-only", "--context-tokens", "4096", "--max-turns", "40", "--timeout", "900",
+                 "--output-format", "stream-json", "--verbose", "Read every file."],
+                stdin=subprocess.DEVNULL, capture_output=True, text=True, env=clean_env(), timeout=1000)
+            requests = server.requests()
+            counted = server.counted()
+    if count_with is None:
+        counted = [{"prompt_tokens": prompt_tokens(r), "max_tokens": r["max_tokens"]} for r in requests]
+    real = [c["prompt_tokens"] + c["max_tokens"] for c in counted if c["prompt_tokens"] is not None]
+    result = events(done.stdout)[-1] if done.stdout.strip() else {}
+    shown = [lines_seen(text.splitlines(), requests) for text in files.values()]
+    return {"counts": "exact" if exact else "estimated", "exit": done.returncode, "requests": len(requests),
+            "shown": sum(shown), "full": sum(1 for n in shown if n == WINDOW_LINES),
+            "largest_real": max(real, default=0), "overflows": sum(1 for c in counted if c["prompt_tokens"] is None),
+            "fixed": result.get("usage", {}).get("fixed_tokens"),
+            "estimated": result.get("usage", {}).get("estimated")}
+
+
+def window_section(binary: Path, tokenizer: str) -> str:
+    with counting_server(tokenizer) as count_with:
+        rows = [window_run(binary, exact, count_with) for exact in (False, True)]
+    whose = ("the local model's (SmolLM2-135M, llama-cpp-python's server with `--n_ctx 4096`, counting each prompt "
+             "rendered as ChatML with the tools in the system message)" if tokenizer == "local"
+             else "the scripted server's deterministic tokenizer")
+    total = WINDOW_FILES * WINDOW_LINES
+    lines = [
+        "## Estimated against exact token counts",
+        "",
+        f"Task: read {WINDOW_FILES} files of {WINDOW_LINES} lines (about 80 bytes each) in windows of 100 lines, "
+        "scripted (the same reads in both runs), `--context-tokens 4096`. Server tokens: " + whose + ".",
+        "",
+        f"| counts | exit | requests | file lines shown to the model (of {total}) | files read with no cut (of "
+        f"{WINDOW_FILES}) | largest request (server tokens, with the 512 reserve) | context overflows | "
+        "fixed overhead (`usage.fixed_tokens`) | `usage.estimated` |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(f"| {row['counts']} | {row['exit']} | {row['requests']} | {row['shown']} | {row['full']} | "
+                     f"{row['largest_real']} | {row['overflows']} | {row['fixed']} | {row['estimated']} |")
+    lines += ["", f"Command: `scripts/bench_apple_code --tokenizer {tokenizer}`.", ""]
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def counting_server(tokenizer: str) -> Iterator[str | None]:
+    """The local model server's root URL (started here on a free port, stopped after); None: the scripted
+    tokenizer."""
+    if tokenizer == "scripted":
+        yield None
+        return
+    from apple_flow.localmodel import LocalModelError, LocalModelServer, server_available
+    from support.local_model import free_port
+    if not server_available():
+        raise SystemExit("the local model is not installed: run scripts/local-model.sh install (or pass "
+                         "--tokenizer scripted)")
+    with tempfile.TemporaryDirectory(prefix="bench-model-") as state:
+        server = LocalModelServer(port=free_port(), state_dir=Path(state))
+        try:
+            with console.status("starting the local model server ..."):
+                server.start(wait_seconds=300)
+        except LocalModelError as error:
+            raise SystemExit(str(error)) from error
+        try:
+            yield server.url.removesuffix("/v1")
+        finally:
+            server.stop()
+
+
 def ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:.1f} ms (min {min(values) * 1000:.1f}, max {max(values) * 1000:.1f})"
 
@@ -90,6 +197,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=25)
     parser.add_argument("--binary", type=Path)
+    parser.add_argument("--tokenizer", choices=["local", "scripted"], default="local",
+                        help="whose tokens the estimated/exact runs are counted in (default: the local model's)")
     options = parser.parse_args()
     runs = max(20, options.runs)
     binary = options.binary or release_binary()
@@ -126,6 +235,8 @@ def main() -> None:
     if not figures:
         raise SystemExit(f"apple-code --verbose did not report the budget figures:\n{verbose}")
     instructions, tools, reserve = (int(x) for x in figures.groups())
+    with console.status("estimated and exact counts, side by side ..."):
+        window = window_section(binary, options.tokenizer)
     report = f"""# apple-code benchmark
 
 {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.system()} {platform.machine()}, {os.cpu_count()} cores,
@@ -146,7 +257,8 @@ Command: `scripts/bench_apple_code --runs {runs}`.
 
 Estimated tokens: TokenEstimator (apple_code/CONTRACT.md, budget rule): an ASCII digit 1 token, a non-ASCII byte 0.7,
 any other ASCII byte 1/3, plus one; a deliberate over-count (median +24% on source files against SmolLM2's tokenizer).
-"""
+
+{window}"""
     out_path = ROOT / "reports" / "bench_apple_code.md"
     out_path.parent.mkdir(exist_ok=True)
     out_path.write_text(report)
