@@ -21,11 +21,15 @@ byte, half per digit, one per other byte, rounded up): ``tokenizer="llama-cpp-py
 ``count_usage=True`` reports ``usage.prompt_tokens`` of every request (streamed too, when asked for) as that
 tokenizer counts the prompt the server's chat template (``render_prompt``: ChatML, the tools in the system message)
 makes of it, unless the step has a ``usage`` of its own. ``prompt_tokens(body)`` is that figure for a recorded
-request. ``count_with=ROOT`` (a llama-cpp-python server's root URL, for benchmarks) counts with that server
-instead: its ``/extras/tokenize/count`` for texts, and for a prompt its ``/v1/completions`` with ``max_tokens``
-1, so a prompt over the real server's context is a real error, answered to the client as the server answered it
-(``counted()``: the server's count of each chat request's prompt, None where it refused it); without
-``count_usage`` the prompts are still counted that way (and an overflow refused), only not reported.
+request. ``count_with=ROOT`` (the root URL of a llama-cpp-python server running chatml-function-calling, for the
+local-model tests and benchmarks) counts with that server instead: its ``/extras/tokenize/count`` for texts, and
+for a chat request the request itself sent there without streaming, with ``max_tokens`` 1 and, when it offers
+tools, a named ``tool_choice`` (so the server renders the prompt with its own template and tools, and generates
+one token): its ``usage.prompt_tokens`` is the count, and a prompt over that server's context is its real error,
+answered to the client as the server answered it (``counted()``: the server's count of each chat request's prompt,
+None where it refused it). Its ``/models`` then says ``owned_by: "me"``, as llama-cpp-python's does. Without
+``count_usage`` the prompts are still counted that way (and an overflow
+refused), only not reported.
 
 The server runs as a separate process (this file
 run as a script) so a client that hangs, crashes or is killed cannot take the test process with it; the port is
@@ -330,8 +334,11 @@ def serve(script: Path, log: Path) -> None:
         """The prompt's tokens, or None and the counting server's error (a prompt over its context)."""
         if count_with is None:
             return prompt_tokens(body), None
-        status, answer = _post_json(f"{count_with}/v1/completions",
-                                    {"prompt": render_prompt(body), "max_tokens": 1, "temperature": 0})
+        probe = {key: value for key, value in body.items() if key not in ("model", "stream", "stream_options")}
+        probe.update(stream=False, max_tokens=1, temperature=0)
+        if probe.get("tools"):
+            probe["tool_choice"] = {"type": "function", "function": {"name": probe["tools"][0]["function"]["name"]}}
+        status, answer = _post_json(f"{count_with}/v1/chat/completions", probe)
         if status != 200:
             return None, json.dumps(answer)
         return int(answer["usage"]["prompt_tokens"]), None
@@ -405,7 +412,10 @@ def serve(script: Path, log: Path) -> None:
             if self.path.rstrip("/").endswith("/models"):
                 if models_delay:
                     time.sleep(models_delay)
-                self._send(200, json.dumps({"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]}))
+                listed = {"id": MODEL_ID, "object": "model"}
+                if count_with:  # playing the llama-cpp-python server it counts with
+                    listed["owned_by"] = "me"
+                self._send(200, json.dumps({"object": "list", "data": [listed]}))
             else:
                 self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}))
 

@@ -307,10 +307,10 @@ private struct LoopRun {
         switch figure.kind {
         case .exact:
             let offset = calibration.offset(.init(exact: true, withTools: withTools)) ?? 0
-            request.log("budget: exact tokens from request \(progress.turns) on (\(loop.counter?.source ?? "a tokenizer")"
-                + " counts every text; the server's usage.prompt_tokens showed its chat template adds \(offset) "
-                + "tokens\(withTools ? "" : " without tools"); margin 2%, at least 8): fixed overhead "
-                + "\(await fixedTokens(.exact, chat).tokens) tokens")
+            request.log("budget: exact tokens from request \(progress.turns) on (every text counted by "
+                + "\(loop.counter?.source ?? "a tokenizer"); the server's usage.prompt_tokens differs from that by "
+                + "\(offset) tokens\(withTools ? "" : " without tools"), its chat template's own share; margin 2%, at "
+                + "least 8): fixed overhead \(await fixedTokens(.exact, chat).tokens) tokens")
         case .calibrated:
             let offset = calibration.offset(.init(exact: false, withTools: withTools)) ?? 0
             request.log("budget: estimated tokens corrected by \(offset) from request \(progress.turns) on (the "

@@ -71,7 +71,8 @@ public struct PromptCalibration: Sendable, Equatable {
 /// The texts of a request a chat template renders, each counted by the server's tokenizer, plus an allowance per
 /// message for its role markers (the learned offset takes up the rest).
 public enum RequestTexts {
-    public static let messageAllowance = 4
+    /// ChatML's `<|im_start|>role\n` and `<|im_end|>\n` are about 5 tokens; a call's `functions.NAME:\n` 3 more.
+    public static let messageAllowance = 8
 
     /// Message contents, tool calls' names and arguments, and the tool definitions as sent (compact JSON).
     public static func pieces(_ chat: ChatRequest) -> (texts: [String], messages: Int) {
