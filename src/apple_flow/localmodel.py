@@ -133,15 +133,24 @@ class LocalModelServer:
                     f"stop it or choose another port (APPLE_FLOW_LOCAL_MODEL_PORT)."
                 )
             with open(self.log_file, "ab") as log:
-                process = subprocess.Popen(
+                started = subprocess.Popen(
                     server_command(model, self.host, self.port),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
-            self.pid_file.write_text(f"{process.pid}\n")
-            started = process
+        try:
+            if started is not None:
+                self.pid_file.write_text(f"{started.pid}\n")
+            return self._wait_until_answering(started, wait_seconds)
+        except BaseException:
+            # Nothing this call started outlives its failure: a crash, a timeout, an interrupt.
+            if started is not None:
+                self._end_group(started)
+            raise
+
+    def _wait_until_answering(self, started: subprocess.Popen[bytes] | None, wait_seconds: float) -> ServerStatus:
         deadline = time.monotonic() + wait_seconds
         while time.monotonic() < deadline:
             if self.answers(timeout=1.0):
@@ -151,10 +160,23 @@ class LocalModelServer:
             if (started.poll() is not None) if started is not None else self._pid() is None:
                 raise LocalModelError(f"The model server exited while starting. Last log lines:\n{self.log_tail()}")
             time.sleep(0.25)
-        self.stop()
+        if started is None:
+            self.stop()
         raise LocalModelError(
             f"The model server did not answer within {wait_seconds:.0f}s; see {self.log_file}:\n{self.log_tail()}"
         )
+
+    def _end_group(self, process: subprocess.Popen[bytes], grace_seconds: float = 5.0) -> None:
+        """Ends the process started by start() and everything in its process group (its own: a new session),
+        also when it has exited already and left children behind."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=grace_seconds)
+            if not _group_alive(process.pid, grace_seconds if sig == signal.SIGTERM else 1.0):
+                break
+        self.pid_file.unlink(missing_ok=True)
 
     def stop(self, grace_seconds: float = 5.0) -> bool:
         """Stops the server and everything in its process group. Returns whether one was running."""
@@ -181,3 +203,17 @@ class LocalModelServer:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+def _group_alive(pgid: int, wait_seconds: float) -> bool:
+    """Whether a process other than a zombie is still in the process group after waiting up to `wait_seconds`."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        members = []
+        for process in psutil.process_iter():
+            with contextlib.suppress(psutil.Error):
+                if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
+                    members.append(process)
+        if not members or time.monotonic() >= deadline:
+            return bool(members)
+        time.sleep(0.1)

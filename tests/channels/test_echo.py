@@ -64,3 +64,21 @@ def test_the_record_is_per_channel_and_survives_a_restart(tmp_path: Path) -> Non
     again = Store(path).sent_texts("imessage", 600)
     assert not again.take_echo("a@b.c", "elsewhere")  # another channel's text
     assert again.take_echo("a@b.c", "ok")
+
+
+def test_copies_kept_in_the_store_decide_a_row_read_again_as_the_first_time(tmp_path: Path) -> None:
+    """After a restart the ingress reads again from the cursor: a row taken then is taken again (its message is
+    handled again), a row skipped then as a copy stays skipped, and a copy arriving now is known."""
+    from apple_flow.channels.imessage.echo import Copies
+
+    path = tmp_path / "relay.db"
+    before = Copies(Store(path).copy_record("imessage"))
+    assert before.first_copy(10, "g10", "+15551234567", "status", from_me=True) is None
+    assert before.first_copy(11, "g11", "+15551234567", "status ", from_me=False) == 10
+    assert before.first_copy(12, "g12", None, "hello", from_me=False) is None
+    after = Copies(Store(path).copy_record("imessage"))
+    assert after.first_copy(10, "g10", "+15551234567", "status", from_me=True) is None
+    assert after.first_copy(11, "g11", "+15551234567", "status", from_me=False) == 10
+    assert after.first_copy(13, "g12", None, "hello", from_me=False) == 12  # re-inserted with its guid
+    assert after.first_copy(14, "g14", "+15551234567", "status", from_me=False) is None  # typed again
+    assert Copies(Store(path).copy_record("console:1")).first_copy(13, "g12", None, "hello", False) is None

@@ -182,3 +182,35 @@ def test_a_queued_task_or_approve_unsent_before_it_ran_is_not_run(
             assert "Awaiting approval: " + request.group(1) in reply_to(daemon, chat_db, "status", "")
         finally:
             daemon.stop()
+
+
+# --- what was taken is remembered across restarts ---------------------------------------------------------------------
+
+
+def test_the_second_copy_of_a_text_to_yourself_arriving_after_a_restart_is_not_run_again(
+    daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    daemon.start({"FAKE_OSASCRIPT_OWNER": ANA})
+    chat_db.message("help", sender=ANA, is_from_me=True, destination_caller_id=ANA)
+    wait_for(lambda: daemon.sends_to(ANA), 20, "the answer to help")
+    wait_for(lambda: list(message_states(daemon).values()) == ["sent"], 20, "the answer to be recorded as sent")
+    daemon.kill9()
+    daemon.start({"FAKE_OSASCRIPT_OWNER": ANA})
+    chat_db.message("help", sender=ANA, destination_caller_id=ANA)  # the received copy, synced late
+    assert reply_to(daemon, chat_db, "health", "apple-flow is running")  # read after the copy, so the copy was read
+    assert daemon.sends_to(ANA).count(HELP_TEXT) == 1
+
+
+def test_a_row_re_inserted_with_its_guid_after_a_restart_is_not_run_again(
+    daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    daemon.start()
+    first = chat_db.message("help", sender=ANA, guid="6B1F0A52-BBBB")
+    wait_for(lambda: message_states(daemon).get(first) == "sent", 20, "the answer to help")
+    assert daemon.terminate() == 0
+    daemon.start()
+    chat_db.conn.execute("DELETE FROM message WHERE ROWID = ?", (first,))  # iCloud deletes and re-inserts it
+    again = chat_db.message("help", sender=ANA, guid="6B1F0A52-BBBB")
+    assert reply_to(daemon, chat_db, "health", "apple-flow is running")
+    assert daemon.sends_to(ANA).count(HELP_TEXT) == 1
+    assert again not in message_states(daemon)

@@ -103,7 +103,7 @@ def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> No
     db.commit()
     db.close()
     store = Store(path)
-    assert store.schema_version == SCHEMA_VERSION == 6
+    assert store.schema_version == SCHEMA_VERSION == 8
     assert store.cursor("imessage") == 7
     store.set_meta("child_token", "abc")
     assert store.meta("child_token") == "abc" and store.meta("other") is None

@@ -3,10 +3,14 @@ leaving nothing behind."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +133,104 @@ def test_a_server_not_yet_recognisable_is_waited_for(monkeypatch: pytest.MonkeyP
     with pytest.raises(LocalModelError, match="exited while starting"):
         server.start(wait_seconds=20)
     assert time.monotonic() - started >= 2.5
+
+
+# --- a failed start leaves nothing running ----------------------------------------------------------------------
+
+
+@dataclass
+class FakeServer:
+    """What start() launches instead of llama.cpp: it starts a child in its own process group, then exits with an
+    error after `lifetime` seconds, never answering. Both carry `marker` in their command line."""
+
+    marker: str
+    lifetime: float = 0.0
+
+
+def processes_with(marker: str) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if marker in (process.info["cmdline"] or []) and process.status() != psutil.STATUS_ZOMBIE:
+                found.append(process)
+    return found
+
+
+def nothing_left(marker: str) -> bool:
+    # A killed process can take a moment to go; generous for a loaded machine.
+    deadline = time.monotonic() + 30
+    while processes_with(marker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+@pytest.fixture
+def fake_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeServer]:
+    """start() launches a FakeServer (no llama.cpp or model needed); whatever carries its marker is killed after."""
+    import apple_flow.localmodel as localmodel
+
+    fake = FakeServer(marker=f"leftover-{uuid.uuid4().hex}")
+    code = (
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', sys.argv[1]])\n"
+        "time.sleep(float(sys.argv[2]))\n"
+        "sys.exit(3)\n"
+    )
+    monkeypatch.setattr(localmodel, "server_available", lambda: True)
+    monkeypatch.setattr(localmodel, "model_file", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(
+        localmodel,
+        "server_command",
+        lambda model, host, port: [sys.executable, "-c", code, fake.marker, str(fake.lifetime)],
+    )
+    try:
+        yield fake
+    finally:
+        for process in processes_with(fake.marker):
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+
+
+def test_a_server_that_exits_while_starting_leaves_nothing_behind(fake_server: FakeServer, tmp_path: Path) -> None:
+    server = LocalModelServer(port=free_port(), state_dir=tmp_path)
+    with pytest.raises(LocalModelError, match="exited while starting"):
+        server.start(wait_seconds=60)
+    assert nothing_left(fake_server.marker), "a process the failed start launched is still running"
+    assert not server.pid_file.exists()
+
+
+def test_a_server_that_never_answers_leaves_nothing_behind(fake_server: FakeServer, tmp_path: Path) -> None:
+    fake_server.lifetime = 300
+    server = LocalModelServer(port=free_port(), state_dir=tmp_path)
+    with pytest.raises(LocalModelError, match="did not answer within"):
+        server.start(wait_seconds=3)
+    assert nothing_left(fake_server.marker), "a process the timed-out start launched is still running"
+    assert not server.pid_file.exists()
+
+
+def test_an_interrupted_start_leaves_nothing_behind(
+    fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_server.lifetime = 300
+
+    def interrupted(self: LocalModelServer, timeout: float = 2.0) -> bool:
+        if self.pid_file.exists():
+            raise KeyboardInterrupt
+        return False
+
+    monkeypatch.setattr(LocalModelServer, "answers", interrupted)
+    server = LocalModelServer(port=free_port(), state_dir=tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        server.start(wait_seconds=60)
+    assert nothing_left(fake_server.marker), "a process the interrupted start launched is still running"
+    assert not server.pid_file.exists()
+
+
+def test_the_test_helper_leaves_nothing_behind_when_start_fails(fake_server: FakeServer, tmp_path: Path) -> None:
+    require_local_model()
+    fake_server.lifetime = 300
+    with pytest.raises(LocalModelError), running_local_model(tmp_path, wait_seconds=3):
+        pytest.fail("the helper yielded a server that never answered")
+    assert nothing_left(fake_server.marker), "running_local_model left a process of its failed start running"

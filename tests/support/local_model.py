@@ -33,12 +33,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_local_model(state_dir: Path) -> Iterator[LocalModelServer]:
+def running_local_model(state_dir: Path, wait_seconds: float = 120) -> Iterator[LocalModelServer]:
     """The local model server on a free port for a test module (skips when not installed); stopped after."""
     require_local_model()
     server = LocalModelServer(port=free_port(), state_dir=state_dir)
-    server.start(wait_seconds=120)
     try:
+        server.start(wait_seconds=wait_seconds)
         yield server
     finally:
         server.stop()

@@ -4,6 +4,7 @@ them; runs remember the message they answer; replies link to their run page when
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ def daemon(tmp_path: Path) -> Iterator[Callable[..., Harness]]:
     def make(**overrides: Any) -> Harness:
         settings = Settings(  # type: ignore[call-arg]
             _env_file=None, db_path=tmp_path / "relay.db", default_workspace=workspace, allowed_senders=[ANA],
-            progress_interval_seconds=0, shutdown_grace_seconds=2, **{"web_enabled": True, **overrides},
+            progress_interval_seconds=0, **{"web_enabled": True, "shutdown_grace_seconds": 2, **overrides},
         )
         h = Harness(settings, FakeConnector(answer=planner)).start()
         made.append(h)
@@ -76,3 +77,59 @@ def test_no_link_without_a_base_url_or_with_the_page_off(daemon: Callable[..., H
     h = daemon(web_base_url="https://mac.example.ts.net", web_enabled=False)
     h.ingress.add(ANA, "hello")
     assert wait_until(lambda: h.egress.to(ANA)) == ["Changed a.py."]
+
+
+def approve_on_the_page(h: Harness, notes: str = "") -> str:
+    """Plans a task by text and approves it on the page; returns the request's id."""
+    h.ingress.add(ANA, "task: fix a.py")
+    plan = wait_until(lambda: h.egress.to(ANA))[0]
+    request = re.search(r"approve (req_[0-9a-f]{8})", plan).group(1)  # type: ignore[union-attr]
+    approved, why = WebDecisions(h.store, Approvals(h.store, 20), h.daemon.run_approved).approve(request, notes)
+    assert approved is not None, why
+    return request
+
+
+def test_a_task_approved_on_the_page_is_redone_after_a_restart_cut_its_run_short(
+    daemon: Callable[..., Harness],
+) -> None:
+    """Like a task approved by text (its message is handled again), one approved on the page and not finished when
+    the daemon stopped runs again at the next start, and its answer is sent once."""
+    h = daemon(shutdown_grace_seconds=0.2)
+    request = approve_on_the_page(h, "SLOW, only a.py")  # the notes reach the run's prompt: it hangs
+    wait_until(lambda: h.connector.running == 1 and not h.connector.calls[-1].request.read_only)
+    h.stop()  # the run is killed and nothing recorded for it, as after a crash
+    assert not [t for t in h.egress.to(ANA) if t.startswith("Done")]
+    h.store.close()
+
+    again = daemon()
+    again.connector.release.set()
+    done = wait_until(lambda: [t for t in again.egress.to(ANA) if t.startswith("Done")], 20)
+    assert done[0].startswith(f"Done ({request}, run_") and done[0].endswith("Changed a.py.")
+    assert "Notes from the user: SLOW, only a.py" in again.connector.calls[0].request.message
+    assert [r.state for r in again.store.recent_runs()] == ["done", "interrupted", "done"]
+    again.stop()
+    again.store.close()
+
+    third = daemon()  # finished and sent: not run again
+    time.sleep(1)
+    assert third.connector.calls == [] and third.egress.sent == []
+
+
+def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_is_sent_at_the_restart(
+    daemon: Callable[..., Harness], tmp_path: Path
+) -> None:
+    h = daemon()
+    request = approve_on_the_page(h)
+    wait_until(lambda: [t for t in h.egress.to(ANA) if t.startswith("Done")])
+    h.stop()
+    # As if the daemon had died between recording the answer and sending it.
+    h.store.record_web_reply(request, "the recorded answer")
+    h.store.close()
+
+    again = daemon()
+    assert wait_until(lambda: again.egress.to(ANA)) == ["the recorded answer"]
+    again.stop()
+    again.store.close()
+    third = daemon()
+    time.sleep(1)
+    assert third.connector.calls == [] and third.egress.sent == []

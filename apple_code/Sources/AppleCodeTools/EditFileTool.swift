@@ -25,6 +25,7 @@ public struct EditFileTool: WorkspaceTool {
     public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
         -> ToolResult {
         let target = try workspace.resolve(arguments.string("path") ?? "")
+        try GitInternals.refuseWrite(to: target, in: workspace)
         let name = target.relative
         let oldText = arguments.string("oldText") ?? ""
         let newText = arguments.string("newText") ?? ""

@@ -21,6 +21,7 @@ public struct WriteFileTool: WorkspaceTool {
     public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
         -> ToolResult {
         let target = try workspace.resolve(arguments.string("path") ?? "")
+        try GitInternals.refuseWrite(to: target, in: workspace)
         let content = arguments.string("content") ?? ""
         let created: Bool
         switch target.kind {

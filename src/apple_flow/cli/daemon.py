@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from apple_flow.channels.base import Egress, Ingress, SentTexts
+from apple_flow.channels.base import Egress, Ingress
 from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError
@@ -55,7 +55,8 @@ def startup_warnings(settings: Settings, channel: str) -> list[str]:
     return warnings
 
 
-Channel = Callable[[SentTexts], tuple[Ingress, Egress]]  # builds a channel on the store's record of sent texts
+# Builds a channel on the store's records it uses (the iMessage channel: sent texts, and the copies it took).
+Channel = Callable[[Store], tuple[Ingress, Egress]]
 
 
 def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key: str) -> int:
@@ -79,7 +80,7 @@ def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key
         checks = PermissionMonitor(settings, store)
         checks.start()
     try:
-        ingress, egress = build_channel(store.sent_texts(channel_key, settings.echo_window_seconds))
+        ingress, egress = build_channel(store)
         connector = build_connector(settings)
         local = (CONSOLE_SENDER,) if channel == "console" else ()
         daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks)
@@ -159,15 +160,16 @@ def register(app: typer.Typer) -> None:
         if chosen == "console":
             key = f"console:{uuid.uuid4().hex[:12]}"  # line numbers restart with every session
 
-            def build(sent: SentTexts) -> tuple[Ingress, Egress]:
+            def build(store: Store) -> tuple[Ingress, Egress]:
                 return ConsoleIngress.from_stream(sys.stdin), PlainConsoleEgress(sys.stdout, sys.stderr)
         else:
             from apple_flow.channels.imessage import build_imessage_channel
 
             key = "imessage"
 
-            def build(sent: SentTexts) -> tuple[Ingress, Egress]:
-                return build_imessage_channel(settings, sent)
+            def build(store: Store) -> tuple[Ingress, Egress]:
+                sent = store.sent_texts(key, settings.echo_window_seconds)
+                return build_imessage_channel(settings, sent, store.copy_record(key))
         for warning in startup_warnings(settings, chosen):
             err.print(f"[yellow]{escape(warning)}[/yellow]")
         raise typer.Exit(_serve(settings, chosen, build, key))
@@ -180,4 +182,4 @@ def register(app: typer.Typer) -> None:
         channel = RichConsoleChannel()
         err.print("[bold]apple-flow chat[/bold]: type a message (`help` lists commands); Ctrl-D to quit.")
         key = f"console:{uuid.uuid4().hex[:12]}"
-        raise typer.Exit(_serve(settings, "console", lambda sent: (channel.ingress(), channel), key))
+        raise typer.Exit(_serve(settings, "console", lambda store: (channel.ingress(), channel), key))

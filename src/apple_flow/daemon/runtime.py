@@ -13,7 +13,9 @@ and says whether a reply went out before a crash.
 Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
 conversation's new exchange and any approval request, in one transaction) before it is sent; the cursor passes a
 message only once it is finished. After ``kill -9`` the restart reads from the cursor: finished messages are
-skipped, a recorded but unsent reply is sent, a taken message is handled again.
+skipped, a recorded but unsent reply is sent, a taken message is handled again. A task approved on the web page
+has no message: its run is recorded as queued with the approval, and its reply before it is sent (``web_runs``),
+so a restart runs it again or sends its reply in the same way.
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ class Daemon:
         else:
             self._catchup = self._saved_catchup()
         self._tracker = CursorTracker(start)
+        self._resume_web_approvals()
         threading.Thread(target=self._read, args=(start,), name="ingress", daemon=True).start()
         watchdog = threading.Thread(target=self._watch_timeouts, name="watchdog", daemon=True)
         watchdog.start()
@@ -319,6 +322,23 @@ class Daemon:
         goes to the sender like any reply."""
         self._inbox.put(_WebApproval(approval))
 
+    def _resume_web_approvals(self) -> None:
+        """At start-up: requests approved on the web page whose run a crash or stop cut short run again (a message
+        is handled again instead); an answer recorded but not sent is sent."""
+        for approval, reply in self._store.unfinished_web_runs():
+            if reply is None:
+                log.info("%s was approved on the web page and did not finish: running it again", approval.id)
+                self._inbox.put(_WebApproval(approval))
+            else:
+                self._send_web_reply(approval, reply)
+
+    def _send_web_reply(self, approval: Approval, reply: str) -> None:
+        failed = self._send(approval.sender, reply)
+        with self._store.transaction():
+            self._store.web_reply_sent(approval.id)
+            if failed is not None:
+                self._store.log_event("send_failed", failed, approval.sender)
+
     def _queue_approved(self, approval: Approval) -> None:
         turn = self.orchestrator.approved_turn(approval)
         if turn.ack:
@@ -369,12 +389,13 @@ class Daemon:
         finished = self.orchestrator.conclude(turn, run_id, outcome, stop, keep_exchange=window > 0)
         if self._abandon.is_set():
             return
-        self._store.record_turn(self._channel, message.rowid if message else None, turn.sender, run_id, finished)
-        if message is None:  # approved on the web page: no message to record the reply on
-            if finished.reply is not None:
-                failed = self._send(turn.sender, finished.reply)
-                if failed is not None:
-                    self._store.log_event("send_failed", failed, turn.sender)
+        with self._store.transaction():
+            self._store.record_turn(self._channel, message.rowid if message else None, turn.sender, run_id, finished)
+            if message is None and turn.approval is not None:  # approved on the web page: its reply is kept there
+                self._store.record_web_reply(turn.approval.id, finished.reply)
+        if message is None:
+            if turn.approval is not None and finished.reply is not None:
+                self._send_web_reply(turn.approval, finished.reply)
             return
         if finished.reply is None:
             self._finished(message.rowid)

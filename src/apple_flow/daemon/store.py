@@ -128,9 +128,40 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE sent ADD COLUMN seen TEXT NOT NULL DEFAULT '';
     """,
+    # 7: a task approved on the web page has no message that a restart handles again: its run is kept here from the
+    # approval on ('queued'), its answer recorded before it is sent ('replied'), then 'sent'; a restart redoes what
+    # is missing, as it does for a message.
+    """
+    CREATE TABLE web_runs (
+        approval_id TEXT PRIMARY KEY,
+        state TEXT NOT NULL,          -- queued | replied | sent
+        reply TEXT,
+        updated_at REAL NOT NULL
+    );
+    """,
+    # 8: what the iMessage ingress decided about the rows it took or skipped as copies (a guid seen before, the other
+    # copy of a text to yourself), so that a copy arriving after a restart is not run again (echo.Copies).
+    """
+    CREATE TABLE copies (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        channel TEXT NOT NULL,
+        rowid INTEGER NOT NULL,
+        guid TEXT NOT NULL,           -- '' when the row has none
+        own_chat TEXT NOT NULL,       -- the owner's address when texting yourself, else ''
+        text TEXT NOT NULL,           -- normalised
+        from_me INTEGER NOT NULL,
+        at REAL NOT NULL,
+        copy_of INTEGER,              -- the row it is a copy of; NULL: it was taken
+        paired INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE UNIQUE INDEX copies_by_row ON copies (channel, rowid);
+    CREATE INDEX copies_by_guid ON copies (channel, guid);
+    CREATE INDEX copies_by_text ON copies (channel, own_chat, text);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 HISTORY_KEEP = 50  # exchanges kept per thread; connectors inject far fewer
+COPIES_KEEP = 10_000  # rows whose copy decision is kept per channel (a re-inserted row comes back within days)
 
 
 class StoreError(RuntimeError):
@@ -427,6 +458,55 @@ class Store:
         count for ``window_seconds``, across restarts."""
         return SentRecord(self, channel, window_seconds)
 
+    # ------------------------------------------------------------------------------------------- copies
+
+    def copy_record(self, channel: str) -> CopyTable:
+        """The record of what the ingress of ``channel`` took (``channels.imessage.echo.CopyRecord``)."""
+        return CopyTable(self, channel)
+
+    def copy_verdict(self, channel: str, rowid: int) -> tuple[bool, int | None]:
+        """(whether the row was decided before, the row it was a copy of: None when it was taken)."""
+        rows = self._rows("SELECT copy_of FROM copies WHERE channel = ? AND rowid = ?", (channel, rowid))
+        return (False, None) if not rows else (True, None if rows[0][0] is None else int(rows[0][0]))
+
+    def copy_with_guid(self, channel: str, guid: str) -> int | None:
+        """The row first taken with ``guid``."""
+        rows = self._rows(
+            "SELECT COALESCE(copy_of, rowid) FROM copies WHERE channel = ? AND guid = ? ORDER BY id LIMIT 1",
+            (channel, guid),
+        )
+        return int(rows[0][0]) if rows else None
+
+    def take_copy_pair(self, channel: str, own_chat: str, text: str, from_me: bool, since: float) -> int | None:
+        """A taken, unpaired row of the other kind (sent vs received) with the same words in ``own_chat``, recorded at
+        or after ``since``: marked paired, its rowid returned."""
+        with self.transaction():
+            rows = self._db.execute(
+                "SELECT id, rowid FROM copies WHERE channel = ? AND own_chat = ? AND text = ? AND from_me != ? "
+                "AND at >= ? AND copy_of IS NULL AND paired = 0 ORDER BY id LIMIT 1",
+                (channel, own_chat, text, int(from_me), since),
+            ).fetchall()
+            if not rows:
+                return None
+            self._db.execute("UPDATE copies SET paired = 1 WHERE id = ?", (rows[0][0],))
+            return int(rows[0][1])
+
+    def add_copy(
+        self, channel: str, rowid: int, guid: str, own_chat: str, text: str, from_me: bool, at: float,
+        copy_of: int | None,
+    ) -> None:
+        """Records what was decided about a row; only the newest ``COPIES_KEEP`` of a channel are kept."""
+        with self.transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO copies (channel, rowid, guid, own_chat, text, from_me, at, copy_of) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (channel, rowid, guid, own_chat, text, int(from_me), at, copy_of),
+            )
+            self._db.execute(
+                "DELETE FROM copies WHERE channel = ? AND id <= (SELECT MAX(id) FROM copies WHERE channel = ?) - ?",
+                (channel, channel, COPIES_KEEP),
+            )
+
     # ------------------------------------------------------------------------------------------- history
 
     def history(self, thread_id: str, limit: int) -> list[Exchange]:
@@ -634,6 +714,42 @@ class Store:
             (approval_id,),
         )
 
+    # ------------------------------------------------------------------------------------------- web approvals
+
+    def queue_web_run(self, approval_id: str) -> None:
+        """A request approved on the web page is to run (recorded with the decision, in its transaction)."""
+        self._write(
+            "INSERT INTO web_runs (approval_id, state, updated_at) VALUES (?, 'queued', ?) "
+            "ON CONFLICT (approval_id) DO UPDATE SET state = 'queued', reply = NULL, updated_at = excluded.updated_at",
+            (approval_id, self._clock()),
+        )
+
+    def record_web_reply(self, approval_id: str, reply: str | None) -> None:
+        """Its run's answer, before it is sent (``None``: nothing to send, e.g. cancelled)."""
+        self._write(
+            "UPDATE web_runs SET state = ?, reply = ?, updated_at = ? WHERE approval_id = ?",
+            ("replied" if reply is not None else "sent", reply, self._clock(), approval_id),
+        )
+
+    def web_reply_sent(self, approval_id: str) -> None:
+        self._write(
+            "UPDATE web_runs SET state = 'sent', updated_at = ? WHERE approval_id = ?", (self._clock(), approval_id)
+        )
+
+    def unfinished_web_runs(self) -> list[tuple[Approval, str | None]]:
+        """At start-up: requests approved on the web page whose run did not finish (reply None: run it again) or
+        whose answer was recorded but not sent (the reply), oldest first."""
+        rows = self._rows(
+            "SELECT a.*, w.state AS web_state, w.reply AS web_reply FROM web_runs w "
+            "JOIN approvals a ON a.id = w.approval_id WHERE w.state != 'sent' ORDER BY w.updated_at, a.created_at"
+        )
+        found = []
+        for row in rows:
+            fields = dict(row)
+            state, reply = fields.pop("web_state"), fields.pop("web_reply")
+            found.append((Approval(**fields), reply if state == "replied" else None))
+        return found
+
     # ------------------------------------------------------------------------------------------- events
 
     def log_event(self, kind: str, detail: str, sender: str | None = None) -> None:
@@ -671,3 +787,24 @@ def _statements(script: str) -> list[str]:
     """Splits a migration into statements (``executescript`` would commit the surrounding transaction)."""
     lines = [line.split("--", 1)[0] for line in script.splitlines()]
     return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]
+
+
+class CopyTable:
+    """``Store.copy_record``: one channel's decisions about copies (``channels.imessage.echo.CopyRecord``)."""
+
+    def __init__(self, store: Store, channel: str) -> None:
+        self._store = store
+        self._channel = channel
+
+    def verdict(self, rowid: int) -> tuple[bool, int | None]:
+        return self._store.copy_verdict(self._channel, rowid)
+
+    def row_with_guid(self, guid: str) -> int | None:
+        return self._store.copy_with_guid(self._channel, guid)
+
+    def take_pair(self, own_chat: str, text: str, from_me: bool, since: float) -> int | None:
+        return self._store.take_copy_pair(self._channel, own_chat, text, from_me, since)
+
+    def add(self, rowid: int, guid: str, own_chat: str, text: str, from_me: bool, at: float,
+            copy_of: int | None) -> None:
+        self._store.add_copy(self._channel, rowid, guid, own_chat, text, from_me, at, copy_of)

@@ -30,7 +30,9 @@ class WebDecisions:
             return None, f"No approval request {approval_id}."
         # A decision of its own for every click: "web:<approval>" alone would let a second click replay the first
         # (the replay rule that lets a message redo its own decision after a crash).
-        decision = self._decide(lambda: self._approvals.approve(found.sender, found.id, _decided_by(), notes.strip()))
+        decision = self._decide(
+            lambda: self._approvals.approve(found.sender, found.id, _decided_by(), notes.strip()), queue_run=True
+        )
         if decision.approval is None:
             return None, decision.message
         self._run_approved(decision.approval)
@@ -43,10 +45,15 @@ class WebDecisions:
         decision = self._decide(lambda: self._approvals.deny(found.sender, found.id, _decided_by()))
         return decision.approval is not None, decision.message
 
-    def _decide(self, decide: Callable[[], Decision]) -> Decision:
-        """A decision, recorded; decided again when a text decided the request in between (it then says so)."""
+    def _decide(self, decide: Callable[[], Decision], queue_run: bool = False) -> Decision:
+        """A decision, recorded; decided again when a text decided the request in between (it then says so).
+        ``queue_run``: an approval's run is recorded with it, so that a restart before the run ends redoes it."""
         decision = decide()
-        if self._store.decide_approvals(decision.decided):
+        with self._store.transaction():
+            recorded = self._store.decide_approvals(decision.decided)
+            if recorded and queue_run and decision.approval is not None:
+                self._store.queue_web_run(decision.approval.id)
+        if recorded:
             return decision
         again = decide()
         return again if not again.decided else Decision(None, "The request changed meanwhile. Reload the page.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from apple_flow.channels.base import SentTexts, Skipped
 from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem
+from apple_flow.channels.imessage.echo import CopyRecord
 from apple_flow.channels.imessage.egress import IMessageEgress
 from apple_flow.channels.imessage.ingress import IMessageIngress
 from apple_flow.config import Settings
@@ -38,9 +39,12 @@ def build_imessage_egress(settings: Settings, sent: SentTexts | None = None) -> 
     )
 
 
-def build_imessage_channel(settings: Settings, sent: SentTexts | None) -> tuple[IMessageIngress, IMessageEgress]:
+def build_imessage_channel(
+    settings: Settings, sent: SentTexts | None, copies: CopyRecord | None = None
+) -> tuple[IMessageIngress, IMessageEgress]:
     """The ingress and egress for ``settings``; the egress notes what it sends in ``sent`` (the daemon's store,
-    keeping ``settings.echo_window_seconds``) and the ingress skips their echoes (None: no echo skipping)."""
+    keeping ``settings.echo_window_seconds``) and the ingress skips their echoes (None: no echo skipping). The
+    ingress keeps what it took in ``copies`` (the daemon's store; None: in memory)."""
     ingress = IMessageIngress(
         settings.messages_db_path,
         default_region=settings.default_region,
@@ -48,5 +52,6 @@ def build_imessage_channel(settings: Settings, sent: SentTexts | None) -> tuple[
         poll_seconds=settings.poll_interval_seconds,
         max_message_age_seconds=settings.max_message_age_seconds,
         group_replies=settings.group_replies,
+        copies=copies,
     )
     return ingress, build_imessage_egress(settings, sent)

@@ -16,7 +16,7 @@ from pathlib import Path
 from apple_flow.channels.base import InboundMessage, Ingress, SentTexts, Skipped
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, MessageRow
 from apple_flow.channels.imessage.classify import ReadRules, classify
-from apple_flow.channels.imessage.echo import Copies
+from apple_flow.channels.imessage.echo import Copies, CopyRecord
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 
 log = logging.getLogger(__name__)
@@ -40,11 +40,12 @@ class IMessageIngress(Ingress):
         on_error: ErrorListener | None = None,
         max_message_age_seconds: float = 0,
         group_replies: bool = False,
+        copies: CopyRecord | None = None,
     ) -> None:
         self.db = ChatDB(db_path)
         self._rules = ReadRules(default_region, max_message_age_seconds, group_replies)
         self._sent = sent
-        self._copies = Copies()
+        self._copies = Copies(copies)
         self._poll_seconds = poll_seconds
         self.on_error = on_error
         self.scanned_rowid = 0
