@@ -17,7 +17,9 @@ enum Bubblewrap {
     /// - `--unshare-pid --as-pid-1`: the command is PID 1 of its own PID namespace, so when it exits the kernel
     ///   kills everything it started, whatever session or group that moved to; `--die-with-parent` does the same
     ///   when bwrap (killed at a timeout) or apple-code goes. `--new-session`: no controlling terminal (TIOCSTI).
-    static func arguments(executable: String, workspace: String, host: HostFiles) -> [String] {
+    /// - `hooksFolder`: the folder `core.hooksPath` names inside the workspace, read-only like `.git/hooks`.
+    static func arguments(executable: String, workspace: String, host: HostFiles, hooksFolder: String? = nil)
+        -> [String] {
         var arguments = [executable, "--ro-bind", "/", "/", "--tmpfs", "/tmp"]
         if host.kind("/run") == .directory {
             arguments += ["--tmpfs", "/run", "--ro-bind-try", "/run/current-system", "/run/current-system"]
@@ -29,6 +31,14 @@ enum Bubblewrap {
         if host.kind("/var/run") == .directory { arguments += ["--tmpfs", "/var/run"] }
         arguments += ["--bind", workspace, workspace]
         arguments += gitProtection(workspace: workspace, host: host)
+        if let hooksFolder {
+            switch host.kind(hooksFolder) {
+            case .directory, .file: arguments += ["--ro-bind", hooksFolder, hooksFolder]
+            // Not there yet: an empty read-only folder (left behind empty), so a command cannot make it.
+            case .missing: arguments += ["--tmpfs", hooksFolder, "--remount-ro", hooksFolder]
+            default: break
+            }
+        }
         arguments += ["--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1",
                       "--new-session", "--die-with-parent", "--setenv", "TMPDIR", "/tmp", "--chdir", workspace]
         return arguments

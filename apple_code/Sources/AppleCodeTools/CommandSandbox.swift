@@ -25,10 +25,12 @@ public enum CommandSandbox: Sendable, Equatable {
     public func argv(command: String, workspace: String) -> [String] {
         switch self {
         case .bubblewrap(let executable):
-            return Bubblewrap.arguments(executable: executable, workspace: workspace, host: .live)
+            return Bubblewrap.arguments(executable: executable, workspace: workspace, host: .live,
+                                        hooksFolder: GitInternals.hooksFolder(root: workspace))
                 + ["/bin/sh", "-c", command]
         case .seatbelt(let executable, let folders):
-            return SeatbeltProfile.argv(executable: executable, workspace: workspace, folders: folders)
+            return SeatbeltProfile.argv(executable: executable, workspace: workspace, folders: folders,
+                                        hooksFolder: GitInternals.hooksFolder(root: workspace))
                 + ["/bin/sh", "-c", command]
         case .none:
             return ["/bin/sh", "-c", command]

@@ -44,6 +44,11 @@ enum GitInternals {
 
     // MARK: - core.hooksPath
 
+    /// `hooksFolder(for:)` for a workspace given as its real path (the command sandbox's); nil when it is no folder.
+    static func hooksFolder(root: String) -> String? {
+        (try? Workspace(root)).flatMap(hooksFolder(for:))
+    }
+
     /// The real path of the folder `core.hooksPath` names for the repository holding the workspace, when set and
     /// inside the workspace. Read from the repository's config (and a worktree's) over the user's global ones,
     /// as git does; a relative value is relative to the repository's top folder.

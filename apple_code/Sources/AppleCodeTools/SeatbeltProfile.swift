@@ -60,11 +60,16 @@ public enum SeatbeltProfile {
         (deny file-write* (require-all (subpath (param "WORKSPACE")) (regex #"/\.git$")))
         (deny file-write* (require-all (subpath (param "WORKSPACE"))
             (regex #"/\.git/((modules|worktrees)/[^/]+/)*(hooks|config|config\.worktree)(/.*)?$")))
+        ; Nor the folder core.hooksPath names inside the workspace (.git/hooks when it names none there).
+        (deny file-write* (subpath (param "GIT_HOOKS_PATH")))
         """#
 
-    /// `executable -p <profile> -DKEY=value ... --`; the command follows.
-    static func argv(executable: String, workspace: String, folders: SeatbeltFolders) -> [String] {
-        let parameters = [("WORKSPACE", workspace)] + folders.parameters
+    /// `executable -p <profile> -DKEY=value ... --`; the command follows. `hooksFolder`: the folder
+    /// `core.hooksPath` names inside the workspace, if any.
+    static func argv(executable: String, workspace: String, folders: SeatbeltFolders, hooksFolder: String? = nil)
+        -> [String] {
+        let hooks = hooksFolder ?? (workspace == "/" ? "" : workspace) + "/.git/hooks"
+        let parameters = [("WORKSPACE", workspace)] + folders.parameters + [("GIT_HOOKS_PATH", hooks)]
         return [executable, "-p", text] + parameters.map { "-D\($0.0)=\($0.1)" } + ["--"]
     }
 }

@@ -114,6 +114,32 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(result.text.contains("index written"), "\(result.text)")
     }
 
+    /// The folder core.hooksPath names inside the workspace is read-only to commands too (git runs its hooks),
+    /// also when it does not exist yet; the rest of the workspace stays writable.
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapKeepsTheCoreHooksPathFolderReadOnly() async throws {
+        for existing in [true, false] {
+            let ws = try TempWorkspace()
+            try ws.write(".git/config", "[core]\n\thooksPath = .githooks\n")
+            if existing { try ws.write(".githooks/pre-push", "#!/bin/sh\n") }
+            let command = "echo evil > .githooks/pre-commit; echo evil >> .githooks/pre-push; echo ok > a.txt"
+            let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": .string(command)])
+            #expect(ws.read(".githooks/pre-commit") == nil, "\(result.text)")
+            #expect(ws.read(".githooks/pre-push") == (existing ? "#!/bin/sh\n" : nil))
+            #expect(ws.read("a.txt") == "ok\n")
+        }
+    }
+
+    @Test func bubblewrapHooksPathArguments() {
+        let host = HostFiles(kind: { ["/w/.githooks": .directory][$0] ?? .missing }, entries: { _ in [] },
+                             runtimeDirectory: nil)
+        let argv = Bubblewrap.arguments(executable: "bwrap", workspace: "/w", host: host, hooksFolder: "/w/.githooks")
+        #expect(argv.joined(separator: " ").contains("--bind /w /w --ro-bind /w/.githooks /w/.githooks --dev"))
+        let missing = Bubblewrap.arguments(executable: "bwrap", workspace: "/w", host: host, hooksFolder: "/w/hooks")
+        #expect(missing.joined(separator: " ").contains("--tmpfs /w/hooks --remount-ro /w/hooks --dev"))
+        #expect(!Bubblewrap.arguments(executable: "bwrap", workspace: "/w", host: host).contains("/w/.githooks"))
+    }
+
     /// Everyday git still works with hooks and config read-only: add, commit, log, status, branch.
     @Test(.enabled(if: hasBubblewrap && CommandSandbox.findExecutable("git") != nil, "needs bwrap and git"))
     func bubblewrapLetsGitCommit() async throws {
@@ -268,7 +294,8 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(sandbox == .seatbelt(executable: executable, folders: Self.folders))
         let probed = try String(contentsOfFile: ws.outside + "/argv", encoding: .utf8)
         #expect(probed == (["-p", SeatbeltProfile.text, "-DWORKSPACE=\(ws.outside)", "-DTMP=/tmp", "-DVAR_TMP=/var/tmp",
-                            "-DTMPDIR=/tmp", "-DUSER_TEMP=/tmp", "-DUSER_CACHE=/tmp", "--", "/usr/bin/true"]
+                            "-DTMPDIR=/tmp", "-DUSER_TEMP=/tmp", "-DUSER_CACHE=/tmp",
+                            "-DGIT_HOOKS_PATH=\(ws.outside)/.git/hooks", "--", "/usr/bin/true"]
                            .joined(separator: "\n") + "\n"))
         // Commands then go through it whole: the argv carries the command intact.
         let result = await ws.call(RunCommandTool(sandbox: sandbox), ["command": "echo \"$0\" 'a b'; pwd"])
