@@ -58,6 +58,8 @@ export PATH="$ROOT/apple_code/.build/debug:$PATH"
 export APPLE_FLOW_AFM_BACKEND=openai
 export APPLE_FLOW_AFM_BASE_URL="http://127.0.0.1:$port/v1"
 export APPLE_FLOW_AFM_MODEL=smollm2-135m
+# Limits that fit this small model (config.DEMO_PROFILE; the daemon shows them at start).
+export APPLE_FLOW_PROFILE=${APPLE_FLOW_PROFILE:-demo}
 # The agent may write files: it works on a copy of examples/workspace outside this checkout, never in it.
 if [ -z "${APPLE_FLOW_DEFAULT_WORKSPACE:-}" ] && ! grep -qi "^APPLE_FLOW_DEFAULT_WORKSPACE=." "$ROOT/.env" 2>/dev/null; then
     demo="$HOME/.apple-flow/demo-workspace"

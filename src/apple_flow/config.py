@@ -10,13 +10,24 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # The connectors: apple_flow.connectors.registry maps each name to its class (a test keeps the two alike).
 ConnectorName = Literal["afm", "codex-cli", "claude-cli"]
 ChannelName = Literal["auto", "imessage", "console"]
 AfmBackend = Literal["auto", "fm", "openai"]
+ProfileName = Literal["standard", "demo"]
+
+# The demo profile: limits that fit the small local demo model (SmolLM2-135M on llama.cpp, on a laptop's CPU), which
+# answers in seconds when it answers at all and otherwise loops: a few model turns, and a reply stopped after tens of
+# seconds rather than two minutes. Only the settings not set explicitly take these values; scripts/run.sh picks the
+# profile where it starts that model, so an Apple-model or real-server setup keeps the standard limits.
+DEMO_PROFILE: dict[str, Any] = {
+    "afm_max_turns": 4,
+    "afm_timeout_seconds": 45,
+    "turn_timeout_seconds": 75,
+}
 
 
 def is_loopback(host: str) -> bool:
@@ -61,6 +72,7 @@ class Settings(BaseSettings):
 
     # --- Connector -------------------------------------------------------------------------------------
     connector: ConnectorName = "afm"
+    profile: ProfileName = "standard"  # demo: the DEMO_PROFILE limits for the settings not set explicitly
     turn_timeout_seconds: float = Field(300, gt=0)
 
     # --- afm: apple-code on Apple's on-device model (or a local OpenAI-compatible server) ---------------
@@ -69,6 +81,7 @@ class Settings(BaseSettings):
     afm_max_prompt_chars: int = Field(3000, ge=200)
     afm_soul_max_chars: int = Field(500, ge=0)
     afm_timeout_seconds: float = Field(120, gt=0)
+    afm_max_turns: int | None = Field(None, ge=1)  # apple-code --max-turns; unset: apple-code's own (16)
     afm_backend: AfmBackend = "auto"
     afm_model: str | None = None
     afm_base_url: str | None = None
@@ -197,6 +210,23 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://, e.g. https://mac.tailnet.ts.net")
         return value.strip().rstrip("/")
+
+    @model_validator(mode="after")
+    def _profile_limits(self) -> Settings:
+        if self.profile == "demo":
+            for name, value in DEMO_PROFILE.items():
+                if name not in self.model_fields_set:
+                    setattr(self, name, value)
+        return self
+
+    def profile_line(self) -> str | None:
+        """The demo profile's limits in one line, shown when the daemon starts; None for the standard profile."""
+        if self.profile != "demo":
+            return None
+        turns = f"at most {self.afm_max_turns} model turns" if self.afm_max_turns else "apple-code's model turns"
+        return (f"Demo profile (APPLE_FLOW_PROFILE=demo, limits for the small local model): {turns} and "
+                f"{self.afm_timeout_seconds:g} s per reply (APPLE_FLOW_AFM_MAX_TURNS, "
+                f"APPLE_FLOW_AFM_TIMEOUT_SECONDS change them)")
 
     def soul_text(self) -> str:
         """The persona prompt: ``soul_file`` when set and readable, else ``soul_prompt``."""

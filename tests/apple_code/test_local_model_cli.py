@@ -1,17 +1,25 @@
 """apple-code against the real local llama.cpp server (SmolLM2-135M): a real tool-call round trip that ends in an
-answer. The model is a 135M demo: the test checks the mechanics (calls run, results go back folded into user
-messages, the run ends with an answer within its limits), not the quality of what it says."""
+answer, and a run stopped while the model writes its answer leaves the server free for the next request. The model
+is a 135M demo: the tests check the mechanics (calls run, results go back folded into user messages, the run ends
+with an answer within its limits; the generation stops), not the quality of what it says."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import re
+import signal
+import subprocess
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
 from apple_flow.localmodel import LocalModelServer
-from support.apple_code_run import events, run_apple_code
+from support.apple_code_run import clean_env, events, run_apple_code
 from support.local_model import running_local_model
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
@@ -51,3 +59,68 @@ def test_a_real_tool_call_round_trip_ends_in_an_answer(
     assert sizes and max(sizes) <= 4096
 
 
+# An answer that takes the model a while to write: SmolLM2 writes such a story to the 512 tokens of the answer
+# reserve (measured: 512 of 512 in 4 tries; numbers "1 to 400" sometimes stop early).
+LONG_ANSWER = "Write a very long story about a dragon, at least 1000 words."
+
+
+def seconds_until_models_answers(url: str) -> float:
+    """How long the server takes to answer GET /models: llama.cpp answers it only between generations."""
+    started = time.monotonic()
+    with urllib.request.urlopen(f"{url}/models", timeout=300) as response:
+        assert response.status == 200
+    return time.monotonic() - started
+
+
+def abandon_unstreamed(url: str, prompt: str, after: float) -> None:
+    """The same kind of request sent without streaming, its connection closed after ``after`` seconds: what an
+    abandoned request did before requests streamed."""
+    parsed = urlparse(url)
+    connection = http.client.HTTPConnection(parsed.hostname or "127.0.0.1", parsed.port, timeout=after)
+    body = {"model": "smollm2-135m", "messages": [{"role": "user", "content": prompt}], "max_tokens": 512,
+            "stream": False}
+    connection.request("POST", f"{parsed.path}/chat/completions", json.dumps(body),
+                       {"Content-Type": "application/json"})
+    try:
+        connection.getresponse()  # the whole answer would arrive at its end; the timeout comes first
+        raise AssertionError("the unstreamed answer was complete within the wait: it was too short to tell")
+    except TimeoutError:
+        pass
+    finally:
+        connection.close()
+
+
+def test_a_run_stopped_while_the_model_writes_leaves_the_server_free(
+    apple_code_bin: Path, server: LocalModelServer, tmp_path: Path
+) -> None:
+    """Issue 16 item 1 on llama.cpp itself: stopping a run (here SIGTERM, a cancel; --timeout stops it the same
+    way) closes the streamed request, which stops the generation, so the next request is answered at once and does
+    not wait behind the abandoned answer. The control shows what that wait is: the same kind of answer asked
+    without streaming and abandoned keeps the server busy until it is written."""
+    abandon_unstreamed(server.url, LONG_ANSWER, after=1.0)
+    busy = seconds_until_models_answers(server.url)
+
+    (tmp_path / "notes.txt").write_text("buy milk\n")
+    # --max-turns 2: one request with tools, then the answer request, which offers none and streams.
+    process = subprocess.Popen(
+        [str(apple_code_bin), "--backend", "openai", "--base-url", server.url, "--cwd", str(tmp_path), "--read-only",
+         "--max-turns", "2", "--timeout", "240", "--output-format", "stream-json", "--verbose", LONG_ANSWER],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
+    )
+    assert process.stdout is not None
+    seen = []
+    for line in process.stdout:  # until the answer starts to arrive
+        seen.append(json.loads(line))
+        if seen[-1]["type"] in ("text", "result"):
+            break
+    assert seen[-1]["type"] == "text", seen
+    process.send_signal(signal.SIGTERM)
+    rest, stderr = process.communicate(timeout=60)
+    free = seconds_until_models_answers(server.url)
+    print(f"abandoned unstreamed: the server answered after {busy:.1f} s; stopped run: after {free:.2f} s")
+
+    assert process.returncode == 130, stderr[-2000:]
+    assert events(rest)[-1]["subtype"] == "error_interrupted"
+    # Stopped: the server answers at once, not after writing the rest of the answer (the control's wait).
+    assert busy > 1.0, f"the control answer took only {busy:.1f} s more: too short to tell"
+    assert free < busy / 3, f"the server answered {free:.1f} s after the stop; the abandoned control took {busy:.1f} s"

@@ -45,6 +45,17 @@ def test_run_on_the_console_answers_each_line_and_exits_0(env: dict[str, str]) -
     assert result.stdout.index("echo: hello") < result.stdout.index("echo: second line")
 
 
+def test_the_demo_profile_is_shown_at_start(env: dict[str, str]) -> None:
+    standard = CliRunner().invoke(app, ["run", "--channel", "console"], input="hello\n", env=env)
+    assert standard.exit_code == 0, standard.output
+    assert "profile" not in standard.output
+    for command in (["run", "--channel", "console"], ["chat"]):
+        demo = CliRunner().invoke(app, command, input="hello\n", env={**env, "APPLE_FLOW_PROFILE": "demo"})
+        assert demo.exit_code == 0, demo.output
+        said = " ".join(demo.stderr.split())
+        assert "Demo profile (APPLE_FLOW_PROFILE=demo" in said and "at most 4 model turns and 45 s per reply" in said
+
+
 def test_a_second_daemon_on_the_same_database_is_refused(env: dict[str, str], tmp_path: Path) -> None:
     with InstanceLock(tmp_path / "relay.db"):
         result = CliRunner().invoke(app, ["run", "--channel", "console"], input="hello\n", env=env)

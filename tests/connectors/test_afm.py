@@ -94,6 +94,16 @@ def test_exact_argv_with_cwd_system_and_timeout(
     assert run["cwd"] == str(workspace)  # the process runs in the workspace too
 
 
+def test_the_demo_profile_limits_reach_apple_code(
+    connector_settings: MakeSettings, workspace: Path, record: Runs
+) -> None:
+    reply(AfmConnector(connector_settings(profile="demo")), "hi")
+    reply(AfmConnector(connector_settings()), "hi")
+    demo, standard = record()
+    assert demo["argv"][2:8] == ["--timeout", "45", "--output-format", "stream-json", "--max-turns", "4"]
+    assert "--max-turns" not in standard["argv"] and standard["argv"][2:4] == ["--timeout", "120"]
+
+
 def test_cwd_from_options_wins(connector: AfmConnector, tmp_path: Path, record: Runs) -> None:
     other = tmp_path / "other"
     other.mkdir()

@@ -68,3 +68,49 @@ def test_every_accepted_connector_builds(tmp_path: Path) -> None:
     assert set(REGISTRY) == set(get_args(ConnectorName))  # the setting accepts exactly the registered connectors
     for name, cls in REGISTRY.items():
         assert type(build_connector(load_settings(env_file=None, connector=name))) is cls
+
+
+def test_the_standard_profile_keeps_the_standard_limits() -> None:
+    """An Apple-model or real-server setup: no profile set, so apple-code's own turns and two minutes a reply."""
+    s = load_settings(env_file=None)
+    assert s.profile == "standard"
+    assert (s.afm_max_turns, s.afm_timeout_seconds, s.turn_timeout_seconds) == (None, 120, 300)
+    assert s.profile_line() is None
+
+
+def test_the_demo_profile_sets_limits_that_fit_the_small_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APPLE_FLOW_PROFILE", "demo")
+    s = load_settings(env_file=None)
+    assert (s.afm_max_turns, s.afm_timeout_seconds, s.turn_timeout_seconds) == (4, 45, 75)
+    assert s.afm_timeout_seconds < s.turn_timeout_seconds  # the daemon's own guard stays behind apple-code's
+    line = s.profile_line()
+    assert line is not None and "Demo profile" in line
+    assert "at most 4 model turns" in line and "45 s per reply" in line
+
+
+def test_settings_set_explicitly_win_over_the_demo_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = tmp_path / ".env"
+    env.write_text("APPLE_FLOW_AFM_TIMEOUT_SECONDS=90\n")
+    monkeypatch.setenv("APPLE_FLOW_PROFILE", "demo")
+    monkeypatch.setenv("APPLE_FLOW_AFM_MAX_TURNS", "7")
+    s = load_settings(env_file=env)
+    assert (s.afm_max_turns, s.afm_timeout_seconds, s.turn_timeout_seconds) == (7, 90, 75)
+    assert "at most 7 model turns and 90 s per reply" in (s.profile_line() or "")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("APPLE_FLOW_PROFILE", "tiny", "APPLE_FLOW_PROFILE: Input should be 'standard' or 'demo' (got 'tiny')"),
+        ("APPLE_FLOW_AFM_MAX_TURNS", "0", "APPLE_FLOW_AFM_MAX_TURNS: Input should be greater than or equal to 1"),
+    ],
+)
+def test_a_bad_profile_or_turn_limit_is_named(
+    variable: str, value: str, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError) as caught:
+        load_settings(env_file=None)
+    assert expected in str(caught.value)

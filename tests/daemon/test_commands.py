@@ -25,6 +25,16 @@ from apple_flow.daemon.commands import FAST, Command, Kind, parse
         ("deny all", Command(Kind.DENY_ALL)),
         ("deny", Command(Kind.DENY)),
         ("cancel", Command(Kind.CANCEL)),
+        ("cancel run_a1b2c3", Command(Kind.CANCEL, target="run_a1b2c3")),
+        ("Cancel A1B2C3", Command(Kind.CANCEL, target="run_a1b2c3")),
+        ("cancel the build", Command(Kind.CHAT, "cancel the build")),
+        ("cancel that", Command(Kind.CHAT, "cancel that")),
+        ("history", Command(Kind.HISTORY)),
+        ("History  lexer   bug", Command(Kind.HISTORY, "lexer bug")),
+        ("history: why did the deploy fail last night", Command(Kind.HISTORY, "why did the deploy fail last night")),
+        ("history of rome in three short sentences", Command(Kind.CHAT, "history of rome in three short sentences")),
+        ("usage", Command(Kind.USAGE)),
+        ("usage of this api?", Command(Kind.CHAT, "usage of this api?")),
         ("idea: a name for the app", Command(Kind.IDEA, "a name for the app")),
         ("PLAN:migrate the db", Command(Kind.PLAN, "migrate the db")),
         ("task: add a test\nfor parse()", Command(Kind.TASK, "add a test\nfor parse()")),
@@ -41,4 +51,4 @@ def test_parse(text: str, expected: Command) -> None:
 
 def test_only_commands_are_fast() -> None:
     assert Kind.CHAT not in FAST and Kind.TASK not in FAST and Kind.IDEA not in FAST and Kind.PLAN not in FAST
-    assert {Kind.STATUS, Kind.CANCEL, Kind.APPROVE, Kind.HELP} <= FAST
+    assert {Kind.STATUS, Kind.CANCEL, Kind.APPROVE, Kind.HELP, Kind.HISTORY, Kind.USAGE} <= FAST

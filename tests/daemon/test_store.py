@@ -103,7 +103,7 @@ def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> No
     db.commit()
     db.close()
     store = Store(path)
-    assert store.schema_version == SCHEMA_VERSION == 8
+    assert store.schema_version == SCHEMA_VERSION == 9
     assert store.cursor("imessage") == 7
     store.set_meta("child_token", "abc")
     assert store.meta("child_token") == "abc" and store.meta("other") is None
@@ -143,6 +143,31 @@ def test_a_finished_turn_is_recorded_whole_or_not_at_all(tmp_path: Path, monkeyp
     assert (run.files_changed, run.commands_run, run.input_tokens, run.output_tokens) == ('["a.py"]', 2, 900, 40)
     assert store.history("+15551234567", 5) == [Exchange("task", "1. do it")]
     assert store.approval(plan.id) == plan
+
+
+def test_a_version_8_database_gains_the_runs_backend_and_searches_only_the_senders_runs(tmp_path: Path) -> None:
+    from apple_flow.daemon.store import MIGRATIONS, _statements
+
+    path = tmp_path / "relay.db"
+    db = sqlite3.connect(path)
+    for migration in MIGRATIONS[:8]:
+        for statement in _statements(migration):
+            db.execute(statement)
+    db.execute(
+        "INSERT INTO runs (id, sender, kind, workspace, request, state, result, started_at) VALUES "
+        "('run_old', 'ana', 'chat', '/ws', 'Straße am Fluss', 'done', 'ok', 1), "
+        "('run_bob', 'bob', 'chat', '/ws', 'STRASSE for bob', 'done', 'ok', 2)"
+    )
+    db.execute("PRAGMA user_version = 8")
+    db.commit()
+    db.close()
+    store = Store(path)
+    old = store.run("run_old")
+    assert old is not None and (old.backend, old.tokens_estimated) == (None, None)
+    # Casefolded, as Python compares: "Straße" contains "strasse"; SQLite's lower() would not see it.
+    assert [run.id for run in store.search_runs("ana", "STRASSE")] == ["run_old"]
+    assert [run.id for run in store.search_runs("bob", "strasse")] == ["run_bob"]
+    assert store.search_runs("ana", "bob") == []
 
 
 def test_the_cursor_advances_and_never_goes_back(tmp_path: Path) -> None:

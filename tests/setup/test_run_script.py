@@ -19,7 +19,8 @@ from apple_flow.paths import PROJECT_ROOT
 RECORDER = """#!/bin/sh
 printf '%s %s\\n' "$(basename "$0")" "$*" >> "$RUN_SH_CALLS"
 """
-APPLE_FLOW = RECORDER + """case "$1" in
+APPLE_FLOW = RECORDER + """[ "$1" != run ] || printf 'profile=%s\\n' "${APPLE_FLOW_PROFILE:-}" >> "$RUN_SH_CALLS"
+case "$1" in
   service) exit "${FAKE_SERVICE_STATUS:-1}" ;;
   setup) [ -z "${FAKE_SETUP_WRITES:-}" ] || printf '%s\\n' "$FAKE_SETUP_WRITES" > .env; exit "${FAKE_SETUP_EXIT:-0}" ;;
 esac
@@ -106,6 +107,7 @@ def test_on_a_mac_without_env_and_a_terminal_it_runs_the_setup_first(project: Pa
         "apple-flow service status",
         "apple-code --check --backend fm",
         "apple-flow run --verbose",
+        "profile=",  # Apple's model: the standard limits
     ]
 
 
@@ -136,14 +138,14 @@ def test_on_a_mac_with_a_sender_it_runs_the_imessage_daemon(project: Path, tmp_p
     (project / ".env").write_text("# mine\nexport APPLE_FLOW_ALLOWED_SENDERS=+15551234567  # me\n")
     result = run_sh(project, tmp_path, FAKE_FM_CHECK="0")
     assert result.code == 0, result.output
-    assert result.calls[-1] == "apple-flow run"
+    assert result.calls[-2:] == ["apple-flow run", "profile="]
     assert "apple-flow setup" not in result.calls
 
 
 def test_a_sender_in_the_environment_counts_too(project: Path, tmp_path: Path) -> None:
     result = run_sh(project, tmp_path, FAKE_FM_CHECK="0", APPLE_FLOW_ALLOWED_SENDERS="me@example.com")
     assert result.code == 0, result.output
-    assert result.calls[-1] == "apple-flow run"
+    assert result.calls[-2:] == ["apple-flow run", "profile="]
 
 
 @pytest.mark.parametrize("status", ["0", "3"])
@@ -164,7 +166,7 @@ def test_a_mac_set_up_for_a_server_runs_the_imessage_daemon_on_it(project: Path,
     )
     result = run_sh(project, tmp_path, FAKE_FM_CHECK="3")
     assert result.code == 0, result.output
-    assert result.calls[-1] == "apple-flow run"
+    assert result.calls[-2:] == ["apple-flow run", "profile="]  # a real server: the standard limits
     assert not any(call.startswith("local-model.sh") for call in result.calls)
 
 
@@ -172,8 +174,9 @@ def test_a_mac_without_apples_model_or_a_server_falls_back_to_the_demo(project: 
     (project / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
     result = run_sh(project, tmp_path, FAKE_FM_CHECK="3")
     assert result.code == 0, result.output
-    assert result.calls[-3:] == [
-        "local-model.sh start --port 8765", "apple-flow run --channel console", "local-model.sh stop --port 8765",
+    assert result.calls[-4:] == [
+        "local-model.sh start --port 8765", "apple-flow run --channel console", "profile=demo",
+        "local-model.sh stop --port 8765",
     ]
 
 
@@ -186,5 +189,14 @@ def test_on_linux_the_demo_path_is_unchanged(project: Path, tmp_path: Path) -> N
         "setup.sh --local-model",
         "local-model.sh start --port 8765",
         "apple-flow run --channel console",
+        "profile=demo",  # the small model's limits
         "local-model.sh stop --port 8765",
     ]
+
+
+def test_a_profile_in_the_environment_is_kept_on_the_demo_path(project: Path, tmp_path: Path) -> None:
+    if os.uname().sysname == "Darwin":
+        pytest.skip("the real uname says Darwin")
+    result = run_sh(project, tmp_path, mac=False, APPLE_FLOW_PROFILE="standard")
+    assert result.code == 0, result.output
+    assert "profile=standard" in result.calls

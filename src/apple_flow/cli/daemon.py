@@ -44,6 +44,12 @@ def resolve_channel(choice: str) -> str:
     return choice
 
 
+def startup_notes(settings: Settings) -> list[str]:
+    """What the user should know about how this daemon is set up: the demo profile's limits."""
+    line = settings.profile_line() if settings.connector == "afm" else None
+    return [line] if line else []
+
+
 def startup_warnings(settings: Settings, channel: str) -> list[str]:
     """What a user starting the daemon should know before it goes quiet: set-up that makes it answer nobody."""
     warnings = []
@@ -170,6 +176,8 @@ def register(app: typer.Typer) -> None:
             def build(store: Store) -> tuple[Ingress, Egress]:
                 sent = store.sent_texts(key, settings.echo_window_seconds)
                 return build_imessage_channel(settings, sent, store.copy_record(key))
+        for note in startup_notes(settings):
+            err.print(escape(note))
         for warning in startup_warnings(settings, chosen):
             err.print(f"[yellow]{escape(warning)}[/yellow]")
         raise typer.Exit(_serve(settings, chosen, build, key))
@@ -181,5 +189,7 @@ def register(app: typer.Typer) -> None:
         _logging(verbose, quiet_default=True)
         channel = RichConsoleChannel()
         err.print("[bold]apple-flow chat[/bold]: type a message (`help` lists commands); Ctrl-D to quit.")
+        for note in startup_notes(settings):
+            err.print(escape(note))
         key = f"console:{uuid.uuid4().hex[:12]}"
         raise typer.Exit(_serve(settings, "console", lambda store: (channel.ingress(), channel), key))

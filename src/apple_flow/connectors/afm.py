@@ -68,6 +68,8 @@ class AfmConnector(CliConnector):
         if soul:
             argv += ["--system", soul]
         argv += ["--timeout", format_seconds(s.afm_timeout_seconds), "--output-format", "stream-json"]
+        if s.afm_max_turns is not None:
+            argv += ["--max-turns", str(s.afm_max_turns)]
         argv += self._backend_flags()
         if request.read_only:
             argv.append("--read-only")

@@ -73,6 +73,8 @@ class TurnOutcome:
     usage: Usage | None = None
     num_turns: int = 0
     duration_ms: int = 0
+    backend: str = ""  # the backend the agent reported it ran on (apple-code: "fm" or "openai")
+    model: str = ""  # the model the agent reported
 
     @property
     def answered(self) -> bool:

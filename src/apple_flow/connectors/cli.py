@@ -185,8 +185,9 @@ def reported(report: dict[str, Any]) -> dict[str, Any]:
     """What a ``result`` event reports about the run (apple-code's contract; claude's uses the same names), as
     ``TurnOutcome`` fields. Missing or malformed fields are left at their defaults."""
     fields: dict[str, Any] = {}
-    if isinstance(report.get("subtype"), str):
-        fields["subtype"] = report["subtype"]
+    for name in ("subtype", "backend", "model"):
+        if isinstance(report.get(name), str):
+            fields[name] = report[name]
     files = report.get("files_changed")
     if isinstance(files, list):
         fields["files_changed"] = tuple(str(f) for f in files)

@@ -17,6 +17,8 @@ class Kind(StrEnum):
     DENY = "deny"
     DENY_ALL = "deny_all"
     CANCEL = "cancel"
+    HISTORY = "history"
+    USAGE = "usage"
     IDEA = "idea"
     PLAN = "plan"
     TASK = "task"
@@ -24,14 +26,17 @@ class Kind(StrEnum):
 
 
 # Answered at once, even while one of the sender's turns runs; everything else is a turn for the agent.
-FAST = frozenset({Kind.HELP, Kind.STATUS, Kind.HEALTH, Kind.CLEAR, Kind.APPROVE, Kind.DENY, Kind.DENY_ALL, Kind.CANCEL})
+FAST = frozenset({
+    Kind.HELP, Kind.STATUS, Kind.HEALTH, Kind.CLEAR, Kind.APPROVE, Kind.DENY, Kind.DENY_ALL, Kind.CANCEL,
+    Kind.HISTORY, Kind.USAGE,
+})
 
 
 @dataclass(frozen=True)
 class Command:
     kind: Kind
-    body: str = ""  # the request text (idea/plan/task/chat), or the extra words after `approve <id>`
-    target: str | None = None  # the run or approval id named by status/approve/deny
+    body: str = ""  # the request text (idea/plan/task/chat), the extra words after `approve <id>`, history's query
+    target: str | None = None  # the run or approval id named by status/approve/deny/cancel
     alias: str | None = None  # `@alias` workspace selection
 
 
@@ -42,7 +47,9 @@ HELP_TEXT = """Commands:
 - task: WORK — a plan first; you approve, then it runs with tools
 - approve ID [notes] / deny ID / deny all (ID may be left out when one request is pending)
 - status [ID] — what is running, pending approvals
-- cancel — stop your running request
+- cancel [RUN] — stop your running request (with a run id: only that run)
+- history [WORDS] — your recent requests and replies, newest first; with words, those containing them
+- usage — your turns, time and tokens per day and backend, last 7 days
 - clear context (or new chat, reset context) — forget the conversation
 - health — is the daemon and its model working
 - @alias at the start picks a configured workspace, e.g. `@site task: fix the tests`"""
@@ -50,6 +57,11 @@ HELP_TEXT = """Commands:
 _ALIAS = re.compile(r"^@([A-Za-z0-9_.-]+)\s*(.*)$", re.DOTALL)
 _PREFIX = re.compile(r"^(idea|plan|task)\s*:\s*(.*)$", re.DOTALL | re.IGNORECASE)
 _CLEAR = {"clear context", "new chat", "reset context", "clear"}
+_HISTORY = re.compile(r"^history\b\s*(:?)\s*(.*)$", re.DOTALL | re.IGNORECASE)
+# `history WORDS` searches with a few words; a longer message starting with "history" is chat ("history of Rome in
+# three sentences, please"), unless it has the colon: `history: any phrase`.
+HISTORY_MAX_WORDS = 5
+_RUN_ID = re.compile(r"^(?:run_)?([0-9a-f]{6})$", re.IGNORECASE)  # what new_run_id() makes; `run_` may be left out
 
 
 def parse(text: str) -> Command:
@@ -82,6 +94,13 @@ def _parse_plain(text: str) -> Command:
         return Command(Kind.CLEAR)
     if lowered in ("cancel", "stop"):
         return Command(Kind.CANCEL)
+    if first == "cancel" and len(words) == 2 and (run := _RUN_ID.match(words[1])):
+        return Command(Kind.CANCEL, target=f"run_{run.group(1).lower()}")
+    if lowered == "usage":
+        return Command(Kind.USAGE)
+    history = _HISTORY.match(text)
+    if history and (history.group(1) or len(history.group(2).split()) <= HISTORY_MAX_WORDS):
+        return Command(Kind.HISTORY, " ".join(history.group(2).split()))
     if first == "status" and len(words) <= 2:
         return Command(Kind.STATUS, target=words[1] if len(words) == 2 else None)
     if lowered == "deny all":

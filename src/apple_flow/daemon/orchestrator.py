@@ -22,6 +22,7 @@ from apple_flow.daemon import failures
 from apple_flow.daemon.approvals import ApprovalRecords, Approvals
 from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
 from apple_flow.daemon.policy import Policy
+from apple_flow.daemon.reports import HISTORY_ENTRIES, clip, duration_text, history_reply, usage_reply, usage_since
 from apple_flow.daemon.store import Approval, FailedSend, FinishedTurn, Run
 from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
 
@@ -48,12 +49,17 @@ class StateView(ApprovalRecords, Protocol):
 
     def runs_of(self, sender: str, limit: int = 5) -> list[Run]: ...
 
+    def search_runs(self, sender: str, query: str = "", limit: int = 5) -> list[Run]: ...
+
+    def runs_since(self, sender: str, since: float) -> list[Run]: ...
+
 
 @dataclass(frozen=True)
 class View:
     """What runs now, as the runtime saw it when the message came."""
 
     running: tuple[str, float] | None = None  # the sender's running turn: (its request, when it started)
+    running_run: str | None = None  # that turn's run id, once it has one
     queued: int = 0  # the sender's turns waiting to run
     connector_status: str = "not checked yet"
     checks: str = ""  # what the channel's start-up checks found (the iMessage channel: its permissions)
@@ -70,6 +76,7 @@ class Reply:
     decided: tuple[Approval, ...] = ()  # requests this message decided (new state), recorded with the reply
     clear_history: bool = False  # forget the sender's conversation
     cancel: bool = False  # stop the sender's running turn
+    cancel_run: str | None = None  # with ``cancel``: only if the running turn is this run
 
 
 @dataclass(frozen=True)
@@ -162,9 +169,14 @@ class Orchestrator:
         if command.kind is Kind.CLEAR:
             return Reply("Context cleared: the next message starts a new conversation.", clear_history=True)
         if command.kind is Kind.CANCEL:
-            if view.running is None:
-                return Reply("Nothing of yours is running.")
-            return Reply("Stopped your running request.", cancel=True)
+            return self._cancel(sender, command.target, view)
+        if command.kind is Kind.HISTORY:
+            # One more than shown: whether older ones match too.
+            runs = self._store.search_runs(sender, command.body, HISTORY_ENTRIES + 1)
+            return Reply(history_reply(runs[:HISTORY_ENTRIES], command.body, more=len(runs) > HISTORY_ENTRIES))
+        if command.kind is Kind.USAGE:
+            now = self._clock()
+            return Reply(usage_reply(self._store.runs_since(sender, usage_since(now)), now))
         if command.kind is Kind.DENY_ALL:
             decision = self._approvals.deny_all(sender, message_key)
             return Reply(decision.message, decision.decided)
@@ -172,6 +184,18 @@ class Orchestrator:
             decision = self._approvals.deny(sender, command.target, message_key)
             return Reply(decision.message, decision.decided)
         return self._approve(command, sender, message_key)
+
+    def _cancel(self, sender: str, target: str | None, view: View) -> Reply:
+        if target is None:
+            if view.running is None:
+                return Reply("Nothing of yours is running.")
+            return Reply("Stopped your running request.", cancel=True)
+        run = self._store.run(target)
+        if run is None or run.sender != sender:  # another sender's run is as unknown as a made-up id
+            return Reply(f"No run {target} of yours. `history` lists your runs.")
+        if run.id != view.running_run:
+            return Reply(f"{run.id} is not running ({run.state}); nothing was stopped.")
+        return Reply(f"Stopped {run.id}.", cancel=True, cancel_run=run.id)
 
     def _approve(self, command: Command, sender: str, message_key: str) -> Decision:
         decision = self._approvals.approve(sender, command.target, message_key, command.body)
@@ -199,10 +223,18 @@ class Orchestrator:
         turn was stopped from outside: None (it was not), "" (cancelled; the sender was told already), or the
         reply to send instead (it ran too long). ``keep_exchange``: the conversation is kept (the connector
         wants earlier exchanges). With the web page's base URL set, the reply ends with its run page's address."""
-        finished = self._conclude(turn, run_id, outcome, stop, keep_exchange)
+        finished = replace(self._conclude(turn, run_id, outcome, stop, keep_exchange), backend=self._backend(outcome))
         if self._run_links and finished.reply:
             return replace(finished, reply=f"{finished.reply}\n\n{self._run_links}/runs/{run_id}")
         return finished
+
+    def _backend(self, outcome: TurnOutcome | Exception) -> str:
+        """What answered, for ``usage``: the connector, with the backend and model the agent reported."""
+        label = self._connector_name
+        if isinstance(outcome, TurnOutcome):
+            label += f":{outcome.backend}" if outcome.backend else ""
+            label += f" ({outcome.model})" if outcome.model else ""
+        return label
 
     def _conclude(
         self, turn: Turn, run_id: str, outcome: TurnOutcome | Exception, stop: str | None, keep_exchange: bool
@@ -236,7 +268,7 @@ class Orchestrator:
     # ------------------------------------------------------------------------------------------- status
 
     def _health(self, view: View) -> str:
-        uptime = _duration(self._clock() - self._started)
+        uptime = duration_text(self._clock() - self._started)
         handled = self._store.count_messages()
         text = (
             f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {view.connector_status}. "
@@ -246,7 +278,7 @@ class Orchestrator:
         if latest is not None:
             text += (
                 f"\nReplies not delivered in the last 24 h: {failed} (latest at {_clock_time(latest.at)} to "
-                f"{latest.sender}: {_clip(latest.reason, 200)})"
+                f"{latest.sender}: {clip(latest.reason, 200)})"
             )
         return text
 
@@ -256,17 +288,17 @@ class Orchestrator:
         lines = []
         if view.running:
             request, since = view.running
-            lines.append(f"Running for {_duration(self._clock() - since)}: {_clip(request)}")
+            lines.append(f"Running for {duration_text(self._clock() - since)}: {clip(request)}")
         if view.queued:
             lines.append(f"Queued: {view.queued}")
         for approval in self._approvals.pending(sender):
             minutes = max(1, round((approval.expires_at - self._clock()) / 60))
-            lines.append(f"Awaiting approval: {approval.id} ({minutes} min left): {_clip(approval.task)}")
+            lines.append(f"Awaiting approval: {approval.id} ({minutes} min left): {clip(approval.task)}")
         _, undelivered = self._store.failed_sends(self._clock() - UNDELIVERED_WINDOW, sender)
         if undelivered is not None:
             lines.append(
-                f"Not delivered at {_clock_time(undelivered.at)}: your reply to {_clip(undelivered.request, 40)!r} "
-                f"({_clip(undelivered.reason, 200)})"
+                f"Not delivered at {_clock_time(undelivered.at)}: your reply to {clip(undelivered.request, 40)!r} "
+                f"({clip(undelivered.reason, 200)})"
             )
         runs = self._store.runs_of(sender, 3)
         if runs:
@@ -277,30 +309,16 @@ class Orchestrator:
         key = target.strip().lower()
         run = self._store.run(key)
         if run is not None and run.sender == sender:
-            result = f": {_clip(run.result or '', 200)}" if run.result else ""
+            result = f": {clip(run.result or '', 200)}" if run.result else ""
             return f"{run.id} ({run.kind}) {run.state}{result}"
         approval = self._store.approval(key)
         if approval is not None and approval.sender == sender:
             state = approval.state
             if state == "pending" and approval.expires_at <= self._clock():
                 state = "expired"
-            return f"{approval.id} {state}: {_clip(approval.task)}"
+            return f"{approval.id} {state}: {clip(approval.task)}"
         return f"No run or request {target}. Send `status` for yours."
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _clock_time(at: float) -> str:
     return time.strftime("%H:%M", time.localtime(at))
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(max(0, seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"

@@ -282,9 +282,11 @@ class Daemon:
 
     def _view(self, sender: str) -> View:
         job = self._scheduler.active(sender)
-        running = (job.payload.turn.request, job.started_at) if job is not None and job.started_at else None
+        started = job.started_at if job is not None else None
+        running = (job.payload.turn.request, started) if job is not None and started is not None else None
+        run_id = job.run_id if job is not None and started is not None else None
         checks = self._checks.summary() if self._checks is not None else ""
-        return View(running, self._scheduler.waiting(sender), self.connector_status, checks)
+        return View(running, run_id, self._scheduler.waiting(sender), self.connector_status, checks)
 
     def _apply(self, message: InboundMessage, decision: Decision) -> bool:
         """Does what the orchestrator decided; what it records, it records in one transaction. False (nothing
@@ -305,7 +307,7 @@ class Daemon:
                     store.clear(sender)
                 store.record_reply(self._channel, message.rowid, decision.text)
             if decision.cancel:
-                self._cancel(sender)
+                self._cancel(sender, decision.cancel_run)
             self._deliver(message, decision.text)
         else:
             with store.transaction():
@@ -373,6 +375,7 @@ class Daemon:
         run_id = new_run_id()
         key = f"{self._channel}:{message.rowid}" if message is not None else None
         self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request, key)
+        job.run_id = run_id  # from now on `cancel <run id>` finds it
         window = self._connector.context_window
         request = TurnRequest(
             turn.prompt, turn.workspace, tuple(self._store.history(turn.sender, window)), turn.read_only, turn.plan,
@@ -476,10 +479,11 @@ class Daemon:
 
     # ------------------------------------------------------------------------------------------- stopping turns
 
-    def _cancel(self, sender: str) -> bool:
-        """Stops the sender's running turn (the sender was told); False when nothing runs."""
+    def _cancel(self, sender: str, run_id: str | None = None) -> bool:
+        """Stops the sender's running turn (the sender was told), with ``run_id`` only if it is that run; False
+        when nothing (or another run, the named one having ended meanwhile) runs."""
         job = self._scheduler.active(sender)
-        if job is None or job.started_at is None:
+        if job is None or job.started_at is None or (run_id is not None and job.run_id != run_id):
             return False
         job.cancelled.set()
         self._connector.cancel(sender)

@@ -19,6 +19,7 @@ class Job(Generic[T]):
     started_at: float | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
     stop_reply: str = ""  # set with ``cancelled``: what to tell the sender ("" when they already know)
+    run_id: str | None = None  # the store's id for the job's run, once the worker has started it
 
 
 class Scheduler(Generic[T]):

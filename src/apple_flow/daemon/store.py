@@ -158,6 +158,12 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX copies_by_guid ON copies (channel, guid);
     CREATE INDEX copies_by_text ON copies (channel, own_chat, text);
     """,
+    # 9: for `usage`: what answered each run (the connector, and the backend and model the agent reported), and
+    # whether its token counts were estimated rather than counted by the model.
+    """
+    ALTER TABLE runs ADD COLUMN backend TEXT;           -- e.g. "afm:openai (qwen2.5:3b)", "gemini-cli"
+    ALTER TABLE runs ADD COLUMN tokens_estimated INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 HISTORY_KEEP = 50  # exchanges kept per thread; connectors inject far fewer
@@ -207,6 +213,8 @@ class Run:
     commands_run: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    backend: str | None = None  # what answered: the connector, with the backend and model the agent reported
+    tokens_estimated: int | None = None  # 1: the token counts are the agent's estimate, not the model's count
 
 
 @dataclass(frozen=True)
@@ -219,6 +227,7 @@ class FinishedTurn:
     outcome: TurnOutcome | None = None  # the connector's, when it gave one
     exchange: Exchange | None = None  # the conversation's new exchange, to keep
     approval: Approval | None = None  # a new request the reply announces
+    backend: str | None = None  # what answered (see ``Run.backend``)
 
 
 @dataclass(frozen=True)
@@ -267,6 +276,8 @@ class Store:
             # drop the newest transactions.
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
+            # SQLite's lower() knows ASCII only; searches compare Python-casefolded text (accents, CJK, emoji).
+            self._db.create_function("casefolded", 1, _casefolded, deterministic=True)
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(
@@ -560,7 +571,8 @@ class Store:
                 self.record_reply(channel, rowid, turn.reply, "cancelled" if turn.reply is None else None)
             self._db.execute(
                 "UPDATE runs SET state = ?, result = ?, finished_at = ?, outcome = ?, files_changed = ?, "
-                "commands_run = ?, input_tokens = ?, output_tokens = ? WHERE id = ?",
+                "commands_run = ?, input_tokens = ?, output_tokens = ?, backend = ?, tokens_estimated = ? "
+                "WHERE id = ?",
                 (
                     turn.run_state, turn.run_result, self._clock(),
                     outcome.status.value if outcome is not None else None,
@@ -568,6 +580,8 @@ class Store:
                     outcome.commands_run if outcome is not None else None,
                     usage.input_tokens if usage is not None else None,
                     usage.output_tokens if usage is not None else None,
+                    turn.backend,
+                    int(usage.estimated) if usage is not None else None,
                     run_id,
                 ),
             )
@@ -583,6 +597,23 @@ class Store:
     def runs_of(self, sender: str, limit: int = 5) -> list[Run]:
         rows = self._rows(
             "SELECT * FROM runs WHERE sender = ? ORDER BY started_at DESC, rowid DESC LIMIT ?", (sender, limit)
+        )
+        return [Run(**dict(row)) for row in rows]
+
+    def search_runs(self, sender: str, query: str = "", limit: int = 5) -> list[Run]:
+        """The sender's runs, newest first; with ``query``, only those whose request or result contains it (any
+        case, any script: compared casefolded)."""
+        needle = query.strip().casefold()
+        where = "sender = ?" + (" AND instr(casefolded(request || char(10) || COALESCE(result, '')), ?) > 0"
+                                if needle else "")
+        args: tuple[Any, ...] = (sender, needle, limit) if needle else (sender, limit)
+        rows = self._rows(f"SELECT * FROM runs WHERE {where} ORDER BY started_at DESC, rowid DESC LIMIT ?", args)
+        return [Run(**dict(row)) for row in rows]
+
+    def runs_since(self, sender: str, since: float) -> list[Run]:
+        """The sender's runs started at or after ``since``, oldest first."""
+        rows = self._rows(
+            "SELECT * FROM runs WHERE sender = ? AND started_at >= ? ORDER BY started_at, rowid", (sender, since)
         )
         return [Run(**dict(row)) for row in rows]
 
@@ -781,6 +812,10 @@ class SentRecord:
     def take_echo(self, sender: str, text: str, from_me: bool = False) -> bool:
         since = self._store.now() - self._window
         return self._store.take_sent(self._channel, sender, text, since, from_me)
+
+
+def _casefolded(value: str | None) -> str | None:
+    return value.casefold() if isinstance(value, str) else value
 
 
 def _statements(script: str) -> list[str]:
