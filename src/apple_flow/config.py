@@ -126,6 +126,14 @@ class Settings(BaseSettings):
     send_retry_backoff_seconds: float = Field(1, ge=0)  # wait before retry n is n times this
     send_confirm_seconds: float = Field(10, ge=0)  # wait for a sent text's row in chat.db; 0: trust osascript
     reply_chunk_chars: int = Field(1500, ge=100)
+    # Files: where Messages keeps received attachments (only files inside it are ever read), the limits on what is
+    # copied into the workspace's .apple-flow/inbox/ (per file, per message) and on what the agent may send back.
+    messages_attachments_path: Path = Path("~/Library/Messages/Attachments")
+    attachment_max_bytes: int = Field(25_000_000, ge=0)
+    attachment_max_message_bytes: int = Field(50_000_000, ge=0)
+    attachment_wait_seconds: float = Field(15, ge=0)  # for attachments still downloading; then reported missing
+    send_file_max_bytes: int = Field(25_000_000, ge=0)
+    send_files_per_reply: int = Field(5, ge=0)  # 0: the agent cannot send files
 
     # --- Daemon ----------------------------------------------------------------------------------------------
     db_path: Path = Path("~/.apple-flow/relay.db")
@@ -167,7 +175,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "default_workspace", "allowed_workspaces", "messages_db_path", "db_path", "log_dir", "soul_file",
-        mode="after",
+        "messages_attachments_path", mode="after",
     )
     @classmethod
     def _expand(cls, value: Any) -> Any:

@@ -100,10 +100,13 @@ class ChatDbWriter:
         chat: str | None = None,
         when: datetime | None = None,
         service: str = "iMessage",
+        files: list[dict[str, object]] | None = None,
         **columns: object,
     ) -> int:
         """Inserts one message (with its chat join) and returns its ROWID. ``sender`` is the handle (for a sent
         row: the recipient), ``chat`` the chat's identifier (default: the one-to-one chat with ``sender``);
+        ``files`` are its attachment rows (``attachment`` columns: ``filename``, ``transfer_name``, ``mime_type``,
+        ``total_bytes``, ``transfer_state`` (default 5, finished) ...), written in the same transaction;
         ``columns`` sets any other ``message`` column (``guid``, ``destination_caller_id``, ``error``, ...)."""
         if handle_id is None:
             handle_id = self.handle(sender, service) if sender else 0
@@ -119,6 +122,15 @@ class ChatDbWriter:
         self.conn.execute("BEGIN")  # the row and its chat join commit together, as Messages writes them
         cur = self.conn.execute(f"INSERT INTO message ({names}) VALUES ({marks})", tuple(values.values()))
         rowid = int(cur.lastrowid or 0)
+        for file in files or []:
+            row = {"guid": f"at-{uuid.uuid4()}", "transfer_state": 5, "created_date": date, **file}
+            cur = self.conn.execute(
+                f"INSERT INTO attachment ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", tuple(row.values())
+            )
+            self.conn.execute("INSERT INTO message_attachment_join (message_id, attachment_id) VALUES (?, ?)",
+                              (rowid, cur.lastrowid))
+        if files:
+            self.conn.execute("UPDATE message SET cache_has_attachments = 1 WHERE ROWID = ?", (rowid,))
         chat_name = chat if chat is not None else sender
         if chat_name:
             self.conn.execute(
@@ -132,6 +144,16 @@ class ChatDbWriter:
         """Changes a row in place, as Messages does for an edit or an unsend."""
         assignments = ", ".join(f"{name} = ?" for name in columns)
         self.conn.execute(f"UPDATE message SET {assignments} WHERE ROWID = ?", (*columns.values(), rowid))
+
+    def update_attachments(self, message_rowid: int, **columns: object) -> None:
+        """Changes the attachment rows of a message in place (Messages sets ``transfer_state`` 5 when a download
+        finishes)."""
+        assignments = ", ".join(f"{name} = ?" for name in columns)
+        self.conn.execute(
+            f"UPDATE attachment SET {assignments} WHERE ROWID IN "
+            "(SELECT attachment_id FROM message_attachment_join WHERE message_id = ?)",
+            (*columns.values(), message_rowid),
+        )
 
     def set_raw(self, table: str, column: str, rowid: int, value: object, *, as_text: bool = False) -> None:
         """Stores ``value`` in one cell as it is, bypassing the column's type: a string in an INTEGER column, or

@@ -8,8 +8,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
-from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError, Skipped
+from apple_flow.channels.base import Attachment, Egress, InboundMessage, Ingress, SendError, Skipped
 from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest
 
 Answer = Callable[[str, TurnRequest], "str | TurnOutcome"]
@@ -103,11 +104,12 @@ class ListIngress(Ingress):
 
     def add(
         self, sender: str, text: str, rowid: int | None = None, is_from_me: bool = False,
-        date: datetime | None = None,
+        date: datetime | None = None, attachments: tuple[Attachment, ...] = (),
     ) -> InboundMessage:
         with self._cond:
             number = rowid if rowid is not None else (self._messages[-1].rowid + 1 if self._messages else 1)
-            message = InboundMessage(number, sender, text, date or datetime.now(UTC), is_from_me=is_from_me)
+            message = InboundMessage(number, sender, text, date or datetime.now(UTC), is_from_me=is_from_me,
+                                     attachments=attachments)
             self._messages.append(message)
             self._cond.notify_all()
             return message
@@ -150,6 +152,7 @@ class RecordingEgress(Egress):
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
         self.progress: list[tuple[str, str]] = []
+        self.files: list[tuple[str, Path]] = []
         self.fail_for: set[str] = set()
         self.crash_for: set[str] = set()
         self._lock = threading.Lock()
@@ -165,6 +168,12 @@ class RecordingEgress(Egress):
     def send_progress(self, recipient: str, text: str) -> None:
         with self._lock:
             self.progress.append((recipient, text))
+
+    def send_file(self, recipient: str, path: Path) -> None:
+        if recipient in self.fail_for:
+            raise SendError(f"Messages refused the file for {recipient}")
+        with self._lock:
+            self.files.append((recipient, path))
 
     def to(self, recipient: str) -> list[str]:
         with self._lock:

@@ -10,7 +10,8 @@ FAKE_OSASCRIPT_FAIL   texts containing this are refused (exit 1), as Messages re
 FAKE_OSASCRIPT_DELAY  seconds to wait before answering
 FAKE_OSASCRIPT_LINGER seconds to wait after the send's row is in chat.db, before exiting
 FAKE_OSASCRIPT_CHATDB a chat.db where each send that succeeds leaves its row, as Messages does: ``is_from_me = 1``
-                      in the recipient's chat (the group's for ``chat id``; service SMS for the SMS account)
+                      in the recipient's chat (the group's for ``chat id``; service SMS for the SMS account); a file
+                      (``send POSIX file``) leaves U+FFFC and an attachment row naming the file
 FAKE_OSASCRIPT_ROW    that row: sent (default: is_sent = 1) | queued (not sent yet) | error (error = 22) | none
                       (no row: exit 0, nothing delivered) | none-for-buddy (only the buddy form delivers nothing)
 FAKE_OSASCRIPT_OWNER  the owner's address: the row's destination_caller_id
@@ -84,13 +85,18 @@ if chat_db and len(sys.argv) > 3 and row != "none" and not (row == "none-for-bud
     db = ChatDbWriter(Path(chat_db))
     status = {{"sent": dict(is_sent=1), "queued": dict(is_sent=0), "error": dict(is_sent=0, error=22)}}
     extra = status.get(row, dict(is_sent=1))
+    if "POSIX file" in script:  # a file: Messages stores a message of that file alone
+        sent = Path(text)
+        extra = dict(extra, files=[dict(filename=text, transfer_name=sent.name, is_outgoing=1,
+                                        total_bytes=sent.stat().st_size if sent.exists() else -1)])
+        text = "\ufffc"
     if "chat id" in script:
         group = target.rsplit(";", 1)[-1]
         db.message(text, sender=None, chat=group, is_from_me=True, destination_caller_id=owner, **extra)
     else:
         db.message(text, sender=target, is_from_me=True, service=service, destination_caller_id=owner, **extra)
         if target == owner and os.environ.get("FAKE_OSASCRIPT_SELF_COPY") == "1":
-            db.message(text, sender=target, destination_caller_id=owner)
+            db.message(text, sender=target, destination_caller_id=owner, files=extra.get("files"))
     db.close()
 time.sleep(float(os.environ.get("FAKE_OSASCRIPT_LINGER", "0")))
 """

@@ -2,9 +2,12 @@
 console channel implement it (subclassing the protocols, for the defaults); the daemon depends only on this module.
 
 - ``Ingress.messages`` yields inbound messages and the rows it skips (``Skipped``, with the reason), in order, so
-  the daemon's cursor passes skipped rows too; ``unsent`` says whether a message was withdrawn meanwhile.
+  the daemon's cursor passes skipped rows too; ``unsent`` says whether a message was withdrawn meanwhile;
+  ``settle_attachments`` waits (bounded) for files still arriving with a message.
 - ``Egress.send`` sends a reply, ``send_progress`` a progress line (by default: like a reply), ``went_out`` tells
-  whether a reply recorded before a crash was sent after all.
+  whether a reply recorded before a crash was sent after all, ``send_file`` sends a file the daemon has checked (by
+  default: the channel cannot, and says so).
+- ``Attachment``: a file that came with a message, as the channel found it (where it is, or why it cannot be taken).
 - ``SentTexts`` is the one record of what was sent (the daemon's store keeps it, across restarts): an egress notes
   each text it sends there, and an ingress that sees its own channel's texts come back takes their echoes from it.
   (A person texting themselves gets each reply back in chat.db; without this the daemon would answer its own
@@ -17,7 +20,21 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file sent with a message. ``name`` is the sender's name for it (never used as a path); ``source`` is the
+    file itself, checked by the channel (inside its own attachments folder, no link on the way), or None when it
+    cannot be taken, ``problem`` saying why (still downloading, a path outside the folder ...)."""
+
+    name: str
+    mime_type: str = ""  # "" when the channel does not know
+    size: int = -1  # bytes as the channel reports them; -1 when unknown
+    source: Path | None = None
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -29,6 +46,7 @@ class InboundMessage:
     chat_identifier: str | None = None
     is_from_me: bool = False
     reply_to: str | None = None  # where the reply goes when not to ``sender`` (the channel's own address form)
+    attachments: tuple[Attachment, ...] = ()  # files sent with it, in the order they came
 
     @property
     def reply_target(self) -> str:
@@ -74,6 +92,10 @@ class Ingress(Protocol):
         """Whether the message was withdrawn after it was read (asked before its queued turn starts)."""
         return False
 
+    def settle_attachments(self, message: InboundMessage, stop: threading.Event) -> tuple[Attachment, ...]:
+        """The message's attachments, after a bounded wait for any still arriving (asked when its turn starts)."""
+        return message.attachments
+
 
 class Egress(Protocol):
     def send(self, recipient: str, text: str) -> None:
@@ -83,6 +105,11 @@ class Egress(Protocol):
     def send_progress(self, recipient: str, text: str) -> None:
         """Sends a short progress line during a long turn; by default like a reply."""
         self.send(recipient, text)
+
+    def send_file(self, recipient: str, path: Path) -> None:
+        """Sends the file at ``path`` (absolute, checked by the daemon: inside the workspace, a regular file, within
+        the size limit). Raises ``SendError`` saying why when it cannot."""
+        raise SendError("this channel cannot send files")
 
     def went_out(self, recipient: str, text: str, after_rowid: int) -> bool:
         """Whether ``text`` was sent to ``recipient`` after message ``after_rowid`` came in (a reply recorded just

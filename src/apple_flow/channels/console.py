@@ -11,10 +11,12 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.panel import Panel
 
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, Skipped
@@ -60,6 +62,11 @@ class PlainConsoleEgress(Egress):
         self._err.write(text + "\n")
         self._err.flush()
 
+    def send_file(self, recipient: str, path: Path) -> None:
+        """There is no phone to send to: shows which file would go."""
+        self._out.write(f"[file] would send {would_send(path)}\n\n")
+        self._out.flush()
+
 
 class RichConsoleChannel(Egress):
     """``apple-flow chat``: a prompt to type at, replies rendered as Markdown in a panel, progress in grey."""
@@ -86,3 +93,16 @@ class RichConsoleChannel(Egress):
     def send_progress(self, recipient: str, text: str) -> None:
         with self._lock:
             self._console.print(f"[dim]{text}[/dim]", highlight=False)
+
+    def send_file(self, recipient: str, path: Path) -> None:
+        with self._lock:
+            self._console.print(f"[cyan]📎 would send {escape(would_send(path))}[/cyan]", highlight=False)
+
+
+def would_send(path: Path) -> str:
+    """The file the console would send, with its size."""
+    try:
+        size = f"{path.stat().st_size} bytes"
+    except OSError as exc:
+        size = f"unreadable: {exc.strerror}"
+    return f"{path} ({size})"

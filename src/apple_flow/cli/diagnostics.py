@@ -268,6 +268,7 @@ def inbox_rows(db: Path, limit: int, settings: Settings) -> list[dict[str, Any]]
                 "sender": sender,
                 "chat": row.chat_identifier,
                 "text": item.text,
+                "files": [name for name in row.attachment_names],  # what came with it (transfer names)
                 "skipped": skipped,
                 "allowed": sender in allowed if sender else False,
                 "reply_to": item.reply_target if isinstance(item, InboundMessage) else None,
@@ -282,6 +283,7 @@ def print_inbox(listing: list[dict[str, Any]]) -> None:
         table.add_column(column, overflow="fold")
     for entry in listing:
         text = entry["text"].replace("\n", " ⏎ ")
+        text = " ".join([text, *(f"📎 {name}" for name in entry["files"])]).strip()
         text = text if len(text) <= 80 else text[:79] + "…"
         if entry["skipped"]:
             verdict = f"[dim]skipped: {escape(entry['skipped'])}[/dim]"

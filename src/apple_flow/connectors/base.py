@@ -33,6 +33,8 @@ class TurnRequest:
     read_only: bool = False  # planning turns: the agent may read, not change
     plan: bool = False  # approved tasks: plan-and-execute where the agent has it
     key: str = ""  # whose turn this is (the sender): ``cancel(key)`` stops it
+    #: What files came with the message and where they are; kept whole after the message when the prompt is fitted.
+    files_note: str = ""
 
 
 class Status(StrEnum):

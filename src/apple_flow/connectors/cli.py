@@ -98,7 +98,7 @@ class CliConnector:
             fix = "Check APPLE_FLOW_DEFAULT_WORKSPACE." if cwd == default else "Check the workspace you asked for."
             yield self.outcome(Status.FAILED, f"workspace '{cwd}' does not exist or is not a folder. {fix}")
             return
-        prompt = fit_prompt(request.message, request.exchanges, self.max_prompt_chars())
+        prompt = fit_prompt(request.message, request.exchanges, self.max_prompt_chars(), request.files_note)
         invocation = self.invocation(prompt, cwd, request)
         stream = self.new_stream()
         try:

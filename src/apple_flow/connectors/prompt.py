@@ -2,7 +2,8 @@
 
 The new message comes first and whole (cut from the middle only if it alone is over the budget); the newest
 exchanges of the conversation get what is left, newest first, each trimmed to fit; anything that no longer fits
-is dropped. Tools context is never added: apple-code offers its tools natively.
+is dropped. A note on the files that came with the message (at most half the budget) follows the message whole.
+Tools context is never added: apple-code offers its tools natively.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from apple_flow.connectors.base import Exchange
 
 HISTORY_HEADER = "Earlier conversation (for context):\n"
 MESSAGE_HEADER = "\nNew message:\n"
+NOTE_SEPARATOR = "\n\n"
 # An exchange squeezed below this many characters says nothing useful; drop it instead.
 MIN_EXCHANGE_CHARS = 60
 
@@ -52,8 +54,12 @@ def format_exchange(exchange: Exchange) -> str:
     return f"User: {exchange.user}\nAssistant: {exchange.assistant}"
 
 
-def fit_prompt(message: str, history: Sequence[Exchange], max_chars: int) -> str:
-    """The prompt for one turn: ``message`` plus as much of ``history`` (oldest first) as fits ``max_chars``."""
+def fit_prompt(message: str, history: Sequence[Exchange], max_chars: int, note: str = "") -> str:
+    """The prompt for one turn: ``message`` plus as much of ``history`` (oldest first) as fits ``max_chars``, and
+    ``note`` after the message, kept whole (cut only past half of ``max_chars``)."""
+    if note:
+        note = cut_end(note, max_chars // 2)
+        return fit_prompt(message, history, max_chars - len(note) - len(NOTE_SEPARATOR)) + NOTE_SEPARATOR + note
     if not history or len(message) + len(HISTORY_HEADER) + len(MESSAGE_HEADER) + MIN_EXCHANGE_CHARS > max_chars:
         return cut_middle(message, max_chars)
     budget = max_chars - len(message) - len(HISTORY_HEADER) - len(MESSAGE_HEADER)

@@ -21,6 +21,7 @@ from apple_flow.connectors.base import Exchange, TurnOutcome
 from apple_flow.daemon import failures
 from apple_flow.daemon.approvals import ApprovalRecords, Approvals
 from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
+from apple_flow.daemon.outbox import ATTACH_HINT, asks_for_file, take_attach_lines
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.reports import HISTORY_ENTRIES, clip, duration_text, history_reply, usage_reply, usage_since
 from apple_flow.daemon.store import Approval, FailedSend, FinishedTurn, Run
@@ -35,6 +36,8 @@ PLAN_PROMPT = (
 EXECUTE_PROMPT = "Carry out this task in the workspace.\n\nTask: {task}\n\nPlan agreed with the user:\n{plan}"
 IDEA_PROMPT = "Brainstorm a few concrete ideas. Do not change any files.\n\n{body}"
 READONLY_PLAN_PROMPT = "Make a step-by-step plan. Do not change any files.\n\n{body}"
+# The request of a message that is only files (the note on the files follows it in the prompt).
+FILES_ONLY_REQUEST = "I sent you only files, no text. Look at them and tell me briefly what each one is."
 UNDELIVERED_WINDOW = 24 * 3600  # how far back `health` and `status` report replies that did not go out
 
 
@@ -91,6 +94,7 @@ class Turn:
     ack: str | None = None  # sent at once, before the turn is queued
     approval: Approval | None = None  # APPROVE: the approved request
     decided: tuple[Approval, ...] = ()  # the approval, when this message decided it: recorded as it is taken
+    wants_file: bool = False  # the user asked to be sent a file: the files the agent changed go if it names none
 
 
 Decision = Ignore | Reply | Turn
@@ -111,6 +115,7 @@ class Orchestrator:
         reply_to_unknown: bool = False,
         clock: Callable[[], float] = time.time,
         run_links: str | None = None,
+        send_files: bool = True,
     ) -> None:
         self._store = store
         self._policy = policy
@@ -120,6 +125,7 @@ class Orchestrator:
         self._reply_to_unknown = reply_to_unknown
         self._clock = clock
         self._run_links = run_links  # the web page's base URL: replies then end with a link to their run
+        self._send_files = send_files  # the agent may send files back (ATTACH: lines)
         self._started = clock()
 
     # ------------------------------------------------------------------------------------------- decide
@@ -136,6 +142,8 @@ class Orchestrator:
             return Ignore(verdict.reason)
         command = parse(message.text)
         sender = message.sender
+        if message.attachments and not command.body and command.kind not in FAST:
+            command = Command(command.kind, FILES_ONLY_REQUEST, command.target, command.alias)
         if command.kind in FAST:
             return self._fast(command, sender, message_key, view)
         try:
@@ -157,7 +165,12 @@ class Orchestrator:
         if command.kind is Kind.PLAN:
             prompt = READONLY_PLAN_PROMPT.format(body=command.body)
             return Turn(Kind.PLAN, sender, command.body, prompt, workspace, read_only=True)
-        return Turn(Kind.CHAT, sender, command.body, command.body, workspace)
+        wants = self._wants_file(command.body)
+        prompt = f"{command.body}\n\n{ATTACH_HINT}" if wants else command.body
+        return Turn(Kind.CHAT, sender, command.body, prompt, workspace, wants_file=wants)
+
+    def _wants_file(self, request: str) -> bool:
+        return self._send_files and asks_for_file(request)
 
     def _fast(self, command: Command, sender: str, message_key: str, view: View) -> Decision:
         if command.kind is Kind.HELP:
@@ -209,9 +222,12 @@ class Orchestrator:
         prompt = EXECUTE_PROMPT.format(task=approval.task, plan=approval.plan)
         if approval.extra:
             prompt += f"\n\nNotes from the user: {approval.extra}"
+        wants = self._wants_file(f"{approval.task} {approval.extra or ''}")
+        if wants:
+            prompt += f"\n\n{ATTACH_HINT}"
         ack = f"Approved {approval.id}: working on it in {approval.workspace}."
         return Turn(Kind.APPROVE, approval.sender, approval.task, prompt, Path(approval.workspace), plan=True,
-                    ack=ack, approval=approval, decided=decided)
+                    ack=ack, approval=approval, decided=decided, wants_file=wants)
 
     # ------------------------------------------------------------------------------------------- conclude
 
@@ -260,10 +276,20 @@ class Orchestrator:
                 f"Expires in {self._approvals.ttl_minutes} minutes."
             )
             return FinishedTurn(reply, "done", result, outcome, exchange, approval)
-        reply = result.strip()
+        reply, files = self._files_to_send(turn, result.strip(), outcome)
         if turn.kind is Kind.APPROVE and turn.approval is not None:
             reply = f"Done ({turn.approval.id}, {run_id}):\n{reply}"
-        return FinishedTurn(reply, "done", result, outcome, exchange)
+        return FinishedTurn(reply, "done", result, outcome, exchange, files=files)
+
+    def _files_to_send(self, turn: Turn, answer: str, outcome: TurnOutcome) -> tuple[str, tuple[str, ...]]:
+        """The answer without its ``ATTACH:`` lines, and the files to send: those lines' files, or, when the user
+        asked for a file and the answer names none, the files the agent changed."""
+        text, named = take_attach_lines(answer)
+        if not self._send_files:
+            return answer, ()
+        if not named and turn.wants_file:
+            named = list(outcome.files_changed)
+        return text or "Here you are.", tuple(named)
 
     # ------------------------------------------------------------------------------------------- status
 

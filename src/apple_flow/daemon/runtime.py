@@ -6,9 +6,12 @@ pulls the turn's events and outcome from the connector, asks the orchestrator wh
 and hands the reply to the egress. Nothing below it calls back into it.
 
 The channel's interface (``channels.base``) declares all the runtime uses of it, with defaults: the ingress yields
-messages and the rows it skips and says whether a message was unsent; the egress sends replies and progress,
-notes what it sent in the store's record of sent texts (which its ingress reads to skip echoes, across restarts)
-and says whether a reply went out before a crash.
+messages and the rows it skips, says whether a message was unsent and waits (bounded) for a message's files still
+arriving; the egress sends replies, progress and files, notes what it sent in the store's record of sent texts
+(which its ingress reads to skip echoes, across restarts) and says whether a reply went out before a crash.
+
+Files: a turn's message's files are copied into its workspace (``arrivals``) when the turn starts; the files its
+answer names (``outbox``) are checked against the workspace, announced in the reply and sent after it.
 
 Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
 conversation's new exchange and any approval request, in one transaction) before it is sent; the cursor passes a
@@ -26,7 +29,8 @@ import queue
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Protocol
 
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError, Skipped
@@ -34,13 +38,15 @@ from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.arrivals import FileLimits, describe, receive
 from apple_flow.daemon.cursor import CursorTracker
 from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Reply, Turn, View, new_run_id
+from apple_flow.daemon.outbox import Outgoing, check_all, note
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
 from apple_flow.daemon.run_log import RunLog
 from apple_flow.daemon.scheduler import Job, Scheduler
-from apple_flow.daemon.store import Approval, Store
+from apple_flow.daemon.store import Approval, FinishedTurn, Store
 from apple_flow.daemon.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
@@ -110,6 +116,7 @@ class Daemon:
             store, policy, Approvals(store, settings.approval_ttl_minutes), Workspaces(settings),
             connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
             run_links=settings.web_base_url if settings.web_enabled else None,
+            send_files=settings.send_files_per_reply > 0,
         )
         self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
@@ -379,7 +386,7 @@ class Daemon:
         window = self._connector.context_window
         request = TurnRequest(
             turn.prompt, turn.workspace, tuple(self._store.history(turn.sender, window)), turn.read_only, turn.plan,
-            key=turn.sender,
+            key=turn.sender, files_note=self._receive_files(message, turn),
         )
         outcome: TurnOutcome | Exception
         try:
@@ -392,18 +399,35 @@ class Daemon:
         finished = self.orchestrator.conclude(turn, run_id, outcome, stop, keep_exchange=window > 0)
         if self._abandon.is_set():
             return
+        finished, outgoing = self._check_files(finished, turn.workspace)
         with self._store.transaction():
             self._store.record_turn(self._channel, message.rowid if message else None, turn.sender, run_id, finished)
             if message is None and turn.approval is not None:  # approved on the web page: its reply is kept there
                 self._store.record_web_reply(turn.approval.id, finished.reply)
+        recipient = message.reply_target if message is not None else turn.sender
         if message is None:
             if turn.approval is not None and finished.reply is not None:
                 self._send_web_reply(turn.approval, finished.reply)
-            return
-        if finished.reply is None:
+        elif finished.reply is None:
             self._finished(message.rowid)
         else:
             self._deliver(message, finished.reply)
+        self._send_files(recipient, turn.sender, outgoing)
+
+    def _receive_files(self, message: InboundMessage | None, turn: Turn) -> str:
+        """Copies the message's files into the turn's workspace; the note telling the agent about them."""
+        if message is None or not message.attachments:
+            return ""
+        attachments = self._ingress.settle_attachments(message, self._stop)
+        limits = FileLimits(self._settings.attachment_max_bytes, self._settings.attachment_max_message_bytes)
+        arrivals = receive(attachments, turn.workspace, message.rowid, limits)
+        for arrival in arrivals:
+            if arrival.path is None:
+                log.info("message %d: %r not received (%s)", message.rowid, arrival.name, arrival.problem)
+        self._store.log_event(
+            "files", ", ".join(a.path or f"{a.name!r} missing" for a in arrivals)[:300], message.sender
+        )
+        return describe(arrivals)
 
     def _turn(self, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
         """Runs the connector's turn to its outcome, passing its progress on to ``recipient`` (throttled) and
@@ -460,6 +484,31 @@ class Daemon:
             log.error("could not send the reply to %s: %s", recipient, exc)
             return str(exc)
         return None
+
+    def _check_files(self, finished: FinishedTurn, workspace: Path) -> tuple[FinishedTurn, list[Outgoing]]:
+        """Which of the files the answer names may go (inside the workspace, within the limits); the reply then
+        says which are being sent and which not, and why."""
+        if not finished.files or finished.reply is None:
+            return finished, []
+        s = self._settings
+        outgoing = check_all(finished.files, workspace, s.send_file_max_bytes, s.send_files_per_reply)
+        return replace(finished, reply=f"{finished.reply}\n\n{note(outgoing)}"), outgoing
+
+    def _send_files(self, recipient: str, sender: str, outgoing: list[Outgoing]) -> None:
+        """Sends each file after the reply; one that cannot go gets a line saying why."""
+        for item in outgoing:
+            if item.path is None:
+                continue
+            try:
+                with self._send_lock:
+                    self._egress.send_file(recipient, item.path)
+            except Exception as exc:  # SendError, or a channel bug: said to the sender, never fatal
+                if not isinstance(exc, SendError):
+                    log.exception("the channel failed sending %s to %s", item.path, recipient)
+                self._store.log_event("file_not_sent", f"{item.shown}: {exc}", sender)
+                self._progress(recipient, f"Could not send {item.shown}: {exc}")
+            else:
+                self._store.log_event("file_sent", item.shown, sender)
 
     def _finished(self, rowid: int, skipped: bool = False) -> None:
         """The message (or skipped row) is done: the cursor may pass it."""

@@ -36,6 +36,8 @@ def build_imessage_egress(settings: Settings, sent: SentTexts | None = None) -> 
         sent=sent,
         chat_db=settings.messages_db_path,
         confirm_seconds=settings.send_confirm_seconds,
+        attachments_root=settings.messages_attachments_path,
+        file_max_bytes=settings.send_file_max_bytes,
     )
 
 
@@ -52,6 +54,8 @@ def build_imessage_channel(
         poll_seconds=settings.poll_interval_seconds,
         max_message_age_seconds=settings.max_message_age_seconds,
         group_replies=settings.group_replies,
+        attachments_root=settings.messages_attachments_path,
+        attachment_wait_seconds=settings.attachment_wait_seconds,
         copies=copies,
     )
     return ingress, build_imessage_egress(settings, sent)

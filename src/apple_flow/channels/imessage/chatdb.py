@@ -32,13 +32,23 @@ SELECT m.ROWID, CAST(m.text AS BLOB), m.attributedBody, m.date, m.is_from_me, m.
        m.item_type, CAST(h.id AS BLOB), CAST(c.chat_identifier AS BLOB),
        CAST(m.guid AS BLOB), CAST(m.service AS BLOB), CAST(m.destination_caller_id AS BLOB), CAST(m.account AS BLOB),
        m.date_retracted, m.date_edited, m.message_summary_info, c.style, CAST(c.guid AS BLOB), m.error, m.is_sent,
-       m.is_delivered
+       m.is_delivered,
+       (SELECT COUNT(*) FROM message_attachment_join AS aj WHERE aj.message_id = m.ROWID),
+       (SELECT CAST(group_concat(COALESCE(a.transfer_name, ''), char(31)) AS BLOB)
+          FROM message_attachment_join AS aj JOIN attachment AS a ON a.ROWID = aj.attachment_id
+         WHERE aj.message_id = m.ROWID)
   FROM message AS m
   LEFT JOIN handle AS h ON h.ROWID = m.handle_id
   LEFT JOIN chat AS c ON c.ROWID = (SELECT j.chat_id FROM chat_message_join AS j WHERE j.message_id = m.ROWID
                                      ORDER BY j.chat_id LIMIT 1)
 """
 GROUP_STYLE = 43  # chat.style of a group chat; 45 is a one-to-one chat
+_ATTACHMENTS_SQL = """
+SELECT a.ROWID, CAST(a.filename AS BLOB), CAST(a.mime_type AS BLOB), CAST(a.transfer_name AS BLOB), a.total_bytes,
+       a.transfer_state
+  FROM message_attachment_join AS j JOIN attachment AS a ON a.ROWID = j.attachment_id
+ WHERE j.message_id = ? ORDER BY a.ROWID
+"""
 
 
 @dataclass(frozen=True)
@@ -67,10 +77,24 @@ class MessageRow:
     error: int = 0  # of a sent row: non-zero when Messages could not send it
     is_sent: bool = False
     is_delivered: bool = False
+    attachments: int = 0  # how many attachment rows the message has (message_attachment_join)
+    attachment_names: tuple[str, ...] = ()  # their transfer_name, sorted ("" where it has none)
 
     @property
     def known_date(self) -> bool:
         return self.date != APPLE_EPOCH
+
+
+@dataclass(frozen=True)
+class AttachmentRow:
+    """One ``attachment`` row of a message, as stored (``filename`` usually starts with ``~/Library/Messages/``)."""
+
+    rowid: int
+    filename: str | None
+    mime_type: str | None
+    transfer_name: str | None
+    total_bytes: int  # -1 when unknown
+    transfer_state: int  # 5: the transfer finished (see attachments.py)
 
 
 class ChatDBProblem(Enum):
@@ -160,6 +184,10 @@ class ChatDB:
         rows = self._query("SELECT date_retracted FROM message WHERE ROWID = ?", (rowid,))
         return bool(rows) and isinstance(rows[0][0], int) and rows[0][0] != 0
 
+    def attachments_of(self, rowid: int) -> list[AttachmentRow]:
+        """The attachment rows of message ``rowid``, in ROWID order; a value of the wrong type reads as unknown."""
+        return [_to_attachment(r) for r in self._query(_ATTACHMENTS_SQL, (rowid,))]
+
     def latest_rowid(self) -> int:
         rows = self._query("SELECT COALESCE(MAX(ROWID), 0) FROM message", ())
         newest = rows[0][0]
@@ -247,7 +275,7 @@ def _probe_access(path: Path) -> int | None:
 def _to_row(row: tuple[object, ...]) -> MessageRow:
     """Never raises: what cannot be read is decoded leniently, or named in ``problem``."""
     (rowid, text, body, date, from_me, assoc, item_type, handle, chat, guid, service, caller_id, account,
-     retracted, edited, summary, style, chat_guid, error, is_sent, is_delivered) = row
+     retracted, edited, summary, style, chat_guid, error, is_sent, is_delivered, attachments, names) = row
     problems: list[str] = []
     integers = {
         name: _integer(value, name, problems)
@@ -283,6 +311,20 @@ def _to_row(row: tuple[object, ...]) -> MessageRow:
         error=integers["error"],
         is_sent=bool(integers["is_sent"]),
         is_delivered=bool(integers["is_delivered"]),
+        attachments=attachments if isinstance(attachments, int) else 0,
+        attachment_names=tuple(sorted((decode_text(names)[0] or "").split("\x1f"))) if names is not None else (),
+    )
+
+
+def _to_attachment(row: tuple[object, ...]) -> AttachmentRow:
+    rowid, filename, mime_type, transfer_name, total_bytes, state = row
+    return AttachmentRow(
+        rowid=int(rowid),  # type: ignore[call-overload]
+        filename=decode_text(filename)[0],
+        mime_type=decode_text(mime_type)[0],
+        transfer_name=decode_text(transfer_name)[0],
+        total_bytes=total_bytes if isinstance(total_bytes, int) else -1,
+        transfer_state=state if isinstance(state, int) else -1,
     )
 
 

@@ -72,16 +72,21 @@ def classify(
     except UndecodableBody as exc:
         log.warning("chat.db row %d: attributedBody could not be decoded (%s)", row.rowid, exc)
         text = None
+    if text is not None and row.attachments:
+        # The markers stand for the attachments, which go with the message on their own.
+        text = text.replace(OBJECT_REPLACEMENT, "").strip()
     shown = text or ""  # skipped rows carry their text too, for `apple-flow inbox`
     skip = _skip_reason(row, rules, text, sender, own_chat, group, now)
     if skip is not None:
         return Skipped(row.rowid, skip, sender, shown)
     assert text is not None and sender is not None  # _skip_reason checked both
+    # A message of files alone is known by their names (the daemon's own file sends come back that way).
+    same = text if text.strip() else files_echo_text(row.attachment_names)
     # Your own text to yourself is a request unless it is a copy of the daemon's reply (either copy of it).
-    if sent is not None and sent.take_echo(sender, normalise_text(text), from_me=row.is_from_me):
+    if sent is not None and sent.take_echo(sender, normalise_text(same), from_me=row.is_from_me):
         return Skipped(row.rowid, "echo", sender, text)
     if copies is not None:
-        first = copies.first_copy(row.rowid, row.guid, own_chat, text, row.is_from_me)
+        first = copies.first_copy(row.rowid, row.guid, own_chat, same, row.is_from_me)
         if first is not None:
             return Skipped(row.rowid, f"copy of row {first}", sender, text)
     return InboundMessage(
@@ -115,8 +120,8 @@ def _skip_reason(
             return f"older than {_minutes(rules.max_age_seconds)}"
     if text is None:
         return "undecodable body"
-    # An attachment alone arrives as U+FFFC: nothing for the agent to read.
-    if not text.replace(OBJECT_REPLACEMENT, "").strip():
+    # U+FFFC alone without an attachment row (a file Messages has not recorded): nothing for the agent.
+    if not text.replace(OBJECT_REPLACEMENT, "").strip() and not row.attachments:
         return "empty"
     if sender is None:
         log.warning("chat.db row %d has no sender (missing handle row); skipped", row.rowid)
@@ -124,6 +129,11 @@ def _skip_reason(
     if group and not rules.group_replies:
         return "group chat"
     return None
+
+
+def files_echo_text(names: tuple[str, ...] | list[str]) -> str:
+    """How a message of files alone is compared with what the daemon sent: the marker and the name of each."""
+    return normalise_text(" ".join(f"{OBJECT_REPLACEMENT} {name}" for name in sorted(names)))
 
 
 def _own_chat_address(row: MessageRow, region: str) -> str | None:

@@ -1,5 +1,6 @@
 """The iMessage egress: replies sent through Messages with AppleScript, split into numbered parts, each part
-recorded for echo suppression before it is sent and confirmed from chat.db after (``delivery.py``)."""
+recorded for echo suppression before it is sent and confirmed from chat.db after (``delivery.py``); files sent as
+attachments from a staged copy (``staging.py``), their path an argument of the script like any text."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apple_flow.channels.base import Egress, SendError, SentTexts
+from apple_flow.channels.imessage.attachments import MESSAGES_PREFIX
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
+from apple_flow.channels.imessage.classify import files_echo_text
 from apple_flow.channels.imessage.delivery import Evidence, Target, already_sent, confirm
 from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.channels.imessage.osascript import (
@@ -22,6 +25,7 @@ from apple_flow.channels.imessage.osascript import (
     run_osascript,
 )
 from apple_flow.channels.imessage.split import split_reply
+from apple_flow.channels.imessage.staging import stage
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +44,37 @@ end run
 """
 
 
+def _send_file_script(target: str) -> str:
+    """A script sending the file whose POSIX path is ``item 2 of argv`` to ``target``: the path too is only ever an
+    ``argv`` item, made a file reference by ``POSIX file`` at run time."""
+    return f"""on run argv
+	set targetHandle to item 1 of argv
+	set theFile to POSIX file (item 2 of argv)
+	tell application "Messages"
+		set targetRecipient to {target}
+		send theFile to targetRecipient
+	end tell
+end run
+"""
+
+
 # `participant` of the iMessage account is the form reported working on macOS 26. The older `buddy` form exits 0
 # and delivers nothing on recent macOS, so it is only tried when the participant form fails, and never preferred.
-PARTICIPANT_SCRIPT = _send_script("participant targetHandle of (1st account whose service type = iMessage)")
-BUDDY_SCRIPT = _send_script("buddy targetHandle of (1st service whose service type = iMessage)")
+PARTICIPANT = "participant targetHandle of (1st account whose service type = iMessage)"
+BUDDY = "buddy targetHandle of (1st service whose service type = iMessage)"
 # Senders who wrote by SMS (or RCS) are not reachable over iMessage; the SMS account reaches them when the Mac has
 # Text Message Forwarding from an iPhone.
-SMS_SCRIPT = _send_script("participant targetHandle of (1st account whose service type = SMS)")
+SMS = "participant targetHandle of (1st account whose service type = SMS)"
 # A group by its guid. macOS 26 stores group guids as `any;+;chat…` and refuses them with -1728 (openclaw/imsg#90);
 # `iMessage;+;chat…` is tried next, the form reported working (carterlasalle/mac_messages_mcp#48).
-GROUP_SCRIPT = _send_script("chat id targetHandle")
+GROUP = "chat id targetHandle"
+PARTICIPANT_SCRIPT = _send_script(PARTICIPANT)
+BUDDY_SCRIPT = _send_script(BUDDY)
+SMS_SCRIPT = _send_script(SMS)
+GROUP_SCRIPT = _send_script(GROUP)
+TEXT_SCRIPTS = {"participant": PARTICIPANT_SCRIPT, "buddy": BUDDY_SCRIPT, "sms": SMS_SCRIPT, "group": GROUP_SCRIPT}
+FILE_SCRIPTS = {form: _send_file_script(target) for form, target in
+                (("participant", PARTICIPANT), ("buddy", BUDDY), ("sms", SMS), ("group", GROUP))}
 GROUP_LIMIT = (
     "sending into a group chat by AppleScript is reported to fail on macOS 26 (openclaw/imsg#90); turn "
     "APPLE_FLOW_GROUP_REPLIES off to have group messages skipped instead"
@@ -89,7 +114,11 @@ class IMessageEgress(Egress):
         chat_db: Path | None = None,
         confirm_seconds: float = 0,
         sleep: Callable[[float], None] = time.sleep,
+        attachments_root: Path = Path(MESSAGES_PREFIX),
+        file_max_bytes: int = 25_000_000,
     ) -> None:
+        self._attachments_root = attachments_root  # files to send are staged in here (staging.py)
+        self._file_max_bytes = file_max_bytes
         self._command = osascript_command
         self._timeout = timeout_seconds
         self._retries = retries
@@ -146,14 +175,39 @@ class IMessageEgress(Egress):
                 raise SendError(f"{exc} (part {index} of {total}; {index - 1} sent)") from exc
             raise
 
-    def _forms(self, target: Target) -> list[tuple[str, str, str]]:
+    def _forms(self, target: Target, scripts: dict[str, str] = TEXT_SCRIPTS) -> list[tuple[str, str, str]]:
         """(name, script, argv target) to try in order."""
         if target.kind == "sms":
-            return [("SMS participant", SMS_SCRIPT, target.address)]
+            return [("SMS participant", scripts["sms"], target.address)]
         if target.kind == "group":
             guids = [target.chat_guid or f"iMessage;+;{target.address}", f"iMessage;+;{target.address}"]
-            return [("chat id", GROUP_SCRIPT, guid) for guid in dict.fromkeys(guids)]
-        return [("participant", PARTICIPANT_SCRIPT, target.address), ("buddy", BUDDY_SCRIPT, target.address)]
+            return [("chat id", scripts["group"], guid) for guid in dict.fromkeys(guids)]
+        return [("participant", scripts["participant"], target.address), ("buddy", scripts["buddy"], target.address)]
+
+    def send_file(self, recipient: str, path: Path) -> None:
+        """Sends the file at ``path`` (checked by the daemon) as an attachment: a copy staged where Messages can
+        read it, its path passed to the script as an argument. Raises ``SendError`` when it does not go.
+        Delivery is not confirmed from chat.db (the row holds the file, not text to compare)."""
+        target = Target.parse(recipient, self._region)
+        staged = stage(path, self._attachments_root, self._file_max_bytes)
+        if self._sent is not None:
+            # Texting yourself, the sent file comes back as a message of that file alone: not a request.
+            self._sent.record(target.address, files_echo_text([staged.name]))
+        failures: list[str] = []
+        with self._lock:
+            for attempt in range(self._retries + 1):
+                if attempt:
+                    self._sleep(self._backoff * attempt)
+                for name, script, argv_target in self._forms(target, FILE_SCRIPTS):
+                    result = self._run(script, argv_target, str(staged))
+                    if result.ok:
+                        return
+                    if is_automation_denied(result):
+                        raise SendError(f"Messages refused the script (Automation permission): {AUTOMATION_HINT}")
+                    failures.append(f"{name}: {result.stderr.strip() or f'exit {result.returncode}'}")
+                    log.warning("sending %s to %s with the %s form failed: %s", path.name, target.describe(), name,
+                                failures[-1])
+        raise SendError(f"Messages did not take {path.name} for {target.describe()} ({'; '.join(failures[-2:])})")
 
     def _send_part(self, target: Target, text: str, confirm_part: bool) -> Evidence:
         failures: list[str] = []

@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
-from apple_flow.channels.base import InboundMessage, Ingress, SentTexts, Skipped
+from apple_flow.channels.base import Attachment, InboundMessage, Ingress, SentTexts, Skipped
+from apple_flow.channels.imessage.attachments import MESSAGES_PREFIX, downloading, read_attachments
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, MessageRow
 from apple_flow.channels.imessage.classify import ReadRules, classify
 from apple_flow.channels.imessage.echo import Copies, CopyRecord
@@ -40,9 +42,13 @@ class IMessageIngress(Ingress):
         on_error: ErrorListener | None = None,
         max_message_age_seconds: float = 0,
         group_replies: bool = False,
+        attachments_root: Path = Path(MESSAGES_PREFIX),
+        attachment_wait_seconds: float = 0,
         copies: CopyRecord | None = None,
     ) -> None:
         self.db = ChatDB(db_path)
+        self._attachments_root = attachments_root
+        self._attachment_wait = attachment_wait_seconds
         self._rules = ReadRules(default_region, max_message_age_seconds, group_replies)
         self._sent = sent
         self._copies = Copies(copies)
@@ -65,6 +71,17 @@ class IMessageIngress(Ingress):
             log.warning("cannot tell whether row %d was unsent: %s", rowid, exc)
             return False
 
+    def settle_attachments(self, message: InboundMessage, stop: threading.Event) -> tuple[Attachment, ...]:
+        """The message's attachments once those still downloading have finished, or
+        ``attachment_wait_seconds`` have passed (they are then reported missing)."""
+        if not downloading(message.attachments):
+            return message.attachments
+        db = ChatDB(self.db.path)  # its own connection: the reading loop has one
+        try:
+            return read_attachments(db, message.rowid, self._attachments_root, self._attachment_wait, stop)
+        finally:
+            db.close()
+
     def messages(self, after_rowid: int, stop: threading.Event) -> Iterator[InboundMessage | Skipped]:
         cursor = after_rowid
         self.scanned_rowid = after_rowid
@@ -79,6 +96,11 @@ class IMessageIngress(Ingress):
                     continue
                 for row in rows:
                     item = self._classify(row)
+                    if isinstance(item, InboundMessage) and row.attachments:
+                        # As they are now: files still downloading are waited for by ``settle_attachments``, on
+                        # the turn's thread, so that no one's files hold up the reading of later messages.
+                        found = read_attachments(self.db, row.rowid, self._attachments_root, 0, stop)
+                        item = replace(item, attachments=found)
                     if isinstance(item, Skipped):
                         log.debug("chat.db row %d skipped: %s", item.rowid, item.reason)
                     yield item
