@@ -5,15 +5,15 @@ in --verbose). Medians over --runs runs (at least 20). Targets: --version < 50 m
 
 Then (issue 17) estimated against exact token counts, side by side: one task that reads files until the window is
 full, run with a server that reports no counts (apple-code's estimator budgets) and with one that reports
-``usage.prompt_tokens`` and tokenizes (exact budgets). The tokens are the local model's: its llama.cpp server,
-started here with a 4,096-token context, counts and checks every prompt (an overflow is a real server error);
+``usage.prompt_tokens`` and tokenizes (exact budgets). The tokens are the local model's: SmolLM2-135M's tokenizer
+over the prompt llama-cpp-python's chatml-function-calling handler renders (a prompt of 4,096 tokens or more is
+refused, as its server with a 4,096-token context refuses it);
 ``--tokenizer scripted`` uses the scripted server's deterministic tokenizer where the local model is missing.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import platform
 import re
@@ -22,7 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -110,10 +109,10 @@ def window_script() -> list[Step]:
     return [*steps, answer("Read them all.")]
 
 
-def window_run(binary: Path, exact: bool, count_with: str | None) -> dict[str, Any]:
+def window_run(binary: Path, exact: bool, counting: dict[str, Any]) -> dict[str, Any]:
     """The reading task once: what reached the model, what the server counted, what apple-code reported."""
     files = {f"f{n}.py": window_file(n) for n in range(1, WINDOW_FILES + 1)}
-    options: dict[str, Any] = {"count_with": count_with}
+    options: dict[str, Any] = dict(counting)
     if exact:
         options.update(tokenizer="llama-cpp-python", count_usage=True)
     with tempfile.TemporaryDirectory(prefix="bench-window-") as workspace:
@@ -127,7 +126,7 @@ def window_run(binary: Path, exact: bool, count_with: str | None) -> dict[str, A
                 stdin=subprocess.DEVNULL, capture_output=True, text=True, env=clean_env(), timeout=1000)
             requests = server.requests()
             counted = server.counted()
-    if count_with is None:
+    if not counting:
         counted = [{"prompt_tokens": prompt_tokens(r), "max_tokens": r["max_tokens"]} for r in requests]
     real = [c["prompt_tokens"] + c["max_tokens"] for c in counted if c["prompt_tokens"] is not None]
     result = events(done.stdout)[-1] if done.stdout.strip() else {}
@@ -140,10 +139,10 @@ def window_run(binary: Path, exact: bool, count_with: str | None) -> dict[str, A
 
 
 def window_section(binary: Path, tokenizer: str) -> str:
-    with counting_server(tokenizer) as count_with:
-        rows = [window_run(binary, exact, count_with) for exact in (False, True)]
-    whose = ("the local model's (SmolLM2-135M, llama-cpp-python's server with `--n_ctx 4096`, counting each prompt "
-             "rendered as ChatML with the tools in the system message)" if tokenizer == "local"
+    counting = counting_options(tokenizer)
+    rows = [window_run(binary, exact, counting) for exact in (False, True)]
+    whose = ("the local model's (SmolLM2-135M's tokenizer over the prompt llama-cpp-python's chatml-function-calling "
+             "handler renders; 4,096 tokens or more refused, as its server refuses them)" if tokenizer == "local"
              else "the scripted server's deterministic tokenizer")
     total = WINDOW_FILES * WINDOW_LINES
     lines = [
@@ -164,29 +163,20 @@ def window_section(binary: Path, tokenizer: str) -> str:
     return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def counting_server(tokenizer: str) -> Iterator[str | None]:
-    """The local model server's root URL (started here on a free port, stopped after); None: the scripted
-    tokenizer."""
+def counting_options(tokenizer: str) -> dict[str, Any]:
+    """How the scripted server counts: in the local model's tokens (its tokenizer over the prompt llama-cpp-python's
+    chatml-function-calling handler renders, refused at 4,096 tokens as its server refuses it), or with its own
+    deterministic tokenizer."""
     if tokenizer == "scripted":
-        yield None
-        return
-    from apple_flow.localmodel import LocalModelError, LocalModelServer, server_available
-    from support.local_model import free_port
+        return {}
+    from apple_flow.localmodel import LocalModelError, model_file, server_available
     if not server_available():
         raise SystemExit("the local model is not installed: run scripts/local-model.sh install (or pass "
                          "--tokenizer scripted)")
-    with tempfile.TemporaryDirectory(prefix="bench-model-") as state:
-        server = LocalModelServer(port=free_port(), state_dir=Path(state))
-        try:
-            with console.status("starting the local model server ..."):
-                server.start(wait_seconds=300)
-        except LocalModelError as error:
-            raise SystemExit(str(error)) from error
-        try:
-            yield server.url.removesuffix("/v1")
-        finally:
-            server.stop()
+    try:
+        return {"count_model": str(model_file()), "count_context": 4096}
+    except LocalModelError as error:
+        raise SystemExit(str(error)) from error
 
 
 def ms(values: list[float]) -> str:
@@ -199,7 +189,18 @@ def main() -> None:
     parser.add_argument("--binary", type=Path)
     parser.add_argument("--tokenizer", choices=["local", "scripted"], default="local",
                         help="whose tokens the estimated/exact runs are counted in (default: the local model's)")
+    parser.add_argument("--counts-only", action="store_true",
+                        help="only the estimated/exact comparison (debug build unless --binary), written to "
+                             "reports/bench_apple_code_counts.md")
     options = parser.parse_args()
+    if options.counts_only:
+        binary = options.binary or ROOT / "apple_code" / ".build" / "debug" / "apple-code"
+        with console.status("estimated and exact counts, side by side ..."):
+            text = f"# apple-code: estimated and exact token counts\n\n{window_section(binary, options.tokenizer)}"
+        text = text.replace(f"--tokenizer {options.tokenizer}`", f"--tokenizer {options.tokenizer} --counts-only`")
+        (ROOT / "reports" / "bench_apple_code_counts.md").write_text(text)
+        print(text)
+        return
     runs = max(20, options.runs)
     binary = options.binary or release_binary()
     env = clean_env()

@@ -11,9 +11,9 @@ OpenAI-compatible server with the real `apple-code` binary:
 Both scripts issue the same reads, so the difference is only what fits in the window. Each is run twice (issue
 17): with the estimator alone (a server that reports no token counts), and with exact counts (the server reports
 ``usage.prompt_tokens`` and answers llama-cpp-python's tokenize endpoint). The tokens are the local model's: the
-scripted server counts every prompt (rendered as ChatML with the tools in the system message, as llama.cpp's
-chatml-function-calling does) with the real local llama.cpp server (SmolLM2-135M, started here with a 4,096-token
-context), which refuses a prompt over its context: a context overflow is a real server error. Without the local
+scripted server renders every request with llama-cpp-python's own chatml-function-calling handler and counts it with
+SmolLM2-135M's tokenizer (what the local server does before it generates), refusing a prompt of 4,096 tokens or
+more as that server (`--n_ctx 4096`) refuses it. Without the local
 model installed, ``--tokenizer scripted`` uses the scripted server's deterministic tokenizer instead. Reported:
 requests made, the largest request in the server's tokens (prompt + answer reserve) and in estimated tokens,
 overflows, and whether every line of every file was shown to the model by some request. Writes
@@ -25,10 +25,8 @@ reports/bench_plan.md and prints it.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,15 +103,15 @@ class Measurement:
 
 
 def measure(binary: Path, mode: str, script: list[Step], options: list[str], exact: bool,
-            count_with: str | None) -> Measurement:
-    """One run; ``exact``: the server reports usage and tokenizes; ``count_with``: the local model server's root
-    (None: the scripted server's deterministic tokenizer)."""
+            counting: dict[str, Any]) -> Measurement:
+    """One run; ``exact``: the server reports usage and tokenizes; ``counting``: how it counts
+    (``counting_options``)."""
     with tempfile.TemporaryDirectory(prefix="bench-plan-") as folder:
         workspace = Path(folder)
         files = {f"mod{n}.py": module_text(n) for n in range(1, FILE_COUNT + 1)}
         for name, text in files.items():
             (workspace / name).write_text(text)
-        server_options: dict[str, Any] = {"count_with": count_with}
+        server_options: dict[str, Any] = dict(counting)
         if exact:
             server_options.update(tokenizer="llama-cpp-python", count_usage=True)
         with ScriptedServer(script, **server_options) as server:
@@ -130,7 +128,7 @@ def measure(binary: Path, mode: str, script: list[Step], options: list[str], exa
                  if step["kind"] == "answer"]
     checksums = sum(1 for lines in wanted.values() if any(lines[-1] in shown for shown in answering))
     condensed = sum(1 for event in run.events() if event["type"] == "notice" and "condensed" in event["message"])
-    if count_with is None:  # the deterministic tokenizer: counted here, as the scripted server does
+    if not counting:  # the deterministic tokenizer: counted here, as the scripted server does
         counted = [{"prompt_tokens": prompt_tokens(r), "max_tokens": r.get("max_tokens")} for r in requests]
     real = [int(c["prompt_tokens"]) + int(c["max_tokens"] or 0) for c in counted if c["prompt_tokens"] is not None]
     return Measurement(mode=mode, counts="exact" if exact else "estimated", exit_code=run.returncode,
@@ -145,8 +143,9 @@ def measure(binary: Path, mode: str, script: list[Step], options: list[str], exa
 
 def report(rows: list[Measurement], tokenizer: str) -> str:
     total_lines = sum(1 for n in range(1, FILE_COUNT + 1) for line in module_text(n).splitlines() if line.strip())
-    counter = ("the local model's (SmolLM2-135M on llama-cpp-python's server, `--n_ctx 4096`: each prompt, rendered "
-               "as ChatML with the tools in the system message, counted and checked by it)" if tokenizer == "local"
+    counter = ("the local model's (SmolLM2-135M's tokenizer over the prompt llama-cpp-python's chatml-function-calling "
+               "handler renders, tools and HTML escaping included; a prompt of 4,096 tokens or more is refused, as "
+               "its server with `--n_ctx 4096` refuses it)" if tokenizer == "local"
                else "the scripted server's deterministic tokenizer (a quarter token an ASCII byte, half a digit)")
     out = [
         "# apple-code --plan: six files of 150 lines in a 4,096-token window",
@@ -173,31 +172,20 @@ def report(rows: list[Measurement], tokenizer: str) -> str:
     return "\n".join(out)
 
 
-@contextlib.contextmanager
-def counting_server(tokenizer: str, console: Console) -> Iterator[str | None]:
-    """The local model server's root URL for the run (started here, stopped after); None for the scripted
-    tokenizer."""
+def counting_options(tokenizer: str) -> dict[str, Any]:
+    """How the scripted server counts: in the local model's tokens (its tokenizer over the prompt llama-cpp-python's
+    chatml-function-calling handler renders, refused at 4,096 tokens as its server refuses it), or with its own
+    deterministic tokenizer."""
     if tokenizer == "scripted":
-        yield None
-        return
-    from apple_flow.localmodel import LocalModelError, LocalModelServer, server_available
-    from support.local_model import free_port
+        return {}
+    from apple_flow.localmodel import LocalModelError, model_file, server_available
     if not server_available():
-        console.print("[red]the local model is not installed: run scripts/local-model.sh install (or use "
-                      "--tokenizer scripted)[/red]")
-        raise SystemExit(2)
-    with tempfile.TemporaryDirectory(prefix="bench-plan-model-") as state:
-        server = LocalModelServer(port=free_port(), state_dir=Path(state))
-        try:
-            with console.status("starting the local model server ..."):
-                server.start(wait_seconds=300)
-        except LocalModelError as error:
-            console.print(f"[red]{error}[/red]")
-            raise SystemExit(2) from error
-        try:
-            yield server.url.removesuffix("/v1")
-        finally:
-            server.stop()
+        raise SystemExit("the local model is not installed: run scripts/local-model.sh install (or pass "
+                         "--tokenizer scripted)")
+    try:
+        return {"count_model": str(model_file()), "count_context": 4096}
+    except LocalModelError as error:
+        raise SystemExit(str(error)) from error
 
 
 def main() -> None:
@@ -214,11 +202,11 @@ def main() -> None:
     rows = []
     runs = [("single window", single_window_script(), []),
             ("--plan", plan_script(), ["--plan", "--max-subtasks", "6"])]
-    with counting_server(options.tokenizer, console) as count_with:
-        for mode, script, extra in runs:
-            for exact in (False, True):
-                with console.status(f"{mode} run, {'exact' if exact else 'estimated'} counts ..."):
-                    rows.append(measure(options.binary, mode, script, extra, exact, count_with))
+    counting = counting_options(options.tokenizer)
+    for mode, script, extra in runs:
+        for exact in (False, True):
+            with console.status(f"{mode} run, {'exact' if exact else 'estimated'} counts ..."):
+                rows.append(measure(options.binary, mode, script, extra, exact, counting))
     text = report(rows, options.tokenizer)
     options.output.parent.mkdir(parents=True, exist_ok=True)
     options.output.write_text(text)

@@ -19,8 +19,9 @@ from urllib.parse import urlparse
 import pytest
 
 from apple_flow.localmodel import LocalModelServer
-from support.apple_code_run import clean_env, events, run_apple_code
+from support.apple_code_run import clean_env, events, run_apple_code, scripted_args
 from support.local_model import running_local_model
+from support.scripted_server import ScriptedServer, answer, tool_call
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
 
@@ -124,3 +125,66 @@ def test_a_run_stopped_while_the_model_writes_leaves_the_server_free(
     # Stopped: the server answers at once, not after writing the rest of the answer (the control's wait).
     assert busy > 1.0, f"the control answer took only {busy:.1f} s more: too short to tell"
     assert free < busy / 3, f"the server answered {free:.1f} s after the stop; the abandoned control took {busy:.1f} s"
+
+
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
+    """The local model server with a 2,048-token context: reading files fills it in a few reads, and each request
+    costs the 2-core machine half the prompt evaluation of a 4,096-token one."""
+    with running_local_model(tmp_path_factory.mktemp("local-model-2048"), context_tokens=2048) as server:
+        yield server
+
+
+def test_reading_until_the_window_is_full_never_overflows_the_real_server(
+    apple_code_bin: Path, small_server: LocalModelServer, tmp_path: Path
+) -> None:
+    """Issue 17, item 3: the server runs with a 2,048-token context and apple-code with --context-tokens 2048, so a
+    request over the window is a real server error (llama.cpp's context_length_exceeded). The reads are scripted (a
+    135M model does not read files on request reliably) by a server that has every chat request counted by the real
+    one: sent to the local llama.cpp server as it is (its own template, tools and HTML escaping), which counts it or
+    refuses it. Four reads of 60 long lines fill the window again and again; no prompt may be refused, each must
+    leave the answer reserve, and apple-code's figure for a request must never be below the server's count."""
+    line = "    total = order.amount * rate + tax  # line {n}: adjusted for the customer's \"region\" & currency\n"
+    names = ["orders.py", "billing.py"]
+    for name in names:
+        (tmp_path / name).write_text("".join(line.format(n=n) for n in range(1, 201)))
+    reads = [tool_call("readFile", {"path": name, "startLine": start, "endLine": start + 59})
+             for name in names for start in (1, 61)]
+    with ScriptedServer([*reads, answer("They compute totals.")], tokenizer="llama-cpp-python", count_usage=True,
+                        count_with=small_server.url.removesuffix("/v1")) as scripted:
+        done = run_apple_code(apple_code_bin, *scripted_args(scripted.url, tmp_path, "--read-only", "--context-tokens",
+                                                             "2048", "--max-turns", "12", "--timeout", "540"),
+                              "Read the two files.", timeout=600)
+        counted = scripted.counted()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(counted) == len(reads) + 1
+    assert [entry["error"] for entry in counted if entry["prompt_tokens"] is None] == []
+    sizes = [entry["prompt_tokens"] + entry["max_tokens"] for entry in counted]
+    assert max(sizes) <= 2048
+    assert max(sizes) > 2048 * 0.8, sizes  # the reads did fill the window
+    assert "budget: exact tokens from request 2 on" in done.stderr, done.stderr[-3000:]
+    figures = re.findall(r"reply \d+: the server counted (\d+) prompt tokens \(figured (\d+), (\w+)\)", done.stderr)
+    assert len(figures) == len(counted)
+    assert all(int(real) <= int(figure) for real, figure, kind in figures if kind == "exact"), figures
+    results = [e for e in events(done.stdout) if e["type"] == "tool_result"]
+    assert len(results) == len(reads) and all(r["ok"] for r in results)
+
+
+def test_a_real_run_counts_exactly_with_the_servers_tokenizer(
+    apple_code_bin: Path, small_server: LocalModelServer, tmp_path: Path
+) -> None:
+    """The model decides, against a server whose context is --context-tokens: after the first request (whose usage
+    the server reports) requests are counted with the server's tokenizer, and none was figured below the server's
+    own count."""
+    (tmp_path / "orders.py").write_text("total = amount * rate  # the customer's \"net\" total\n" * 80)
+    done = run_apple_code(
+        apple_code_bin, "--backend", "openai", "--base-url", small_server.url, "--cwd", str(tmp_path), "--read-only",
+        "--context-tokens", "2048", "--max-turns", "3", "--timeout", "300", "--output-format", "stream-json",
+        "--verbose", "Call readFile with path orders.py.", timeout=360,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "/extras/tokenize/count" in done.stderr and " of 2048 exact tokens" in done.stderr, done.stderr[-3000:]
+    figures = re.findall(r"reply \d+: the server counted (\d+) prompt tokens \(figured (\d+), (\w+)\)", done.stderr)
+    assert any(kind == "exact" for _, _, kind in figures)
+    assert all(int(real) <= int(figure) for real, figure, kind in figures if kind == "exact"), figures
+    assert 300 < events(done.stdout)[-1]["usage"]["fixed_tokens"] < 600

@@ -27,9 +27,12 @@ for a chat request the request itself sent there without streaming, with ``max_t
 tools, a named ``tool_choice`` (so the server renders the prompt with its own template and tools, and generates
 one token): its ``usage.prompt_tokens`` is the count, and a prompt over that server's context is its real error,
 answered to the client as the server answered it (``counted()``: the server's count of each chat request's prompt,
-None where it refused it). Its ``/models`` then says ``owned_by: "me"``, as llama-cpp-python's does. Without
-``count_usage`` the prompts are still counted that way (and an overflow
-refused), only not reported.
+None where it refused it). ``count_model=GGUF`` counts the same way without a server, in this process: the model
+file's tokenizer (llama-cpp-python, ``vocab_only``) over the prompt llama-cpp-python's chatml-function-calling
+handler renders (its own function, stopped before it generates); a prompt is refused when it reaches
+``count_context`` tokens, as that server refuses it. Either way its ``/models`` then says ``owned_by: "me"``, as
+llama-cpp-python's does. Without ``count_usage`` the prompts are still counted that way (and an overflow refused),
+only not reported.
 
 The server runs as a separate process (this file
 run as a script) so a client that hangs, crashes or is killed cannot take the test process with it; the port is
@@ -39,6 +42,7 @@ chosen by the server and reported back on its stdout.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -156,13 +160,15 @@ class ScriptedServer:
     def __init__(
         self, steps: Sequence[Step], startup_timeout: float = 10.0, streaming: bool = True, models_delay: float = 0.0,
         tokenizer: str | None = None, count_usage: bool = False, count_with: str | None = None,
+        count_model: str | None = None, count_context: int = 4096,
     ) -> None:
         if tokenizer not in (None, "llama-cpp-python", "llama.cpp"):
             raise ValueError(f"tokenizer must be None, 'llama-cpp-python' or 'llama.cpp', not {tokenizer!r}")
         self._steps = list(steps)
         self._startup_timeout = startup_timeout
         self._options = {"streaming": streaming, "models_delay": models_delay, "tokenizer": tokenizer,
-                         "count_usage": count_usage, "count_with": count_with}
+                         "count_usage": count_usage, "count_with": count_with, "count_model": count_model,
+                         "count_context": count_context}
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._process: subprocess.Popen[str] | None = None
         self.port = 0
@@ -324,14 +330,21 @@ def serve(script: Path, log: Path) -> None:
     tokenizer: str | None = loaded.get("tokenizer")
     report_usage: bool = loaded.get("count_usage", False)
     count_with: str | None = loaded.get("count_with")
+    local = _LocalCounter(loaded["count_model"], loaded["count_context"]) if loaded.get("count_model") else None
+    if local is not None:
+        count_with = None
 
     def count(text: str) -> int:
+        if local is not None:
+            return local.count(text)
         if count_with is None:
             return count_tokens(text)
         return int(_post_json(f"{count_with}/extras/tokenize/count", {"input": text})[1]["count"])
 
     def count_prompt(body: dict[str, Any]) -> tuple[int | None, str | None]:
         """The prompt's tokens, or None and the counting server's error (a prompt over its context)."""
+        if local is not None:
+            return local.count_prompt(body)
         if count_with is None:
             return prompt_tokens(body), None
         probe = {key: value for key, value in body.items() if key not in ("model", "stream", "stream_options")}
@@ -413,7 +426,7 @@ def serve(script: Path, log: Path) -> None:
                 if models_delay:
                     time.sleep(models_delay)
                 listed = {"id": MODEL_ID, "object": "model"}
-                if count_with:  # playing the llama-cpp-python server it counts with
+                if count_with or local:  # playing the llama-cpp-python server it counts as
                     listed["owned_by"] = "me"
                 self._send(200, json.dumps({"object": "list", "data": [listed]}))
             else:
@@ -453,7 +466,7 @@ def serve(script: Path, log: Path) -> None:
                 message = _assistant_message(step, _tool_calls(step, call_ids) if kind == "tool_calls" else [])
                 number = next(completion_ids)
                 usage = step.get("usage")
-                if (report_usage or count_with) and usage is None and isinstance(body, dict):
+                if (report_usage or count_with or local) and usage is None and isinstance(body, dict):
                     completion = count(message.get("content") or "") + sum(
                         count(call["function"]["name"] + call["function"]["arguments"])
                         for call in message.get("tool_calls") or [])
@@ -483,6 +496,48 @@ def serve(script: Path, log: Path) -> None:
         server.serve_forever()
     finally:
         stop.set()
+
+
+class _LocalCounter:
+    """llama-cpp-python's counts without its server: the model's tokenizer, and the prompt its chatml-function-calling
+    handler renders for a request (the handler runs until it would generate, then is stopped)."""
+
+    class _Rendered(Exception):
+        pass
+
+    def __init__(self, model: str, context: int) -> None:
+        from llama_cpp import Llama
+
+        self.llama = Llama(model_path=model, vocab_only=True, verbose=False)
+        self.context = context
+
+    def count(self, text: str) -> int:
+        # As the server's /extras/tokenize/count does.
+        return len(self.llama.tokenize(text.encode(), special=True))
+
+    def render(self, body: dict[str, Any]) -> str:
+        from llama_cpp import llama_chat_format
+
+        prompts: list[str] = []
+        rendered = self._Rendered
+
+        class Capture:
+            verbose = False
+
+            def create_completion(self, prompt: str, **_: Any) -> Any:
+                prompts.append(prompt)
+                raise rendered
+
+        with contextlib.suppress(rendered):
+            llama_chat_format.chatml_function_calling(llama=Capture(), messages=body.get("messages") or [],
+                                                      tools=body.get("tools"), tool_choice=body.get("tool_choice"))
+        return prompts[0]
+
+    def count_prompt(self, body: dict[str, Any]) -> tuple[int | None, str | None]:
+        tokens = self.count(self.render(body))
+        if tokens >= self.context:  # llama.cpp refuses a prompt that fills its context
+            return None, f"Requested tokens ({tokens}) exceed context window of {self.context}"
+        return tokens, None
 
 
 def _post_json(url: str, body: Any) -> tuple[int, Any]:
