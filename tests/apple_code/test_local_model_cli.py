@@ -20,7 +20,7 @@ import pytest
 
 from apple_flow.localmodel import LocalModelServer
 from support.apple_code_run import clean_env, events, run_apple_code, scripted_args
-from support.local_model import running_local_model
+from support.local_model import require_local_model, running_local_model
 from support.scripted_server import ScriptedServer, answer, tool_call
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
@@ -135,15 +135,20 @@ def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalMode
         yield server
 
 
-def test_reading_until_the_window_is_full_never_overflows_the_real_server(
-    apple_code_bin: Path, small_server: LocalModelServer, tmp_path: Path
+def test_reading_until_the_window_is_full_never_overflows_the_local_models_window(
+    apple_code_bin: Path, tmp_path: Path
 ) -> None:
-    """Issue 17, item 3: the server runs with a 2,048-token context and apple-code with --context-tokens 2048, so a
-    request over the window is a real server error (llama.cpp's context_length_exceeded). The reads are scripted (a
-    135M model does not read files on request reliably) by a server that has every chat request counted by the real
-    one: sent to the local llama.cpp server as it is (its own template, tools and HTML escaping), which counts it or
-    refuses it. Four reads of 60 long lines fill the window again and again; no prompt may be refused, each must
-    leave the answer reserve, and apple-code's figure for a request must never be below the server's count."""
+    """Issue 17, item 3, in the local model's own tokens: the reads are scripted (a 135M model does not read files on
+    request reliably) by a server that plays llama-cpp-python exactly where it counts: each request is rendered by
+    llama-cpp-python's own chatml-function-calling handler (its template, tools and HTML escaping) and counted with
+    SmolLM2's tokenizer, and a prompt that fills the 2,048-token context is refused as that server refuses it. (The
+    same requests sent through the real server took over 9 minutes each to evaluate on this loaded 2-core machine;
+    the next test runs the real server with its context equal to --context-tokens.) Four reads of 60 long lines
+    fill the window again and again; no prompt may be refused, each must leave the answer reserve, and apple-code's
+    figure for a request must never be below the count."""
+    require_local_model()
+    from apple_flow.localmodel import model_file
+
     line = "    total = order.amount * rate + tax  # line {n}: adjusted for the customer's \"region\" & currency\n"
     names = ["orders.py", "billing.py"]
     for name in names:
@@ -151,7 +156,7 @@ def test_reading_until_the_window_is_full_never_overflows_the_real_server(
     reads = [tool_call("readFile", {"path": name, "startLine": start, "endLine": start + 59})
              for name in names for start in (1, 61)]
     with ScriptedServer([*reads, answer("They compute totals.")], tokenizer="llama-cpp-python", count_usage=True,
-                        count_with=small_server.url.removesuffix("/v1")) as scripted:
+                        count_model=str(model_file()), count_context=2048) as scripted:
         done = run_apple_code(apple_code_bin, *scripted_args(scripted.url, tmp_path, "--read-only", "--context-tokens",
                                                              "2048", "--max-turns", "12", "--timeout", "540"),
                               "Read the two files.", timeout=600)
@@ -161,7 +166,7 @@ def test_reading_until_the_window_is_full_never_overflows_the_real_server(
     assert [entry["error"] for entry in counted if entry["prompt_tokens"] is None] == []
     sizes = [entry["prompt_tokens"] + entry["max_tokens"] for entry in counted]
     assert max(sizes) <= 2048
-    assert max(sizes) > 2048 * 0.8, sizes  # the reads did fill the window
+    assert max(sizes) > 2048 * 0.85, sizes  # the reads did fill the window
     assert "budget: exact tokens from request 2 on" in done.stderr, done.stderr[-3000:]
     figures = re.findall(r"reply \d+: the server counted (\d+) prompt tokens \(figured (\d+), (\w+)\)", done.stderr)
     assert len(figures) == len(counted)
