@@ -8,13 +8,15 @@ and the cursor has passed the row. Idle machinery is left out: the file watcher,
 row, and the watchdog thread. Progress is sent for every tool call (``progress_interval_seconds=0``), as it is
 in a turn long enough to report progress.
 
-Reported per message: the modules it passes through; the calls from one module into another, and how many of
-them enter a module the message had already been in; the calls into the store and its transactions (BEGIN
-statements); and the calls back up the layers, each named. Layers, top down: 0 the runtime (``cli``,
-``daemon.runtime``), 1 the orchestrator and the runtime's helpers (scheduler, cursor, progress throttle), 2 the
-parts (connectors, channels), 3 beside everything (store, settings, handles). A call from a lower layer into code
-of a higher one (a callback, a closure handed down) is a call back up; closures (functions defined inside
-another function) called from another module are counted too, whichever way they go.
+Reported per message: the modules it passes through; the calls from one module into another, how many of them
+enter a module the message had already been in, and how many resume a generator (a caller pulling the next item:
+the runtime pulls the connector's events, the connector the runner's lines); the calls into the store and its
+transactions (each named by the tables it wrote); and the calls back up the layers, each named. Layers, top
+down: 0 the runtime (``cli``, ``daemon.runtime``), 1 the orchestrator and the runtime's helpers (scheduler,
+cursor, progress throttle, run log), 2 the parts (connectors, channels), 3 beside everything (store, settings,
+handles). A call from a lower layer into code of a higher one (a callback, a closure handed down) is a call back
+up; closures (functions defined inside another function) called from another module are counted too, whichever
+way they go.
 
     scripts/bench_path [--report reports/bench_path.md]
 """
@@ -22,7 +24,9 @@ another function) called from another module are counted too, whichever way they
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
+import re
 import sqlite3
 import stat
 import sys
@@ -62,6 +66,7 @@ LAYERS: dict[str, int] = {
     "apple_flow.daemon.scheduler": 1,
     "apple_flow.daemon.cursor": 1,
     "apple_flow.daemon.progress": 1,
+    "apple_flow.daemon.run_log": 1,
     "apple_flow.daemon.orphans": 1,
     "apple_flow.daemon.lock": 1,
     "apple_flow.connectors": 2,
@@ -73,6 +78,7 @@ LAYERS: dict[str, int] = {
 }
 IDLE_MODULES = ("apple_flow.channels.imessage.watcher",)
 IDLE_THREADS = ("watchdog",)
+GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
 def layer(module: str) -> int:
@@ -92,6 +98,7 @@ class Call:
     caller: str  # module
     callee: str  # module
     where: str  # caller function -> callee function
+    resumed: bool = False  # a generator resumed for its next item (pulled), not a new call
 
 
 @dataclass
@@ -102,6 +109,9 @@ class Trace:
     calls: list[Call] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     local: threading.local = field(default_factory=threading.local)
+    # Generator frames already started (kept, so an id is not reused while they live): a later call event on one
+    # is a resumption.
+    generators: dict[int, FrameType] = field(default_factory=dict)
 
     def profile(self, frame: FrameType, event: str, arg: Any) -> None:
         if event not in ("call", "return"):
@@ -132,9 +142,14 @@ class Trace:
         caller_module = caller.f_globals.get("__name__", "") if caller is not None else ""
         if reads_rows:
             state["buffers"].append([])
+        resumed = False
+        if code.co_flags & GENERATOR_FLAGS:
+            resumed = id(frame) in self.generators
+            self.generators[id(frame)] = frame
         if caller_module.startswith("apple_flow") and caller_module != module:
             assert caller is not None
-            self._keep(state, [Call(caller_module, module, f"{caller.f_code.co_qualname} -> {code.co_qualname}")])
+            where = f"{caller.f_code.co_qualname} -> {code.co_qualname}"
+            self._keep(state, [Call(caller_module, module, where, resumed)])
 
     def _keep(self, state: dict[str, Any], calls: list[Call]) -> None:
         if state["buffers"]:
@@ -149,14 +164,15 @@ class Figures:
     kind: str
     modules: list[str]
     calls: int
+    resumptions: int
     reentries: int
     store_calls: int
-    transactions: int
+    transactions: Counter[str]  # tables each transaction wrote ("messages+cursor") -> how many
     up: Counter[str]
     closures: Counter[str]
 
 
-def figures(kind: str, calls: list[Call], transactions: int) -> Figures:
+def figures(kind: str, calls: list[Call], transactions: Counter[str]) -> Figures:
     seen: list[str] = []
     reentries = 0
     for call in calls:
@@ -172,7 +188,31 @@ def figures(kind: str, calls: list[Call], transactions: int) -> Figures:
         f"{short(c.caller)} -> {short(c.callee)}: {c.where}" for c in calls if "<locals>" in c.where.split(" -> ")[1]
     )
     store_calls = sum(1 for c in calls if c.callee == "apple_flow.daemon.store")
-    return Figures(kind, modules, len(calls), reentries, store_calls, transactions, up, closures)
+    resumptions = sum(1 for c in calls if c.resumed)
+    return Figures(kind, modules, len(calls), resumptions, reentries, store_calls, transactions, up, closures)
+
+
+class Transactions:
+    """The store's transactions, each named by the tables it wrote, from the statements SQLite runs."""
+
+    WRITE = re.compile(r"^(?:INSERT(?: OR \w+)? INTO|UPDATE|DELETE FROM)\s+(\w+)", re.IGNORECASE)
+
+    def __init__(self) -> None:
+        self.written: Counter[str] = Counter()
+        self._tables: list[str] | None = None
+
+    def statement(self, sql: str) -> None:
+        word = sql.split(maxsplit=1)[0].upper() if sql.strip() else ""
+        if word == "BEGIN":
+            self._tables = []
+        elif word in ("COMMIT", "ROLLBACK") and self._tables is not None:
+            self.written["+".join(self._tables) or "nothing"] += 1
+            self._tables = None
+        elif self._tables is not None and (match := self.WRITE.match(sql.strip())) and match[1] not in self._tables:
+            self._tables.append(match[1])
+
+    def clear(self) -> None:
+        self.written.clear()
 
 
 def install(source: Path, target: Path) -> Path:
@@ -225,8 +265,8 @@ def measure() -> list[Figures]:
         )
         store = Store(settings.db_path)
         store.set_cursor("imessage", 0)
-        transactions = Counter[str]()
-        store._db.set_trace_callback(lambda sql: transactions.update([sql.split()[0].upper()]))
+        transactions = Transactions()
+        store._db.set_trace_callback(transactions.statement)
         trace = Trace()
         threading.setprofile(trace.profile)  # before the daemon starts its worker threads
         daemon = build_daemon(settings, store)
@@ -247,7 +287,7 @@ def measure() -> list[Figures]:
             found = state.execute("SELECT state FROM messages WHERE rowid = ?", (rowid,)).fetchone()
             assert found == ("sent",), found
             time.sleep(0.3)  # calls still running on other threads are done
-            results.append(figures(kind, list(trace.calls), transactions["BEGIN"]))
+            results.append(figures(kind, list(trace.calls), Counter(transactions.written)))
         daemon.request_stop()
         runner.join(30)
         threading.setprofile(None)  # type: ignore[arg-type]
@@ -262,8 +302,9 @@ def report(results: list[Figures]) -> str:
         ("modules passed through", [str(len(f.modules)) for f in results]),
         ("calls between modules", [str(f.calls) for f in results]),
         ("... of which into a module already visited", [str(f.reentries) for f in results]),
+        ("... of which resume a generator (the caller pulls its next item)", [str(f.resumptions) for f in results]),
         ("calls into the store", [str(f.store_calls) for f in results]),
-        ("store transactions", [str(f.transactions) for f in results]),
+        ("store transactions", [str(f.transactions.total()) for f in results]),
         ("calls back up the layers", [str(sum(f.up.values())) for f in results]),
         ("closures called from another module", [str(sum(f.closures.values())) for f in results]),
     ]
@@ -271,6 +312,8 @@ def report(results: list[Figures]) -> str:
     details = []
     for f in results:
         details.append(f"**{f.kind}**: " + " -> ".join(short(m) for m in f.modules))
+        details.append("- transactions (tables written): " + ", ".join(
+            f"{tables} {count}" for tables, count in sorted(f.transactions.items(), key=lambda item: -item[1])))
         for where, count in sorted(f.up.items()):
             details.append(f"- up: `{where}`" + (f" ({count}x)" if count > 1 else ""))
         for where, count in sorted(f.closures.items()):

@@ -3,10 +3,14 @@ sticker messages, iCloud replays, texting yourself on macOS 26, group chats, SMS
 
 from __future__ import annotations
 
+import gc
 import plistlib
 import threading
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+import psutil
 
 from apple_flow.channels.base import SentTexts, Skipped
 from apple_flow.channels.imessage.echo import normalise_text
@@ -179,3 +183,24 @@ def test_a_sender_who_wrote_by_sms_or_rcs_is_answered_through_the_sms_account(ch
     chat_db.message("by imessage", sender=ME)
     messages = take(ingress_for(chat_db), after=0, count=3)
     assert [m.reply_target for m in messages] == [f"SMS;-;{FRIEND}", "SMS;-;+15550001111", ME]
+
+
+def test_asking_whether_rows_were_unsent_leaves_no_connection_open(chat_db: ChatDbWriter) -> None:
+    """Asked before every queued turn: a connection left to the garbage collector (sqlite3's statement cache makes
+    a cycle) stays open with its page cache, and a burst of turns grew the daemon by tens of MiB."""
+    kept, unsent = chat_db.message("task: tidy up"), chat_db.message("approve req_12345678")
+    chat_db.update(unsent, date_retracted=apple_ns(datetime.now(UTC)), text=None)
+    ingress = ingress_for(chat_db)
+    gc.disable()
+    try:
+        # SQLite may keep one descriptor of a closed connection while others hold the file, so count from there.
+        assert (ingress.unsent(kept), ingress.unsent(unsent)) == (False, True)
+        before = open_chat_db_files(chat_db)
+        assert [ingress.unsent(rowid) for rowid in (kept, unsent) * 5] == [False, True] * 5
+        assert open_chat_db_files(chat_db) == before
+    finally:
+        gc.enable()
+
+
+def open_chat_db_files(db: ChatDbWriter) -> int:
+    return sum(1 for f in psutil.Process().open_files() if Path(f.path).name.startswith(db.path.name))

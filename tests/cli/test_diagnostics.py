@@ -284,3 +284,18 @@ def test_doctor_shows_what_the_daemon_reported_about_its_own_permissions(
     row = table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)["service"]
     assert "warn" in row and "the daemon (pid" in row and "as /venv/bin/python3.12" in row
     assert "Messages (Automation): denied" in row
+
+
+def test_only_a_missing_agent_binary_counts_as_missing(
+    connector_settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The probe asks the connector's error what went wrong; it does not look for words in the message (a model
+    that is 'not found' is no missing binary: set-up would offer to build apple-code again)."""
+    monkeypatch.setenv("FAKE_APPLE_CODE_MODE", "unavailable")
+    monkeypatch.setenv("FAKE_APPLE_CODE_REASON", "the model file was not found")
+    no_model = diagnostics.probe_agent(connector_settings())
+    assert (no_model.ok, no_model.missing) == (False, False)
+    assert "no model available" in no_model.detail and "not found" in no_model.detail
+    missing = diagnostics.probe_agent(connector_settings(afm_command=str(tmp_path / "nowhere" / "apple-code")))
+    assert (missing.ok, missing.missing) == (False, True)
+    assert "CLI not found" in missing.detail

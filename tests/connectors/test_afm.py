@@ -433,16 +433,19 @@ def test_ensure_started_runs_version_then_check_with_the_backend(
 
 
 def test_ensure_started_names_a_missing_binary(connector_settings: MakeSettings, tmp_path: Path) -> None:
-    with pytest.raises(ConnectorError, match=r"apple-code CLI not found at .*APPLE_FLOW_AFM_COMMAND"):
+    with pytest.raises(ConnectorError, match=r"apple-code CLI not found at .*APPLE_FLOW_AFM_COMMAND") as raised:
         AfmConnector(connector_settings(afm_command=str(tmp_path / "nope"))).ensure_started()
+    assert raised.value.status is Status.BINARY_MISSING
 
 
 def test_ensure_started_says_why_the_model_is_unavailable(
     connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "unavailable")
-    with pytest.raises(ConnectorError, match=r"no model available \(backend fm\): Apple Intelligence is not enabled"):
+    why = r"no model available \(backend fm\): Apple Intelligence is not enabled"
+    with pytest.raises(ConnectorError, match=why) as raised:
         connector.ensure_started()
+    assert raised.value.status is Status.NO_MODEL
 
 
 def test_relative_command_path_still_runs_in_another_workspace(

@@ -2,7 +2,9 @@
 """A fake ``apple-code`` that follows the CLI contract (version 1) for the connector tests.
 
 Options are parsed as the contract defines them (a bad option or a bad ``--cwd`` is a usage error, exit 2); the
-prompt is read from stdin for ``-`` (or when absent). Every run (``--version`` and ``--check`` too) appends
+prompt is read from stdin for ``-`` (or when absent). ``OPTIONS`` and ``VERSION`` must match the real binary: a test
+(tests/apple_code/test_fake_apple_code.py) compares ``--help`` and ``--version`` of both, so the fake cannot drift.
+Every run (``--version``, ``--help``, ``--check`` and ``--sandbox-check`` too) appends
 ``{"argv", "cwd", "stdin"}`` as one JSON line to ``$FAKE_APPLE_CODE_RECORD`` when set. What the run does is
 chosen by ``$FAKE_APPLE_CODE_MODE``:
 
@@ -11,7 +13,8 @@ answer (default)  a start event, two tool calls (readFile src/app.py, runCommand
 echo              a success result whose text is the prompt it received
 empty             a success result with an empty answer
 fail              "backend error: connection refused" on stderr, result error_backend, exit 1
-unavailable       result error_model_unavailable ("Apple Intelligence is not enabled"), exit 3
+unavailable       result error_model_unavailable ("Apple Intelligence is not enabled"), exit 3; ``--check`` says
+                  why: $FAKE_APPLE_CODE_REASON (default the same)
 timeout           honours --timeout: waits it out, then result error_timeout with a partial answer, exit 124
 interrupted       result error_interrupted, exit 130 (as after a SIGTERM from someone else)
 hang              prints a start event and never ends (ignores --timeout and SIGTERM)
@@ -27,12 +30,18 @@ import signal
 import sys
 import time
 
-VERSION = "1.2.0"
-VALUE_OPTIONS = {
-    "--cwd", "--system", "--system-file", "--timeout", "--backend", "--base-url", "--model", "--api-key",
-    "--output-format", "--max-turns", "--context-tokens", "--max-subtasks",
+VERSION = "1.0.0"
+# Every option of the real apple-code: its value's placeholder, None for one without a value.
+OPTIONS: dict[str, str | None] = {
+    "--cwd": "DIR", "--system": "TEXT", "--system-file": "PATH", "--timeout": "SECONDS",
+    "--backend": "auto|fm|openai", "--base-url": "URL", "--model": "NAME", "--api-key": "KEY",
+    "--output-format": "text|json|stream-json", "--max-turns": "N", "--read-only": None, "--no-commands": None,
+    "--context-tokens": "N", "--plan": None, "--max-subtasks": "N", "--parallel": None, "--check": None,
+    "--sandbox-check": None, "--verbose": None, "--version": None, "--help": None,
 }
-FLAG_OPTIONS = {"--read-only", "--no-commands", "--plan", "--check", "--verbose", "--version", "--help"}
+ALIASES = {"-h": "--help"}
+VALUE_OPTIONS = {name for name, value in OPTIONS.items() if value is not None}
+FLAG_OPTIONS = {name for name, value in OPTIONS.items() if value is None}
 
 
 def emit(event: dict[str, object]) -> None:
@@ -71,14 +80,18 @@ def parse(argv: list[str]) -> tuple[dict[str, str], set[str], str | None]:
         if arg == "--":
             prompt = " ".join(argv[i + 1 :])
             break
+        if arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in VALUE_OPTIONS:
+            name, values[name] = arg.split("=", 1)
+            i += 1
+            continue
         if arg in VALUE_OPTIONS:
             if i + 1 >= len(argv):
                 usage_error(f"{arg} needs a value")
             values[arg] = argv[i + 1]
             i += 2
             continue
-        if arg in FLAG_OPTIONS:
-            flags.add(arg)
+        if arg in FLAG_OPTIONS or arg in ALIASES:
+            flags.add(ALIASES.get(arg, arg))
         elif arg == "-" or not arg.startswith("-"):
             prompt = arg
         else:
@@ -87,17 +100,34 @@ def parse(argv: list[str]) -> tuple[dict[str, str], set[str], str | None]:
     return values, flags, prompt
 
 
+def usage() -> str:
+    """The option lines of the real ``--help`` (``  --name VALUE, -alias   help``), with the fake's own help."""
+    aliases = {name: [alias for alias, target in ALIASES.items() if target == name] for name in OPTIONS}
+    lines = ["usage: apple-code [OPTIONS] [--] [PROMPT]", "", "A fake apple-code for apple-flow's tests.", ""]
+    for name, value in OPTIONS.items():
+        left = ", ".join([f"{name} {value}" if value else name, *aliases[name]])
+        lines.append(f"  {left:<31}  (fake)")
+    return "\n".join(lines)
+
+
 def main() -> None:
     values, flags, prompt = parse(sys.argv[1:])
-    if flags & {"--version", "--check"}:
+    if flags & {"--version", "--check", "--help", "--sandbox-check"}:
         record_run("")
+    if "--help" in flags:
+        print(usage())
+        return
     if "--version" in flags:
         print(f"apple-code {VERSION}")
+        return
+    if "--sandbox-check" in flags:
+        print("sandbox: none (fake)")
         return
     mode = os.environ.get("FAKE_APPLE_CODE_MODE", "answer")
     if "--check" in flags:
         if mode == "unavailable":
-            print(json.dumps({"backend": "fm", "available": False, "reason": "Apple Intelligence is not enabled"}))
+            reason = os.environ.get("FAKE_APPLE_CODE_REASON", "Apple Intelligence is not enabled")
+            print(json.dumps({"backend": "fm", "available": False, "reason": reason}))
             sys.exit(3)
         print(json.dumps({"backend": values.get("--backend", "openai"), "available": True, "reason": None}))
         return

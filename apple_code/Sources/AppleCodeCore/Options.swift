@@ -1,6 +1,7 @@
-/// The command line of `apple-code` (contract: Invocation, Options), parsed into plain values. Parsing reads no
-/// file and no stream itself: the caller supplies the environment and the prompt source, so every rule is
-/// unit-testable.
+/// The command line of `apple-code` (contract: Invocation, Options), parsed into plain values. Every option is
+/// declared once, in `OptionParser.options` (name, value, help, what it sets): the usage text and the parser are
+/// made from that list, and a test checks CONTRACT.md's options table against it. Parsing reads no file and no
+/// stream itself: the caller supplies the environment and the prompt source, so every rule is unit-testable.
 
 public enum BackendChoice: String, Sendable, Equatable, CaseIterable {
     case auto, fm, openai
@@ -71,38 +72,116 @@ public struct PromptSource: Sendable {
     }
 }
 
+/// What giving an option does.
+public enum OptionEffect: Sendable {
+    /// Turns a switch of the run on.
+    case flag(WritableKeyPath<RunOptions, Bool> & Sendable)
+    /// Takes a value (shown as the placeholder, e.g. `DIR` or `auto|fm|openai`), checks it and stores it.
+    case value(String, @Sendable (String, inout RunOptions) throws -> Void)
+    /// Asks for something other than a run.
+    case command(CommandOption)
+}
+
+/// The options that ask for something other than a run, strongest first: with several, the first one wins.
+public enum CommandOption: Sendable, Equatable, CaseIterable {
+    case help, version, sandboxCheck, check
+}
+
+/// One option of the command line, declared once.
+public struct OptionSpec: Sendable {
+    public let name: String
+    /// Other spellings (`-h`); the usage text lists them after the name, the contract only the name.
+    public let aliases: [String]
+    public let help: String
+    public let effect: OptionEffect
+
+    public init(_ name: String, aliases: [String] = [], _ effect: OptionEffect, help: String) {
+        self.name = name
+        self.aliases = aliases
+        self.help = help
+        self.effect = effect
+    }
+
+    /// The value's placeholder; nil for an option that takes none.
+    public var value: String? {
+        if case .value(let placeholder, _) = effect { return placeholder }
+        return nil
+    }
+
+    /// `--name VALUE` as the usage text and the contract write it.
+    public var synopsis: String { value.map { "\(name) \($0)" } ?? name }
+}
+
 public enum OptionParser {
-    public static let usage = """
-        usage: apple-code [OPTIONS] [--] [PROMPT]
+    /// Every option apple-code takes, in the order the usage text lists them.
+    public static let options: [OptionSpec] = [
+        OptionSpec("--cwd", .value("DIR") { value, options in
+            // Empty (an unset variable in `--cwd "$WS"`) would silently mean the current directory.
+            guard !value.isEmpty else { throw UsageError("--cwd must not be empty") }
+            options.cwd = value
+        }, help: "workspace (default: current directory)"),
+        OptionSpec("--system", .value("TEXT") { value, options in options.system = value },
+                   help: "extra instructions after the built-in ones"),
+        OptionSpec("--system-file", .value("PATH") { value, options in options.systemFile = value },
+                   help: "extra instructions read from a file, after the built-in ones"),
+        OptionSpec("--timeout", .value("SECONDS") { value, options in
+            // Capped at about 31 years so the deadline arithmetic cannot overflow.
+            guard let seconds = Double(value), seconds.isFinite, seconds > 0, seconds <= 1e9 else {
+                throw UsageError("--timeout must be a positive number of seconds (at most 1e9), got '\(value)'")
+            }
+            options.timeoutSeconds = seconds
+        }, help: "wall-clock limit for the run (default 120; exit 124)"),
+        OptionSpec("--backend", .value(BackendChoice.allCases.map(\.rawValue).joined(separator: "|")) { value, options in
+            guard let backend = BackendChoice(rawValue: value) else {
+                throw UsageError("--backend must be auto, fm or openai, got '\(value)'")
+            }
+            options.backend = backend
+        }, help: "model backend (default auto)"),
+        OptionSpec("--base-url", .value("URL") { value, options in
+            guard value.hasPrefix("http://") || value.hasPrefix("https://") else {
+                throw UsageError("--base-url must start with http:// or https://, got '\(value)'")
+            }
+            options.baseURL = value
+            options.openAIConfigured = true
+        }, help: "OpenAI-compatible endpoint (env APPLE_CODE_BASE_URL, default \(RunOptions.defaultBaseURL))"),
+        OptionSpec("--model", .value("NAME") { value, options in
+            guard !value.isEmpty else { throw UsageError("--model must not be empty") }
+            options.model = value
+            options.openAIConfigured = true
+        }, help: "model name (env APPLE_CODE_MODEL)"),
+        OptionSpec("--api-key", .value("KEY") { value, options in options.apiKey = value },
+                   help: "bearer token (env APPLE_CODE_API_KEY)"),
+        OptionSpec("--output-format", .value(OutputFormat.allCases.map(\.rawValue).joined(separator: "|")) {
+            value, options in
+            guard let format = OutputFormat(rawValue: value) else {
+                throw UsageError("--output-format must be text, json or stream-json, got '\(value)'")
+            }
+            options.outputFormat = format
+        }, help: "what standard output carries (default text)"),
+        OptionSpec("--max-turns", .value("N") { value, options in
+            options.maxTurns = try positiveInt("--max-turns", value)
+        }, help: "model requests before the run stops (default 16; exit 1)"),
+        OptionSpec("--read-only", .flag(\.readOnly), help: "only readFile, listDirectory, searchFiles, searchContent"),
+        OptionSpec("--no-commands", .flag(\.noCommands), help: "runCommand is not offered"),
+        OptionSpec("--context-tokens", .value("N") { value, options in
+            options.contextTokens = try positiveInt("--context-tokens", value)
+        }, help: "budget of one request (default: the model's window, 4096)"),
+        OptionSpec("--plan", .flag(\.plan), help: "plan-and-execute in fresh context windows"),
+        OptionSpec("--max-subtasks", .value("N") { value, options in
+            options.maxSubtasks = min(try positiveInt("--max-subtasks", value), RunOptions.maxSubtasksCap)
+        }, help: "with --plan: subtasks at most (default \(RunOptions.defaultMaxSubtasks), cap \(RunOptions.maxSubtasksCap))"),
+        OptionSpec("--parallel", .flag(\.parallel), help: "with --plan and --read-only only: workers run at once"),
+        OptionSpec("--check", .command(.check), help: "print backend availability as JSON; exit 0 or 3"),
+        OptionSpec("--sandbox-check", .command(.sandboxCheck), help: "test the command sandbox here; exit 0 or 1"),
+        OptionSpec("--verbose", .flag(\.verbose), help: "diagnostics on stderr"),
+        OptionSpec("--version", .command(.version), help: "print the version"),
+        OptionSpec("--help", aliases: ["-h"], .command(.help), help: "print this text"),
+    ]
 
-        Runs a coding task with tools confined to a workspace. PROMPT `-` (or no PROMPT with stdin not a
-        terminal) reads the prompt from standard input.
+    public static let usage = renderUsage()
 
-          --cwd DIR                      workspace (default: current directory)
-          --system TEXT, --system-file PATH
-                                         extra instructions after the built-in ones
-          --timeout SECONDS              wall-clock limit for the run (default 120; exit 124)
-          --backend auto|fm|openai       model backend (default auto)
-          --base-url URL                 OpenAI-compatible endpoint (env APPLE_CODE_BASE_URL,
-                                         default http://127.0.0.1:11434/v1)
-          --model NAME                   model name (env APPLE_CODE_MODEL)
-          --api-key KEY                  bearer token (env APPLE_CODE_API_KEY)
-          --output-format text|json|stream-json
-          --max-turns N                  model/tool round trips (default 16; exit 1)
-          --read-only                    only readFile, listDirectory, searchFiles, searchContent
-          --no-commands                  runCommand is not offered
-          --context-tokens N             budget of one request (default: the model's window, 4096)
-          --plan [--max-subtasks N] [--parallel]
-                                         plan-and-execute in fresh context windows (N default 5, cap 20;
-                                         --parallel only with --read-only)
-          --check                        print backend availability as JSON; exit 0 or 3
-          --sandbox-check                test the command sandbox here; exit 0 or 1
-          --verbose                      diagnostics on stderr
-          --version, --help
-
-        Exit codes: 0 answer, 1 run failed, 2 usage, 3 no model, 4 budget cannot be met, 124 timeout,
-        130 interrupted.
-        """
+    private static let byName: [String: OptionSpec] = Dictionary(
+        uniqueKeysWithValues: options.flatMap { spec in ([spec.name] + spec.aliases).map { ($0, spec) } })
 
     /// The `--output-format` the parser would take (the last valid one before `--`; values of other options are
     /// skipped as the parser skips them): a usage error elsewhere on the command line still gets its `result`
@@ -115,7 +194,7 @@ public enum OptionParser {
             index += 1
             if argument.hasPrefix("--output-format=") {
                 format = OutputFormat(rawValue: String(argument.dropFirst("--output-format=".count))) ?? format
-            } else if valueOptions.contains(argument), index < arguments.count {
+            } else if byName[argument]?.value != nil, index < arguments.count {
                 if argument == "--output-format" { format = OutputFormat(rawValue: arguments[index]) ?? format }
                 index += 1
             }
@@ -135,21 +214,12 @@ public enum OptionParser {
         }
     }
 
-    private static let valueOptions: Set<String> = [
-        "--cwd", "--system", "--system-file", "--timeout", "--backend", "--base-url", "--model", "--api-key",
-        "--output-format", "--max-turns", "--context-tokens", "--max-subtasks",
-    ]
-    private static let flagOptions: Set<String> = [
-        "--read-only", "--no-commands", "--plan", "--parallel", "--check", "--sandbox-check", "--verbose", "--version",
-        "--help", "-h",
-    ]
-
     private static func parseThrowing(_ arguments: [String], environment: [String: String],
                                       source: PromptSource) throws -> Command {
         var options = RunOptions()
         var positionals: [String] = []
-        var flags: Set<String> = []
-        var maxSubtasksGiven = false
+        var commands: Set<CommandOption> = []
+        var given: Set<String> = []
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -168,41 +238,40 @@ public enum OptionParser {
                 name = String(argument[..<equals])
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
-            if flagOptions.contains(name) {
-                guard inlineValue == nil else { throw UsageError("\(name) takes no value") }
-                flags.insert(name == "-h" ? "--help" : name)
-                continue
-            }
-            guard valueOptions.contains(name) else {
+            guard let spec = byName[name] else {
                 throw UsageError("unknown option \(argument) (a prompt that starts with '-' goes after '--')")
             }
-            let value: String
-            if let inlineValue {
-                value = inlineValue
-            } else {
-                guard index < arguments.count else { throw UsageError("\(name) needs a value") }
-                value = arguments[index]
-                index += 1
+            given.insert(spec.name)
+            switch spec.effect {
+            case .flag(let field):
+                guard inlineValue == nil else { throw UsageError("\(name) takes no value") }
+                options[keyPath: field] = true
+            case .command(let command):
+                guard inlineValue == nil else { throw UsageError("\(name) takes no value") }
+                commands.insert(command)
+            case .value(_, let store):
+                let value: String
+                if let inlineValue {
+                    value = inlineValue
+                } else {
+                    guard index < arguments.count else { throw UsageError("\(name) needs a value") }
+                    value = arguments[index]
+                    index += 1
+                }
+                try store(value, &options)
             }
-            try apply(name, value, to: &options)
-            if name == "--max-subtasks" { maxSubtasksGiven = true }
         }
 
-        if flags.contains("--help") { return .help }
-        if flags.contains("--version") { return .version }
-        if flags.contains("--sandbox-check") { return .sandboxCheck }
-        options.readOnly = flags.contains("--read-only")
-        options.noCommands = flags.contains("--no-commands")
-        options.plan = flags.contains("--plan")
-        options.parallel = flags.contains("--parallel")
-        options.verbose = flags.contains("--verbose")
+        if commands.contains(.help) { return .help }
+        if commands.contains(.version) { return .version }
+        if commands.contains(.sandboxCheck) { return .sandboxCheck }
 
         // Environment defaults for what the command line left open.
         if options.model == nil, let model = environment["APPLE_CODE_MODEL"], !model.isEmpty {
             options.model = model
             options.openAIConfigured = true
         }
-        if !baseURLGiven(arguments), let url = environment["APPLE_CODE_BASE_URL"], !url.isEmpty {
+        if !given.contains("--base-url"), let url = environment["APPLE_CODE_BASE_URL"], !url.isEmpty {
             options.baseURL = url
             options.openAIConfigured = true
         }
@@ -210,13 +279,13 @@ public enum OptionParser {
             options.apiKey = key
         }
 
-        if maxSubtasksGiven && !options.plan { throw UsageError("--max-subtasks needs --plan") }
+        if given.contains("--max-subtasks") && !options.plan { throw UsageError("--max-subtasks needs --plan") }
         if options.parallel && !options.plan { throw UsageError("--parallel needs --plan") }
         if options.parallel && !options.readOnly {
             throw UsageError("--parallel is allowed only with --read-only (workers would edit one workspace at once)")
         }
 
-        if flags.contains("--check") { return .check(options) }
+        if commands.contains(.check) { return .check(options) }
 
         guard positionals.count <= 1 else {
             throw UsageError("expected one PROMPT argument, got \(positionals.count) (quote the prompt)")
@@ -235,58 +304,57 @@ public enum OptionParser {
         return .run(options)
     }
 
-    private static func baseURLGiven(_ arguments: [String]) -> Bool {
-        let options = arguments.prefix { $0 != "--" }
-        return options.contains { $0 == "--base-url" || $0.hasPrefix("--base-url=") }
-    }
-
-    private static func apply(_ name: String, _ value: String, to options: inout RunOptions) throws {
-        switch name {
-        case "--cwd":
-            // Empty (an unset variable in `--cwd "$WS"`) would silently mean the current directory.
-            guard !value.isEmpty else { throw UsageError("--cwd must not be empty") }
-            options.cwd = value
-        case "--system": options.system = value
-        case "--system-file": options.systemFile = value
-        case "--timeout":
-            // Capped at about 31 years so the deadline arithmetic cannot overflow.
-            guard let seconds = Double(value), seconds.isFinite, seconds > 0, seconds <= 1e9 else {
-                throw UsageError("--timeout must be a positive number of seconds (at most 1e9), got '\(value)'")
-            }
-            options.timeoutSeconds = seconds
-        case "--backend":
-            guard let backend = BackendChoice(rawValue: value) else {
-                throw UsageError("--backend must be auto, fm or openai, got '\(value)'")
-            }
-            options.backend = backend
-        case "--base-url":
-            guard value.hasPrefix("http://") || value.hasPrefix("https://") else {
-                throw UsageError("--base-url must start with http:// or https://, got '\(value)'")
-            }
-            options.baseURL = value
-            options.openAIConfigured = true
-        case "--model":
-            guard !value.isEmpty else { throw UsageError("--model must not be empty") }
-            options.model = value
-            options.openAIConfigured = true
-        case "--api-key": options.apiKey = value
-        case "--output-format":
-            guard let format = OutputFormat(rawValue: value) else {
-                throw UsageError("--output-format must be text, json or stream-json, got '\(value)'")
-            }
-            options.outputFormat = format
-        case "--max-turns": options.maxTurns = try positiveInt(name, value)
-        case "--context-tokens": options.contextTokens = try positiveInt(name, value)
-        case "--max-subtasks":
-            options.maxSubtasks = min(try positiveInt(name, value), RunOptions.maxSubtasksCap)
-        default: throw UsageError("unknown option \(name)")
-        }
-    }
-
     private static func positiveInt(_ name: String, _ value: String) throws -> Int {
         guard let number = Int(value), number > 0 else {
             throw UsageError("\(name) must be a positive whole number, got '\(value)'")
         }
         return number
+    }
+
+    /// Help starts in this column; an option written wider than it puts its help on the next line.
+    private static let helpColumn = 33
+    private static let width = 112
+
+    /// One line an option (`  --name VALUE, -alias   help`), help wrapped and indented to `helpColumn`.
+    private static func renderUsage() -> String {
+        var lines = [
+            "usage: apple-code [OPTIONS] [--] [PROMPT]",
+            "",
+            "Runs a coding task with tools confined to a workspace. PROMPT `-` (or no PROMPT with stdin not a",
+            "terminal) reads the prompt from standard input.",
+            "",
+            "Options:",
+        ]
+        let indent = String(repeating: " ", count: helpColumn)
+        for spec in options {
+            let left = "  " + ([spec.synopsis] + spec.aliases).joined(separator: ", ")
+            var help = wrap(spec.help, width: width - helpColumn)
+            if left.count < helpColumn - 1 {
+                lines.append(left + String(repeating: " ", count: helpColumn - left.count) + help.removeFirst())
+            } else {
+                lines.append(left)
+            }
+            lines += help.map { indent + $0 }
+        }
+        lines += [
+            "",
+            "Exit codes: 0 answer, 1 run failed, 2 usage, 3 no model, 4 budget cannot be met, 124 timeout,",
+            "130 interrupted.",
+        ]
+        return lines.joined(separator: "\n")
+    }
+
+    private static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty, line.count + 1 + word.count > width {
+                lines.append(line)
+                line = ""
+            }
+            line += line.isEmpty ? String(word) : " " + word
+        }
+        lines.append(line)
+        return lines
     }
 }

@@ -161,10 +161,12 @@ import Testing
     /// so the run ends with an answer rather than at --timeout.
     @Test func littleTimeLeftAsksForTheAnswer() async throws {
         let read = FakeTool("readFile", output: "1: x")
+        // After a first request of 4 s or more at most 7.5 s are left, always under twice the slowest, and the
+        // answer request still has seconds of room on a loaded machine (5 s with a 2 s request had only 3).
         let model = SlowFirstReply(ScriptedModel([call("readFile", #"{"path":"a"}"#), ChatReply(text: "x.")]),
-                                   seconds: 2)
+                                   seconds: 4)
         let sink = RecordingSink()
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .milliseconds(11_500)
         let answer = try await AgentLoop(model: model).run(request([read], deadline: deadline), events: sink)
         #expect(answer.text == "x.")
         #expect(model.sent.map(\.tools.isEmpty) == [false, true])

@@ -153,15 +153,17 @@ class AgentProbe:
 
 def probe_agent(settings: Settings) -> AgentProbe:
     from apple_flow.connectors import build_connector
-    from apple_flow.connectors.base import ConnectorError
+    from apple_flow.connectors.base import ConnectorError, Status
+    from apple_flow.connectors.cli import CliConnector
 
     try:
         connector = build_connector(settings)
-        resolve = getattr(connector, "resolve_command", None)
-        where = resolve() if callable(resolve) else None
+        where = connector.resolve_command() if isinstance(connector, CliConnector) else None
         connector.ensure_started()
-    except (ConnectorError, SettingsError) as exc:
-        return AgentProbe(False, "not found" in str(exc), str(exc))
+    except ConnectorError as exc:
+        return AgentProbe(False, exc.status is Status.BINARY_MISSING, str(exc))
+    except SettingsError as exc:
+        return AgentProbe(False, False, str(exc))
     how = "--check passed" if settings.connector == "afm" else "ready"
     return AgentProbe(True, False, f"{where or 'found'}: {how}")
 

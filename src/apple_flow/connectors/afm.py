@@ -137,7 +137,7 @@ class AfmConnector(CliConnector):
             backend = check.get("backend", self.settings.afm_backend)
             reason = _sentence(check.get("reason") or result.last_stderr_line or "no reason given")
             raise ConnectorError(
-                f"apple-code: no model available (backend {backend}): {reason} {self._model_hint()}"
+                f"apple-code: no model available (backend {backend}): {reason} {self._model_hint()}", Status.NO_MODEL
             )
         raise ConnectorError(
             f"'{executable} --check' failed (exit code {result.exit_code}): "

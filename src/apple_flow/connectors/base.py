@@ -133,7 +133,12 @@ class Connector(Protocol):
 
 
 class ConnectorError(RuntimeError):
-    """The connector cannot work at all (e.g. binary missing); the message says how to fix it."""
+    """The connector cannot work at all; the message says how to fix it, ``status`` what kind of trouble it is
+    (``BINARY_MISSING``, ``NO_MODEL``, else ``FAILED``), so nobody has to read it out of the message."""
+
+    def __init__(self, message: str, status: Status = Status.FAILED) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def outcome_of(events: Iterable[AgentEvent | TurnOutcome]) -> TurnOutcome:

@@ -163,7 +163,8 @@ class CliConnector:
         if self.resolve_command() is None:
             raise ConnectorError(
                 f"{self.display_name} CLI not found at '{self.command}'. Install it or set "
-                f"APPLE_FLOW_{self.command_setting.upper()} to its path."
+                f"APPLE_FLOW_{self.command_setting.upper()} to its path.",
+                Status.BINARY_MISSING,
             )
         executable = self.executable()
         result = self._probe([executable, "--version"])
@@ -178,7 +179,8 @@ class CliConnector:
         try:
             return self.runner.run(argv, "", timeout=VERSION_TIMEOUT_SECONDS)
         except SpawnError as exc:
-            raise ConnectorError(self.spawn_outcome(exc).detail) from exc
+            outcome = self.spawn_outcome(exc)
+            raise ConnectorError(outcome.detail, outcome.status) from exc
 
 
 def reported(report: dict[str, Any]) -> dict[str, Any]:

@@ -65,11 +65,16 @@ class IMessageIngress(Ingress):
     def unsent(self, rowid: int) -> bool:
         """Whether the message was unsent after it was read (asked before a queued turn starts). False when
         chat.db cannot tell now."""
+        # Its own connection (the reading loop has one), closed here: left to the garbage collector (sqlite3's
+        # statement cache makes a cycle) it stays open with its page cache, one per queued turn.
+        db = ChatDB(self.db.path)
         try:
-            return ChatDB(self.db.path).is_retracted(rowid)  # its own connection: the reading loop has one
+            return db.is_retracted(rowid)
         except ChatDBError as exc:
             log.warning("cannot tell whether row %d was unsent: %s", rowid, exc)
             return False
+        finally:
+            db.close()
 
     def settle_attachments(self, message: InboundMessage, stop: threading.Event) -> tuple[Attachment, ...]:
         """The message's attachments once those still downloading have finished, or
