@@ -214,7 +214,8 @@ def _group_alive(pgid: int, wait_seconds: float) -> bool:
     while True:
         members = []
         for process in psutil.process_iter():
-            with contextlib.suppress(psutil.Error):
+            # A process that exits meanwhile: psutil's error, or getpgid's ProcessLookupError.
+            with contextlib.suppress(psutil.Error, ProcessLookupError):
                 if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
                     members.append(process)
         if not members or time.monotonic() >= deadline:

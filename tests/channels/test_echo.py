@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.daemon.store import Store
 
@@ -82,3 +84,17 @@ def test_copies_kept_in_the_store_decide_a_row_read_again_as_the_first_time(tmp_
     assert after.first_copy(13, "g12", None, "hello", from_me=False) == 12  # re-inserted with its guid
     assert after.first_copy(14, "g14", "+15551234567", "status", from_me=False) is None  # typed again
     assert Copies(Store(path).copy_record("console:1")).first_copy(13, "g12", None, "hello", False) is None
+
+
+def test_the_store_keeps_the_newest_copies_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import apple_flow.daemon.store as store_module
+    from apple_flow.channels.imessage.echo import Copies
+
+    monkeypatch.setattr(store_module, "COPIES_KEEP", 150)
+    store = Store(tmp_path / "relay.db")
+    copies = Copies(store.copy_record("imessage"))
+    for rowid in range(1, 401):
+        assert copies.first_copy(rowid, f"g{rowid}", None, "hi", from_me=False) is None
+    assert copies.first_copy(1000, "g400", None, "hi", from_me=False) == 400
+    assert copies.first_copy(1001, "g1", None, "hi", from_me=False) is None  # forgotten: long gone
+    assert store.copy_verdict("imessage", 400) == (True, None) and store.copy_verdict("imessage", 1) == (False, None)

@@ -283,7 +283,7 @@ import Testing
 
     @Test func anExpiredDeadlineIsATimeoutWithThePartialAnswer() async throws {
         let reply = ChatReply(text: "Looking at it.", calls: [ModelToolCall(id: "a", name: "readFile", argumentsText: "{}")])
-        let soon = ContinuousClock.now + .milliseconds(200)
+        let soon = ContinuousClock.now + .seconds(2)  // the tool takes 5 s
         do {
             _ = try await AgentLoop(model: ScriptedModel([reply])).run(request([SlowTool()], deadline: soon),
                                                                       events: RecordingSink())
@@ -320,7 +320,7 @@ final class SlowFirstReply: ChatModel, @unchecked Sendable {
 struct SlowTool: AgentTool {
     let spec = ToolSpec(name: "readFile", description: "Slow.", parameters: [])
     func run(_ arguments: ToolArguments, context: ToolContext) async -> ToolResult {
-        try? await Task.sleep(for: .milliseconds(400))
+        try? await Task.sleep(for: .seconds(5))
         return ToolResult(text: "late", summary: "late")
     }
 }

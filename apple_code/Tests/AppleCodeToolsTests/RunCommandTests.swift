@@ -211,10 +211,11 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")),
                                    ["command": "(sleep 60; echo late) & echo $! > bg.pid; echo quick", "timeout": 30])
-        #expect(ContinuousClock.now - start < .seconds(20))  // a failure takes 30 s or never ends; load 20 on 2 cores took 6.7
+        #expect(ContinuousClock.now - start < .seconds(20))  // the command alone would take 30 s or more
         #expect(result.text == "exit code 0\nquick\n")
         let pid = try #require(pid_t(ws.read("bg.pid")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
-        try await Task.sleep(for: .milliseconds(200))
+        // Gone soon after; polled, a loaded machine may take a moment.
+        for _ in 0..<100 where !processIsGone(pid) { try await Task.sleep(for: .milliseconds(100)) }
         #expect(processIsGone(pid))
     }
 
@@ -242,7 +243,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "yes", "timeout": 1],
                                    tokens: 5000)
-        #expect(ContinuousClock.now - start < .seconds(20))  // a failure takes 30 s or never ends; load 20 on 2 cores took 6.7
+        #expect(ContinuousClock.now - start < .seconds(20))  // the command alone would take 30 s or more
         #expect(result.text.hasPrefix("Command timed out after 1 s; it and everything it started were killed.\ny\ny\n"))
         #expect(result.text.contains("bytes of output cut ...]"))
         #expect(TokenEstimator.estimate(result.text) <= 5000)
@@ -266,7 +267,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         try await Task.sleep(for: .milliseconds(300))
         task.cancel()
         let result = await task.value
-        #expect(ContinuousClock.now - start < .seconds(20))  // a failure takes 30 s or never ends; load 20 on 2 cores took 6.7
+        #expect(ContinuousClock.now - start < .seconds(20))  // the command alone would take 30 s or more
         #expect(result.text.hasPrefix("Command stopped"))
     }
 
@@ -280,7 +281,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let task = Task { await tool.call(raw: ["command": "echo $$ > leader.pid; sleep 30"], context: context) }
         var leader: pid_t?
-        while leader == nil, ContinuousClock.now - start < .seconds(5) {
+        while leader == nil, ContinuousClock.now - start < .seconds(25) {
             try await Task.sleep(for: .milliseconds(20))
             leader = ws.read("leader.pid").flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         }
@@ -298,7 +299,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         let start = ContinuousClock.now
         let result = await RunCommandTool(sandbox: .none(reason: "test")).call(raw: ["command": "sleep 30"],
                                                                                context: context)
-        #expect(ContinuousClock.now - start < .seconds(20))  // a failure takes 30 s or never ends; load 20 on 2 cores took 6.7
+        #expect(ContinuousClock.now - start < .seconds(20))  // the command alone would take 30 s or more
         #expect(result.text.hasPrefix("Command stopped"))
         let late = await RunCommandTool(sandbox: .none(reason: "test")).call(
             raw: ["command": "true"], context: ws.context(deadline: .now - .seconds(1)))

@@ -507,17 +507,19 @@ class Store:
         self, channel: str, rowid: int, guid: str, own_chat: str, text: str, from_me: bool, at: float,
         copy_of: int | None,
     ) -> None:
-        """Records what was decided about a row; only the newest ``COPIES_KEEP`` of a channel are kept."""
+        """Records what was decided about a row; about the newest ``COPIES_KEEP`` of a channel are kept (trimmed
+        every 100 rows, not at each)."""
         with self.transaction():
-            self._db.execute(
+            added = self._db.execute(
                 "INSERT OR REPLACE INTO copies (channel, rowid, guid, own_chat, text, from_me, at, copy_of) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (channel, rowid, guid, own_chat, text, int(from_me), at, copy_of),
-            )
-            self._db.execute(
-                "DELETE FROM copies WHERE channel = ? AND id <= (SELECT MAX(id) FROM copies WHERE channel = ?) - ?",
-                (channel, channel, COPIES_KEEP),
-            )
+            ).lastrowid
+            if added is not None and added % 100 == 0:
+                self._db.execute(
+                    "DELETE FROM copies WHERE channel = ? AND id <= (SELECT MAX(id) FROM copies WHERE channel = ?) - ?",
+                    (channel, channel, COPIES_KEEP),
+                )
 
     # ------------------------------------------------------------------------------------------- history
 
