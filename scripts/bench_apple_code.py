@@ -2,6 +2,13 @@
 OpenAI-compatible server (GET /models, two chat requests, one listDirectory), peak RSS of that run, and the fixed
 prompt overhead (built-in instructions + all seven tool definitions, estimated tokens, as apple-code reports them
 in --verbose). Medians over --runs runs (at least 20). Targets: --version < 50 ms, overhead <= 600 tokens.
+
+Then (issue 17) estimated against exact token counts, side by side: one task that reads files until the window is
+full, run with a server that reports no counts (apple-code's estimator budgets) and with one that reports
+``usage.prompt_tokens`` and tokenizes (exact budgets). The tokens are the local model's: SmolLM2-135M's tokenizer
+over the prompt llama-cpp-python's chatml-function-calling handler renders (a prompt of 4,096 tokens or more is
+refused, as its server with a 4,096-token context refuses it);
+``--tokenizer scripted`` uses the scripted server's deterministic tokenizer where the local model is missing.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
@@ -24,8 +32,9 @@ from rich.progress import Progress
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.apple_code_run import clean_env, compact, request_tokens  # noqa: E402
-from support.scripted_server import ScriptedServer, answer, tool_call  # noqa: E402
+from support.apple_code_run import clean_env, compact, events, request_tokens  # noqa: E402
+from support.plan_runs import lines_seen  # noqa: E402
+from support.scripted_server import ScriptedServer, Step, answer, prompt_tokens, tool_call  # noqa: E402
 
 console = Console(stderr=True)
 
@@ -82,6 +91,94 @@ def real_tokens(instructions: str, tools: str) -> str:
     return f"{a} + {b} = {a + b} tokens (SmolLM2-135M tokenizer)"
 
 
+WINDOW_FILES = 4
+WINDOW_LINES = 200
+
+
+def window_file(number: int) -> str:
+    """200 lines of about 75 bytes, every line unique: two reads of 100 lines each fill most of the window."""
+    return "".join(f"    total_{number} = order.amount * rate + tax  # line {n}: adjusted for region and currency\n"
+                   for n in range(1, WINDOW_LINES + 1))
+
+
+def window_script() -> list[Step]:
+    steps: list[Step] = []
+    for number in range(1, WINDOW_FILES + 1):
+        for start in range(1, WINDOW_LINES + 1, 100):
+            steps.append(tool_call("readFile", {"path": f"f{number}.py", "startLine": start, "endLine": start + 99}))
+    return [*steps, answer("Read them all.")]
+
+
+def window_run(binary: Path, exact: bool, counting: dict[str, Any]) -> dict[str, Any]:
+    """The reading task once: what reached the model, what the server counted, what apple-code reported."""
+    files = {f"f{n}.py": window_file(n) for n in range(1, WINDOW_FILES + 1)}
+    options: dict[str, Any] = dict(counting)
+    if exact:
+        options.update(tokenizer="llama-cpp-python", count_usage=True)
+    with tempfile.TemporaryDirectory(prefix="bench-window-") as workspace:
+        for name, text in files.items():
+            Path(workspace, name).write_text(text)
+        with ScriptedServer(window_script(), **options) as server:
+            done = subprocess.run(
+                [str(binary), "--backend", "openai", "--base-url", server.url, "--model", "scripted", "--cwd",
+                 workspace, "--read-only", "--context-tokens", "4096", "--max-turns", "40", "--timeout", "900",
+                 "--output-format", "stream-json", "--verbose", "Read every file."],
+                stdin=subprocess.DEVNULL, capture_output=True, text=True, env=clean_env(), timeout=1000)
+            requests = server.requests()
+            counted = server.counted()
+    if not counting:
+        counted = [{"prompt_tokens": prompt_tokens(r), "max_tokens": r["max_tokens"]} for r in requests]
+    real = [c["prompt_tokens"] + c["max_tokens"] for c in counted if c["prompt_tokens"] is not None]
+    result = events(done.stdout)[-1] if done.stdout.strip() else {}
+    shown = [lines_seen(text.splitlines(), requests) for text in files.values()]
+    return {"counts": "exact" if exact else "estimated", "exit": done.returncode, "requests": len(requests),
+            "shown": sum(shown), "full": sum(1 for n in shown if n == WINDOW_LINES),
+            "largest_real": max(real, default=0), "overflows": sum(1 for c in counted if c["prompt_tokens"] is None),
+            "fixed": result.get("usage", {}).get("fixed_tokens"),
+            "estimated": result.get("usage", {}).get("estimated")}
+
+
+def window_section(binary: Path, tokenizer: str) -> str:
+    counting = counting_options(tokenizer)
+    rows = [window_run(binary, exact, counting) for exact in (False, True)]
+    whose = ("the local model's (SmolLM2-135M's tokenizer over the prompt llama-cpp-python's chatml-function-calling "
+             "handler renders; 4,096 tokens or more refused, as its server refuses them)" if tokenizer == "local"
+             else "the scripted server's deterministic tokenizer")
+    total = WINDOW_FILES * WINDOW_LINES
+    lines = [
+        "## Estimated against exact token counts",
+        "",
+        f"Task: read {WINDOW_FILES} files of {WINDOW_LINES} lines (about 80 bytes each) in windows of 100 lines, "
+        "scripted (the same reads in both runs), `--context-tokens 4096`. Server tokens: " + whose + ".",
+        "",
+        f"| counts | exit | requests | file lines shown to the model (of {total}) | files read with no cut (of "
+        f"{WINDOW_FILES}) | largest request (server tokens, with the 512 reserve) | context overflows | "
+        "fixed overhead (`usage.fixed_tokens`) | `usage.estimated` |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(f"| {row['counts']} | {row['exit']} | {row['requests']} | {row['shown']} | {row['full']} | "
+                     f"{row['largest_real']} | {row['overflows']} | {row['fixed']} | {row['estimated']} |")
+    lines += ["", f"Command: `scripts/bench_apple_code --tokenizer {tokenizer}`.", ""]
+    return "\n".join(lines)
+
+
+def counting_options(tokenizer: str) -> dict[str, Any]:
+    """How the scripted server counts: in the local model's tokens (its tokenizer over the prompt llama-cpp-python's
+    chatml-function-calling handler renders, refused at 4,096 tokens as its server refuses it), or with its own
+    deterministic tokenizer."""
+    if tokenizer == "scripted":
+        return {}
+    from apple_flow.localmodel import LocalModelError, model_file, server_available
+    if not server_available():
+        raise SystemExit("the local model is not installed: run scripts/local-model.sh install (or pass "
+                         "--tokenizer scripted)")
+    try:
+        return {"count_model": str(model_file()), "count_context": 4096}
+    except LocalModelError as error:
+        raise SystemExit(str(error)) from error
+
+
 def ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:.1f} ms (min {min(values) * 1000:.1f}, max {max(values) * 1000:.1f})"
 
@@ -90,7 +187,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=25)
     parser.add_argument("--binary", type=Path)
+    parser.add_argument("--tokenizer", choices=["local", "scripted"], default="local",
+                        help="whose tokens the estimated/exact runs are counted in (default: the local model's)")
+    parser.add_argument("--counts-only", action="store_true",
+                        help="only the estimated/exact comparison (debug build unless --binary), written to "
+                             "reports/bench_apple_code_counts.md")
     options = parser.parse_args()
+    if options.counts_only:
+        binary = options.binary or ROOT / "apple_code" / ".build" / "debug" / "apple-code"
+        with console.status("estimated and exact counts, side by side ..."):
+            text = f"# apple-code: estimated and exact token counts\n\n{window_section(binary, options.tokenizer)}"
+        text = text.replace(f"--tokenizer {options.tokenizer}`", f"--tokenizer {options.tokenizer} --counts-only`")
+        (ROOT / "reports" / "bench_apple_code_counts.md").write_text(text)
+        print(text)
+        return
     runs = max(20, options.runs)
     binary = options.binary or release_binary()
     env = clean_env()
@@ -126,6 +236,8 @@ def main() -> None:
     if not figures:
         raise SystemExit(f"apple-code --verbose did not report the budget figures:\n{verbose}")
     instructions, tools, reserve = (int(x) for x in figures.groups())
+    with console.status("estimated and exact counts, side by side ..."):
+        window = window_section(binary, options.tokenizer)
     report = f"""# apple-code benchmark
 
 {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.system()} {platform.machine()}, {os.cpu_count()} cores,
@@ -146,7 +258,8 @@ Command: `scripts/bench_apple_code --runs {runs}`.
 
 Estimated tokens: TokenEstimator (apple_code/CONTRACT.md, budget rule): an ASCII digit 1 token, a non-ASCII byte 0.7,
 any other ASCII byte 1/3, plus one; a deliberate over-count (median +24% on source files against SmolLM2's tokenizer).
-"""
+
+{window}"""
     out_path = ROOT / "reports" / "bench_apple_code.md"
     out_path.parent.mkdir(exist_ok=True)
     out_path.write_text(report)

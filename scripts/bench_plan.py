@@ -8,11 +8,18 @@ OpenAI-compatible server with the real `apple-code` binary:
 - --plan: the planner names six subtasks, one file each; each worker reads its file the same way and answers;
   one summary request.
 
-Both scripts issue the same reads, so the difference is only what fits in the window. Reported: requests made,
-the largest request in estimated tokens (the project's estimator), and whether every line of every file was
-shown to the model by some request. Writes reports/bench_plan.md and prints it.
+Both scripts issue the same reads, so the difference is only what fits in the window. Each is run twice (issue
+17): with the estimator alone (a server that reports no token counts), and with exact counts (the server reports
+``usage.prompt_tokens`` and answers llama-cpp-python's tokenize endpoint). The tokens are the local model's: the
+scripted server renders every request with llama-cpp-python's own chatml-function-calling handler and counts it with
+SmolLM2-135M's tokenizer (what the local server does before it generates), refusing a prompt of 4,096 tokens or
+more as that server (`--n_ctx 4096`) refuses it. Without the local
+model installed, ``--tokenizer scripted`` uses the scripted server's deterministic tokenizer instead. Reported:
+requests made, the largest request in the server's tokens (prompt + answer reserve) and in estimated tokens,
+overflows, and whether every line of every file was shown to the model by some request. Writes
+reports/bench_plan.md and prints it.
 
-    scripts/bench_plan [--binary apple_code/.build/debug/apple-code]
+    scripts/bench_plan [--binary apple_code/.build/debug/apple-code] [--tokenizer local|scripted]
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support.apple_code_run import request_tokens  # noqa: E402
 from support.plan_runs import Run, lines_seen, run_apple_code, tool_results  # noqa: E402
-from support.scripted_server import ScriptedServer, Step, answer, tool_call  # noqa: E402
+from support.scripted_server import ScriptedServer, Step, answer, prompt_tokens, tool_call  # noqa: E402
 
 FILE_COUNT = 6
 FILE_LINES = 150
@@ -77,10 +84,13 @@ def plan_script() -> list[Step]:
 @dataclass
 class Measurement:
     mode: str
+    counts: str
     exit_code: int
     subtype: str
     requests: int
     largest_request: int
+    largest_real: int
+    overflows: int
     total_sent: int
     condensed: int
     files_in_full: int
@@ -92,16 +102,23 @@ class Measurement:
         return "yes" if self.files_in_full == FILE_COUNT else f"no ({self.files_in_full} of {FILE_COUNT})"
 
 
-def measure(binary: Path, mode: str, script: list[Step], options: list[str]) -> Measurement:
+def measure(binary: Path, mode: str, script: list[Step], options: list[str], exact: bool,
+            counting: dict[str, Any]) -> Measurement:
+    """One run; ``exact``: the server reports usage and tokenizes; ``counting``: how it counts
+    (``counting_options``)."""
     with tempfile.TemporaryDirectory(prefix="bench-plan-") as folder:
         workspace = Path(folder)
         files = {f"mod{n}.py": module_text(n) for n in range(1, FILE_COUNT + 1)}
         for name, text in files.items():
             (workspace / name).write_text(text)
-        with ScriptedServer(script) as server:
+        server_options: dict[str, Any] = dict(counting)
+        if exact:
+            server_options.update(tokenizer="llama-cpp-python", count_usage=True)
+        with ScriptedServer(script, **server_options) as server:
             run: Run = run_apple_code(binary, server.url, workspace, TASK, "--context-tokens", str(CONTEXT_TOKENS),
-                                      "--max-turns", "40", "--timeout", "120", *options, timeout=180)
+                                      "--max-turns", "40", "--timeout", "900", *options, timeout=1000)
             requests: list[dict[str, Any]] = server.requests()
+            counted = server.counted()
     result = run.result()
     wanted = {name: [line for line in text.splitlines() if line.strip()] for name, text in files.items()}
     seen = {name: lines_seen(lines, requests) for name, lines in wanted.items()}
@@ -111,52 +128,86 @@ def measure(binary: Path, mode: str, script: list[Step], options: list[str]) -> 
                  if step["kind"] == "answer"]
     checksums = sum(1 for lines in wanted.values() if any(lines[-1] in shown for shown in answering))
     condensed = sum(1 for event in run.events() if event["type"] == "notice" and "condensed" in event["message"])
-    return Measurement(mode=mode, exit_code=run.returncode, subtype=result["subtype"], requests=len(requests),
+    if not counting:  # the deterministic tokenizer: counted here, as the scripted server does
+        counted = [{"prompt_tokens": prompt_tokens(r), "max_tokens": r.get("max_tokens")} for r in requests]
+    real = [int(c["prompt_tokens"]) + int(c["max_tokens"] or 0) for c in counted if c["prompt_tokens"] is not None]
+    return Measurement(mode=mode, counts="exact" if exact else "estimated", exit_code=run.returncode,
+                       subtype=result["subtype"], requests=len(requests),
                        largest_request=max((request_tokens(r) for r in requests), default=0),
+                       largest_real=max(real, default=0),
+                       overflows=sum(1 for c in counted if c["prompt_tokens"] is None),
                        total_sent=sum(request_tokens(r) for r in requests), condensed=condensed,
                        files_in_full=full, lines_shown=sum(seen.values()),
                        checksums_in_view=checksums)
 
 
-def report(rows: list[Measurement]) -> str:
+def report(rows: list[Measurement], tokenizer: str) -> str:
     total_lines = sum(1 for n in range(1, FILE_COUNT + 1) for line in module_text(n).splitlines() if line.strip())
+    counter = ("the local model's (SmolLM2-135M's tokenizer over the prompt llama-cpp-python's chatml-function-calling "
+               "handler renders, tools and HTML escaping included; a prompt of 4,096 tokens or more is refused, as "
+               "its server with `--n_ctx 4096` refuses it)" if tokenizer == "local"
+               else "the scripted server's deterministic tokenizer (a quarter token an ASCII byte, half a digit)")
     out = [
         "# apple-code --plan: six files of 150 lines in a 4,096-token window",
         "",
         f"Task: read {FILE_COUNT} files of {FILE_LINES} lines (about 6 KB each) to their end. Scripted "
-        "OpenAI-compatible server, real `apple-code` binary, `--context-tokens 4096`; both runs issue the same "
-        "reads (lines 1-100, then 101-150 of each file). Request size is the project's documented estimate "
-        "(TokenEstimator: an ASCII digit 1 token, a non-ASCII byte 0.7, any other byte 1/3; messages and tool "
-        "definitions, plus the answer reserve `max_tokens`).",
+        "OpenAI-compatible server, real `apple-code` binary, `--context-tokens 4096`; every run issues the same "
+        "reads (lines 1-100, then 101-150 of each file). Counts *estimated*: the server reports nothing, so "
+        "apple-code budgets with its estimator (TokenEstimator: an ASCII digit 1 token, a non-ASCII byte 0.7, any "
+        "other byte 1/3). Counts *exact*: the server reports `usage.prompt_tokens` and answers "
+        "`/extras/tokenize/count`, so from the second request of each run on apple-code budgets in the server's "
+        f"tokens. Server tokens: {counter}. A request is its prompt plus the answer reserve `max_tokens` (512); "
+        "an overflow is a prompt the server refused.",
         "",
-        "| mode | exit | requests | largest request (est. tokens) | all requests (est. tokens) | history "
-        f"condensed (notices) | file lines shown to the model (of {total_lines}) | every file read in full | "
-        f"CHECKSUM lines in view when an answer was written (of {FILE_COUNT}) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| mode | counts | exit | requests | largest request (server tokens) | largest request (est. tokens) | "
+        f"context overflows | history condensed (notices) | file lines shown to the model (of {total_lines}) | "
+        f"every file read in full | CHECKSUM lines in view when an answer was written (of {FILE_COUNT}) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        out.append(f"| {row.mode} | {row.exit_code} ({row.subtype}) | {row.requests} | {row.largest_request} | "
-                   f"{row.total_sent} | {row.condensed} | {row.lines_shown} | {row.all_read} | "
-                   f"{row.checksums_in_view} |")
-    out += ["", "Command: `scripts/bench_plan`", ""]
+        out.append(f"| {row.mode} | {row.counts} | {row.exit_code} ({row.subtype}) | {row.requests} | "
+                   f"{row.largest_real} | {row.largest_request} | {row.overflows} | {row.condensed} | "
+                   f"{row.lines_shown} | {row.all_read} | {row.checksums_in_view} |")
+    out += ["", f"Command: `scripts/bench_plan --tokenizer {tokenizer}`", ""]
     return "\n".join(out)
+
+
+def counting_options(tokenizer: str) -> dict[str, Any]:
+    """How the scripted server counts: in the local model's tokens (its tokenizer over the prompt llama-cpp-python's
+    chatml-function-calling handler renders, refused at 4,096 tokens as its server refuses it), or with its own
+    deterministic tokenizer."""
+    if tokenizer == "scripted":
+        return {}
+    from apple_flow.localmodel import LocalModelError, model_file, server_available
+    if not server_available():
+        raise SystemExit("the local model is not installed: run scripts/local-model.sh install (or pass "
+                         "--tokenizer scripted)")
+    try:
+        return {"count_model": str(model_file()), "count_context": 4096}
+    except LocalModelError as error:
+        raise SystemExit(str(error)) from error
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", type=Path, default=ROOT / "apple_code" / ".build" / "debug" / "apple-code")
     parser.add_argument("--output", type=Path, default=ROOT / "reports" / "bench_plan.md")
+    parser.add_argument("--tokenizer", choices=["local", "scripted"], default="local",
+                        help="whose tokens: the local llama.cpp model's (default) or the scripted server's")
     options = parser.parse_args()
     console = Console(stderr=True)
     if not options.binary.is_file():
         console.print(f"[red]{options.binary} is missing: build it with `cd apple_code && swift build` first[/red]")
         raise SystemExit(2)
     rows = []
-    with console.status("single window run ..."):
-        rows.append(measure(options.binary, "single window", single_window_script(), []))
-    with console.status("--plan run ..."):
-        rows.append(measure(options.binary, "--plan", plan_script(), ["--plan", "--max-subtasks", "6"]))
-    text = report(rows)
+    runs = [("single window", single_window_script(), []),
+            ("--plan", plan_script(), ["--plan", "--max-subtasks", "6"])]
+    counting = counting_options(options.tokenizer)
+    for mode, script, extra in runs:
+        for exact in (False, True):
+            with console.status(f"{mode} run, {'exact' if exact else 'estimated'} counts ..."):
+                rows.append(measure(options.binary, mode, script, extra, exact, counting))
+    text = report(rows, options.tokenizer)
     options.output.parent.mkdir(parents=True, exist_ok=True)
     options.output.write_text(text)
     print(text)

@@ -63,12 +63,12 @@ def base_url(host: str, port: int) -> str:
     return f"http://{host}:{port}/v1"
 
 
-def server_command(model: Path, host: str, port: int) -> list[str]:
+def server_command(model: Path, host: str, port: int, context_tokens: int = 4096) -> list[str]:
     return [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(model),
         "--model_alias", MODEL_ALIAS,
-        "--n_ctx", "4096",
+        "--n_ctx", str(context_tokens),
         "--host", host,
         "--port", str(port),
         # The only llama.cpp chat format of this server that returns OpenAI `tool_calls`.
@@ -77,9 +77,12 @@ def server_command(model: Path, host: str, port: int) -> list[str]:
 
 
 class LocalModelServer:
-    def __init__(self, host: str = "127.0.0.1", port: int = 8765, state_dir: Path = DEFAULT_STATE_DIR) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 8765, state_dir: Path = DEFAULT_STATE_DIR,
+                 context_tokens: int = 4096) -> None:
         self.host = host
         self.port = port
+        # The model's context window (llama.cpp's n_ctx): apple-code's --context-tokens must not exceed it.
+        self.context_tokens = context_tokens
         self.state_dir = state_dir
         self.pid_file = state_dir / f"server-{port}.pid"
         self.log_file = state_dir / f"server-{port}.log"
@@ -134,7 +137,7 @@ class LocalModelServer:
                 )
             with open(self.log_file, "ab") as log:
                 started = subprocess.Popen(
-                    server_command(model, self.host, self.port),
+                    server_command(model, self.host, self.port, self.context_tokens),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,

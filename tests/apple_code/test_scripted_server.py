@@ -15,9 +15,11 @@ from support.scripted_server import (
     EXHAUSTED,
     ScriptedServer,
     answer,
+    count_tokens,
     empty_stream,
     hang,
     http_error,
+    prompt_tokens,
     raw_body,
     tool_call,
     tool_calls,
@@ -157,3 +159,49 @@ def test_a_busy_models_endpoint() -> None:
         with urllib.request.urlopen(f"{server.url}/models", timeout=10) as response:
             assert json.load(response)["data"][0]["id"] == "scripted"
         assert time.monotonic() - started >= 1.5
+
+
+def post_path(root: str, path: str, body: Any) -> tuple[int, Any]:
+    request = urllib.request.Request(f"{root}{path}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_the_deterministic_tokenizer() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("abcd") == 1 and count_tokens("abcde") == 2
+    assert count_tokens("12") == 1 and count_tokens("第") == 3
+    assert count_tokens("<|im_start|>user") == 2
+
+
+@pytest.mark.parametrize("kind", ["llama-cpp-python", "llama.cpp"])
+def test_a_counting_server_tokenizes_and_reports_the_prompt_it_renders(kind: str) -> None:
+    with ScriptedServer([answer("hello there")], tokenizer=kind, count_usage=True) as server:
+        root = server.url.removesuffix("/v1")
+        if kind == "llama-cpp-python":
+            assert post_path(root, "/extras/tokenize/count", {"input": "abcdefgh"}) == (200, {"count": 2})
+            assert post_path(root, "/extras/tokenize", {"input": "abcd"}) == (200, {"tokens": [0]})
+            assert post_path(root, "/tokenize", {"content": "abcd"})[0] == 404
+        else:
+            assert post_path(root, "/tokenize", {"content": "abcdefgh"}) == (200, {"tokens": [0, 1]})
+            assert post_path(root, "/extras/tokenize/count", {"input": "abcd"})[0] == 404
+        assert post_path(root, "/tokenize" if kind == "llama.cpp" else "/extras/tokenize", {})[0] == 422
+        body = {"model": "scripted", "messages": [{"role": "system", "content": "Be brief."},
+                                                  {"role": "user", "content": "hi"}],
+                "tools": [{"type": "function", "function": {"name": "readFile", "parameters": {"type": "object"}}}]}
+        status, text = post(server.url, body)
+        assert status == 200
+        usage = json.loads(text)["usage"]
+        assert usage["prompt_tokens"] == prompt_tokens(body) > count_tokens("Be brief.hi")
+        assert usage["completion_tokens"] == count_tokens("hello there")
+        assert [path for path, _ in server.tokenize_requests()][:1] in (["/extras/tokenize/count"], ["/tokenize"])
+
+
+def test_a_plain_server_has_no_tokenizer_and_reports_no_usage() -> None:
+    with ScriptedServer([answer("hi")]) as server:
+        assert post_path(server.url.removesuffix("/v1"), "/extras/tokenize/count", {"input": "x"})[0] == 404
+        assert "usage" not in json.loads(post(server.url, {"messages": []})[1])

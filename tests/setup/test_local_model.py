@@ -112,7 +112,8 @@ def test_a_server_that_dies_while_starting_reports_its_log(monkeypatch: pytest.M
     # A real child that exits at once with an error, standing in for a broken model file.
     monkeypatch.setattr(
         localmodel, "server_command",
-        lambda model, host, port: ["python3", "-c", "import sys; print('llama_cpp.server boom'); sys.exit(3)"],
+        lambda model, host, port, context_tokens=4096: [
+            "python3", "-c", "import sys; print('llama_cpp.server boom'); sys.exit(3)"],
     )
     server = LocalModelServer(port=free_port(), state_dir=tmp_path)
     with pytest.raises(LocalModelError, match="exited while starting"):
@@ -127,7 +128,7 @@ def test_a_server_not_yet_recognisable_is_waited_for(monkeypatch: pytest.MonkeyP
     import apple_flow.localmodel as localmodel
 
     monkeypatch.setattr(localmodel, "server_command",
-                        lambda model, host, port: ["python3", "-c", "import time; time.sleep(3)"])
+                        lambda model, host, port, context_tokens=4096: ["python3", "-c", "import time; time.sleep(3)"])
     server = LocalModelServer(port=free_port(), state_dir=tmp_path)
     started = time.monotonic()
     with pytest.raises(LocalModelError, match="exited while starting"):
@@ -183,7 +184,7 @@ def fake_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Fak
     monkeypatch.setattr(
         localmodel,
         "server_command",
-        lambda model, host, port: [sys.executable, "-c", code, fake.marker, str(fake.lifetime)],
+        lambda model, host, port, context_tokens=4096: [sys.executable, "-c", code, fake.marker, str(fake.lifetime)],
     )
     try:
         yield fake

@@ -100,7 +100,9 @@ class DaemonProcess:
         """Every osascript call that sends (not the Automation probe at start): argv and script (stdin), in order."""
         if not self.sends_log.exists():
             return []
-        entries = [json.loads(line) for line in self.sends_log.read_text().splitlines() if line.strip()]
+        text = self.sends_log.read_text()
+        # The fake osascript may be writing its line right now: only whole lines (ending in a newline) are read.
+        entries = [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines() if line.strip()]
         return [e for e in entries if len(e["argv"]) >= 3]
 
     def sends(self) -> list[tuple[str, str]]:

@@ -33,10 +33,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_local_model(state_dir: Path, wait_seconds: float = 120) -> Iterator[LocalModelServer]:
-    """The local model server on a free port for a test module (skips when not installed); stopped after."""
+def running_local_model(state_dir: Path, wait_seconds: float = 120,
+                        context_tokens: int = 4096) -> Iterator[LocalModelServer]:
+    """The local model server on a free port for a test module (skips when not installed); stopped after.
+    ``context_tokens`` is its context window (llama.cpp's n_ctx)."""
     require_local_model()
-    server = LocalModelServer(port=free_port(), state_dir=state_dir)
+    server = LocalModelServer(port=free_port(), state_dir=state_dir, context_tokens=context_tokens)
     try:
         server.start(wait_seconds=wait_seconds)
         yield server

@@ -56,8 +56,10 @@ def user_text(request: dict[str, Any]) -> str:
 
 
 def tool_results(request: dict[str, Any]) -> str:
-    """What tools returned in this request (role "tool" messages)."""
-    return "\n".join(text_of(m) for m in request.get("messages", []) if m.get("role") == "tool")
+    """What tools returned in this request: role "tool" messages, or results folded into user messages (for servers
+    that drop tool messages, such as llama-cpp-python's)."""
+    return "\n".join(text_of(m) for m in request.get("messages", [])
+                     if m.get("role") == "tool" or (m.get("role") == "user" and text_of(m).startswith("Result of ")))
 
 
 def tool_names(request: dict[str, Any]) -> set[str]:

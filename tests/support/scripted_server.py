@@ -13,7 +13,28 @@ Each step answers one chat request; when the script runs out it answers "(script
 ``finish_reason``, a ``usage`` chunk when ``stream_options.include_usage`` asks for it, then ``data: [DONE]``.
 ``ScriptedServer(steps, streaming=False)`` is a server that ignores ``stream`` and always answers one JSON body.
 When a client closes a stream before its end, the log records it (``disconnects()``). ``GET /v1/models`` answers
-a one-model list (after ``models_delay`` seconds: a busy server). The server runs as a separate process (this file
+a one-model list (after ``models_delay`` seconds: a busy server).
+
+Servers that count tokens are played with a deterministic tokenizer (``count_tokens``: a quarter token per ASCII
+byte, half per digit, one per other byte, rounded up): ``tokenizer="llama-cpp-python"`` answers llama-cpp-python's
+``POST /extras/tokenize`` and ``/extras/tokenize/count``, ``tokenizer="llama.cpp"`` llama.cpp's ``POST /tokenize``;
+``count_usage=True`` reports ``usage.prompt_tokens`` of every request (streamed too, when asked for) as that
+tokenizer counts the prompt the server's chat template (``render_prompt``: ChatML, the tools in the system message)
+makes of it, unless the step has a ``usage`` of its own. ``prompt_tokens(body)`` is that figure for a recorded
+request. ``count_with=ROOT`` (the root URL of a llama-cpp-python server running chatml-function-calling, for the
+local-model tests and benchmarks) counts with that server instead: its ``/extras/tokenize/count`` for texts, and
+for a chat request the request itself sent there without streaming, with ``max_tokens`` 1 and, when it offers
+tools, a named ``tool_choice`` (so the server renders the prompt with its own template and tools, and generates
+one token): its ``usage.prompt_tokens`` is the count, and a prompt over that server's context is its real error,
+answered to the client as the server answered it (``counted()``: the server's count of each chat request's prompt,
+None where it refused it). ``count_model=GGUF`` counts the same way without a server, in this process: the model
+file's tokenizer (llama-cpp-python, ``vocab_only``) over the prompt llama-cpp-python's chatml-function-calling
+handler renders (its own function, stopped before it generates); a prompt is refused when it reaches
+``count_context`` tokens, as that server refuses it. Either way its ``/models`` then says ``owned_by: "me"``, as
+llama-cpp-python's does. Without ``count_usage`` the prompts are still counted that way (and an overflow refused),
+only not reported.
+
+The server runs as a separate process (this file
 run as a script) so a client that hangs, crashes or is killed cannot take the test process with it; the port is
 chosen by the server and reported back on its stdout.
 """
@@ -21,6 +42,7 @@ chosen by the server and reported back on its stdout.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -30,6 +52,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -82,15 +106,69 @@ def raw_body(text: str, status: int = 200) -> Step:
     return {"kind": "raw_body", "text": text, "status": status}
 
 
+# ---------------------------------------------------------------- the deterministic tokenizer
+
+SPECIAL_TOKENS = ("<|im_start|>", "<|im_end|>")
+
+
+def count_tokens(text: str) -> int:
+    """A quarter token per ASCII byte, half a token per ASCII digit, one token per byte of other characters, rounded
+    up (the FoundationModels mirror's scripted tokenizer), and one token for each ChatML marker (a special token in
+    real tokenizers). Denser than TokenEstimator on code and text, as real tokenizers are, so a client that budgets
+    with it fits more than the estimator lets it; CJK it counts denser than the estimator."""
+    specials = sum(text.count(marker) for marker in SPECIAL_TOKENS)
+    for marker in SPECIAL_TOKENS:
+        text = text.replace(marker, "")
+    quarters = 4 * specials
+    for byte in text.encode():
+        quarters += 4 if byte >= 0x80 else (2 if 0x30 <= byte <= 0x39 else 1)
+    return (quarters + 3) // 4
+
+
+TOOLS_PREAMBLE = "\n\nYou have access to the following functions:\n"
+TOOLS_USAGE = ("\n\nTo respond with a function call begin the message with 'functions.<function_name>:', followed by "
+               "its arguments as JSON; to respond with a message begin it with 'message:'.")
+
+
+def render_prompt(body: dict[str, Any]) -> str:
+    """The prompt a ChatML chat template makes of a request (as llama.cpp's chatml-function-calling does: the tools'
+    names and parameters, without descriptions, in the system message; calls as ``functions.NAME:`` lines)."""
+    tools = body.get("tools") or []
+    parts = []
+    for message in body.get("messages") or []:
+        role = message.get("role", "")
+        content = message.get("content")
+        text = content if isinstance(content, str) else json.dumps(content) if content is not None else ""
+        if role == "system" and tools:
+            listed = "".join(f"\nfunctions.{tool['function']['name']}:\n"
+                             f"{json.dumps(tool['function'].get('parameters'))}\n" for tool in tools)
+            text += TOOLS_PREAMBLE + listed + TOOLS_USAGE
+        for call in message.get("tool_calls") or []:
+            text += f"functions.{call['function']['name']}:\n{call['function']['arguments']}"
+        parts.append(f"<|im_start|>{role}\n{text}<|im_end|>\n")
+    return "".join(parts) + "<|im_start|>assistant\n"
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The request's prompt as the tokenizing scripted server counts it (its ``usage.prompt_tokens``)."""
+    return count_tokens(render_prompt(body))
+
+
 # ---------------------------------------------------------------- the client side (runs in the test process)
 
 class ScriptedServer:
     def __init__(
-        self, steps: Sequence[Step], startup_timeout: float = 10.0, streaming: bool = True, models_delay: float = 0.0
+        self, steps: Sequence[Step], startup_timeout: float = 10.0, streaming: bool = True, models_delay: float = 0.0,
+        tokenizer: str | None = None, count_usage: bool = False, count_with: str | None = None,
+        count_model: str | None = None, count_context: int = 4096,
     ) -> None:
+        if tokenizer not in (None, "llama-cpp-python", "llama.cpp"):
+            raise ValueError(f"tokenizer must be None, 'llama-cpp-python' or 'llama.cpp', not {tokenizer!r}")
         self._steps = list(steps)
         self._startup_timeout = startup_timeout
-        self._options = {"streaming": streaming, "models_delay": models_delay}
+        self._options = {"streaming": streaming, "models_delay": models_delay, "tokenizer": tokenizer,
+                         "count_usage": count_usage, "count_with": count_with, "count_model": count_model,
+                         "count_context": count_context}
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._process: subprocess.Popen[str] | None = None
         self.port = 0
@@ -156,6 +234,15 @@ class ScriptedServer:
     def requests(self) -> list[dict[str, Any]]:
         """Bodies of the chat completion requests, in arrival order (a body that was not JSON: {"_raw": text})."""
         return [entry["body"] for entry in self._requests() if entry["path"].endswith("/chat/completions")]
+
+    def tokenize_requests(self) -> list[tuple[str, Any]]:
+        """The tokenize requests (path, body), in arrival order, answered or not."""
+        return [(entry["path"], entry["body"]) for entry in self._requests() if "tokenize" in entry["path"]]
+
+    def counted(self) -> list[dict[str, Any]]:
+        """With ``count_usage``: per chat request, ``prompt_tokens`` as counted (None when the counting server
+        refused the prompt, with its ``error``) and the ``max_tokens`` asked for."""
+        return [entry for entry in self._entries() if entry.get("event") == "counted"]
 
     def request_log(self) -> list[dict[str, Any]]:
         """Every request: method, path, headers (lower-case names), body, time (``time.time()``) it arrived."""
@@ -240,6 +327,34 @@ def serve(script: Path, log: Path) -> None:
     steps: list[Step] = loaded["steps"]
     streaming: bool = loaded["streaming"]
     models_delay: float = loaded["models_delay"]
+    tokenizer: str | None = loaded.get("tokenizer")
+    report_usage: bool = loaded.get("count_usage", False)
+    count_with: str | None = loaded.get("count_with")
+    local = _LocalCounter(loaded["count_model"], loaded["count_context"]) if loaded.get("count_model") else None
+    if local is not None:
+        count_with = None
+
+    def count(text: str) -> int:
+        if local is not None:
+            return local.count(text)
+        if count_with is None:
+            return count_tokens(text)
+        return int(_post_json(f"{count_with}/extras/tokenize/count", {"input": text})[1]["count"])
+
+    def count_prompt(body: dict[str, Any]) -> tuple[int | None, str | None]:
+        """The prompt's tokens, or None and the counting server's error (a prompt over its context)."""
+        if local is not None:
+            return local.count_prompt(body)
+        if count_with is None:
+            return prompt_tokens(body), None
+        probe = {key: value for key, value in body.items() if key not in ("model", "stream", "stream_options")}
+        probe.update(stream=False, max_tokens=1, temperature=0)
+        if probe.get("tools"):
+            probe["tool_choice"] = {"type": "function", "function": {"name": probe["tools"][0]["function"]["name"]}}
+        status, answer = _post_json(f"{count_with}/v1/chat/completions", probe)
+        if status != 200:
+            return None, json.dumps(answer)
+        return int(answer["usage"]["prompt_tokens"]), None
     lock = threading.Lock()
     call_ids = itertools.count(1)
     completion_ids = itertools.count(1)
@@ -289,12 +404,31 @@ def serve(script: Path, log: Path) -> None:
                 if chunk_delay and stop.wait(chunk_delay):
                     return
 
+        def _tokenize(self, body: Any) -> bool:
+            """Answers a tokenize request of the server kind being played; False for any other path."""
+            path = self.path.rstrip("/")
+            routes = {"/extras/tokenize": "input", "/extras/tokenize/count": "input"} \
+                if tokenizer == "llama-cpp-python" else {"/tokenize": "content"}
+            if path not in routes:
+                return False
+            text = body.get(routes[path]) if isinstance(body, dict) else None
+            if not isinstance(text, str):
+                self._send(422, json.dumps({"error": {"message": f"{routes[path]} must be a string"}}))
+                return True
+            tokens = count(text)
+            answer = {"count": tokens} if path.endswith("/count") else {"tokens": list(range(tokens))}
+            self._send(200, json.dumps(answer))
+            return True
+
         def do_GET(self) -> None:
             self._record(None)
             if self.path.rstrip("/").endswith("/models"):
                 if models_delay:
                     time.sleep(models_delay)
-                self._send(200, json.dumps({"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]}))
+                listed = {"id": MODEL_ID, "object": "model"}
+                if count_with or local:  # playing the llama-cpp-python server it counts as
+                    listed["owned_by"] = "me"
+                self._send(200, json.dumps({"object": "list", "data": [listed]}))
             else:
                 self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}))
 
@@ -306,6 +440,8 @@ def serve(script: Path, log: Path) -> None:
             except ValueError:
                 body = {"_raw": text}
             self._record(body)
+            if tokenizer is not None and self._tokenize(body):
+                return
             if not self.path.endswith("/chat/completions"):
                 self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}))
                 return
@@ -330,6 +466,21 @@ def serve(script: Path, log: Path) -> None:
                 message = _assistant_message(step, _tool_calls(step, call_ids) if kind == "tool_calls" else [])
                 number = next(completion_ids)
                 usage = step.get("usage")
+                if (report_usage or count_with or local) and usage is None and isinstance(body, dict):
+                    completion = count(message.get("content") or "") + sum(
+                        count(call["function"]["name"] + call["function"]["arguments"])
+                        for call in message.get("tool_calls") or [])
+                    prompt, refused = count_prompt(body)
+                    write_log({"event": "counted", "prompt_tokens": prompt, "error": refused,
+                               "max_tokens": body.get("max_tokens")})
+                    if prompt is None:
+                        self._send(400, json.dumps({"error": {"message": f"the counting server refused the "
+                                                                         f"prompt: {refused}"}}))
+                        return
+                    if not report_usage:
+                        usage = None
+                    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+                             "total_tokens": prompt + completion}
                 if stream:
                     options = body.get("stream_options") or {}
                     include_usage = isinstance(options, dict) and options.get("include_usage") is True
@@ -345,6 +496,61 @@ def serve(script: Path, log: Path) -> None:
         server.serve_forever()
     finally:
         stop.set()
+
+
+class _LocalCounter:
+    """llama-cpp-python's counts without its server: the model's tokenizer, and the prompt its chatml-function-calling
+    handler renders for a request (the handler runs until it would generate, then is stopped)."""
+
+    class _Rendered(Exception):
+        pass
+
+    def __init__(self, model: str, context: int) -> None:
+        from llama_cpp import Llama
+
+        self.llama = Llama(model_path=model, vocab_only=True, verbose=False)
+        self.context = context
+
+    def count(self, text: str) -> int:
+        # As the server's /extras/tokenize/count does.
+        return len(self.llama.tokenize(text.encode(), special=True))
+
+    def render(self, body: dict[str, Any]) -> str:
+        from llama_cpp import llama_chat_format
+
+        prompts: list[str] = []
+        rendered = self._Rendered
+
+        class Capture:
+            verbose = False
+
+            def create_completion(self, prompt: str, **_: Any) -> Any:
+                prompts.append(prompt)
+                raise rendered
+
+        with contextlib.suppress(rendered):
+            llama_chat_format.chatml_function_calling(llama=Capture(), messages=body.get("messages") or [],
+                                                      tools=body.get("tools"), tool_choice=body.get("tool_choice"))
+        return prompts[0]
+
+    def count_prompt(self, body: dict[str, Any]) -> tuple[int | None, str | None]:
+        tokens = self.count(self.render(body))
+        if tokens >= self.context:  # llama.cpp refuses a prompt that fills its context
+            return None, f"Requested tokens ({tokens}) exceed context window of {self.context}"
+        return tokens, None
+
+
+def _post_json(url: str, body: Any) -> tuple[int, Any]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=300) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        text = error.read().decode("utf-8", "replace")
+        try:
+            return error.code, json.loads(text)
+        except ValueError:
+            return error.code, {"error": text}
 
 
 def _exit_with_parent(parent: int) -> None:

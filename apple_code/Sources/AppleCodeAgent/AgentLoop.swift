@@ -15,14 +15,19 @@ public struct AgentLoop: Sendable {
     /// Switch to folded tool results when the model repeats a call right after its result was sent as a tool
     /// message: the server most likely dropped that message (llama.cpp's chatml-function-calling does).
     public var detectDroppedToolMessages: Bool
+    /// The server's tokenizer, where it has one: with the server's `usage.prompt_tokens` it makes the budget
+    /// exact (see `PromptCalibration`). Nil: requests are estimated, corrected by the server's usage if it reports.
+    public var counter: (any TokenCounter)?
 
     /// Calls of one reply that are run; the next gets one error result for all the rest, which are left out.
     public static let maxCallsPerReply = 8
 
-    public init(model: any ChatModel, style: ToolResultStyle = .toolMessages, detectDroppedToolMessages: Bool = true) {
+    public init(model: any ChatModel, style: ToolResultStyle = .toolMessages, detectDroppedToolMessages: Bool = true,
+                counter: (any TokenCounter)? = nil) {
         self.model = model
         self.style = style
         self.detectDroppedToolMessages = detectDroppedToolMessages
+        self.counter = counter
     }
 
     public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
@@ -82,6 +87,15 @@ private struct LoopRun {
     var generatedIDs = 0
     /// The longest a model request has taken in this run: the time another tool round may need.
     var slowest: Duration = .zero
+    /// What the server's usage taught about our counts (exact and estimated), and the run's real tokens per
+    /// estimated token for the tools (which cut with the estimator).
+    var calibration = PromptCalibration()
+    var rate = TokenRate()
+    /// The kind of count the last request was figured with (for `--verbose` when it changes, and the usage).
+    var lastKind: CountKind = .estimated
+    /// Whether a figure of the usage so far came from the estimator: a turn's tokens, the fixed overhead.
+    var turnsEstimated = false
+    var fixedEstimated = false
 
     init(loop: AgentLoop, request: AgentRequest, events: any EventSink) {
         self.loop = loop
@@ -125,12 +139,13 @@ private struct LoopRun {
             if let deadline = request.deadline, ContinuousClock.now >= deadline { throw CancellationError() }
             guard progress.turns < request.maxTurns else { throw maxTurnsError }
             if answerRequested == nil, let reason = wrapUpReason() { requestAnswer(reason) }
-            let chat = try fittedRequest()
+            let (chat, figure) = try await fittedRequest()
             progress.turns += 1
-            request.log("request \(progress.turns): \(chat.estimatedTokens) of \(budget.contextTokens) estimated "
-                + "tokens (tools \(chat.tools.isEmpty ? 0 : budget.toolTokens), answer reserve \(chat.maxTokens)), "
-                + "\(style.rawValue) results")
-            let reply = try await ask(chat)
+            await noteKind(figure, chat)
+            request.log("request \(progress.turns): \(figure.total) of \(budget.contextTokens) \(figure.kind.rawValue) "
+                + "tokens (tools \(chat.tools.isEmpty ? 0 : budget.toolTokens) estimated, answer reserve "
+                + "\(chat.maxTokens)), \(style.rawValue) results")
+            let reply = try await ask(chat, figure)
             if let reason = answerRequested {
                 // No tools were offered: only words answer.
                 if !reply.text.isEmpty { return AgentAnswer(text: reply.text, progress: progress) }
@@ -157,14 +172,14 @@ private struct LoopRun {
 
     /// One request: its text shown as it comes, its duration and tokens counted, a call written as text taken
     /// as that call.
-    private mutating func ask(_ chat: ChatRequest) async throws -> ChatReply {
+    private mutating func ask(_ chat: ChatRequest, _ figure: RequestFigure) async throws -> ChatReply {
         var relay = TextRelay()
         replyShown = false
         let model = loop.model
         let started = ContinuousClock.now
         var reply = try await model.complete(chat) { piece in show(relay.pass(piece)) }
         slowest = max(slowest, ContinuousClock.now - started)
-        account(chat, reply)
+        await account(chat, figure, reply)
         if reply.calls.isEmpty, let written = TextToolCall.parse(reply.text, tools: request.tools.map(\.name)) {
             request.log("reply \(progress.turns): the model wrote a \(written.name) call as text instead of a "
                 + "structured tool call; taken as that call")
@@ -221,14 +236,88 @@ private struct LoopRun {
         return kept
     }
 
-    private mutating func account(_ chat: ChatRequest, _ reply: ChatReply) {
+    /// The reply's tokens into the run's usage: the server's figures where it reported them, else our exact count
+    /// (the server's tokenizer) where there is one, else the estimate. A reported prompt count also calibrates the
+    /// counts of later requests.
+    private mutating func account(_ chat: ChatRequest, _ figure: RequestFigure, _ reply: ChatReply) async {
+        let withTools = !chat.tools.isEmpty
+        if let reported = reply.promptTokens, reported > 0 {
+            request.log("reply \(progress.turns): the server counted \(reported) prompt tokens (figured "
+                + "\(figure.promptTokens), \(figure.kind.rawValue))")
+            calibration.learn(.init(exact: false, withTools: withTools), counted: chat.estimatedTokens - chat.maxTokens,
+                              reported: reported)
+            if let counted = await exactCount(chat) {
+                calibration.learn(.init(exact: true, withTools: withTools), counted: counted, reported: reported)
+            }
+        }
         let callText = reply.calls.map { $0.name + $0.argumentsText }.joined()
-        progress.usage = progress.usage + Usage(
-            inputTokens: reply.promptTokens ?? (chat.estimatedTokens - chat.maxTokens),
-            outputTokens: reply.completionTokens ?? TokenEstimator.estimate(reply.text + callText),
-            estimated: reply.promptTokens == nil || reply.completionTokens == nil)
-        if progress.turns == 1, reply.promptTokens != nil, reply.completionTokens != nil {
-            progress.usage.estimated = false
+        let input = reply.promptTokens ?? (figure.kind == .exact ? figure.promptTokens : nil)
+        var output = reply.completionTokens
+        if output == nil, figure.kind == .exact, let counter = loop.counter {
+            output = await counter.count(reply.text + callText)
+        }
+        progress.usage.inputTokens += input ?? (chat.estimatedTokens - chat.maxTokens)
+        progress.usage.outputTokens += output ?? TokenEstimator.estimate(reply.text + callText)
+        turnsEstimated = turnsEstimated || input == nil || output == nil
+        if withTools {
+            let fixed = await fixedTokens(figure.kind, chat)
+            progress.usage.fixedTokens = fixed.tokens
+            fixedEstimated = !fixed.exact
+        }
+        progress.usage.estimated = turnsEstimated || fixedEstimated
+    }
+
+    /// What every request with tools pays before the conversation (instructions and tool definitions), counted as
+    /// `kind` says: exact (the server's tokenizer plus the learned template overhead), or estimated.
+    private func fixedTokens(_ kind: CountKind, _ chat: ChatRequest) async -> (tokens: Int, exact: Bool) {
+        let bare = ChatRequest(system: chat.system, entries: [], tools: chat.tools, maxTokens: 0, style: chat.style)
+        if kind == .exact, let counted = await exactCount(bare),
+           let offset = calibration.firstOffsets[.init(exact: true, withTools: true)] {
+            return (counted + offset, true)
+        }
+        return (budget.fixedTokens, false)
+    }
+
+    /// The request's texts counted by the server's tokenizer; nil without one, or when it cannot count now.
+    private func exactCount(_ chat: ChatRequest) async -> Int? {
+        guard let counter = loop.counter else { return nil }
+        return await RequestTexts.count(chat) { await counter.count($0) }
+    }
+
+    /// How big `chat` is for the budget: exact where the server counts and has reported once on a request of this
+    /// kind, else the estimate corrected by its reports, else the estimate.
+    private func figure(_ chat: ChatRequest) async -> RequestFigure {
+        let withTools = !chat.tools.isEmpty
+        let estimate = chat.estimatedTokens - chat.maxTokens
+        if calibration.offset(.init(exact: true, withTools: withTools)) != nil, let counted = await exactCount(chat),
+           let tokens = calibration.figure(.init(exact: true, withTools: withTools), counted: counted) {
+            return RequestFigure(promptTokens: tokens, maxTokens: chat.maxTokens, kind: .exact)
+        }
+        if let tokens = calibration.figure(.init(exact: false, withTools: withTools), counted: estimate) {
+            return RequestFigure(promptTokens: tokens, maxTokens: chat.maxTokens, kind: .calibrated)
+        }
+        return RequestFigure(promptTokens: estimate, maxTokens: chat.maxTokens, kind: .estimated)
+    }
+
+    /// `--verbose`: how requests are counted, each time that changes.
+    private mutating func noteKind(_ figure: RequestFigure, _ chat: ChatRequest) async {
+        guard figure.kind != lastKind else { return }
+        lastKind = figure.kind
+        let withTools = !chat.tools.isEmpty
+        switch figure.kind {
+        case .exact:
+            let offset = calibration.offset(.init(exact: true, withTools: withTools)) ?? 0
+            request.log("budget: exact tokens from request \(progress.turns) on (every text counted by "
+                + "\(loop.counter?.source ?? "a tokenizer"); the server's usage.prompt_tokens differs from that by "
+                + "\(offset) tokens\(withTools ? "" : " without tools"), its chat template's own share; margin 2%, at "
+                + "least 8): fixed overhead \(await fixedTokens(.exact, chat).tokens) tokens")
+        case .calibrated:
+            let offset = calibration.offset(.init(exact: false, withTools: withTools)) ?? 0
+            request.log("budget: estimated tokens corrected by \(offset) from request \(progress.turns) on (the "
+                + "server's usage.prompt_tokens; margin 2%, at least 8)")
+        case .estimated:
+            request.log("budget: estimated tokens from request \(progress.turns) on (the server has not reported on "
+                + "such a request)")
         }
     }
 
@@ -300,16 +389,7 @@ private struct LoopRun {
             result = .failure("the arguments of \(call.name) are not valid JSON (\(error)). Send one JSON object, "
                 + "for example {\"path\": \"README.md\"}.")
         } else if let tool = request.tools.first(where: { $0.name == call.name }) {
-            let room = resultRoom(callsLeft: callsLeft)
-            let context = ToolContext(workspace: request.workspace, maxResultTokens: max(16, room * 85 / 100),
-                                      deadline: request.deadline, log: request.log)
-            var ran = await tool.call(raw: parsed.value ?? .object(JSONObject()), context: context)
-            let cut = Self.cutForWire(ran.text, tokens: room)
-            if cut.truncated {
-                ran.text = cut.text
-                ran.truncated = true
-            }
-            result = ran
+            result = await run(tool, raw: parsed.value ?? .object(JSONObject()), callsLeft: callsLeft)
         } else {
             result = .failure(LoopText.unknownTool(call.name, tools: request.tools.map(\.name)))
         }
@@ -347,19 +427,54 @@ private struct LoopRun {
         }
     }
 
+    /// Runs `tool` with the room the budget leaves it. Where requests are counted exactly, the room is in the
+    /// server's tokens: the tool gets it converted at the run's rate, its result is counted and made again or cut
+    /// until it fits (`ExactFit`); a read-only tool whose result was cut well short of its room gets one more try
+    /// with the budget its own count implies, so the room goes to content rather than to the conversion's margin.
+    /// Otherwise the room is in estimated tokens, as the tools count.
+    private mutating func run(_ tool: any AgentTool, raw: JSONValue, callsLeft: Int) async -> ToolResult {
+        let (room, kind) = await resultRoom(callsLeft: callsLeft)
+        var context = ToolContext(workspace: request.workspace, maxResultTokens: max(16, room * 85 / 100),
+                                  deadline: request.deadline, log: request.log)
+        guard kind == .exact, let counter = loop.counter else {
+            var ran = await tool.call(raw: raw, context: context)
+            let cut = Self.cutForWire(ran.text, tokens: room)
+            if cut.truncated {
+                ran.text = cut.text
+                ran.truncated = true
+            }
+            return ran
+        }
+        let count: (String) async -> Int? = { await counter.count($0) }
+        var (result, tokens) = await ExactFit.run(tool, raw: raw, context: context, room: room, rate: rate, count: count)
+        guard var counted = tokens else { return result }
+        if result.truncated, ToolSpec.readOnlyNames.contains(tool.name), counted < room * 9 / 10 {
+            let ratio = Double(counted) / Double(max(1, TokenEstimator.estimate(result.text)))
+            context.maxResultTokens = max(1, Int(Double(room) / (ratio * (1 + TokenRate.headroom))))
+            let again = await tool.call(raw: raw, context: context)
+            if let recount = await counter.count(again.text), recount <= room, recount > counted {
+                result = again
+                counted = recount
+            }
+        }
+        rate.record(counted: counted, text: result.text)
+        return result
+    }
+
     /// Tokens the next tool result may take: what the conversation budget leaves once every older result is
     /// condensed and every call's long arguments are cut (as the fitter will do once the calls have run), shared
-    /// among the calls still to run in this turn.
-    private func resultRoom(callsLeft: Int) -> Int {
+    /// among the calls still to run in this turn; in the kind of tokens the request is counted in.
+    private func resultRoom(callsLeft: Int) async -> (room: Int, kind: CountKind) {
         let lastAssistant = entries.lastIndex { if case .assistant = $0 { true } else { false } } ?? 0
         let lean = entries.enumerated().map { index, entry in
             (index < lastAssistant ? entry.condensed : entry).withLongArgumentsCut
         }
         let chat = ChatRequest(system: request.instructions, entries: lean, tools: specs,
                                maxTokens: budget.answerReserve, style: style)
+        let figure = await figure(chat)
         let wrapper = 48  // the tool message's own JSON and the folded-result heading
-        let room = budget.contextTokens - chat.estimatedTokens - wrapper * callsLeft
-        return max(16, room / max(1, callsLeft))
+        let room = budget.contextTokens - figure.total - wrapper * callsLeft
+        return (max(16, room / max(1, callsLeft)), figure.kind)
     }
 
     /// Cuts `text` so that its JSON-escaped form (as sent) fits `tokens`.
@@ -383,12 +498,13 @@ private struct LoopRun {
     /// content is on disk, and its result says so), then whole older exchanges dropped, then the newest results
     /// cut, then the newest calls' arguments and text cut to a placeholder, then the newest exchange dropped.
     /// The task is never touched.
-    private mutating func fittedRequest() throws -> ChatRequest {
+    private mutating func fittedRequest() async throws -> (ChatRequest, RequestFigure) {
         var condensed = 0
         var shortened = 0
         var dropped = 0
         var chat = makeRequest()
-        while chat.estimatedTokens > budget.contextTokens {
+        var size = await figure(chat)
+        while size.total > budget.contextTokens {
             let lastAssistant = entries.lastIndex { if case .assistant = $0 { true } else { false } } ?? 0
             if let index = entries.indices.first(where: { $0 < lastAssistant && entries[$0].isWholeResult }) {
                 entries[index] = entries[index].condensed
@@ -400,7 +516,7 @@ private struct LoopRun {
                 entries.removeSubrange(range)
                 dropped += 1
             } else if let index = largestNewestResult(after: lastAssistant) {
-                let over = chat.estimatedTokens - budget.contextTokens
+                let over = size.total - budget.contextTokens
                 guard case .toolResult(let id, let name, let text, let summary, _) = entries[index] else { break }
                 let current = TokenEstimator.estimate(JSONValue.string(text).jsonText)
                 let cut = Self.cutForWire(text, tokens: max(8, current - over - 8))
@@ -414,10 +530,12 @@ private struct LoopRun {
                 entries.removeSubrange(range)
                 dropped += 1
             } else {
-                throw AgentError(.context, "the budget cannot be met: the request needs \(chat.estimatedTokens) "
-                    + "estimated tokens > --context-tokens \(budget.contextTokens) even with the history condensed")
+                throw AgentError(.context, "the budget cannot be met: the request needs \(size.total) "
+                    + "\(size.kind.rawValue) tokens > --context-tokens \(budget.contextTokens) even with the history "
+                    + "condensed")
             }
             chat = makeRequest()
+            size = await figure(chat)
         }
         if condensed > 0 || shortened > 0 || dropped > 0 {
             var parts: [String] = []
@@ -428,7 +546,7 @@ private struct LoopRun {
             request.log(message)
             events.notice(message)
         }
-        return chat
+        return (chat, size)
     }
 
     /// The request for the current conversation. Once an answer is requested it offers no tools and shows no

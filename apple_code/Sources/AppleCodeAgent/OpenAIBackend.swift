@@ -39,7 +39,8 @@ public struct OpenAIEndpoint: Sendable, Equatable {
 public struct ServerProbe: Sendable, Equatable {
     public var models: [String]
     /// llama-cpp-python's server (it reports `owned_by: "me"`); its chatml-function-calling format drops
-    /// `role:"tool"` messages, so results are folded into user messages there.
+    /// `role:"tool"` messages, so results are folded into user messages there, and its templates escape HTML in
+    /// what they render (which its token counts must follow).
     public var dropsToolMessages: Bool
     /// The server accepted the connection but did not answer within the probe's time (llama.cpp answers
     /// `/models` only between generations); nothing else is known then.
@@ -220,14 +221,18 @@ public struct OpenAIBackend: AgentBackend {
     public let endpoint: OpenAIEndpoint
     /// nil: tool messages, switching to folded results when the server turns out to drop them.
     public let style: ToolResultStyle?
+    /// The server's chat template escapes HTML in the text it renders (llama-cpp-python's): counted so.
+    public let escapesHTML: Bool
 
     public static let defaultContextTokens = 4096
 
-    public init(endpoint: OpenAIEndpoint, model: String, contextTokens: Int? = nil, style: ToolResultStyle? = nil) {
+    public init(endpoint: OpenAIEndpoint, model: String, contextTokens: Int? = nil, style: ToolResultStyle? = nil,
+                escapesHTML: Bool = false) {
         self.endpoint = endpoint
         self.model = model
         self.contextTokens = contextTokens ?? Self.defaultContextTokens
         self.style = style
+        self.escapesHTML = escapesHTML
     }
 
     /// `GET {base}/models` with a short timeout: is a server there, which models, which kind. A server that
@@ -303,7 +308,10 @@ public struct OpenAIBackend: AgentBackend {
 
     public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
         let chat = OpenAIChatModel(endpoint: endpoint, model: model, deadline: request.deadline, log: request.log)
-        let loop = AgentLoop(model: chat, style: style ?? .toolMessages, detectDroppedToolMessages: style == nil)
+        let tokenizer = ServerTokenizer(endpoint: endpoint, deadline: request.deadline, escapesHTML: escapesHTML,
+                                        log: request.log)
+        let loop = AgentLoop(model: chat, style: style ?? .toolMessages, detectDroppedToolMessages: style == nil,
+                             counter: tokenizer)
         return try await loop.run(request, events: events)
     }
 }

@@ -43,19 +43,21 @@ enum BackendResolver {
         let endpoint = OpenAIEndpoint(baseURL: options.baseURL, apiKey: options.apiKey)
         var style = try toolResultStyle(environment)
         var model = options.model
+        var llamaCppPython = false
         switch await OpenAIBackend.probe(endpoint, waitWhileBusy: true, log: log) {
         case .success(let probe):
             log("server at \(endpoint.baseURL): models \(probe.models)"
                 + (probe.dropsToolMessages ? ", llama-cpp-python (tool results folded into user messages)" : ""))
             if model == nil { model = probe.models.first }
             if style == nil, probe.dropsToolMessages { style = .userMessages }
+            llamaCppPython = probe.dropsToolMessages
         case .failure(let error) where error.outcome == .modelUnavailable:
             throw error
         case .failure(let error):
             log("\(error.message); going on")
         }
         return OpenAIBackend(endpoint: endpoint, model: model ?? "default", contextTokens: options.contextTokens,
-                             style: style)
+                             style: style, escapesHTML: llamaCppPython)
     }
 
     /// `APPLE_CODE_TOOL_RESULTS=tool|user` fixes how tool results are sent; unset or `auto` detects it.
