@@ -3,32 +3,14 @@ the agent, its files in the workspace's inbox and the prompt saying where they a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from apple_flow.channels.base import Attachment
-from apple_flow.config import Settings
 from apple_flow.daemon.arrivals import INBOX
 from apple_flow.daemon.orchestrator import FILES_ONLY_REQUEST
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, Harness
-
-
-@pytest.fixture
-def harness(daemon_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
-    made: list[Harness] = []
-
-    def make(connector: FakeConnector | None = None, **overrides: Any) -> Harness:
-        h = Harness(daemon_settings(**overrides), connector)
-        made.append(h)
-        return h
-
-    yield make
-    for h in made:
-        h.daemon.request_stop()
 
 
 def test_a_message_of_files_alone_reaches_the_agent_with_its_files_in_the_inbox(

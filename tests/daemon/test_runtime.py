@@ -17,21 +17,6 @@ from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness, wait_until
 
 
-@pytest.fixture
-def harness(daemon_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
-    made: list[Harness] = []
-
-    def make(connector: FakeConnector | None = None, **overrides: Any) -> Harness:
-        h = Harness(daemon_settings(**overrides), connector)
-        made.append(h)
-        return h
-
-    yield make
-    for h in made:
-        h.connector.release.set()
-        h.daemon.request_stop()
-
-
 def test_a_chat_message_is_answered_and_recorded(harness: Callable[..., Harness]) -> None:
     h = harness().start()
     h.ingress.add(ANA, "hello there")

@@ -4,31 +4,12 @@ other daemon tests): each answers at once, even while the sender's turn runs, an
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
-import pytest
-
-from apple_flow.config import Settings
 from apple_flow.connectors.base import Status, TurnOutcome, TurnRequest, Usage
 from apple_flow.daemon.reports import REPLY_MAX_CHARS
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness, wait_until
-
-
-@pytest.fixture
-def harness(daemon_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
-    made: list[Harness] = []
-
-    def make(fake: FakeConnector | None = None, **overrides: Any) -> Harness:
-        h = Harness(daemon_settings(**overrides), fake)
-        made.append(h)
-        return h
-
-    yield make
-    for h in made:
-        h.connector.release.set()
-        h.daemon.request_stop()
 
 
 def ask(h: Harness, sender: str, text: str) -> str:
