@@ -37,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+import psutil  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 
@@ -224,6 +225,14 @@ class Session:
         except sqlite3.Error:
             return None  # the daemon is writing; look again
 
+    def cpu_seconds(self) -> tuple[float, float]:
+        """CPU seconds so far of the daemon itself and of its finished children (the apple-code runs)."""
+        try:
+            times = psutil.Process(self.process.pid).cpu_times()
+        except psutil.Error:
+            return 0.0, 0.0
+        return times.user + times.system, times.children_user + times.children_system
+
     def close(self) -> None:
         if self.process.stdin is not None:
             with contextlib.suppress(OSError):
@@ -236,7 +245,9 @@ class Session:
         self.log.close()
 
 
-def run_session(number: int, folder: Path, url: str, on_reply: Callable[[Reply], None]) -> list[Reply]:
+def run_session(number: int, folder: Path, url: str, on_reply: Callable[[Reply], None],
+                cpu: dict[str, float]) -> list[Reply]:
+    """The session's replies; the CPU seconds of its daemon and apple-code runs are added to ``cpu``."""
     session = Session(folder, url)
     replies = []
     try:
@@ -251,6 +262,9 @@ def run_session(number: int, folder: Path, url: str, on_reply: Callable[[Reply],
                           results=[e.split(":", 1)[1] for e in events if e.startswith("result:")])
             replies.append(reply)
             on_reply(reply)
+        daemon, children = session.cpu_seconds()
+        cpu["daemon"] = cpu.get("daemon", 0.0) + daemon
+        cpu["apple-code"] = cpu.get("apple-code", 0.0) + children
     finally:
         session.close()
     return replies
@@ -273,6 +287,18 @@ def server_work(log: Path) -> dict[str, tuple[float, int]]:
     return totals
 
 
+def server_cpu(server: LocalModelServer) -> float:
+    """CPU seconds the model server (with its children) has used so far."""
+    pid = server.status().pid
+    if pid is None:
+        return 0.0
+    try:
+        process = psutil.Process(pid)
+        return sum(sum(p.cpu_times()[:2]) for p in [process, *process.children(recursive=True)])
+    except psutil.Error:
+        return 0.0
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
@@ -283,8 +309,17 @@ def one_line(text: str, limit: int = 90) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def load_sentence(loads: list[tuple[float, float, float]]) -> str:
+    """How busy the machine was: the times are only comparable with the load they were taken under."""
+    text = ", ".join(f"{one:.1f}" for one, _, _ in loads)
+    if max((one for one, _, _ in loads), default=0.0) > (os.cpu_count() or 1):
+        return (f"**The machine was shared with other work while this ran** (load average, 1 min, at each "
+                f"session's start: {text}), so the times are slower than an idle machine would give.")
+    return f"The machine was otherwise idle (load average, 1 min, at each session's start: {text})."
+
+
 def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, float]], wall: float,
-           work: dict[str, tuple[float, int]]) -> str:
+           work: dict[str, tuple[float, int]], cpu: dict[str, float]) -> str:
     agent = [r for r in replies if r.outcome != "command"]
     times = [r.seconds for r in replies if r.seconds is not None]
     agent_times = [r.seconds for r in agent if r.seconds is not None]
@@ -316,7 +351,7 @@ def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, 
     (prompt_s, prompt_tokens), (eval_s, eval_tokens) = work["prompt eval"], work["eval"]
     work_text = (f"prompt processing {prompt_s:.0f} s for {prompt_tokens} tokens; generation {eval_s:.0f} s for "
                  f"{eval_tokens} tokens")
-    load_text = ", ".join(f"{one:.1f}" for one, _, _ in loads)
+    cpu_text = "; ".join(f"{name} {seconds:.1f} s" for name, seconds in cpu.items())
     verdicts = [
         f"no 'no model available': {'met' if no_model == 0 else f'MISSED ({no_model})'}",
         f"no turn stopped by the timeout: {'met' if timed_out == 0 else f'MISSED ({timed_out})'}",
@@ -329,9 +364,7 @@ def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, 
 {platform.python_version()}. {sessions} session(s) of {len(SESSION)} messages, {wall:.0f} s in all. The daemon
 (`apple-flow run --channel console`) with the demo profile ({', '.join(f'{k}={v}' for k, v in DEMO_PROFILE.items())}),
 the debug build of apple-code as run.sh uses it, SmolLM2-135M (Q4_1) on llama-cpp-python's server; a fresh daemon,
-database and copy of examples/workspace per session, one server for all. **The machine was shared with other
-builds while this ran** (load average, 1 min, at each session's start: {load_text}), so the times are slower
-than an idle two-core machine would give.
+database and copy of examples/workspace per session, one server for all. {load_sentence(loads)}
 
 ## Targets
 
@@ -350,6 +383,7 @@ than an idle two-core machine would give.
 | agent replies that echo words of ours | {len(echoes)} of {len(agent)} |
 | agent turns with a repeated-call or answer-request notice | {sum(bool(r.notices) for r in agent)} of {len(agent)} |
 | the server's work (llama.cpp timings, completions it finished) | {work_text} |
+| CPU seconds used, in all (wall time {wall:.0f} s) | {cpu_text} |
 
 ## Checkable answers (hit rates)
 
@@ -386,6 +420,7 @@ def main() -> int:
             console.print(f"[red]{exc}[/red]\nInstall it with scripts/local-model.sh install, then run this again.")
             return 2
         started = time.monotonic()
+        cpu: dict[str, float] = {}
         try:
             with Progress(console=console) as progress:
                 task = progress.add_task("messages", total=args.sessions * len(SESSION))
@@ -401,12 +436,13 @@ def main() -> int:
                     loads.append(os.getloadavg())
                     session_folder = folder / f"session-{number}"
                     session_folder.mkdir()
-                    replies += run_session(number, session_folder, server.url, shown)
+                    replies += run_session(number, session_folder, server.url, shown, cpu)
+            cpu["model server"] = server_cpu(server)
         finally:
             server.stop()
         wall = time.monotonic() - started
         work = server_work(server.log_file)
-    text = report(replies, args.sessions, loads, wall, work)
+    text = report(replies, args.sessions, loads, wall, work, cpu)
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(text, encoding="utf-8")
     print(text)

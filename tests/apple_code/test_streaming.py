@@ -6,6 +6,7 @@ streamed request with an empty stream (llama-cpp-python and an automatic tool ch
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -111,3 +112,19 @@ def test_stopping_a_run_closes_its_stream(apple_code_bin: Path, workspace: Path,
     assert len(gone) == 1 and gone[0]["chunks"] < gone[0]["total"] / 2
     assert gone[0]["time"] - stopped < 6  # noticed at the server's next chunk after the close
     assert "word word" in str(lines[-1]["result"])
+
+
+def test_waiting_for_a_slow_server_costs_apple_code_no_cpu(apple_code_bin: Path, workspace: Path) -> None:
+    """apple-code waits for the model in poll(2). swift-corelibs-foundation's URLSession, which it used on Linux
+    before, kept a core busy while waiting (6.6 s of CPU in an 8 s wait), and that core is the model server's on a
+    two-core machine: each local-model reply took several times longer than the server needed."""
+    wait = 2.0
+    with ScriptedServer([answer("done", delay=wait)]) as server:
+        process = subprocess.Popen([str(apple_code_bin), *scripted_args(server.url, workspace), "hi"],
+                                   env=clean_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.returncode == 0
+    # Starting up, the request and the answer take a few hundredths of a second; a spinning wait takes most of 2 s.
+    assert usage.ru_utime + usage.ru_stime < wait / 4

@@ -23,7 +23,7 @@ enum HTTPClient {
         let close: @Sendable () -> Void
     }
 
-    enum Failure: Error, Sendable {
+    enum Failure: Error, Sendable, Equatable {
         /// Nothing listens at the address (or the host is unknown).
         case cannotConnect(String)
         case timedOut
@@ -41,9 +41,15 @@ enum HTTPClient {
     }
 
     /// Sends the request and returns once the status and headers are in; `timeout` bounds the whole exchange,
-    /// body included. Ending the iteration of `body` early (or cancelling its task) closes the connection.
+    /// body included. `close()`, or cancelling the task that reads `body`, closes the connection.
     static func open(url: URL, method: String, body: Data?, headers: [String: String],
                      timeout: TimeInterval) async throws -> Streamed {
+        #if canImport(FoundationNetworking)
+        // This URLSession (swift-corelibs-foundation) keeps a core busy while it waits: see SocketHTTP.
+        if url.scheme?.lowercased() == "http" {
+            return try await SocketHTTP.open(url: url, method: method, body: body, headers: headers, timeout: timeout)
+        }
+        #endif
         var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
         request.httpMethod = method
         request.httpBody = body
