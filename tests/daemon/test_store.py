@@ -103,7 +103,7 @@ def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> No
     db.commit()
     db.close()
     store = Store(path)
-    assert store.schema_version == SCHEMA_VERSION == 9
+    assert store.schema_version == SCHEMA_VERSION == 10
     assert store.cursor("imessage") == 7
     store.set_meta("child_token", "abc")
     assert store.meta("child_token") == "abc" and store.meta("other") is None
@@ -192,3 +192,56 @@ def test_sent_texts_are_kept_for_the_echo_window_only(tmp_path: Path) -> None:
     assert store.take_sent("imessage", "+15551234567", "new reply", since=1200.0)
     assert not store.take_sent("imessage", "+15551234567", "new reply", since=1200.0)  # used up
     assert store.take_sent("console:1", "+15551234567", "elsewhere", since=0.0)
+
+
+def test_a_version_9_database_gains_the_record_of_a_replys_files_keeping_its_messages(tmp_path: Path) -> None:
+    from apple_flow.daemon.store import MIGRATIONS, ReplyFile, _statements, message_reply
+
+    path = tmp_path / "relay.db"
+    db = sqlite3.connect(path)
+    for migration in MIGRATIONS[:9]:
+        for statement in _statements(migration):
+            db.execute(statement)
+    db.execute(
+        "INSERT INTO messages (channel, rowid, sender, text, state, reply, received_at, updated_at) VALUES "
+        "('imessage', 3, 'ana', 'send me the report', 'replied', 'Here it is.', 1, 1)"
+    )
+    db.execute("PRAGMA user_version = 9")
+    db.commit()
+    db.close()
+    store = Store(path)
+    assert store.schema_version == 10
+    old = store.message("imessage", 3)
+    assert old is not None and (old.state, old.reply) == ("replied", "Here it is.")  # its restart sends it as before
+    assert store.unsent_reply_files(message_reply("imessage", 3)) == []
+
+    with store.transaction():
+        store.record_reply("imessage", 3, "Here it is.\n\nSending: a.csv (3 bytes), b.csv (3 bytes).")
+        store.record_reply_files(message_reply("imessage", 3), "ana", "ana", "/ws", [("a.csv", "/ws/a.csv"),
+                                                                                      ("b.csv", "/ws/b.csv")])
+    first, second = store.unsent_reply_files(message_reply("imessage", 3))
+    assert first == ReplyFile(first.id, "ana", "ana", "/ws", "a.csv", "/ws/a.csv") and second.shown == "b.csv"
+    store.reply_file_done(first.id)
+    store.reply_file_done(second.id, "no such file")
+    assert store.unsent_reply_files(message_reply("imessage", 3)) == []
+    rows = sqlite3.connect(path).execute("SELECT shown, state, problem FROM reply_files ORDER BY id").fetchall()
+    assert rows == [("a.csv", "sent", None), ("b.csv", "not_sent", "no such file")]
+
+
+def test_a_replys_files_are_recorded_with_it_or_not_at_all(tmp_path: Path) -> None:
+    from apple_flow.daemon.store import WEB_REPLY_PREFIX, message_reply, web_reply
+
+    store = Store(tmp_path / "relay.db")
+    store.take("imessage", 1, "ana", "send me a.csv")
+    with pytest.raises(sqlite3.OperationalError), store.transaction():
+        store.record_reply("imessage", 1, "Here.")
+        store.record_reply_files(message_reply("imessage", 1), "ana", "ana", "/ws", [("a.csv", "/ws/a.csv")])
+        raise sqlite3.OperationalError("database or disk is full")
+    assert store.unsent_reply_files(message_reply("imessage", 1)) == []
+    message = store.message("imessage", 1)
+    assert message is not None and message.state == "taken"
+
+    store.record_reply_files(web_reply("req_2"), "bob", "bob", "/ws", [("b.csv", "/ws/b.csv")])
+    store.record_reply_files(message_reply("imessage", 1), "ana", "ana", "/ws", [("a.csv", "/ws/a.csv")])
+    store.record_reply_files(web_reply("req_1"), "ana", "ana", "/ws", [("c.csv", "/ws/c.csv")])
+    assert store.replies_with_unsent_files(WEB_REPLY_PREFIX) == ["web:req_2", "web:req_1"]  # oldest first

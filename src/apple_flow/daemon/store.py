@@ -1,9 +1,10 @@
 """The daemon's durable state: one SQLite database (WAL) holding the ingress cursor, every handled message, the
-per-sender conversation history, runs, approvals and events.
+files its replies send, the per-sender conversation history, runs, approvals and events.
 
 The schema is versioned with ``PRAGMA user_version``; ``MIGRATIONS[i]`` takes a database from version ``i`` to
 ``i + 1``. One connection is shared by the daemon's threads behind a re-entrant lock; ``transaction()`` groups
-writes so that, for example, a reply and the approval it announces are recorded together or not at all.
+writes so that, for example, a reply, the files it sends and the approval it announces are recorded together or not
+at all.
 """
 
 from __future__ import annotations
@@ -164,6 +165,23 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN backend TEXT;           -- e.g. "afm:openai (qwen2.5:3b)", "gemini-cli"
     ALTER TABLE runs ADD COLUMN tokens_estimated INTEGER;
     """,
+    # 10: the files a reply names (outbox.py), recorded with the reply in its transaction and marked as each is sent
+    # or refused, so that a restart sends what a crash left unsent, after the reply, each once.
+    """
+    CREATE TABLE reply_files (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        reply_of TEXT NOT NULL,       -- whose reply: "message:<channel>:<rowid>" or "web:<approval id>"
+        recipient TEXT NOT NULL,      -- where it goes (the reply's recipient)
+        sender TEXT NOT NULL,         -- whose request it answers (for events)
+        workspace TEXT NOT NULL,      -- the turn's workspace, to check the file against again before it goes
+        shown TEXT NOT NULL,          -- the name the reply shows
+        path TEXT NOT NULL,           -- the file as checked when the reply was recorded (resolved)
+        state TEXT NOT NULL,          -- pending | sent | not_sent
+        problem TEXT,                 -- why it was not sent
+        updated_at REAL NOT NULL
+    );
+    CREATE INDEX reply_files_by_reply ON reply_files (reply_of, state);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 HISTORY_KEEP = 50  # exchanges kept per thread; connectors inject far fewer
@@ -229,6 +247,31 @@ class FinishedTurn:
     approval: Approval | None = None  # a new request the reply announces
     files: tuple[str, ...] = ()  # workspace files the answer asks to send with the reply (daemon/outbox.py)
     backend: str | None = None  # what answered (see ``Run.backend``)
+
+
+@dataclass(frozen=True)
+class ReplyFile:
+    """A file a reply names, not sent yet (``Store.unsent_reply_files``)."""
+
+    id: int
+    recipient: str
+    sender: str
+    workspace: str
+    shown: str
+    path: str
+
+
+def message_reply(channel: str, rowid: int) -> str:
+    """The ``reply_of`` of a message's reply."""
+    return f"message:{channel}:{rowid}"
+
+
+WEB_REPLY_PREFIX = "web:"
+
+
+def web_reply(approval_id: str) -> str:
+    """The ``reply_of`` of the reply to a task approved on the web page."""
+    return f"{WEB_REPLY_PREFIX}{approval_id}"
 
 
 @dataclass(frozen=True)
@@ -434,6 +477,47 @@ class Store:
         )
         latest = FailedSend(rows[0][0], rows[0][1], rows[0][2] or "", rows[0][3]) if rows else None
         return count, latest
+
+    # ------------------------------------------------------------------------------------------- reply files
+
+    def record_reply_files(
+        self, reply_of: str, recipient: str, sender: str, workspace: str, files: Sequence[tuple[str, str]]
+    ) -> None:
+        """Records the files (shown name, path) a reply names, to send after it; called in the transaction that
+        records the reply."""
+        now = self._clock()
+        with self.transaction():
+            for shown, path in files:
+                self._db.execute(
+                    "INSERT INTO reply_files (reply_of, recipient, sender, workspace, shown, path, state, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+                    (reply_of, recipient, sender, workspace, shown, path, now),
+                )
+
+    def unsent_reply_files(self, reply_of: str) -> list[ReplyFile]:
+        """The files of a reply neither sent nor refused yet, in the order the reply names them."""
+        rows = self._rows(
+            "SELECT id, recipient, sender, workspace, shown, path FROM reply_files "
+            "WHERE reply_of = ? AND state = 'pending' ORDER BY id",
+            (reply_of,),
+        )
+        return [ReplyFile(*row) for row in rows]
+
+    def replies_with_unsent_files(self, prefix: str) -> list[str]:
+        """The ``reply_of`` of replies (those starting with ``prefix``) with files still to send, oldest first."""
+        rows = self._rows(
+            "SELECT reply_of FROM reply_files WHERE state = 'pending' AND substr(reply_of, 1, ?) = ? "
+            "GROUP BY reply_of ORDER BY MIN(id)",
+            (len(prefix), prefix),
+        )
+        return [str(row[0]) for row in rows]
+
+    def reply_file_done(self, file_id: int, problem: str | None = None) -> None:
+        """The file went (``problem`` None), or will not (why)."""
+        self._write(
+            "UPDATE reply_files SET state = ?, problem = ?, updated_at = ? WHERE id = ?",
+            ("not_sent" if problem is not None else "sent", problem, self._clock(), file_id),
+        )
 
     # ------------------------------------------------------------------------------------------- sent texts
 
