@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from apple_flow.channels.base import Attachment
+from apple_flow.config import Settings
 from apple_flow.daemon.arrivals import INBOX
 from apple_flow.daemon.orchestrator import FILES_ONLY_REQUEST
 from support.daemon_fakes import FakeConnector
@@ -109,3 +110,26 @@ def test_sending_files_can_be_turned_off(harness: Callable[..., Harness], worksp
     h.ingress.add(ANA, "send me a.txt")
     h.finish()
     assert h.egress.files == [] and "ATTACH" not in h.connector.calls[0].prompt
+
+
+def test_files_recorded_before_a_restart_that_turned_sending_files_off_are_said_not_sent(
+    daemon_settings: Callable[..., Settings], workspace: Path
+) -> None:
+    from apple_flow.daemon.store import Store, message_reply
+
+    (workspace / "a.txt").write_text("a\n")
+    settings = daemon_settings(send_files_per_reply=0)
+    store = Store(settings.db_path)
+    store.set_cursor("imessage", 0)
+    store.take("imessage", 1, ANA, "send me a.txt")
+    with store.transaction():  # as the daemon records it, then killed before sending
+        store.record_reply("imessage", 1, "Here.\n\nSending: a.txt (2 bytes).")
+        store.record_reply_files(message_reply("imessage", 1), ANA, ANA, str(workspace),
+                                 [("a.txt", str(workspace / "a.txt"))])
+    store.close()
+    h = Harness(settings).start()
+    h.ingress.add(ANA, "send me a.txt", rowid=1)
+    h.finish()
+    assert h.egress.order == [("text", ANA, "Here.\n\nSending: a.txt (2 bytes)."),
+                              ("progress", ANA, "Could not send a.txt: sending files is turned off")]
+    assert h.store.unsent_reply_files(message_reply("imessage", 1)) == [] and h.store.cursor("imessage") == 1

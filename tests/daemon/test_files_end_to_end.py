@@ -4,10 +4,14 @@ osascript recording what would be sent."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import psutil
 import pytest
 
 from support.chatdb import ChatDbWriter
@@ -37,6 +41,11 @@ def daemon(
     })
     yield process
     process.stop()
+    # A send left hanging by a test that failed before its restart (which kills them) goes with the test.
+    for fake in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if str(process.bin / "osascript") in (fake.info["cmdline"] or []):
+                fake.kill()
 
 
 def replies(daemon: DaemonProcess) -> list[str]:
@@ -112,3 +121,92 @@ def test_the_agent_sends_back_the_file_it_wrote_and_nothing_from_outside_the_wor
     assert handle == ANA and Path(staged).read_text() == "day,sales\nmon,3\n"
     assert Path(staged).is_relative_to(attachments / "apple-flow")
     assert staged not in call["stdin"] and "POSIX file (item 2 of argv)" in call["stdin"]
+
+
+# ---------------------------------------------------------------------------------------------- kill -9 and files
+
+WRITE_TWO = [
+    tool_call("writeFile", {"path": "a.csv", "content": "a\n"}),
+    tool_call("writeFile", {"path": "b.csv", "content": "b\n"}),
+    answer("Here are both.\nATTACH: a.csv\nATTACH: b.csv"),
+]
+REPLY = "Here are both.\n\nSending: a.csv (2 bytes), b.csv (2 bytes)."
+ASK = "write a.csv and b.csv and send me the files"
+
+
+def sent_after(daemon: DaemonProcess, count: int) -> list[tuple[str, str]]:
+    """What went to ANA after the first ``count`` sends: ("text", its words) or ("file", its name), in order."""
+    found = []
+    for call in daemon.calls()[count:]:
+        recipient, what = call["argv"][1:3]
+        if recipient == ANA:
+            found.append(("file", Path(what).name) if "POSIX file" in call["stdin"] else ("text", what))
+    return found
+
+
+def stored(daemon: DaemonProcess, sql: str) -> list[Any]:
+    with sqlite3.connect(daemon.db_path) as db:
+        return db.execute(sql).fetchall()
+
+
+def killed_in_the_middle_of(daemon: DaemonProcess, chat_db: ChatDbWriter, hang: str, then: tuple[str, str]) -> int:
+    """Asks for two files, the send of whatever contains ``hang`` never returning; kill -9 once ``then`` (as
+    ``sent_after`` gives it) is being sent. Returns the message's rowid."""
+    with ScriptedServer(WRITE_TWO) as server:
+        daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url, "FAKE_OSASCRIPT_HANG": hang})
+        rowid = chat_db.message(ASK, sender=ANA)
+        wait_for(lambda: then in sent_after(daemon, 0), 30, f"{then} to be sent")
+        daemon.kill9()
+    return rowid
+
+
+def restarted(daemon: DaemonProcess, rowid: int) -> list[tuple[str, str]]:
+    """Restarts the daemon (sending works again) until the cursor passes the message; what it sent."""
+    before = len(daemon.calls())
+    with ScriptedServer([]) as server:
+        daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url})
+        wait_for(lambda: stored(daemon, "SELECT last_rowid FROM cursor")[0][0] >= rowid, 30, "the message finished")
+        assert daemon.terminate() == 0
+        assert server.requests() == []  # the turn is not run again
+    return sent_after(daemon, before)
+
+
+def test_a_reply_recorded_before_a_kill_9_goes_at_the_restart_and_then_its_files(
+    daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    rowid = killed_in_the_middle_of(daemon, chat_db, hang="Here are both.", then=("text", REPLY))
+    assert stored(daemon, "SELECT state FROM messages") == [("replied",)]
+    assert stored(daemon, "SELECT shown, state FROM reply_files ORDER BY id") == [("a.csv", "pending"),
+                                                                                  ("b.csv", "pending")]
+
+    assert restarted(daemon, rowid) == [("text", REPLY), ("file", "a.csv"), ("file", "b.csv")]
+    assert stored(daemon, "SELECT state FROM reply_files") == [("sent",), ("sent",)]
+
+
+def test_files_cut_short_by_a_kill_9_go_at_the_restart_and_nothing_twice(
+    daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    rowid = killed_in_the_middle_of(daemon, chat_db, hang="/b.csv", then=("file", "b.csv"))
+    assert sent_after(daemon, 0)[-3:] == [("text", REPLY), ("file", "a.csv"), ("file", "b.csv")]  # b.csv hung
+    assert stored(daemon, "SELECT state FROM messages") == [("sent",)]
+    assert stored(daemon, "SELECT shown, state FROM reply_files ORDER BY id") == [("a.csv", "sent"),
+                                                                                  ("b.csv", "pending")]
+    assert stored(daemon, "SELECT last_rowid FROM cursor")[0][0] < rowid  # not passed while a file is owed
+
+    assert restarted(daemon, rowid) == [("file", "b.csv")]
+
+
+def test_a_file_gone_before_the_restart_is_said_and_nothing_else_is_lost(
+    daemon: DaemonProcess, chat_db: ChatDbWriter, workspace: Path
+) -> None:
+    rowid = killed_in_the_middle_of(daemon, chat_db, hang="Here are both.", then=("text", REPLY))
+    (workspace / "a.csv").unlink()
+    (workspace / "b.csv").write_text("b, longer now\n")
+
+    assert restarted(daemon, rowid) == [
+        ("text", REPLY), ("text", "Could not send a.csv: no such file"), ("file", "b.csv"),
+    ]
+    assert Path(daemon.file_sends()[-1]["argv"][2]).read_text() == "b, longer now\n"  # checked, copied again
+    assert stored(daemon, "SELECT shown, state, problem FROM reply_files ORDER BY id") == [
+        ("a.csv", "not_sent", "no such file"), ("b.csv", "sent", None),
+    ]

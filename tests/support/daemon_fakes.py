@@ -153,6 +153,7 @@ class RecordingEgress(Egress):
         self.sent: list[tuple[str, str]] = []
         self.progress: list[tuple[str, str]] = []
         self.files: list[tuple[str, Path]] = []
+        self.order: list[tuple[str, str, str]] = []  # everything sent, in order: (kind, recipient, text or file name)
         self.fail_for: set[str] = set()
         self.crash_for: set[str] = set()
         self._lock = threading.Lock()
@@ -164,16 +165,19 @@ class RecordingEgress(Egress):
             raise RuntimeError("a bug in the channel")
         with self._lock:
             self.sent.append((recipient, text))
+            self.order.append(("text", recipient, text))
 
     def send_progress(self, recipient: str, text: str) -> None:
         with self._lock:
             self.progress.append((recipient, text))
+            self.order.append(("progress", recipient, text))
 
     def send_file(self, recipient: str, path: Path) -> None:
         if recipient in self.fail_for:
             raise SendError(f"Messages refused the file for {recipient}")
         with self._lock:
             self.files.append((recipient, path))
+            self.order.append(("file", recipient, path.name))
 
     def to(self, recipient: str) -> list[str]:
         with self._lock:

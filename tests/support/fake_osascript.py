@@ -7,6 +7,8 @@ FAKE_OSASCRIPT_MODE   ok (default) | fail | fail-participant (the participant fo
                       first call works) | no-imessage (no iMessage account: Messages is not signed in)
 FAKE_OSASCRIPT_ACCOUNT_ID  the answer to ``get id of 1st account whose service type = iMessage``
 FAKE_OSASCRIPT_FAIL   texts containing this are refused (exit 1), as Messages refuses a send
+FAKE_OSASCRIPT_HANG   a send whose text (or file path) contains this hangs (a minute) before Messages stores it:
+                      a test kills the daemon in the middle of that send
 FAKE_OSASCRIPT_DELAY  seconds to wait before answering
 FAKE_OSASCRIPT_LINGER seconds to wait after the send's row is in chat.db, before exiting
 FAKE_OSASCRIPT_CHATDB a chat.db where each send that succeeds leaves its row, as Messages does: ``is_from_me = 1``
@@ -53,6 +55,9 @@ if mode == "no-imessage" and account_query:
 calls = sum(1 for _ in open(log, encoding="utf-8"))
 if mode == "hang":
     time.sleep(120)
+hang = os.environ.get("FAKE_OSASCRIPT_HANG")
+if hang and len(sys.argv) > 3 and hang in sys.argv[3]:
+    time.sleep(60)
 refused = os.environ.get("FAKE_OSASCRIPT_FAIL")
 failing = (
     mode == "fail"

@@ -4,6 +4,7 @@ them; runs remember the message they answer; replies link to their run page when
 from __future__ import annotations
 
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +21,9 @@ from support.daemon_harness import ANA, Harness, wait_until
 
 
 def planner(prompt: str, request: TurnRequest) -> str:
-    return "1. Edit a.py" if request.read_only else "Changed a.py."
+    if request.read_only:
+        return "1. Edit a.py"
+    return "Changed a.py.\nATTACH: a.py" if "send me a.py" in prompt else "Changed a.py."
 
 
 @pytest.fixture
@@ -133,3 +136,50 @@ def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_is_sent_at_t
     third = daemon()
     time.sleep(1)
     assert third.connector.calls == [] and third.egress.sent == []
+
+
+def page_approved_task_sent_with_its_file(daemon: Callable[..., Harness]) -> tuple[Harness, str, str]:
+    """A task approved on the page whose answer sends a.py; stopped once all went out. (request, answer)"""
+    h = daemon()
+    (h.settings.default_workspace / "a.py").write_text("print(1)\n")
+    request = approve_on_the_page(h, "and send me a.py")
+    wait_until(lambda: h.egress.files)
+    [done] = [t for t in h.egress.to(ANA) if t.startswith("Done")]
+    assert done.endswith("Changed a.py.\n\nSending: a.py (9 bytes).")
+    h.stop()
+    return h, request, done
+
+
+def crash_state(h: Harness, sql: str) -> None:
+    """Puts back what a crash at that point leaves: the daemon records all of it, and marks it done as it goes."""
+    with sqlite3.connect(h.settings.db_path) as db:
+        db.execute(sql)
+    h.store.close()
+
+
+def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_goes_at_the_restart_with_its_file(
+    daemon: Callable[..., Harness],
+) -> None:
+    h, request, done = page_approved_task_sent_with_its_file(daemon)
+    h.store.record_web_reply(request, done)
+    crash_state(h, "UPDATE reply_files SET state = 'pending'")
+
+    again = daemon()
+    wait_until(lambda: again.egress.files)
+    assert again.egress.order == [("text", ANA, done), ("file", ANA, "a.py")]
+    again.stop()
+    again.store.close()
+    third = daemon()  # what a restart resends, it sends before it is ready
+    assert third.egress.order == []
+
+
+def test_a_file_of_a_page_approved_task_cut_short_by_a_crash_goes_at_the_restart_alone(
+    daemon: Callable[..., Harness],
+) -> None:
+    h, _request, _done = page_approved_task_sent_with_its_file(daemon)
+    crash_state(h, "UPDATE reply_files SET state = 'pending'")  # the answer went out (web_runs: sent), a.py not
+
+    again = daemon()
+    wait_until(lambda: again.egress.files)
+    assert again.egress.order == [("file", ANA, "a.py")]
+    assert [e.detail for e in again.store.events(kind="file_sent")] == ["a.py", "a.py"]

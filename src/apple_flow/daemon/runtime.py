@@ -11,14 +11,18 @@ arriving; the egress sends replies, progress and files, notes what it sent in th
 (which its ingress reads to skip echoes, across restarts) and says whether a reply went out before a crash.
 
 Files: a turn's message's files are copied into its workspace (``arrivals``) when the turn starts; the files its
-answer names (``outbox``) are checked against the workspace, announced in the reply and sent after it.
+answer names (``outbox``) are checked against the workspace, announced in the reply, recorded with it and sent
+after it.
 
 Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
-conversation's new exchange and any approval request, in one transaction) before it is sent; the cursor passes a
-message only once it is finished. After ``kill -9`` the restart reads from the cursor: finished messages are
-skipped, a recorded but unsent reply is sent, a taken message is handled again. A task approved on the web page
-has no message: its run is recorded as queued with the approval, and its reply before it is sent (``web_runs``),
-so a restart runs it again or sends its reply in the same way.
+conversation's new exchange, any approval request and the files it sends, in one transaction) before it is sent;
+each file is marked as it is sent or refused; the cursor passes a message only once it is finished, its reply and
+then its files out. After ``kill -9`` the restart reads from the cursor: finished messages are skipped, a recorded
+but unsent reply is sent, the files of a reply not sent yet follow it (each checked again: one deleted or grown
+past the limit meanwhile gets the usual "Could not send" line), a taken message is handled again. A task approved
+on the web page has no message: its run is recorded as queued with the approval, and its reply and files before
+they are sent (``web_runs``, ``reply_files``), so a restart runs it again or sends what is left in the same way.
+A file whose send the kill cut short goes again: unlike a text, the channel cannot tell whether it went.
 """
 
 from __future__ import annotations
@@ -41,12 +45,12 @@ from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.arrivals import FileLimits, describe, receive
 from apple_flow.daemon.cursor import CursorTracker
 from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Reply, Turn, View, new_run_id
-from apple_flow.daemon.outbox import Outgoing, check_all, note
+from apple_flow.daemon.outbox import Outgoing, check, check_all, note
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
 from apple_flow.daemon.run_log import RunLog
 from apple_flow.daemon.scheduler import Job, Scheduler
-from apple_flow.daemon.store import Approval, FinishedTurn, Store
+from apple_flow.daemon.store import WEB_REPLY_PREFIX, Approval, FinishedTurn, Store, message_reply, web_reply
 from apple_flow.daemon.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
@@ -263,13 +267,12 @@ class Daemon:
     def _dispatch(self, message: InboundMessage) -> None:
         record = self._store.message(self._channel, message.rowid)
         if record is not None and record.state in FINISHED:
-            self._finished(message.rowid)
+            self._finish_message(message)  # its reply's files that a crash left unsent go first
             return
         if record is not None and record.state == "replied" and record.reply is not None:
             if self._egress.went_out(message.reply_target, record.reply, message.rowid):  # sent just before a crash
-                with self._store.transaction():
-                    self._store.mark_sent(self._channel, message.rowid)
-                    self._finished(message.rowid)
+                self._store.mark_sent(self._channel, message.rowid)
+                self._finish_message(message)
             else:
                 self._deliver(message, record.reply)  # recorded before a crash, never sent
             return
@@ -340,6 +343,8 @@ class Daemon:
                 self._inbox.put(_WebApproval(approval))
             else:
                 self._send_web_reply(approval, reply)
+        for reply_of in self._store.replies_with_unsent_files(WEB_REPLY_PREFIX):  # answers sent, files cut short
+            self._send_reply_files(reply_of)
 
     def _send_web_reply(self, approval: Approval, reply: str) -> None:
         failed = self._send(approval.sender, reply)
@@ -347,6 +352,7 @@ class Daemon:
             self._store.web_reply_sent(approval.id)
             if failed is not None:
                 self._store.log_event("send_failed", failed, approval.sender)
+        self._send_reply_files(web_reply(approval.id))
 
     def _queue_approved(self, approval: Approval) -> None:
         turn = self.orchestrator.approved_turn(approval)
@@ -400,11 +406,18 @@ class Daemon:
         if self._abandon.is_set():
             return
         finished, outgoing = self._check_files(finished, turn.workspace)
+        recipient = message.reply_target if message is not None else turn.sender
+        reply_of = (message_reply(self._channel, message.rowid) if message is not None
+                    else web_reply(turn.approval.id) if turn.approval is not None else None)
         with self._store.transaction():
             self._store.record_turn(self._channel, message.rowid if message else None, turn.sender, run_id, finished)
             if message is None and turn.approval is not None:  # approved on the web page: its reply is kept there
                 self._store.record_web_reply(turn.approval.id, finished.reply)
-        recipient = message.reply_target if message is not None else turn.sender
+            if reply_of is not None and finished.reply is not None:  # the files go with the reply, or not at all
+                self._store.record_reply_files(
+                    reply_of, recipient, turn.sender, str(turn.workspace),
+                    [(item.shown, str(item.path)) for item in outgoing if item.path is not None],
+                )
         if message is None:
             if turn.approval is not None and finished.reply is not None:
                 self._send_web_reply(turn.approval, finished.reply)
@@ -412,7 +425,6 @@ class Daemon:
             self._finished(message.rowid)
         else:
             self._deliver(message, finished.reply)
-        self._send_files(recipient, turn.sender, outgoing)
 
     def _receive_files(self, message: InboundMessage | None, turn: Turn) -> str:
         """Copies the message's files into the turn's workspace; the note telling the agent about them."""
@@ -470,7 +482,13 @@ class Daemon:
             self._store.mark_sent(self._channel, message.rowid, failed=failed)
             if failed is not None:
                 self._store.log_event("send_failed", failed, message.sender)
-            self._finished(message.rowid)
+        self._finish_message(message)
+
+    def _finish_message(self, message: InboundMessage) -> None:
+        """Once its reply is out (or failed): the reply's files not sent yet, then the cursor may pass the message
+        (so a restart after a crash in between reads it again and sends the rest)."""
+        self._send_reply_files(message_reply(self._channel, message.rowid))
+        self._finished(message.rowid)
 
     def _send(self, recipient: str, reply: str) -> str | None:
         """Sends a reply (the channel notes it in the store's record of sent texts, for echoes); returns why it
@@ -494,21 +512,36 @@ class Daemon:
         outgoing = check_all(finished.files, workspace, s.send_file_max_bytes, s.send_files_per_reply)
         return replace(finished, reply=f"{finished.reply}\n\n{note(outgoing)}"), outgoing
 
-    def _send_files(self, recipient: str, sender: str, outgoing: list[Outgoing]) -> None:
-        """Sends each file after the reply; one that cannot go gets a line saying why."""
-        for item in outgoing:
-            if item.path is None:
-                continue
-            try:
-                with self._send_lock:
-                    self._egress.send_file(recipient, item.path)
-            except Exception as exc:  # SendError, or a channel bug: said to the sender, never fatal
-                if not isinstance(exc, SendError):
-                    log.exception("the channel failed sending %s to %s", item.path, recipient)
-                self._store.log_event("file_not_sent", f"{item.shown}: {exc}", sender)
-                self._progress(recipient, f"Could not send {item.shown}: {exc}")
+    def _send_reply_files(self, reply_of: str) -> None:
+        """Sends the files a reply names that are not sent yet (recorded with the reply), each marked as it goes.
+        Each is checked again first: after a crash it may have gone or grown past the limit. One that cannot go
+        gets a line saying why."""
+        for item in self._store.unsent_reply_files(reply_of):
+            if self._settings.send_files_per_reply <= 0:  # turned off before a restart
+                problem: str | None = "sending files is turned off"
             else:
-                self._store.log_event("file_sent", item.shown, sender)
+                checked = check(item.path, Path(item.workspace), self._settings.send_file_max_bytes)
+                problem = checked.problem if checked.path is None else self._send_file(item.recipient, checked.path)
+            if problem is not None:
+                # Said before it is marked: a crash in between tries the file again rather than keep silent.
+                self._progress(item.recipient, f"Could not send {item.shown}: {problem}")
+            with self._store.transaction():
+                self._store.reply_file_done(item.id, problem)
+                if problem is None:
+                    self._store.log_event("file_sent", item.shown, item.sender)
+                else:
+                    self._store.log_event("file_not_sent", f"{item.shown}: {problem}", item.sender)
+
+    def _send_file(self, recipient: str, path: Path) -> str | None:
+        """Sends one checked file; returns why it could not be sent, or None."""
+        try:
+            with self._send_lock:
+                self._egress.send_file(recipient, path)
+        except Exception as exc:  # SendError, or a channel bug: said to the sender, never fatal
+            if not isinstance(exc, SendError):
+                log.exception("the channel failed sending %s to %s", path, recipient)
+            return str(exc)
+        return None
 
     def _finished(self, rowid: int, skipped: bool = False) -> None:
         """The message (or skipped row) is done: the cursor may pass it."""
