@@ -29,8 +29,12 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 
-ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = Path(__file__).resolve().parent
+ROOT = SCRIPTS.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(SCRIPTS))
+
+from bench_support import counting_options  # noqa: E402
 
 from support.apple_code_run import clean_env, compact, events, request_tokens  # noqa: E402
 from support.plan_runs import lines_seen  # noqa: E402
@@ -161,22 +165,6 @@ def window_section(binary: Path, tokenizer: str) -> str:
                      f"{row['largest_real']} | {row['overflows']} | {row['fixed']} | {row['estimated']} |")
     lines += ["", f"Command: `scripts/bench_apple_code --tokenizer {tokenizer}`.", ""]
     return "\n".join(lines)
-
-
-def counting_options(tokenizer: str) -> dict[str, Any]:
-    """How the scripted server counts: in the local model's tokens (its tokenizer over the prompt llama-cpp-python's
-    chatml-function-calling handler renders, refused at 4,096 tokens as its server refuses it), or with its own
-    deterministic tokenizer."""
-    if tokenizer == "scripted":
-        return {}
-    from apple_flow.localmodel import LocalModelError, model_file, server_available
-    if not server_available():
-        raise SystemExit("the local model is not installed: run scripts/local-model.sh install (or pass "
-                         "--tokenizer scripted)")
-    try:
-        return {"count_model": str(model_file()), "count_context": 4096}
-    except LocalModelError as error:
-        raise SystemExit(str(error)) from error
 
 
 def ms(values: list[float]) -> str:

@@ -33,8 +33,12 @@ from typing import Any
 
 from rich.console import Console
 
-ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = Path(__file__).resolve().parent
+ROOT = SCRIPTS.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(SCRIPTS))
+
+from bench_support import counting_options  # noqa: E402
 
 from support.apple_code_run import request_tokens  # noqa: E402
 from support.plan_runs import Run, lines_seen, run_apple_code, tool_results  # noqa: E402
@@ -170,22 +174,6 @@ def report(rows: list[Measurement], tokenizer: str) -> str:
                    f"{row.lines_shown} | {row.all_read} | {row.checksums_in_view} |")
     out += ["", f"Command: `scripts/bench_plan --tokenizer {tokenizer}`", ""]
     return "\n".join(out)
-
-
-def counting_options(tokenizer: str) -> dict[str, Any]:
-    """How the scripted server counts: in the local model's tokens (its tokenizer over the prompt llama-cpp-python's
-    chatml-function-calling handler renders, refused at 4,096 tokens as its server refuses it), or with its own
-    deterministic tokenizer."""
-    if tokenizer == "scripted":
-        return {}
-    from apple_flow.localmodel import LocalModelError, model_file, server_available
-    if not server_available():
-        raise SystemExit("the local model is not installed: run scripts/local-model.sh install (or pass "
-                         "--tokenizer scripted)")
-    try:
-        return {"count_model": str(model_file()), "count_context": 4096}
-    except LocalModelError as error:
-        raise SystemExit(str(error)) from error
 
 
 def main() -> None:

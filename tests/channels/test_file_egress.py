@@ -1,6 +1,7 @@
 """Sending a file: the iMessage egress with a fake osascript recording argv and the script, and the console
 channel. The path is only ever an `on run argv` argument; the file goes from a copy staged inside Messages' own
-attachments folder; a link or an oversized file is refused; the file's echo (texting yourself) is not a request."""
+attachments folder; a link, a folder or an oversized file is refused; the file's echo (texting yourself) is not a
+request."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def test_sms_and_group_recipients_get_their_file_forms(
     assert group["stdin"] == FILE_SCRIPTS["group"] and group["argv"][1] == "iMessage;+;chat123"
 
 
-def test_a_link_and_an_oversized_file_are_refused_and_nothing_runs(
+def test_a_link_a_folder_and_an_oversized_file_are_refused_and_nothing_runs(
     channel_settings: Any, fake_osascript: FakeOsascript, attachments: Path, workspace: Path, tmp_path: Path
 ) -> None:
     secret = tmp_path / "secret.txt"
@@ -88,6 +89,10 @@ def test_a_link_and_an_oversized_file_are_refused_and_nothing_runs(
         egress.send_file(OWNER, link)
     with pytest.raises(SendError, match=r"big\.bin is larger than 1000 bytes"):
         egress.send_file(OWNER, big)
+    folder = workspace / "folder"
+    folder.mkdir()
+    with pytest.raises(SendError, match=r"folder is not a regular file"):
+        egress.send_file(OWNER, folder)
     assert fake_osascript.calls() == []
 
 

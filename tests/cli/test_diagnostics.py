@@ -4,6 +4,7 @@ reported as not applicable; the macOS paths run with a fake osascript)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -206,21 +207,35 @@ def test_secret_named_settings_are_masked() -> None:
     assert diagnostics.masked_settings(WithToken(_env_file=None))["api_token"] == "********"  # type: ignore[call-arg]
 
 
-def test_doctor_runs_the_real_apple_code_check_against_a_server(
-    cli: Any, inbox_db: ChatDbWriter, apple_code_bin: Path, monkeypatch: Any
-) -> None:
+DoctorUpAndDown = Callable[..., tuple[Any, Any]]
+
+
+@pytest.fixture
+def doctor_up_and_down(cli: Any, inbox_db: ChatDbWriter, apple_code_bin: Path, monkeypatch: Any) -> DoctorUpAndDown:
+    """`apple-flow doctor` with the real apple-code and the given settings, run twice: with the setting named
+    (the agent's base URL) pointing at a scripted server (the doctor must pass), then at a port where nothing
+    listens. Returns both results."""
     monkeypatch.setenv("APPLE_FLOW_ALLOWED_SENDERS", "+15551234567")
     monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code_bin))
-    monkeypatch.setenv("APPLE_FLOW_AFM_BACKEND", "openai")
-    monkeypatch.setenv("APPLE_FLOW_AFM_MODEL", MODEL_ID)
-    with ScriptedServer([]) as server:
-        monkeypatch.setenv("APPLE_FLOW_AFM_BASE_URL", server.url)
-        result = cli("doctor", "--db", str(inbox_db.path))
-    assert result.exit_code == 0, result.output
-    assert "--check passed" in result.stdout and "All checks passed" in result.output
 
-    monkeypatch.setenv("APPLE_FLOW_AFM_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
-    down = cli("doctor", "--db", str(inbox_db.path))
+    def run(base_url_setting: str, **settings: str) -> tuple[Any, Any]:
+        for name, value in settings.items():
+            monkeypatch.setenv(name, value)
+        with ScriptedServer([]) as server:
+            monkeypatch.setenv(base_url_setting, server.url)
+            up = cli("doctor", "--db", str(inbox_db.path))
+        assert up.exit_code == 0, up.output
+        monkeypatch.setenv(base_url_setting, "http://127.0.0.1:9/v1")  # nothing listens there
+        return up, cli("doctor", "--db", str(inbox_db.path))
+
+    return run
+
+
+def test_doctor_runs_the_real_apple_code_check_against_a_server(doctor_up_and_down: DoctorUpAndDown) -> None:
+    up, down = doctor_up_and_down("APPLE_FLOW_AFM_BASE_URL", APPLE_FLOW_AFM_BACKEND="openai",
+                                  APPLE_FLOW_AFM_MODEL=MODEL_ID)
+    assert "--check passed" in up.stdout and "All checks passed" in up.output
+
     assert down.exit_code == 1
     assert "no model available" in down.stdout and "cannot connect" in down.stdout
     assert "setup.sh" not in down.stdout  # the binary is there: building it again is no fix
@@ -286,22 +301,13 @@ def test_doctor_shows_what_the_daemon_reported_about_its_own_permissions(
     assert "Messages (Automation): denied" in row
 
 
-def test_doctor_checks_the_ollama_preset_with_the_real_apple_code(
-    cli: Any, inbox_db: ChatDbWriter, apple_code_bin: Path, monkeypatch: Any
-) -> None:
-    monkeypatch.setenv("APPLE_FLOW_ALLOWED_SENDERS", "+15551234567")
-    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code_bin))
-    monkeypatch.setenv("APPLE_FLOW_CONNECTOR", "ollama")
-    monkeypatch.setenv("APPLE_FLOW_OLLAMA_MODEL", MODEL_ID)
-    with ScriptedServer([]) as server:
-        monkeypatch.setenv("APPLE_FLOW_OLLAMA_BASE_URL", server.url)
-        result = cli("doctor", "--db", str(inbox_db.path))
-    assert result.exit_code == 0, result.output
-    assert "--check passed" in table_rows(result.stdout)["agent (ollama)"]
+def test_doctor_checks_the_ollama_preset_with_the_real_apple_code(doctor_up_and_down: DoctorUpAndDown) -> None:
+    up, down = doctor_up_and_down("APPLE_FLOW_OLLAMA_BASE_URL", APPLE_FLOW_CONNECTOR="ollama",
+                                  APPLE_FLOW_OLLAMA_MODEL=MODEL_ID)
+    assert "--check passed" in table_rows(up.stdout)["agent (ollama)"]
 
-    monkeypatch.setenv("APPLE_FLOW_OLLAMA_BASE_URL", "http://127.0.0.1:9/v1")  # no Ollama there
-    down = table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)["agent (ollama)"]
-    assert "FAIL" in down and "ollama serve" in down and f"ollama pull {MODEL_ID}" in down
+    row = table_rows(down.stdout)["agent (ollama)"]  # no Ollama there
+    assert "FAIL" in row and "ollama serve" in row and f"ollama pull {MODEL_ID}" in row
 
 
 def test_doctor_says_how_to_install_a_missing_gemini_cli(cli: Any, inbox_db: ChatDbWriter, monkeypatch: Any,

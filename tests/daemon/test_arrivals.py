@@ -102,6 +102,16 @@ def test_a_source_swapped_for_a_link_after_the_check_is_not_followed(tmp_path: P
     assert list((workspace / INBOX).iterdir()) == []
 
 
+def test_a_source_that_is_a_folder_is_not_copied(tmp_path: Path, workspace: Path) -> None:
+    folder = tmp_path / "att" / "photos"
+    folder.mkdir(parents=True)
+
+    [arrival] = receive([Attachment("photos", "", 0, folder)], workspace, 6, ROOMY)
+
+    assert arrival.path is None and arrival.problem == "it is not a regular file"
+    assert list((workspace / INBOX).iterdir()) == []
+
+
 def test_what_did_not_arrive_keeps_its_reason(workspace: Path) -> None:
     [arrival] = receive([Attachment("v.caf", "audio/x-caf", 900, None, "still downloading after 15 s")],
                         workspace, 5, ROOMY)

@@ -3,7 +3,8 @@ import Testing
 @testable import AppleCodeCore
 
 /// The options are declared once (`OptionParser.options`): the parser and the usage text come from that list, and
-/// CONTRACT.md's options table must say the same, so none of the three can drift from the others.
+/// CONTRACT.md's options table must say the same, so none of the three can drift from the others. Likewise its
+/// title's contract version and its example `start` event's `version` must be this build's.
 @Suite struct OptionListTests {
     static let contract = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("CONTRACT.md")
@@ -33,6 +34,17 @@ import Testing
         #expect(Set(documented).subtracting(declared).sorted() == [], "in CONTRACT.md, not declared")
         #expect(Set(declared).subtracting(documented).sorted() == [], "declared, not in CONTRACT.md")
         #expect(documented.count == Set(documented).count, "an option twice in CONTRACT.md")
+    }
+
+    @Test func theContractNamesThisBuildsVersions() throws {
+        let lines = try String(contentsOf: Self.contract, encoding: .utf8).split(separator: "\n")
+        #expect(lines.first { $0.hasPrefix("# ") }
+                == "# `apple-code` command-line contract (version \(AppleCodeVersion.contract))")
+        let start = try #require(lines.first { $0.contains(#"{"type":"start""#) },
+                                 "no example start event in \(Self.contract.path)")
+        let afterKey = try #require(String(start).components(separatedBy: #""version":""#).dropFirst().first,
+                                    "the example start event has no version")
+        #expect(String(afterKey.prefix { $0 != "\"" }) == AppleCodeVersion.current)
     }
 
     @Test func theUsageTextHasOneLineForEveryOptionAndNoOther() {

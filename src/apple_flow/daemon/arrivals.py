@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from apple_flow.channels.base import Attachment
+from apple_flow.regularfile import FileTooLarge, NotRegularFile, UnreadableFile, open_regular
 
 log = logging.getLogger(__name__)
 
@@ -110,17 +110,16 @@ def _open_inbox(workspace: Path) -> int:
 
 def _copy(attachment: Attachment, source: Path, inbox: int, prefix: str, cap: int, left: int) -> Arrival:
     try:
-        reader = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as exc:
+        reader, size = open_regular(source, cap)
+    except UnreadableFile as exc:
         raise _Refused(f"could not be read ({exc.strerror})") from None
+    except NotRegularFile:
+        raise _Refused("it is not a regular file") from None
+    except FileTooLarge as exc:
+        raise _Refused(f"too large ({human_size(exc.size)}; the limit is {human_size(cap)} a file)") from None
     try:
-        info = os.fstat(reader)
-        if not stat.S_ISREG(info.st_mode):
-            raise _Refused("it is not a regular file")
-        if info.st_size > cap:
-            raise _Refused(f"too large ({human_size(info.st_size)}; the limit is {human_size(cap)} a file)")
-        if info.st_size > left:
-            raise _Refused(f"over the limit for one message's files ({human_size(info.st_size)}; "
+        if size > left:
+            raise _Refused(f"over the limit for one message's files ({human_size(size)}; "
                            f"{human_size(max(left, 0))} left)")
         name, writer = _create(inbox, f"{prefix}-{safe_name(attachment.name)}")
         try:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import stat
 import tempfile
 import time
 from pathlib import Path
 
 from apple_flow.channels.base import SendError
+from apple_flow.regularfile import FileTooLarge, NotRegularFile, UnreadableFile, open_regular
 
 log = logging.getLogger(__name__)
 
@@ -29,15 +29,14 @@ _CHUNK = 1 << 20
 def stage(path: Path, attachments_root: Path, max_bytes: int) -> Path:
     """A copy of the file at ``path`` where Messages can read it. Raises ``SendError`` saying why not."""
     try:
-        reader = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as exc:
+        reader, _ = open_regular(path, max_bytes)
+    except UnreadableFile as exc:
         raise SendError(f"cannot read {path.name} ({exc.strerror})") from None
+    except NotRegularFile:
+        raise SendError(f"{path.name} is not a regular file") from None
+    except FileTooLarge:
+        raise SendError(f"{path.name} is larger than {max_bytes} bytes") from None
     try:
-        info = os.fstat(reader)
-        if not stat.S_ISREG(info.st_mode):
-            raise SendError(f"{path.name} is not a regular file")
-        if info.st_size > max_bytes:
-            raise SendError(f"{path.name} is larger than {max_bytes} bytes")
         outbox = attachments_root.expanduser() / FOLDER
         try:
             outbox.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -1,0 +1,21 @@
+"""What more than one benchmark needs, kept once. Imported by the bench_* scripts; not a benchmark itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def counting_options(tokenizer: str) -> dict[str, Any]:
+    """How the scripted server counts: in the local model's tokens (its tokenizer over the prompt llama-cpp-python's
+    chatml-function-calling handler renders, refused at 4,096 tokens as its server refuses it), or with its own
+    deterministic tokenizer."""
+    if tokenizer == "scripted":
+        return {}
+    from apple_flow.localmodel import LocalModelError, model_file, server_available
+    if not server_available():
+        raise SystemExit("the local model is not installed: run scripts/local-model.sh install (or pass "
+                         "--tokenizer scripted)")
+    try:
+        return {"count_model": str(model_file()), "count_context": 4096}
+    except LocalModelError as error:
+        raise SystemExit(str(error)) from error
