@@ -131,7 +131,7 @@ def test_cancel_by_run_id_leaves_the_queued_turns_and_says_so(harness: Callable[
     queue_behind_a_slow_turn(h, ANA, "fix the parser")
     run_id = wait_until(lambda: h.store.runs_of(ANA)[0].id if h.store.runs_of(ANA) else None)
     assert ask(h, ANA, f"cancel {run_id}") == (
-        f'Stopped {run_id}. Your queued request will still run (`cancel` alone drops them): "fix the parser".'
+        f'Stopped {run_id}. Your queued request will still run (`cancel` alone drops it): "fix the parser".'
     )
     h.finish()
     assert h.egress.to(ANA)[-1] == "echo: fix the parser"

@@ -224,8 +224,8 @@ class Orchestrator:
             return Reply(f"{run.id} is not running ({run.state}); nothing was stopped.")
         text = f"Stopped {run.id}."
         if view.queued:
-            count = _count(len(view.queued), "queued request")
-            text += f" Your {count} will still run (`cancel` alone drops them): {_requests(view.queued)}."
+            count, them = _count(len(view.queued), "queued request"), "it" if len(view.queued) == 1 else "them"
+            text += f" Your {count} will still run (`cancel` alone drops {them}): {_requests(view.queued)}."
         return Reply(text, cancel=True, cancel_run=run.id)
 
     def _dropped(self, queued: tuple[Queued, ...]) -> str:
