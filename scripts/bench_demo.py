@@ -135,11 +135,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def daemon_env(folder: Path, workspace: Path, url: str) -> dict[str, str]:
-    """The environment run.sh gives the daemon on Linux, with the database and workspace in ``folder``."""
+def daemon_env(folder: Path, workspace: Path, url: str, overrides: dict[str, str],
+               apple_code: Path = APPLE_CODE) -> dict[str, str]:
+    """The environment run.sh gives the daemon on Linux, with the database and workspace in ``folder``, and the
+    settings of ``--set``."""
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("APPLE_FLOW_", "APPLE_CODE_"))}
     env.update({
-        "APPLE_FLOW_AFM_COMMAND": str(APPLE_CODE),
+        "APPLE_FLOW_AFM_COMMAND": str(apple_code),
         "APPLE_FLOW_AFM_BACKEND": "openai",
         "APPLE_FLOW_AFM_BASE_URL": url,
         "APPLE_FLOW_AFM_MODEL": "smollm2-135m",
@@ -149,6 +151,7 @@ def daemon_env(folder: Path, workspace: Path, url: str) -> dict[str, str]:
         "APPLE_FLOW_WEB_ENABLED": "false",
         "HOME": str(folder / "home"),
     })
+    env.update(overrides)
     return env
 
 
@@ -168,7 +171,7 @@ def describe(kind: str, body: str) -> str:
 class Session:
     """One daemon on the console channel, fed one message at a time; replies read from its database."""
 
-    def __init__(self, folder: Path, url: str) -> None:
+    def __init__(self, folder: Path, url: str, overrides: dict[str, str], apple_code: Path) -> None:
         self.folder = folder
         self.workspace = folder / "workspace"
         shutil.copytree(WORKSPACE, self.workspace)
@@ -178,7 +181,7 @@ class Session:
         self.process = subprocess.Popen(
             [str(ROOT / ".venv" / "bin" / "apple-flow"), "run", "--channel", "console"],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log, text=True, cwd=folder,
-            env=daemon_env(folder, self.workspace, url), start_new_session=True,
+            env=daemon_env(folder, self.workspace, url, overrides, apple_code), start_new_session=True,
         )
         self.sent = 0
 
@@ -245,10 +248,10 @@ class Session:
         self.log.close()
 
 
-def run_session(number: int, folder: Path, url: str, on_reply: Callable[[Reply], None],
-                cpu: dict[str, float]) -> list[Reply]:
+def run_session(number: int, folder: Path, url: str, overrides: dict[str, str], apple_code: Path,
+                on_reply: Callable[[Reply], None], cpu: dict[str, float]) -> list[Reply]:
     """The session's replies; the CPU seconds of its daemon and apple-code runs are added to ``cpu``."""
-    session = Session(folder, url)
+    session = Session(folder, url, overrides, apple_code)
     replies = []
     try:
         for message in SESSION:
@@ -319,7 +322,8 @@ def load_sentence(loads: list[tuple[float, float, float]]) -> str:
 
 
 def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, float]], wall: float,
-           work: dict[str, tuple[float, int]], cpu: dict[str, float]) -> str:
+           work: dict[str, tuple[float, int]], cpu: dict[str, float], overrides: dict[str, str],
+           apple_code: Path) -> str:
     agent = [r for r in replies if r.outcome != "command"]
     times = [r.seconds for r in replies if r.seconds is not None]
     agent_times = [r.seconds for r in agent if r.seconds is not None]
@@ -358,12 +362,15 @@ def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, 
         f"median agent reply under {MEDIAN_TARGET_S:.0f} s: {'met' if median < MEDIAN_TARGET_S else 'MISSED'} "
         f"({median:.1f} s)",
     ]
+    binary = ("the debug build of apple-code as run.sh uses it" if apple_code == APPLE_CODE
+              else f"apple-code {apple_code}")
     return f"""# A newcomer's first session on the console demo (scripts/bench_demo)
 
 {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, Python
 {platform.python_version()}. {sessions} session(s) of {len(SESSION)} messages, {wall:.0f} s in all. The daemon
-(`apple-flow run --channel console`) with the demo profile ({', '.join(f'{k}={v}' for k, v in DEMO_PROFILE.items())}),
-the debug build of apple-code as run.sh uses it, SmolLM2-135M (Q4_1) on llama-cpp-python's server; a fresh daemon,
+(`apple-flow run --channel console`) with the demo profile ({', '.join(f'{k}={v}' for k, v in DEMO_PROFILE.items())}){
+f"; set for this run: {', '.join(f'{k}={v}' for k, v in overrides.items())}" if overrides else ""},
+{binary}, SmolLM2-135M (Q4_1) on llama-cpp-python's server; a fresh daemon,
 database and copy of examples/workspace per session, one server for all. {load_sentence(loads)}
 
 ## Targets
@@ -403,10 +410,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=3, help="sessions to run (default 3)")
     parser.add_argument("--report", type=Path, default=ROOT / "reports" / "bench_demo.md")
+    parser.add_argument("--apple-code", type=Path, default=APPLE_CODE,
+                        help="the apple-code binary (default: the debug build run.sh uses), e.g. an older build")
+    parser.add_argument("--set", action="append", default=[], metavar="APPLE_FLOW_NAME=VALUE",
+                        help="a daemon setting for this run, e.g. APPLE_FLOW_CHAT_READ_ONLY=false (repeatable)")
     args = parser.parse_args()
+    overrides = dict(item.split("=", 1) for item in args.set if "=" in item)
+    if len(overrides) != len(args.set) or not all(name.startswith("APPLE_FLOW_") for name in overrides):
+        parser.error("--set takes APPLE_FLOW_NAME=VALUE")
     console = Console(stderr=True)
-    if not APPLE_CODE.exists():
-        console.print(f"[red]no apple-code at {APPLE_CODE}[/red]: run scripts/setup.sh --local-model first")
+    if not args.apple_code.exists():
+        console.print(f"[red]no apple-code at {args.apple_code}[/red]: run scripts/setup.sh --local-model first")
         return 2
     replies: list[Reply] = []
     loads: list[tuple[float, float, float]] = []
@@ -436,13 +450,14 @@ def main() -> int:
                     loads.append(os.getloadavg())
                     session_folder = folder / f"session-{number}"
                     session_folder.mkdir()
-                    replies += run_session(number, session_folder, server.url, shown, cpu)
+                    replies += run_session(number, session_folder, server.url, overrides, args.apple_code, shown,
+                                           cpu)
             cpu["model server"] = server_cpu(server)
         finally:
             server.stop()
         wall = time.monotonic() - started
         work = server_work(server.log_file)
-    text = report(replies, args.sessions, loads, wall, work, cpu)
+    text = report(replies, args.sessions, loads, wall, work, cpu, overrides, args.apple_code)
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(text, encoding="utf-8")
     print(text)

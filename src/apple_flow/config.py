@@ -24,12 +24,16 @@ ProfileName = Literal["standard", "demo"]
 # seconds rather than two minutes, and requests of 2,048 tokens, whose answer reserve (an eighth: 256 tokens) bounds
 # answers it would otherwise ramble on to 512 tokens (at about 12 tokens/s on two busy cores). Only the settings not
 # set explicitly take these values; scripts/run.sh picks the profile where it starts that model, so an Apple-model or
-# real-server setup keeps the standard limits.
+# real-server setup keeps the standard limits. Its chat turns only read: a model this small calls writeFile with
+# made-up paths and contents when asked a question (measured in scripts/bench_demo), and a read-only turn offers
+# four tool definitions instead of seven, fewer tokens to process per request; `task:` still changes files, after
+# the user approves its plan.
 DEMO_PROFILE: dict[str, Any] = {
     "afm_max_turns": 4,
     "afm_timeout_seconds": 45,
     "turn_timeout_seconds": 75,
     "afm_context_tokens": 2048,
+    "chat_read_only": True,
 }
 
 
@@ -77,6 +81,7 @@ class Settings(BaseSettings):
     connector: ConnectorName = "afm"
     profile: ProfileName = "standard"  # demo: the DEMO_PROFILE limits for the settings not set explicitly
     turn_timeout_seconds: float = Field(300, gt=0)
+    chat_read_only: bool = False  # plain chat turns may read, not change; `task:` changes files after approval
 
     # --- afm: apple-code on Apple's on-device model (or a local OpenAI-compatible server) ---------------
     afm_command: str = "apple-code"
@@ -243,9 +248,11 @@ class Settings(BaseSettings):
             return None
         turns = f"at most {self.afm_max_turns} model turns" if self.afm_max_turns else "apple-code's model turns"
         window = f", {self.afm_context_tokens}-token requests" if self.afm_context_tokens else ""
+        chat = "; chat only reads files (task: changes them, after approval)" if self.chat_read_only else ""
         return (f"Demo profile (APPLE_FLOW_PROFILE=demo, limits for the small local model): {turns} and "
-                f"{self.afm_timeout_seconds:g} s per reply{window} (APPLE_FLOW_AFM_MAX_TURNS, "
-                f"APPLE_FLOW_AFM_TIMEOUT_SECONDS, APPLE_FLOW_AFM_CONTEXT_TOKENS change them)")
+                f"{self.afm_timeout_seconds:g} s per reply{window}{chat} (APPLE_FLOW_AFM_MAX_TURNS, "
+                f"APPLE_FLOW_AFM_TIMEOUT_SECONDS, APPLE_FLOW_AFM_CONTEXT_TOKENS, APPLE_FLOW_CHAT_READ_ONLY change "
+                f"them)")
 
     def soul_text(self) -> str:
         """The persona prompt: ``soul_file`` when set and readable, else ``soul_prompt``."""

@@ -76,6 +76,7 @@ def test_the_standard_profile_keeps_the_standard_limits() -> None:
     assert s.profile == "standard"
     assert (s.afm_max_turns, s.afm_timeout_seconds, s.turn_timeout_seconds) == (None, 120, 300)
     assert s.afm_context_tokens is None  # the model's own window
+    assert s.chat_read_only is False
     assert s.profile_line() is None
 
 
@@ -89,6 +90,8 @@ def test_the_demo_profile_sets_limits_that_fit_the_small_model(monkeypatch: pyte
     line = s.profile_line()
     assert line is not None and "Demo profile" in line
     assert "at most 4 model turns" in line and "45 s per reply" in line and "2048-token requests" in line
+    # Chat only reads: SmolLM2 answers questions with writeFile calls on made-up paths.
+    assert s.chat_read_only is True and "chat only reads files" in line
 
 
 def test_settings_set_explicitly_win_over_the_demo_profile(
@@ -98,8 +101,10 @@ def test_settings_set_explicitly_win_over_the_demo_profile(
     env.write_text("APPLE_FLOW_AFM_TIMEOUT_SECONDS=90\n")
     monkeypatch.setenv("APPLE_FLOW_PROFILE", "demo")
     monkeypatch.setenv("APPLE_FLOW_AFM_MAX_TURNS", "7")
+    monkeypatch.setenv("APPLE_FLOW_CHAT_READ_ONLY", "false")
     s = load_settings(env_file=env)
     assert (s.afm_max_turns, s.afm_timeout_seconds, s.turn_timeout_seconds) == (7, 90, 75)
+    assert s.chat_read_only is False
     assert "at most 7 model turns and 90 s per reply" in (s.profile_line() or "")
 
 

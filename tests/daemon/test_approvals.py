@@ -68,6 +68,20 @@ def test_a_task_is_planned_read_only_then_runs_with_tools_once_approved(run_daem
     assert approval is not None and approval.state == "approved"
 
 
+def test_with_chat_read_only_questions_only_read_and_an_approved_task_still_writes(
+    run_daemon: Callable[..., Harness],
+) -> None:
+    """The demo profile's chat_read_only: a plain message gets a read-only turn; `task:` plans read-only and, once
+    approved, runs with write tools as before."""
+    h = run_daemon(chat_read_only=True)
+    h.ingress.add(ANA, "what is in a.py?")
+    h.ingress.add(ANA, "task: fix the parser")
+    rid = request_id(_wait_for_replies(h, ANA, 2)[1])
+    h.ingress.add(ANA, f"approve {rid}")
+    h.finish()
+    assert [call.request.read_only for call in h.connector.calls] == [True, True, False]
+
+
 def test_only_the_requesting_sender_may_approve(run_daemon: Callable[..., Harness]) -> None:
     h = run_daemon()
     h.ingress.add(ANA, "task: fix the parser")

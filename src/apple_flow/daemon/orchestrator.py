@@ -125,6 +125,7 @@ class Orchestrator:
         clock: Callable[[], float] = time.time,
         run_links: str | None = None,
         send_files: bool = True,
+        chat_read_only: bool = False,
     ) -> None:
         self._store = store
         self._policy = policy
@@ -135,6 +136,7 @@ class Orchestrator:
         self._clock = clock
         self._run_links = run_links  # the web page's base URL: replies then end with a link to their run
         self._send_files = send_files  # the agent may send files back (ATTACH: lines)
+        self._chat_read_only = chat_read_only  # plain chat only reads (the demo profile's small model)
         self._started = clock()
 
     # ------------------------------------------------------------------------------------------- decide
@@ -176,7 +178,8 @@ class Orchestrator:
             return Turn(Kind.PLAN, sender, command.body, prompt, workspace, read_only=True)
         wants = self._wants_file(command.body)
         prompt = f"{command.body}\n\n{ATTACH_HINT}" if wants else command.body
-        return Turn(Kind.CHAT, sender, command.body, prompt, workspace, wants_file=wants)
+        return Turn(Kind.CHAT, sender, command.body, prompt, workspace, read_only=self._chat_read_only,
+                    wants_file=wants)
 
     def _wants_file(self, request: str) -> bool:
         return self._send_files and asks_for_file(request)

@@ -117,7 +117,7 @@ class Daemon:
             store, policy, Approvals(store, settings.approval_ttl_minutes), Workspaces(settings),
             connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
             run_links=settings.web_base_url if settings.web_enabled else None,
-            send_files=settings.send_files_per_reply > 0,
+            send_files=settings.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
         )
         self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
