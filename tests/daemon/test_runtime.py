@@ -210,7 +210,7 @@ def test_cancel_with_nothing_running_says_so(harness: Callable[..., Harness]) ->
     h = harness().start()
     h.ingress.add(ANA, "cancel")
     h.finish()
-    assert h.egress.to(ANA) == ["Nothing of yours is running."]
+    assert h.egress.to(ANA) == ["Nothing of yours is running or queued."]
 
 
 def test_a_turn_past_the_timeout_is_killed_and_the_sender_told(harness: Callable[..., Harness]) -> None:

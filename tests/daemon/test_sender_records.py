@@ -9,15 +9,7 @@ from collections.abc import Callable
 from apple_flow.connectors.base import Status, TurnOutcome, TurnRequest, Usage
 from apple_flow.daemon.reports import REPLY_MAX_CHARS
 from support.daemon_fakes import FakeConnector
-from support.daemon_harness import ANA, BOB, Harness, wait_until
-
-
-def ask(h: Harness, sender: str, text: str) -> str:
-    """Sends ``text`` as ``sender`` and returns the next reply to them."""
-    before = len(h.egress.to(sender))
-    h.ingress.add(sender, text)
-    return str(wait_until(lambda: h.egress.to(sender)[before] if len(h.egress.to(sender)) > before else None))
-
+from support.daemon_harness import ANA, BOB, Harness, ask, wait_until
 
 # --- history ---------------------------------------------------------------------------------------------------
 

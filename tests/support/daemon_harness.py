@@ -20,6 +20,13 @@ def wait_until(condition: Callable[[], Any], timeout: float = 5.0) -> Any:
     return wait_for(condition, timeout, "the condition")
 
 
+def ask(h: Harness, sender: str, text: str) -> str:
+    """Sends ``text`` as ``sender`` and returns the next reply to them."""
+    before = len(h.egress.to(sender))
+    h.ingress.add(sender, text)
+    return str(wait_until(lambda: h.egress.to(sender)[before] if len(h.egress.to(sender)) > before else None))
+
+
 class Harness:
     def __init__(self, settings: Settings, connector: FakeConnector | None = None, channel: str = "imessage") -> None:
         self.settings = settings

@@ -4,9 +4,10 @@ approved tasks instead of the daemon's scheduler."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -45,18 +46,33 @@ class Page:
 
 
 @pytest.fixture
-def page(tmp_path: Path) -> Iterator[Page]:
-    settings = Settings(_env_file=None, db_path=tmp_path / "relay.db", web_port=0)  # type: ignore[call-arg]
-    store = Store(settings.db_path)
-    approvals = Approvals(store, ttl_minutes=20)
-    started: list[Approval] = []
-    decisions = WebDecisions(store, approvals, started.append)
-    state = DaemonState(channel="console", connector="afm", connector_status="ready", started_at=time.time() - 5)
-    context = WebContext(settings=settings, store=store, decisions=decisions, state=lambda: state)
-    server = WebServer(build_app(context, TOKEN), "127.0.0.1", 0)
-    url = server.start()
+def make_page(tmp_path: Path) -> Iterator[Callable[..., Page]]:
+    """The page served over settings with these overrides (each call its own database)."""
+    servers: list[tuple[WebServer, Store]] = []
+
+    def make(**overrides: Any) -> Page:
+        db_path = tmp_path / f"relay-{len(servers)}.db" if servers else tmp_path / "relay.db"
+        settings = Settings(_env_file=None, db_path=db_path, web_port=0, **overrides)  # type: ignore[call-arg]
+        store = Store(settings.db_path)
+        approvals = Approvals(store, ttl_minutes=20)
+        started: list[Approval] = []
+        decisions = WebDecisions(store, approvals, started.append)
+        state = DaemonState(channel="console", connector=settings.connector, connector_status="ready",
+                            started_at=time.time() - 5)
+        context = WebContext(settings=settings, store=store, decisions=decisions, state=lambda: state)
+        server = WebServer(build_app(context, TOKEN), "127.0.0.1", 0)
+        url = server.start()
+        servers.append((server, store))
+        return Page(url, store, approvals, started)
+
     try:
-        yield Page(url, store, approvals, started)
+        yield make
     finally:
-        server.stop()
-        store.close()
+        for server, store in servers:
+            server.stop()
+            store.close()
+
+
+@pytest.fixture
+def page(make_page: Callable[..., Page]) -> Page:
+    return make_page()

@@ -133,3 +133,35 @@ def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_is_sent_at_t
     third = daemon()
     time.sleep(1)
     assert third.connector.calls == [] and third.egress.sent == []
+
+
+def test_cancel_drops_a_page_approved_task_waiting_in_the_queue_for_good(daemon: Callable[..., Harness]) -> None:
+    """`cancel` drops a task approved on the page as one approved by text: not run, pending again, and its run
+    recorded as finished, so a restart does not run it either."""
+    h = daemon()
+    h.ingress.add(ANA, "task: fix a.py")
+    plan = wait_until(lambda: h.egress.to(ANA))[0]
+    request = re.search(r"approve (req_[0-9a-f]{8})", plan).group(1)  # type: ignore[union-attr]
+    h.ingress.add(ANA, "SLOW chat")
+    wait_until(lambda: h.connector.running == 1)
+    approved, why = WebDecisions(h.store, Approvals(h.store, 20), h.daemon.run_approved).approve(request)
+    assert approved is not None, why
+    wait_until(lambda: (ANA, f"Approved {request}: working on it in {h.settings.default_workspace}.")
+               in h.egress.progress)
+    h.ingress.add(ANA, "cancel")
+    reply = wait_until(lambda: h.egress.to(ANA)[1:])[0]
+    assert reply == (
+        "Stopped your running request.\n"
+        f'Dropped your queued request, not run: "fix a.py" ({request}). '
+        f"{request} is pending again (`approve {request}` runs it, `deny {request}` not)."
+    )
+    assert h.store.unfinished_web_runs() == []
+    h.stop()
+    assert [c.request.read_only for c in h.connector.calls] == [True, False]  # the plan and the SLOW chat only
+    h.store.close()
+
+    again = daemon()
+    again.ingress.add(ANA, "status", rowid=4)
+    status = wait_until(lambda: again.egress.to(ANA))[0]
+    assert status.startswith(f"Awaiting approval: {request}")  # not running, not queued: pending
+    assert again.connector.calls == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from apple_flow.daemon.run_log import RunLog
@@ -181,3 +182,13 @@ def test_health_names_the_agent_the_channel_and_the_last_error(page: Page) -> No
     assert "send_failed: osascript: not allowed to send" in html
 
 
+
+
+def test_health_names_the_model_and_server_the_ollama_connector_talks_to(make_page: Callable[..., Page]) -> None:
+    """As it does for the afm connector on a server (the same words, from the settings the connector runs on)."""
+    page = make_page(connector="ollama", ollama_base_url="http://10.0.0.7:11434/v1", ollama_model="llama3.2:3b")
+    html = page.logged_in().get("/health").text
+    assert "ollama, backend openai, model llama3.2:3b at http://10.0.0.7:11434/v1: ready" in html
+    afm = make_page(afm_backend="openai", afm_base_url="http://127.0.0.1:8080/v1", afm_model="smollm2")
+    html = afm.logged_in().get("/health").text
+    assert "afm, backend openai, model smollm2 at http://127.0.0.1:8080/v1: ready" in html

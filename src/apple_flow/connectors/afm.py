@@ -89,9 +89,13 @@ class AfmConnector(CliConnector):
         argv.append("-")
         return Invocation(argv, prompt, cwd, s.afm_timeout_seconds + self.kill_margin_seconds)
 
+    @classmethod
+    def backend_of(cls, settings: Settings) -> Backend:
+        """Where apple-code's model runs with these settings (the web page's health view shows it too)."""
+        return Backend(settings.afm_backend, settings.afm_base_url, settings.afm_model)
+
     def backend(self) -> Backend:
-        s = self.settings
-        return Backend(s.afm_backend, s.afm_base_url, s.afm_model)
+        return self.backend_of(self.settings)
 
     def _backend_flags(self) -> list[str]:
         backend = self.backend()
@@ -183,9 +187,9 @@ class OllamaConnector(AfmConnector):
     prompt budget, the soul prompt, the timeout, plan mode (the ``afm_*`` settings), except the backend, URL and
     model, which this preset sets."""
 
-    def backend(self) -> Backend:
-        s = self.settings
-        return Backend("openai", s.ollama_base_url, s.ollama_model)
+    @classmethod
+    def backend_of(cls, settings: Settings) -> Backend:
+        return Backend("openai", settings.ollama_base_url, settings.ollama_model)
 
     def _model_hint(self) -> str:
         return (

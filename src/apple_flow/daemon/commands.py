@@ -48,8 +48,8 @@ HELP_TEXT = """Commands:
 - plan: GOAL — a plan (no changes)
 - task: WORK — a plan first; you approve, then it runs with tools
 - approve ID [notes] / deny ID / deny all (ID may be left out when one request is pending)
-- status [ID] — what is running, pending approvals
-- cancel [RUN] — stop your running request (with a run id: only that run)
+- status [ID] — what is running and queued, pending approvals
+- cancel [RUN] — stop your running request and drop your queued ones (with a run id: only that run)
 - history [WORDS] — your recent requests and replies, newest first; with words, those containing them
 - usage — your turns, time and tokens per day and backend, last 7 days
 - clear context (or new chat, reset context) — forget the conversation

@@ -58,12 +58,20 @@ class StateView(ApprovalRecords, Protocol):
 
 
 @dataclass(frozen=True)
+class Queued:
+    """One of the sender's turns waiting to run (it has no run id yet)."""
+
+    request: str
+    approval: Approval | None = None  # an approved task waiting to be carried out
+
+
+@dataclass(frozen=True)
 class View:
     """What runs now, as the runtime saw it when the message came."""
 
     running: tuple[str, float] | None = None  # the sender's running turn: (its request, when it started)
     running_run: str | None = None  # that turn's run id, once it has one
-    queued: int = 0  # the sender's turns waiting to run
+    queued: tuple[Queued, ...] = ()  # the sender's turns waiting to run, in the order they will run
     connector_status: str = "not checked yet"
     checks: str = ""  # what the channel's start-up checks found (the iMessage channel: its permissions)
 
@@ -80,6 +88,7 @@ class Reply:
     clear_history: bool = False  # forget the sender's conversation
     cancel: bool = False  # stop the sender's running turn
     cancel_run: str | None = None  # with ``cancel``: only if the running turn is this run
+    drop_queued: bool = False  # drop the sender's turns waiting to run (recorded as not run, with this reply)
 
 
 @dataclass(frozen=True)
@@ -202,16 +211,34 @@ class Orchestrator:
         return self._approve(command, sender, message_key)
 
     def _cancel(self, sender: str, target: str | None, view: View) -> Reply:
+        """Plain `cancel` stops all the sender asked for and has not got yet: the running turn and the queued ones
+        (which then never run). `cancel <run id>` stops that run only; the queued ones go on, and it says so."""
         if target is None:
-            if view.running is None:
-                return Reply("Nothing of yours is running.")
-            return Reply("Stopped your running request.", cancel=True)
+            if view.running is None and not view.queued:
+                return Reply("Nothing of yours is running or queued.")
+            lines = ["Stopped your running request."] if view.running is not None else []
+            if view.queued:
+                lines.append(self._dropped(view.queued))
+            return Reply("\n".join(lines), cancel=True, drop_queued=True)
         run = self._store.run(target)
         if run is None or run.sender != sender:  # another sender's run is as unknown as a made-up id
             return Reply(f"No run {target} of yours. `history` lists your runs.")
         if run.id != view.running_run:
             return Reply(f"{run.id} is not running ({run.state}); nothing was stopped.")
-        return Reply(f"Stopped {run.id}.", cancel=True, cancel_run=run.id)
+        text = f"Stopped {run.id}."
+        if view.queued:
+            count, them = _count(len(view.queued), "queued request"), "it" if len(view.queued) == 1 else "them"
+            text += f" Your {count} will still run (`cancel` alone drops {them}): {_requests(view.queued)}."
+        return Reply(text, cancel=True, cancel_run=run.id)
+
+    def _dropped(self, queued: tuple[Queued, ...]) -> str:
+        text = f"Dropped your {_count(len(queued), 'queued request')}, not run: {_requests(queued)}."
+        for approval in (q.approval for q in queued if q.approval is not None):
+            if approval.expires_at > self._clock():
+                text += f" {approval.id} is pending again (`approve {approval.id}` runs it, `deny {approval.id}` not)."
+            else:
+                text += f" {approval.id} has expired; send the task again to redo it."
+        return text
 
     def _approve(self, command: Command, sender: str, message_key: str) -> Decision:
         decision = self._approvals.approve(sender, command.target, message_key, command.body)
@@ -301,7 +328,7 @@ class Orchestrator:
         handled = self._store.count_messages()
         text = (
             f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {view.connector_status}. "
-            f"Handled {handled} messages. Yours: {view.queued} queued."
+            f"Handled {handled} messages. Yours: {len(view.queued)} queued."
         ) + (f"\n{view.checks}" if view.checks else "")
         failed, latest = self._store.failed_sends(self._clock() - UNDELIVERED_WINDOW)
         if latest is not None:
@@ -319,7 +346,7 @@ class Orchestrator:
             request, since = view.running
             lines.append(f"Running for {duration_text(self._clock() - since)}: {clip(request)}")
         if view.queued:
-            lines.append(f"Queued: {view.queued}")
+            lines.append(f"Queued: {len(view.queued)} — {_requests(view.queued)}")
         for approval in self._approvals.pending(sender):
             minutes = max(1, round((approval.expires_at - self._clock()) / 60))
             lines.append(f"Awaiting approval: {approval.id} ({minutes} min left): {clip(approval.task)}")
@@ -347,6 +374,17 @@ class Orchestrator:
                 state = "expired"
             return f"{approval.id} {state}: {clip(approval.task)}"
         return f"No run or request {target}. Send `status` for yours."
+
+
+def _requests(queued: tuple[Queued, ...]) -> str:
+    """The queued requests as status and cancel name them: in order, each clipped, approved tasks with their id."""
+    return "; ".join(
+        f'"{clip(q.request, 60)}"' + (f" ({q.approval.id})" if q.approval is not None else "") for q in queued
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _clock_time(at: float) -> str:

@@ -16,9 +16,10 @@ answer names (``outbox``) are checked against the workspace, announced in the re
 Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
 conversation's new exchange and any approval request, in one transaction) before it is sent; the cursor passes a
 message only once it is finished. After ``kill -9`` the restart reads from the cursor: finished messages are
-skipped, a recorded but unsent reply is sent, a taken message is handled again. A task approved on the web page
-has no message: its run is recorded as queued with the approval, and its reply before it is sent (``web_runs``),
-so a restart runs it again or sends its reply in the same way.
+skipped, a recorded but unsent reply is sent, a taken message is handled again. Queued turns dropped by `cancel`
+are recorded as finished in the transaction that records its reply, so a restart runs none of them. A task
+approved on the web page has no message: its run is recorded as queued with the approval, and its reply before it
+is sent (``web_runs``), so a restart runs it again or sends its reply in the same way.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.arrivals import FileLimits, describe, receive
 from apple_flow.daemon.cursor import CursorTracker
-from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Reply, Turn, View, new_run_id
+from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Queued, Reply, Turn, View, new_run_id
 from apple_flow.daemon.outbox import Outgoing, check_all, note
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
@@ -293,7 +294,8 @@ class Daemon:
         running = (job.payload.turn.request, started) if job is not None and started is not None else None
         run_id = job.run_id if job is not None and started is not None else None
         checks = self._checks.summary() if self._checks is not None else ""
-        return View(running, run_id, self._scheduler.waiting(sender), self.connector_status, checks)
+        queued = tuple(Queued(j.payload.turn.request, j.payload.turn.approval) for j in self._scheduler.queued(sender))
+        return View(running, run_id, queued, self.connector_status, checks)
 
     def _apply(self, message: InboundMessage, decision: Decision) -> bool:
         """Does what the orchestrator decided; what it records, it records in one transaction. False (nothing
@@ -313,6 +315,10 @@ class Daemon:
                 if decision.clear_history:
                     store.clear(sender)
                 store.record_reply(self._channel, message.rowid, decision.text)
+                # Recorded with the reply that tells of them: a restart neither runs them nor tells of them twice.
+                # (A turn that started since the reply was decided is not dropped here: the cancel below stops it.)
+                for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
+                    self._record_dropped(job)
             if decision.cancel:
                 self._cancel(sender, decision.cancel_run)
             self._deliver(message, decision.text)
@@ -462,6 +468,20 @@ class Daemon:
             self._store.reopen_approval(turn.approval.id)
             self._store.record_reply(self._channel, message.rowid, note)
         self._deliver(message, note)
+
+    def _record_dropped(self, job: Job[Work]) -> None:
+        """A queued turn dropped by `cancel` (in the caller's transaction): finished without a reply; the approval
+        it was to carry out is pending again."""
+        message, turn = job.payload.message, job.payload.turn
+        self._store.log_event("dropped", f"not run (cancel): {turn.request[:80]!r}", turn.sender)
+        if turn.approval is not None:
+            self._store.reopen_approval(turn.approval.id)
+        if message is None:  # approved on the web page
+            if turn.approval is not None:
+                self._store.record_web_reply(turn.approval.id, None)
+            return
+        self._store.record_reply(self._channel, message.rowid, None, "cancelled before it ran")
+        self._finished(message.rowid)
 
     def _deliver(self, message: InboundMessage, reply: str) -> None:
         # The sender, or e.g. the group chat the message came from.

@@ -77,11 +77,28 @@ class Scheduler(Generic[T]):
         with self._lock:
             return [job for job in self._active.values() if job.started_at is not None]
 
-    def waiting(self, sender: str) -> int:
+    def queued(self, sender: str) -> list[Job[T]]:
+        """The sender's jobs not started yet, in the order they will run."""
         with self._lock:
-            job = self._active.get(sender)
-            not_started = 1 if job is not None and job.started_at is None else 0
-            return len(self._waiting.get(sender, ())) + not_started
+            return self._queued(sender)
+
+    def drop_queued(self, sender: str) -> list[Job[T]]:
+        """Takes the sender's jobs not started yet out (in order; marked cancelled): they will never run. The
+        sender's running job and every other sender's jobs are left alone."""
+        with self._lock:
+            dropped = self._queued(sender)
+            self._waiting.pop(sender, None)
+            for job in dropped:
+                job.cancelled.set()  # ``next()`` skips it if it is still in the ready queue
+            if dropped and self._active.get(sender) is dropped[0]:
+                del self._active[sender]
+            self._changed.notify_all()
+            return dropped
+
+    def _queued(self, sender: str) -> list[Job[T]]:
+        job = self._active.get(sender)
+        ready = [job] if job is not None and job.started_at is None else []
+        return ready + list(self._waiting.get(sender, ()))
 
     def busy(self) -> bool:
         with self._lock:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from apple_flow.cli.diagnostics import Check, Status, check_chat_db, check_full_disk_access
 from apple_flow.config import Settings
+from apple_flow.connectors.afm import AfmConnector
+from apple_flow.connectors.registry import REGISTRY
 from apple_flow.daemon.store import Store
 
 ERROR_KINDS = ("ingress_error", "send_failed", "dispatch_error")
@@ -38,11 +40,12 @@ def health_checks(settings: Settings, store: Store, state: DaemonState) -> list[
 
 def _agent(settings: Settings, state: DaemonState) -> Check:
     model = ""
-    if settings.connector == "afm":
-        backend = settings.afm_backend
-        model = f", backend {backend}" + (f", model {settings.afm_model}" if settings.afm_model else "")
-        if settings.afm_base_url:
-            model += f" at {settings.afm_base_url}"
+    connector = REGISTRY.get(settings.connector)
+    if connector is not None and issubclass(connector, AfmConnector):  # afm, and ollama (afm on Ollama's server)
+        backend = connector.backend_of(settings)  # what the connector runs on, not a second reading of the settings
+        model = f", backend {backend.name}" + (f", model {backend.model}" if backend.model else "")
+        if backend.base_url:
+            model += f" at {backend.base_url}"
     detail = f"{state.connector}{model}: {state.connector_status}"
     if state.connector_status == "ready":
         return Check("agent and model", Status.OK, detail)
