@@ -131,15 +131,22 @@ enum FileIO {
     }
 
     /// Creates or replaces a regular file with `bytes`. O_NOFOLLOW: a symlink planted at the final name after
-    /// resolution is refused instead of followed out of the workspace.
+    /// resolution is refused instead of followed out of the workspace. A file with other hard links is refused
+    /// before anything is truncated: another name of the same file may be outside the workspace (a hook in
+    /// .git/hooks, pnpm's shared store, a file of the user's), and writing in place would change it there too.
     static func writeFile(_ bytes: [UInt8], to path: String, shown: String) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o644)
+        let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o644)
         guard fd >= 0 else { throw ToolFailure("cannot write \(shown) (\(errorText(errno)))") }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             throw ToolFailure("\(shown) is not a regular file; refused")
         }
+        guard info.st_nlink <= 1 else {
+            throw ToolFailure("\(shown) has \(info.st_nlink) hard links (other names for the same file, possibly "
+                + "outside the workspace), and writing it would change them all; refused. Write a new file instead")
+        }
+        guard ftruncate(fd, 0) == 0 else { throw ToolFailure("cannot write \(shown) (\(errorText(errno)))") }
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { raw -> Int in

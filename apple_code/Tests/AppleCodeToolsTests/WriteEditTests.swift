@@ -44,6 +44,26 @@ import Testing
         #expect(result.filesChanged == ["real.txt"])
         #expect(ws.read("real.txt") == "new")
     }
+
+    /// A hard link in the workspace to a file outside it (made here to the test's own `outside` folder) is the
+    /// same file: writing or editing it in place would change the outside one. Refused, nothing changed.
+    @Test func aHardLinkToAFileOutsideIsNotWrittenOrEdited() async throws {
+        let ws = try TempWorkspace()
+        #expect(link(ws.outside + "/secret.txt", ws.path + "/linked.txt") == 0)
+        let write = await ws.call(WriteFileTool(), ["path": "linked.txt", "content": "overwritten"])
+        #expect(write.text.hasPrefix("Error: writeFile: linked.txt has 2 hard links"), "\(write.text)")
+        #expect(write.filesChanged.isEmpty)
+        let edit = await ws.call(EditFileTool(), ["path": "linked.txt", "oldText": "secret", "newText": "changed"])
+        #expect(edit.text.hasPrefix("Error: editFile: linked.txt has 2 hard links"), "\(edit.text)")
+        #expect(try String(contentsOfFile: ws.outside + "/secret.txt", encoding: .utf8) == "secret\n")
+        // Reading it stays possible (pnpm's node_modules are hard links into its store).
+        #expect(await ws.call(ReadFileTool(), ["path": "linked.txt"]).ok)
+        // A file whose other name is gone is an ordinary file again: replaced, shorter content and all.
+        #expect(unlink(ws.outside + "/secret.txt") == 0)
+        let after = await ws.call(WriteFileTool(), ["path": "linked.txt", "content": "x"])
+        #expect(after.ok, "\(after.text)")
+        #expect(ws.read("linked.txt") == "x")
+    }
 }
 
 @Suite struct EditFileTests {
