@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from apple_flow.daemon import run_log
 from apple_flow.daemon.run_log import EVENT_MAX_BYTES, RunLog, bounded_json
 from apple_flow.daemon.store import Store
+from support.old_database import old_database
 
 
 @pytest.fixture
@@ -81,19 +81,10 @@ def test_a_store_that_cannot_be_written_does_not_stop_the_run(store: Store, tmp_
 
 
 def test_the_migration_keeps_existing_runs(tmp_path: Path) -> None:
-    path = tmp_path / "relay.db"
-    db = sqlite3.connect(path)
-    from apple_flow.daemon.store import MIGRATIONS, _statements
-
-    for index in range(3):
-        for statement in _statements(MIGRATIONS[index]):
-            db.execute(statement)
-    db.execute(
+    path = old_database(
+        tmp_path / "relay.db", 3,
         "INSERT INTO runs (id, sender, kind, workspace, request, state, started_at) "
-        "VALUES ('old', 's', 'chat', '/ws', 'hi', 'done', 1)"
+        "VALUES ('old', 's', 'chat', '/ws', 'hi', 'done', 1)",
     )
-    db.execute("PRAGMA user_version = 3")
-    db.commit()
-    db.close()
     run = Store(path).run("old")
     assert run is not None and run.message is None and run.events_dropped == 0 and run.request == "hi"

@@ -9,6 +9,7 @@ import pytest
 
 from apple_flow.connectors.base import Exchange
 from apple_flow.daemon.store import HISTORY_KEEP, SCHEMA_VERSION, Store, StoreError
+from support.old_database import old_database
 
 
 def test_first_open_creates_the_database_in_wal_mode_at_the_current_version(tmp_path: Path) -> None:
@@ -92,16 +93,7 @@ def test_runs_left_running_are_marked_interrupted(tmp_path: Path) -> None:
 
 
 def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> None:
-    from apple_flow.daemon.store import MIGRATIONS, _statements
-
-    path = tmp_path / "relay.db"
-    db = sqlite3.connect(path)
-    for statement in _statements(MIGRATIONS[0]):
-        db.execute(statement)
-    db.execute("INSERT INTO cursor (channel, last_rowid) VALUES ('imessage', 7)")
-    db.execute("PRAGMA user_version = 1")
-    db.commit()
-    db.close()
+    path = old_database(tmp_path / "relay.db", 1, "INSERT INTO cursor (channel, last_rowid) VALUES ('imessage', 7)")
     store = Store(path)
     assert store.schema_version == SCHEMA_VERSION == 10
     assert store.cursor("imessage") == 7
@@ -146,21 +138,12 @@ def test_a_finished_turn_is_recorded_whole_or_not_at_all(tmp_path: Path, monkeyp
 
 
 def test_a_version_8_database_gains_the_runs_backend_and_searches_only_the_senders_runs(tmp_path: Path) -> None:
-    from apple_flow.daemon.store import MIGRATIONS, _statements
-
-    path = tmp_path / "relay.db"
-    db = sqlite3.connect(path)
-    for migration in MIGRATIONS[:8]:
-        for statement in _statements(migration):
-            db.execute(statement)
-    db.execute(
+    path = old_database(
+        tmp_path / "relay.db", 8,
         "INSERT INTO runs (id, sender, kind, workspace, request, state, result, started_at) VALUES "
         "('run_old', 'ana', 'chat', '/ws', 'Straße am Fluss', 'done', 'ok', 1), "
-        "('run_bob', 'bob', 'chat', '/ws', 'STRASSE for bob', 'done', 'ok', 2)"
+        "('run_bob', 'bob', 'chat', '/ws', 'STRASSE for bob', 'done', 'ok', 2)",
     )
-    db.execute("PRAGMA user_version = 8")
-    db.commit()
-    db.close()
     store = Store(path)
     old = store.run("run_old")
     assert old is not None and (old.backend, old.tokens_estimated) == (None, None)
@@ -195,20 +178,13 @@ def test_sent_texts_are_kept_for_the_echo_window_only(tmp_path: Path) -> None:
 
 
 def test_a_version_9_database_gains_the_record_of_a_replys_files_keeping_its_messages(tmp_path: Path) -> None:
-    from apple_flow.daemon.store import MIGRATIONS, ReplyFile, _statements, message_reply
+    from apple_flow.daemon.store import ReplyFile, message_reply
 
-    path = tmp_path / "relay.db"
-    db = sqlite3.connect(path)
-    for migration in MIGRATIONS[:9]:
-        for statement in _statements(migration):
-            db.execute(statement)
-    db.execute(
+    path = old_database(
+        tmp_path / "relay.db", 9,
         "INSERT INTO messages (channel, rowid, sender, text, state, reply, received_at, updated_at) VALUES "
-        "('imessage', 3, 'ana', 'send me the report', 'replied', 'Here it is.', 1, 1)"
+        "('imessage', 3, 'ana', 'send me the report', 'replied', 'Here it is.', 1, 1)",
     )
-    db.execute("PRAGMA user_version = 9")
-    db.commit()
-    db.close()
     store = Store(path)
     assert store.schema_version == 10
     old = store.message("imessage", 3)

@@ -91,6 +91,11 @@ final class OneShotServer: @unchecked Sendable {
         URL(string: "http://127.0.0.1:\(server.port)\(path)")!
     }
 
+    /// A GET of `server`'s chat path, read whole.
+    func get(_ server: OneShotServer) async throws -> HTTPClient.Response {
+        try await HTTPClient.send(url: url(server), method: "GET", body: nil, headers: [:], timeout: 5)
+    }
+
     func body(of streamed: HTTPClient.Streamed) async throws -> (text: String, pieces: Int) {
         var data = Data()
         var pieces = 0
@@ -142,7 +147,7 @@ final class OneShotServer: @unchecked Sendable {
     @Test func interimResponsesAreSkipped() async throws {
         let server = try OneShotServer([.send("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 404 Not Found\r\n"
             + "content-length: 9\r\n\r\nno model!")])
-        let response = try await HTTPClient.send(url: url(server), method: "GET", body: nil, headers: [:], timeout: 5)
+        let response = try await get(server)
         #expect(response.status == 404)
         #expect(String(decoding: response.body, as: UTF8.self) == "no model!")
     }
@@ -150,22 +155,22 @@ final class OneShotServer: @unchecked Sendable {
     @Test func aBodyCutShortIsAnErrorNotATruncatedAnswer() async throws {
         let server = try OneShotServer([.send("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")])
         await #expect(throws: HTTPClient.Failure.other("the server closed the connection before the response ended")) {
-            _ = try await HTTPClient.send(url: url(server), method: "GET", body: nil, headers: [:], timeout: 5)
+            _ = try await get(server)
         }
         let chunked = try OneShotServer([.send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nshort")])
         await #expect(throws: HTTPClient.Failure.other("the server closed the connection before the response ended")) {
-            _ = try await HTTPClient.send(url: url(chunked), method: "GET", body: nil, headers: [:], timeout: 5)
+            _ = try await get(chunked)
         }
     }
 
     @Test func aServerThatClosesWithoutAnswerOrSendsNoHTTPIsAnError() async throws {
         let silent = try OneShotServer([])
         await #expect(throws: HTTPClient.Failure.other("the server closed the connection without a response")) {
-            _ = try await HTTPClient.send(url: url(silent), method: "GET", body: nil, headers: [:], timeout: 5)
+            _ = try await get(silent)
         }
         let garbage = try OneShotServer([.send("SSH-2.0-OpenSSH_9.6\r\n\r\n")])
         await #expect(throws: HTTPClient.Failure.other("the server's reply is not HTTP/1.x: SSH-2.0-OpenSSH_9.6")) {
-            _ = try await HTTPClient.send(url: url(garbage), method: "GET", body: nil, headers: [:], timeout: 5)
+            _ = try await get(garbage)
         }
     }
 
