@@ -207,42 +207,21 @@ private final class SocketExchange: @unchecked Sendable {
         }
     }
 
-    /// Tries each address of the host with a non-blocking connect; the first that connects is the socket.
+    /// The connection, or `cannotConnect` naming the host and why.
     private func connect(_ request: SocketRequest) throws -> Int32 {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(request.host, String(request.port), &hints, &list)
-        guard status == 0 else {
-            throw HTTPClient.Failure.cannotConnect("cannot find host \(request.host): \(String(cString: gai_strerror(status)))")
-        }
-        defer { freeaddrinfo(list) }
-        var reason = "no address"
-        var entry = list
-        while let info = entry?.pointee {
-            entry = info.ai_next
-            let socket = Glibc.socket(info.ai_family, info.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), info.ai_protocol)
-            guard socket >= 0 else { continue }
-            _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL, 0) | O_NONBLOCK)
-            var error: Int32 = 0
-            if Glibc.connect(socket, info.ai_addr, info.ai_addrlen) != 0 {
-                error = errno
-                if error == EINPROGRESS {
-                    do { try wait(socket, events: Int16(POLLOUT)) } catch { close(socket); throw error }
-                    var length = socklen_t(MemoryLayout<Int32>.size)
-                    if getsockopt(socket, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
-                }
+        let socket: Int32
+        do {
+            socket = try TCPConnect.open(host: request.host, port: request.port) { [self] in
+                try wait($0, events: Int16(POLLOUT))
             }
-            if error == 0 {
-                var on: Int32 = 1
-                _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
-                return socket
-            }
-            reason = String(cString: strerror(error))
-            close(socket)
+        } catch TCPConnect.Failure.unknownHost(let reason) {
+            throw HTTPClient.Failure.cannotConnect("cannot find host \(request.host): \(reason)")
+        } catch TCPConnect.Failure.refused(let reason) {
+            throw HTTPClient.Failure.cannotConnect("\(request.host) port \(request.port): \(reason)")
         }
-        throw HTTPClient.Failure.cannotConnect("\(request.host) port \(request.port): \(reason)")
+        var on: Int32 = 1
+        _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+        return socket
     }
 
     private func send(_ bytes: [UInt8], on socket: Int32) throws {
