@@ -119,7 +119,7 @@ class Daemon:
             settings.allowed_senders, settings.max_messages_per_minute, settings.default_region, local_senders
         )
         self.orchestrator = Orchestrator(
-            store, policy, Approvals(store, settings.approval_ttl_minutes), Workspaces(settings),
+            store, policy, Approvals(store.approvals, settings.approval_ttl_minutes), Workspaces(settings),
             connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
             run_links=settings.web_base_url if settings.web_enabled else None,
             send_files=settings.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
@@ -146,11 +146,11 @@ class Daemon:
     def run(self) -> int:
         """Runs until the input ends (then drains every pending turn) or a stop is requested. Returns the exit
         status: 0, or 1 when the ingress failed."""
-        previous = self._store.meta(CHILD_TOKEN_KEY)
+        previous = self._store.meta.get(CHILD_TOKEN_KEY)
         if previous:
             orphans.kill_orphans(previous)
-        self._store.set_meta(CHILD_TOKEN_KEY, orphans.mark_children())
-        interrupted = self._store.interrupt_running_runs()
+        self._store.meta.set(CHILD_TOKEN_KEY, orphans.mark_children())
+        interrupted = self._store.runs.interrupt_running()
         if interrupted:
             log.warning("%d run(s) were cut short by the previous shutdown; their messages are handled again",
                         interrupted)
@@ -159,7 +159,7 @@ class Daemon:
         if self._checks is not None and not self._checks.wait_until_ready(self._stop):
             self._shutdown()
             return 0
-        start = self._store.cursor(self._channel)
+        start = self._store.cursors.get(self._channel)
         if start is None:
             start = self._first_start()
         else:
@@ -169,7 +169,7 @@ class Daemon:
         threading.Thread(target=self._read, args=(start,), name="ingress", daemon=True).start()
         watchdog = threading.Thread(target=self._watch_timeouts, name="watchdog", daemon=True)
         watchdog.start()
-        self._store.log_event("start", f"channel {self._channel}, cursor {start}")
+        self._store.events.log("start", f"channel {self._channel}, cursor {start}")
         log.info("apple-flow daemon ready (channel %s, cursor %d)", self._channel, start)
         self.ready.set()
         status = 0
@@ -187,7 +187,7 @@ class Daemon:
                 continue
             if isinstance(item, BaseException):
                 log.error("reading messages failed: %s", item)
-                self._store.log_event("ingress_error", str(item))
+                self._store.events.log("ingress_error", str(item))
                 status = 1
                 break
             try:
@@ -207,14 +207,14 @@ class Daemon:
         try:
             latest = self._ingress.latest_rowid()
         except Exception as exc:
-            self._store.log_event("ingress_error", str(exc))
+            self._store.events.log("ingress_error", str(exc))
             raise StartError(str(exc)) from exc
         start = max(0, latest - self._settings.max_startup_replay_rows)
         self._catchup = (latest, time.time() - self._settings.startup_catchup_window_seconds)
         # Saved with the cursor: a first run stopped before it passed the old rows must not answer them next time.
         with self._store.transaction():
-            self._store.set_meta(self._catchup_key, f"{self._catchup[0]} {self._catchup[1]}")
-            self._store.set_cursor(self._channel, start)
+            self._store.meta.set(self._catchup_key, f"{self._catchup[0]} {self._catchup[1]}")
+            self._store.cursors.set(self._channel, start)
         return start
 
     @property
@@ -222,7 +222,7 @@ class Daemon:
         return f"catchup:{self._channel}"
 
     def _saved_catchup(self) -> tuple[int, float] | None:
-        saved = (self._store.meta(self._catchup_key) or "").split()
+        saved = (self._store.meta.get(self._catchup_key) or "").split()
         return (int(saved[0]), float(saved[1])) if len(saved) == 2 else None
 
     def _read(self, after: int) -> None:
@@ -262,18 +262,18 @@ class Daemon:
         try:
             self._connector.shutdown()
         finally:
-            self._store.log_event("stop", f"channel {self._channel}")
+            self._store.events.log("stop", f"channel {self._channel}")
 
     # ------------------------------------------------------------------------------------------- messages
 
     def _dispatch(self, message: InboundMessage) -> None:
-        record = self._store.message(self._channel, message.rowid)
+        record = self._store.messages.get(self._channel, message.rowid)
         if record is not None and record.state in FINISHED:
             self._finish_message(message)  # its reply's files that a crash left unsent go first
             return
         if record is not None and record.state == "replied" and record.reply is not None:
             if self._egress.went_out(message.reply_target, record.reply, message.rowid):  # sent just before a crash
-                self._store.mark_sent(self._channel, message.rowid)
+                self._store.messages.mark_sent(self._channel, message.rowid)
                 self._finish_message(message)
             else:
                 self._deliver(message, record.reply)  # recorded before a crash, never sent
@@ -308,17 +308,17 @@ class Daemon:
         if isinstance(decision, Ignore):
             log.info("ignored a message from %s (%s)", sender, decision.reason)
             with store.transaction():
-                store.ignore(self._channel, message.rowid, sender, message.text, decision.reason)
-                store.log_event("ignored", f"{decision.reason}: {message.text[:80]!r}", sender)
+                store.messages.ignore(self._channel, message.rowid, sender, message.text, decision.reason)
+                store.events.log("ignored", f"{decision.reason}: {message.text[:80]!r}", sender)
                 self._finished(message.rowid)
         elif isinstance(decision, Reply):
             with store.transaction():
-                if not store.decide_approvals(decision.decided):
+                if not store.approvals.decide(decision.decided):
                     return False
-                store.take(self._channel, message.rowid, sender, message.text)
+                store.messages.take(self._channel, message.rowid, sender, message.text)
                 if decision.clear_history:
-                    store.clear(sender)
-                store.record_reply(self._channel, message.rowid, decision.text)
+                    store.history.clear(sender)
+                store.messages.record_reply(self._channel, message.rowid, decision.text)
                 # Recorded with the reply that tells of them: a restart neither runs them nor tells of them twice.
                 # (A turn that started since the reply was decided is not dropped here: the cancel below stops it.)
                 for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
@@ -328,9 +328,9 @@ class Daemon:
             self._deliver(message, decision.text)
         else:
             with store.transaction():
-                if not store.decide_approvals(decision.decided):
+                if not store.approvals.decide(decision.decided):
                     return False
-                store.take(self._channel, message.rowid, sender, message.text)
+                store.messages.take(self._channel, message.rowid, sender, message.text)
             if decision.ack:
                 self._progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, Work(message, decision)))
@@ -344,21 +344,21 @@ class Daemon:
     def _resume_web_approvals(self) -> None:
         """At start-up: requests approved on the web page whose run a crash or stop cut short run again (a message
         is handled again instead); an answer recorded but not sent is sent."""
-        for approval, reply in self._store.unfinished_web_runs():
+        for approval, reply in self._store.web_runs.unfinished():
             if reply is None:
                 log.info("%s was approved on the web page and did not finish: running it again", approval.id)
                 self._inbox.put(_WebApproval(approval))
             else:
                 self._send_web_reply(approval, reply)
-        for reply_of in self._store.replies_with_unsent_files(WEB_REPLY_PREFIX):  # answers sent, files cut short
+        for reply_of in self._store.reply_files.replies_with_unsent(WEB_REPLY_PREFIX):  # answers sent, files cut short
             self._send_reply_files(reply_of)
 
     def _send_web_reply(self, approval: Approval, reply: str) -> None:
         failed = self._send(approval.sender, reply)
         with self._store.transaction():
-            self._store.web_reply_sent(approval.id)
+            self._store.web_runs.mark_sent(approval.id)
             if failed is not None:
-                self._store.log_event("send_failed", failed, approval.sender)
+                self._store.events.log("send_failed", failed, approval.sender)
         self._send_reply_files(web_reply(approval.id))
 
     def _queue_approved(self, approval: Approval) -> None:
@@ -394,12 +394,12 @@ class Daemon:
             return
         run_id = new_run_id()
         key = f"{self._channel}:{message.rowid}" if message is not None else None
-        self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request, key)
+        self._store.runs.start(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request, key)
         job.run_id = run_id  # from now on `cancel <run id>` finds it
         window = self._connector.context_window
         request = TurnRequest(
-            turn.prompt, turn.workspace, tuple(self._store.history(turn.sender, window)), turn.read_only, turn.plan,
-            key=turn.sender, files_note=self._receive_files(message, turn),
+            turn.prompt, turn.workspace, tuple(self._store.history.recent(turn.sender, window)), turn.read_only,
+            turn.plan, key=turn.sender, files_note=self._receive_files(message, turn),
         )
         outcome: TurnOutcome | Exception
         try:
@@ -417,11 +417,15 @@ class Daemon:
         reply_of = (message_reply(self._channel, message.rowid) if message is not None
                     else web_reply(turn.approval.id) if turn.approval is not None else None)
         with self._store.transaction():
-            self._store.record_turn(self._channel, message.rowid if message else None, turn.sender, run_id, finished)
+            if message is not None:
+                self._store.messages.record_reply(
+                    self._channel, message.rowid, finished.reply, "cancelled" if finished.reply is None else None
+                )
+            self._store.record_turn(turn.sender, run_id, finished)
             if message is None and turn.approval is not None:  # approved on the web page: its reply is kept there
-                self._store.record_web_reply(turn.approval.id, finished.reply)
+                self._store.web_runs.record_reply(turn.approval.id, finished.reply)
             if reply_of is not None and finished.reply is not None:  # the files go with the reply, or not at all
-                self._store.record_reply_files(
+                self._store.reply_files.record(
                     reply_of, recipient, turn.sender, str(turn.workspace),
                     [(item.shown, str(item.path)) for item in outgoing if item.path is not None],
                 )
@@ -443,7 +447,7 @@ class Daemon:
         for arrival in arrivals:
             if arrival.path is None:
                 log.info("message %d: %r not received (%s)", message.rowid, arrival.name, arrival.problem)
-        self._store.log_event(
+        self._store.events.log(
             "files", ", ".join(a.path or f"{a.name!r} missing" for a in arrivals)[:300], message.sender
         )
         return describe(arrivals)
@@ -469,40 +473,40 @@ class Daemon:
     def _withdrawn(self, message: InboundMessage, turn: Turn) -> None:
         """Not run; an approval it carried is pending again, and the sender, told it was approved, hears so."""
         log.info("message %d of %s was unsent before its turn started: not run", message.rowid, message.sender)
-        self._store.log_event("unsent", f"not run: {message.text[:80]!r}", message.sender)
+        self._store.events.log("unsent", f"not run: {message.text[:80]!r}", message.sender)
         if turn.approval is None:
             with self._store.transaction():
-                self._store.record_reply(self._channel, message.rowid, None, "unsent before it ran")
+                self._store.messages.record_reply(self._channel, message.rowid, None, "unsent before it ran")
                 self._finished(message.rowid)
             return
         note = (f"Not run: you unsent `{message.text.strip()}` before it started. "
                 f"{turn.approval.id} is pending again.")
         with self._store.transaction():
-            self._store.reopen_approval(turn.approval.id)
-            self._store.record_reply(self._channel, message.rowid, note)
+            self._store.approvals.reopen(turn.approval.id)
+            self._store.messages.record_reply(self._channel, message.rowid, note)
         self._deliver(message, note)
 
     def _record_dropped(self, job: Job[Work]) -> None:
         """A queued turn dropped by `cancel` (in the caller's transaction): finished without a reply; the approval
         it was to carry out is pending again."""
         message, turn = job.payload.message, job.payload.turn
-        self._store.log_event("dropped", f"not run (cancel): {turn.request[:80]!r}", turn.sender)
+        self._store.events.log("dropped", f"not run (cancel): {turn.request[:80]!r}", turn.sender)
         if turn.approval is not None:
-            self._store.reopen_approval(turn.approval.id)
+            self._store.approvals.reopen(turn.approval.id)
         if message is None:  # approved on the web page
             if turn.approval is not None:
-                self._store.record_web_reply(turn.approval.id, None)
+                self._store.web_runs.record_reply(turn.approval.id, None)
             return
-        self._store.record_reply(self._channel, message.rowid, None, "cancelled before it ran")
+        self._store.messages.record_reply(self._channel, message.rowid, None, "cancelled before it ran")
         self._finished(message.rowid)
 
     def _deliver(self, message: InboundMessage, reply: str) -> None:
         # The sender, or e.g. the group chat the message came from.
         failed = self._send(message.reply_target, reply)
         with self._store.transaction():
-            self._store.mark_sent(self._channel, message.rowid, failed=failed)
+            self._store.messages.mark_sent(self._channel, message.rowid, failed=failed)
             if failed is not None:
-                self._store.log_event("send_failed", failed, message.sender)
+                self._store.events.log("send_failed", failed, message.sender)
         self._finish_message(message)
 
     def _finish_message(self, message: InboundMessage) -> None:
@@ -537,7 +541,7 @@ class Daemon:
         """Sends the files a reply names that are not sent yet (recorded with the reply), each marked as it goes.
         Each is checked again first: after a crash it may have gone or grown past the limit. One that cannot go
         gets a line saying why."""
-        for item in self._store.unsent_reply_files(reply_of):
+        for item in self._store.reply_files.unsent(reply_of):
             if self._settings.send_files_per_reply <= 0:  # turned off before a restart
                 problem: str | None = "sending files is turned off"
             else:
@@ -547,11 +551,11 @@ class Daemon:
                 # Said before it is marked: a crash in between tries the file again rather than keep silent.
                 self._progress(item.recipient, f"Could not send {item.shown}: {problem}")
             with self._store.transaction():
-                self._store.reply_file_done(item.id, problem)
+                self._store.reply_files.done(item.id, problem)
                 if problem is None:
-                    self._store.log_event("file_sent", item.shown, item.sender)
+                    self._store.events.log("file_sent", item.shown, item.sender)
                 else:
-                    self._store.log_event("file_not_sent", f"{item.shown}: {problem}", item.sender)
+                    self._store.events.log("file_not_sent", f"{item.shown}: {problem}", item.sender)
 
     def _send_file(self, recipient: str, path: Path) -> str | None:
         """Sends one checked file; returns why it could not be sent, or None."""
@@ -569,7 +573,7 @@ class Daemon:
         tracker = self._require_tracker()
         position = tracker.passed(rowid) if skipped else tracker.finished(rowid)
         if position is not None:
-            self._store.advance_cursor(self._channel, position)
+            self._store.cursors.advance(self._channel, position)
 
     def _progress(self, recipient: str, text: str) -> None:
         """Best effort: progress is not recorded with the message, and a failure to send it does not stop the
@@ -606,7 +610,7 @@ class Daemon:
 
     def _store_event_quietly(self, kind: str, detail: str) -> None:
         try:
-            self._store.log_event(kind, detail)
+            self._store.events.log(kind, detail)
         except Exception:
             log.exception("could not record the %s event", kind)
 
