@@ -29,6 +29,16 @@ def test_a_chat_message_is_answered_and_recorded(harness: Callable[..., Harness]
     assert h.connector.shut_down
 
 
+def test_a_daemon_starts_its_threads_in_run_not_when_it_is_made(harness: Callable[..., Harness]) -> None:
+    before = {thread.ident for thread in threading.enumerate()}
+    h = harness(max_concurrent_ai_calls=3)
+    assert not {thread.ident for thread in threading.enumerate()} - before  # made: nothing runs yet
+    h.start()
+    names = sorted(t.name for t in threading.enumerate() if t.ident not in before and t.name != h._thread.name)
+    assert names == ["ingress", "turn-0", "turn-1", "turn-2", "watchdog"]
+    assert h.finish() == 0
+
+
 def test_an_unknown_sender_gets_nothing_and_is_logged(harness: Callable[..., Harness]) -> None:
     h = harness().start()
     h.ingress.add("+15550000000", "let me in")
