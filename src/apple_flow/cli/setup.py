@@ -124,7 +124,7 @@ def check_senders(text: str, region: str) -> list[str]:
 
 
 def shown_path(path: Path) -> str:
-    """``~/…`` for a folder in the home folder (as the README writes them), else the absolute path."""
+    """``~/…`` for a folder in the home folder (as the docs write them), else the absolute path."""
     home = Path.home()
     return "~" if path == home else f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
 
