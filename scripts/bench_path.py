@@ -84,6 +84,8 @@ LAYERS: dict[str, int] = {
     "apple_flow.paths": 3,
     "apple_flow.regularfile": 3,
     "apple_flow.privatefile": 3,
+    "apple_flow.host": 3,
+    "apple_flow.health": 0,
 }
 # Packages counted as one module: the store's tables and its database are one part (calls among them are not calls
 # between modules).

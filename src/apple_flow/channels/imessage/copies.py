@@ -4,9 +4,21 @@ restart is not run again (``echo.CopyRecord``; migration 8 of ``daemon.store.mig
 
 from __future__ import annotations
 
-from apple_flow.daemon.store.database import Database
+import sqlite3
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 COPIES_KEEP = 10_000  # rows whose copy decision is kept per channel (a re-inserted row comes back within days)
+
+
+class Database(Protocol):
+    """The daemon's database as this table uses it (``daemon.store.Database``)."""
+
+    def rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]: ...
+
+    def write(self, sql: str, args: tuple[Any, ...] = ()) -> sqlite3.Cursor: ...
+
+    def transaction(self) -> AbstractContextManager[None]: ...
 
 
 class CopyTable:
