@@ -96,6 +96,9 @@ private struct LoopRun {
     /// Whether a figure of the usage so far came from the estimator: a turn's tokens, the fixed overhead.
     var turnsEstimated = false
     var fixedEstimated = false
+    /// `--verify`: the check each final answer must pass, and the history entry of its latest failure.
+    var verification: Verification?
+    var feedbackEntry: Int?
 
     init(loop: AgentLoop, request: AgentRequest, events: any EventSink) {
         self.loop = loop
@@ -105,6 +108,7 @@ private struct LoopRun {
         self.budget = ContextBudget(contextTokens: request.contextTokens, instructions: request.instructions, tools: specs)
         self.style = loop.style
         self.entries = [.user(request.prompt)]
+        self.verification = request.verify
     }
 
     mutating func run() async throws -> AgentAnswer {
@@ -112,7 +116,7 @@ private struct LoopRun {
             try budget.check(task: request.prompt)
             request.log("budget: context \(budget.contextTokens), instructions \(budget.instructionTokens), "
                 + "tool definitions \(budget.toolTokens), answer reserve \(budget.answerReserve) estimated tokens")
-            return try await loopTurns()
+            return try await checkedAnswer()
         } catch var error as AgentError {
             error.progress.merge(progress)
             if error.partialAnswer.isEmpty { error.partialAnswer = partial }
@@ -131,6 +135,55 @@ private struct LoopRun {
     private var maxTurnsError: AgentError {
         AgentError(.maxTurns, "stopped after --max-turns \(request.maxTurns) model turns without a final answer; "
             + "raise --max-turns or narrow the task")
+    }
+
+    /// The loop's answer once the `--verify` check passes: a failing check goes back to the model with the tools
+    /// while rounds, turns and time are left (a repair needs two turns: one with tools, one to answer).
+    private mutating func checkedAnswer() async throws -> AgentAnswer {
+        while true {
+            let answer = try await loopTurns()
+            guard var verification else { return answer }
+            let turnsLeft = request.maxTurns - progress.turns
+            let verdict = await verification.verify(
+                deadline: request.deadline, events: events, feedbackTokens: feedbackTokens(),
+                cannotRepair: turnsLeft < 2 ? "--max-turns \(request.maxTurns) leaves no turns for another" : nil)
+            self.verification = verification
+            progress.verify = verification.report
+            try Task.checkCancellation()
+            switch verdict {
+            case .passed:
+                return AgentAnswer(text: answer.text, progress: progress)
+            case .failed(let message):
+                throw AgentError(.verify, message, partialAnswer: answer.text)
+            case .repair(let feedback):
+                repair(feedback, after: answer.text)
+            }
+        }
+    }
+
+    /// A repair round: the answer the check rejected, then the check's failure as a user message (an earlier one
+    /// shrinks to a line), tools offered again, and results remembered before it forgotten (the check may have
+    /// changed files).
+    private mutating func repair(_ feedback: String, after answer: String) {
+        let round = verification?.report.rounds ?? 1
+        request.log("verify: the check failed; repair round \(round) of \(verification?.check.rounds ?? round)")
+        if let earlier = feedbackEntry, case .user(let text) = entries[earlier] {
+            entries[earlier] = .user(String(text.prefix { $0 != "\n" }) + " (its output is replaced by a newer run below)")
+        }
+        if !answer.isEmpty { entries.append(.assistant(text: answer, calls: [])) }
+        feedbackEntry = entries.count
+        entries.append(.user(feedback))
+        answerRequested = nil
+        memory = CallMemory()
+        lastCallKey = nil
+    }
+
+    /// What the check's failure may take in the history: half of what the window leaves beside the instructions,
+    /// the tools, the answer reserve and the task, and at most a quarter of the window.
+    private func feedbackTokens() -> Int {
+        let room = budget.contextTokens - budget.fixedTokens - budget.answerReserve
+            - TokenEstimator.estimate(request.prompt) - 64
+        return max(64, min(room / 2, budget.contextTokens / 4))
     }
 
     private mutating func loopTurns() async throws -> AgentAnswer {

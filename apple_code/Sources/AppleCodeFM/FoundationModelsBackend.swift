@@ -108,7 +108,7 @@ public struct FoundationModelsBackend: AgentBackend {
         let taskTokens = await counter?.count(request.prompt) ?? TokenEstimator.estimate(request.prompt)
         try plan.check(taskTokens: taskTokens)
 
-        let ledger = RunLedger(plan: plan, maxToolCalls: request.maxTurns)
+        let ledger = RunLedger(plan: plan, maxToolCalls: request.maxTurns, verification: request.verify)
         if counter != nil {
             ledger.sample(counted: plan.instructionsTokens, text: request.instructions)
             ledger.sample(counted: plan.toolTokens, text: ContextBudget.toolDefinitionText(specs))
@@ -181,9 +181,19 @@ private struct Attempts: Sendable {
                                                instructions: request.instructions)
             let failure: ResponseFailure
             do {
-                let text = try await respond(session, prompt: prompt)
-                if let counter { ledger.noteAnswerTokens(await counter.count(text)) }
-                return AgentAnswer(text: text, progress: ledger.progress(answered: true))
+                var next = prompt
+                while true {
+                    let text = try await respond(session, prompt: next)
+                    if let counter { ledger.noteAnswerTokens(await counter.count(text)) }
+                    guard let feedback = try await verified(text) else {
+                        return AgentAnswer(text: text, progress: ledger.progress(answered: true))
+                    }
+                    // The same session goes on: the model keeps what it read and did in this window.
+                    next = feedback
+                    ledger.noteRepair(feedback)
+                }
+            } catch let error as AgentError where error.outcome == .verify {
+                throw error
             } catch {
                 // A cancelled stream may fail with any error; cancellation is what happened.
                 failure = Task.isCancelled ? .cancelled : ResponseFailure(error)
@@ -226,6 +236,24 @@ private struct Attempts: Sendable {
         }
     }
 
+    /// `--verify`: nil when the answer stands (no check, or it passed); else the failure to send to the model for a
+    /// repair round. Throws `error_verify` when the check still fails and no round is left.
+    private func verified(_ answer: String) async throws -> String? {
+        guard var verification = ledger.verification else { return nil }
+        let turnsLeft = ledger.maxToolCalls - ledger.progress().turns
+        let verdict = await verification.verify(
+            deadline: request.deadline, events: events, feedbackTokens: max(64, ledger.plan.promptLimit / 2),
+            cannotRepair: turnsLeft < 1 ? "--max-turns \(request.maxTurns) leaves no tool calls for another" : nil)
+        ledger.verification = verification
+        try Task.checkCancellation()
+        switch verdict {
+        case .passed: return nil
+        case .repair(let feedback): return feedback
+        case .failed(let message):
+            throw AgentError(.verify, message, partialAnswer: answer, progress: ledger.progress(answered: true))
+        }
+    }
+
     /// Streams one response, sending each snapshot's new text as a `text` event.
     private func respond(_ session: LanguageModelSession, prompt: String) async throws -> String {
         let options = GenerationOptions(temperature: FoundationModelsBackend.temperature,
@@ -252,9 +280,18 @@ private struct Attempts: Sendable {
     private func condensedPrompt() -> String {
         let progress = ledger.progress()
         let limit = ledger.plan.promptLimit
-        return CondensedPrompt.make(task: request.prompt, journal: ledger.journal,
-                                    filesChanged: progress.filesChanged, partialAnswer: ledger.answer,
-                                    maxTokens: counter == nil ? limit : ledger.rate.estimatedBudget(forCounted: limit))
+        let budget = counter == nil ? limit : ledger.rate.estimatedBudget(forCounted: limit)
+        // A repair round's check failure goes on after the condensed history, within its own share.
+        guard let feedback = ledger.repairFeedback else {
+            return CondensedPrompt.make(task: request.prompt, journal: ledger.journal,
+                                        filesChanged: progress.filesChanged, partialAnswer: ledger.answer,
+                                        maxTokens: budget)
+        }
+        let feedbackCut = TokenEstimator.cut(feedback, toTokens: budget / 2, headShare: 0.3).text
+        let history = CondensedPrompt.make(task: request.prompt, journal: ledger.journal,
+                                           filesChanged: progress.filesChanged, partialAnswer: ledger.answer,
+                                           maxTokens: budget - TokenEstimator.estimate(feedbackCut) - 2)
+        return history + "\n\n" + feedbackCut
     }
 
     private func failed(_ outcome: RunOutcome, _ message: String) -> AgentError {
