@@ -56,7 +56,7 @@ enum LoopText {
 
 /// Why the run stops offering tools and asks for the answer.
 private enum AnswerReason {
-    case empty, repeated(String), lastTurn, time(seconds: Int)
+    case empty, repeated(String), lastTurn, time(seconds: Int), overflow
 
     var notice: String {
         switch self {
@@ -64,6 +64,7 @@ private enum AnswerReason {
         case .repeated(let name): "the model made the same \(name) call a third time"
         case .lastTurn: "one model turn of --max-turns is left"
         case .time(let seconds): "\(seconds) s of --timeout are left, too few for another tool round"
+        case .overflow: "the server refused a request with tools for its context length again, after it was shrunk"
         }
     }
 }
@@ -99,6 +100,12 @@ private struct LoopRun {
     /// `--verify`: the check each final answer must pass, and the history entry of its latest failure.
     var verification: Verification?
     var feedbackEntry: Int?
+    /// What requests are fitted to: `--context-tokens`, lowered each time the server refuses one for its context
+    /// length (its tool-call generation may not honour `max_tokens`: llama-cpp-python's).
+    var limit: Int
+    /// The server's context-length refusals so far, of requests with tools and of answer requests.
+    var toolOverflows = 0
+    var answerOverflows = 0
 
     init(loop: AgentLoop, request: AgentRequest, events: any EventSink) {
         self.loop = loop
@@ -109,6 +116,7 @@ private struct LoopRun {
         self.style = loop.style
         self.entries = [.user(request.prompt)]
         self.verification = request.verify
+        self.limit = budget.contextTokens
     }
 
     mutating func run() async throws -> AgentAnswer {
@@ -198,7 +206,13 @@ private struct LoopRun {
             request.log("request \(progress.turns): \(figure.total) of \(budget.contextTokens) \(figure.kind.rawValue) "
                 + "tokens (tools \(chat.tools.isEmpty ? 0 : budget.toolTokens) estimated, answer reserve "
                 + "\(chat.maxTokens)), \(style.rawValue) results")
-            let reply = try await ask(chat, figure)
+            let reply: ChatReply
+            do {
+                reply = try await ask(chat, figure)
+            } catch let overflow as ContextOverflow {
+                if let ended = try recover(from: overflow, figure) { return ended }
+                continue
+            }
             if let reason = answerRequested {
                 // No tools were offered: only words answer.
                 if !reply.text.isEmpty { return AgentAnswer(text: reply.text, progress: progress) }
@@ -221,6 +235,39 @@ private struct LoopRun {
             }
             if let repeated = try await runCalls(of: reply) { requestAnswer(.repeated(repeated)) }
         }
+    }
+
+    /// A request the server refused for its context length, treated as the on-device model's overflow: the next
+    /// request is fitted to three quarters of the refused one (and of the limit before), sent again once, then
+    /// asked for a plain answer without tools (which honours `max_tokens`), shrunk again twice more if that is
+    /// refused too. After that the run ends: with an empty answer when it changed files or ran commands (that
+    /// work is done, and exit 1 would report it as failed), else as a backend error that says what to do.
+    private mutating func recover(from overflow: ContextOverflow, _ figure: RequestFigure) throws -> AgentAnswer? {
+        let asking = answerRequested != nil
+        if asking { answerOverflows += 1 } else { toolOverflows += 1 }
+        let server = "the server refused a request for its context length (\(overflow.message))"
+        request.log("request \(progress.turns): \(server); it was \(figure.total) \(figure.kind.rawValue) tokens of "
+            + "a limit of \(limit)")
+        guard answerOverflows < 3 else {
+            let message = "\(server); even a plain answer request, shrunk, was refused"
+            guard progress.filesChanged.isEmpty && progress.commandsRun == 0 else {
+                request.log(message + "; the run ends without an answer (files were changed or commands run)")
+                events.notice(message + "; ending without an answer")
+                return AgentAnswer(text: "", progress: progress)
+            }
+            throw AgentError(.backendError, message + ". Start the server with a larger context (llama.cpp: -c / "
+                + "--n_ctx; Ollama: num_ctx) or give apple-code a smaller --context-tokens")
+        }
+        limit = max(budget.answerReserve * 2, min(limit, figure.total) * 3 / 4)
+        if !asking, toolOverflows >= 2 {
+            events.notice("\(server); the history is condensed to \(limit) tokens")
+            requestAnswer(.overflow)
+        } else {
+            let message = "\(server); the history is condensed to \(limit) tokens and the request sent again"
+            request.log(message)
+            events.notice(message)
+        }
+        return nil
     }
 
     /// One request: its text shown as it comes, its duration and tokens counted, a call written as text taken
@@ -526,7 +573,7 @@ private struct LoopRun {
                                maxTokens: budget.answerReserve, style: style)
         let figure = await figure(chat)
         let wrapper = 48  // the tool message's own JSON and the folded-result heading
-        let room = budget.contextTokens - figure.total - wrapper * callsLeft
+        let room = limit - figure.total - wrapper * callsLeft
         return (max(16, room / max(1, callsLeft)), figure.kind)
     }
 
@@ -557,7 +604,7 @@ private struct LoopRun {
         var dropped = 0
         var chat = makeRequest()
         var size = await figure(chat)
-        while size.total > budget.contextTokens {
+        while size.total > limit {
             let lastAssistant = entries.lastIndex { if case .assistant = $0 { true } else { false } } ?? 0
             if let index = entries.indices.first(where: { $0 < lastAssistant && entries[$0].isWholeResult }) {
                 entries[index] = entries[index].condensed
@@ -569,7 +616,7 @@ private struct LoopRun {
                 entries.removeSubrange(range)
                 dropped += 1
             } else if let index = largestNewestResult(after: lastAssistant) {
-                let over = size.total - budget.contextTokens
+                let over = size.total - limit
                 guard case .toolResult(let id, let name, let text, let summary, _) = entries[index] else { break }
                 let current = TokenEstimator.estimate(JSONValue.string(text).jsonText)
                 let cut = Self.cutForWire(text, tokens: max(8, current - over - 8))
@@ -582,6 +629,8 @@ private struct LoopRun {
             } else if let range = oldestExchange(before: entries.count) {
                 entries.removeSubrange(range)
                 dropped += 1
+            } else if size.total <= budget.contextTokens {
+                break  // below a limit lowered after a refusal nothing is left to cut; --context-tokens is met
             } else {
                 throw AgentError(.context, "the budget cannot be met: the request needs \(size.total) "
                     + "\(size.kind.rawValue) tokens > --context-tokens \(budget.contextTokens) even with the history "
