@@ -22,6 +22,9 @@ public struct FoundationModelsBackend: AgentBackend {
     static let temperature = 0.2
 
     let languageModel: SystemLanguageModel
+    /// The same model with `permissiveContentTransformations`, for one plain-text answer (no tools) after the
+    /// default guardrails refused a response: Apple documents the mode for `String` responses only.
+    let permissiveModel: SystemLanguageModel
     let retry: RetryPolicy
     /// Set where this build has no FoundationModels framework: why the backend can never run here.
     let missingFramework: String?
@@ -37,9 +40,10 @@ public struct FoundationModelsBackend: AgentBackend {
         #endif
     }
 
-    init(contextTokens: Int? = nil, languageModel: SystemLanguageModel, retry: RetryPolicy = .standard,
-         missingFramework: String? = nil) {
+    init(contextTokens: Int? = nil, languageModel: SystemLanguageModel, permissiveModel: SystemLanguageModel? = nil,
+         retry: RetryPolicy = .standard, missingFramework: String? = nil) {
         self.languageModel = languageModel
+        self.permissiveModel = permissiveModel ?? SystemLanguageModel(guardrails: .permissiveContentTransformations)
         self.retry = retry
         self.missingFramework = missingFramework
         self.contextTokens = contextTokens ?? Self.modelWindow(languageModel)
@@ -172,6 +176,7 @@ private struct Attempts: Sendable {
         var prompt = firstPrompt
         var restarts = 0
         var retries = 0
+        var permissiveTried = false
         while true {
             try Task.checkCancellation()
             let window = await FoundationModelsBackend.fit(prompt, plan: ledger.plan, counter: counter)
@@ -227,6 +232,11 @@ private struct Attempts: Sendable {
                 try await Task.sleep(for: delay)
                 // Tools may have run before the failure: continue from the journal rather than from scratch.
                 if !ledger.journal.isEmpty { prompt = condensedPrompt() }
+            case .guardrail(let message, let detail):
+                if request.verbose { request.log("fm guardrail: \(detail)") }
+                guard !permissiveTried else { throw failed(.guardrail, message) }
+                permissiveTried = true
+                return try await permissiveAnswer(refused: message)
             case .fatal(let outcome, let message):
                 if request.verbose { request.log("fm error: \(message)") }
                 throw failed(outcome, message)
@@ -236,14 +246,48 @@ private struct Attempts: Sendable {
         }
     }
 
+    /// After the default guardrails refused a response: one plain-text answer from a fresh session of the model
+    /// with `permissiveContentTransformations` and no tools (tool calls are guided generation, which keeps the
+    /// default guardrails whatever the mode), prompted with the task and what was done. Refused again: the run
+    /// ends with `error_guardrail`.
+    private func permissiveAnswer(refused message: String) async throws -> AgentAnswer {
+        request.log("fm guardrail: the default guardrails refused a response; asking once more for a plain-text "
+            + "answer without tools, with SystemLanguageModel.Guardrails.permissiveContentTransformations")
+        let progress = ledger.progress()
+        let prompt = ledger.journal.isEmpty && ledger.answer.isEmpty ? request.prompt : CondensedPrompt.make(
+            task: request.prompt, journal: ledger.journal, filesChanged: progress.filesChanged,
+            partialAnswer: ledger.answer, maxTokens: ledger.plan.promptLimit,
+            note: "This continues without tools.", ending: "Answer now, in plain words: what was done and found.")
+        let window = await FoundationModelsBackend.fit(prompt, plan: ledger.plan, counter: counter)
+        ledger.startWindow(promptTokens: window.tokens)
+        let session = LanguageModelSession(model: backend.permissiveModel, tools: [],
+                                           instructions: request.instructions)
+        let text: String
+        do {
+            text = try await respond(session, prompt: window.text)
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            let failure = ResponseFailure(error)
+            if request.verbose { request.log("fm guardrail: the permissive answer failed too: \(failure)") }
+            throw failed(.guardrail, message)
+        }
+        request.log("fm guardrail: answered with permissiveContentTransformations")
+        if let counter { ledger.noteAnswerTokens(await counter.count(text)) }
+        _ = try await verified(text, repairable: false)
+        return AgentAnswer(text: text, progress: ledger.progress(answered: true))
+    }
+
     /// `--verify`: nil when the answer stands (no check, or it passed); else the failure to send to the model for a
     /// repair round. Throws `error_verify` when the check still fails and no round is left.
-    private func verified(_ answer: String) async throws -> String? {
+    private func verified(_ answer: String, repairable: Bool = true) async throws -> String? {
         guard var verification = ledger.verification else { return nil }
         let turnsLeft = ledger.maxToolCalls - ledger.progress().turns
+        var cannotRepair: String?
+        if !repairable { cannotRepair = "the answer came from a request without tools" }
+        if turnsLeft < 1 { cannotRepair = "--max-turns \(request.maxTurns) leaves no tool calls for another" }
         let verdict = await verification.verify(
             deadline: request.deadline, events: events, feedbackTokens: max(64, ledger.plan.promptLimit / 2),
-            cannotRepair: turnsLeft < 1 ? "--max-turns \(request.maxTurns) leaves no tool calls for another" : nil)
+            cannotRepair: cannotRepair)
         ledger.verification = verification
         try Task.checkCancellation()
         switch verdict {
@@ -305,6 +349,9 @@ enum ResponseFailure: Equatable {
     case overflow(String)
     /// `rateLimited` or `concurrentRequests`: wait and retry.
     case busy(String)
+    /// `guardrailViolation`: the message for the user, and the framework's detail. One plain-text answer with
+    /// permissive guardrails may follow.
+    case guardrail(String, String)
     /// Ends the run with this outcome and message.
     case fatal(RunOutcome, String)
     case cancelled
@@ -334,11 +381,8 @@ enum ResponseFailure: Equatable {
             return .overflow(context.debugDescription)
         case .rateLimited(let context), .concurrentRequests(let context):
             return .busy(context.debugDescription)
-        case .guardrailViolation:
-            return .fatal(.guardrail, """
-                Apple's on-device model refused this request: its safety guardrail was triggered. Rephrase the \
-                task, or use --backend openai
-                """)
+        case .guardrailViolation(let context):
+            return .guardrail(guardrailMessage, context.debugDescription)
         case .refusal:
             return .fatal(.guardrail, """
                 Apple's on-device model declined to answer this request. Rephrase the task, or use --backend openai
@@ -360,12 +404,18 @@ enum ResponseFailure: Equatable {
         }
     }
 
+    static let guardrailMessage = """
+        Apple's on-device model refused this request: its safety guardrail was triggered. Rephrase the task, or use \
+        --backend openai
+        """
+
     /// Recognises failures by their text, for errors without a typed case in this SDK.
     static func classify(description: String) -> ResponseFailure {
         let overflowMarks = ["exceededContextWindowSize", "contextSizeExceeded", "exceeds the maximum allowed context"]
         if overflowMarks.contains(where: description.contains) { return .overflow(description) }
         if ["rateLimited", "concurrentRequests"].contains(where: description.contains) { return .busy(description) }
-        if ["guardrailViolation", "refusal"].contains(where: description.contains) {
+        if description.contains("guardrailViolation") { return .guardrail(guardrailMessage, description) }
+        if description.contains("refusal") {
             return .fatal(.guardrail, "Apple's on-device model refused this request (\(description))")
         }
         return .fatal(.backendError, "Apple's on-device model failed: \(description)")
