@@ -42,7 +42,7 @@ OPTIONS: dict[str, str | None] = {
     "--backend": "auto|fm|openai", "--base-url": "URL", "--model": "NAME", "--api-key": "KEY",
     "--output-format": "text|json|stream-json", "--max-turns": "N", "--read-only": None, "--no-commands": None,
     "--context-tokens": "N", "--plan": None, "--max-subtasks": "N", "--parallel": None, "--verify": "CMD",
-    "--verify-rounds": "N", "--check": None,
+    "--verify-rounds": "N", "--fallback-openai": None, "--check": None,
     "--sandbox-check": None, "--verbose": None, "--version": None, "--help": None,
 }
 ALIASES = {"-h": "--help"}

@@ -38,6 +38,8 @@ public struct RunOptions: Sendable, Equatable {
     /// `--verify CMD`: the check a final answer must pass; `--verify-rounds`: repair rounds it allows.
     public var verify: String?
     public var verifyRounds = VerifyCheck.defaultRounds
+    /// `--fallback-openai`: go on with the configured OpenAI-compatible server when Apple's model stays rate-limited.
+    public var fallbackOpenAI = false
     public var verbose = false
 
     public static let defaultBaseURL = "http://127.0.0.1:11434/v1"
@@ -185,6 +187,9 @@ public enum OptionParser {
             }
             options.verifyRounds = rounds
         }, help: "with --verify: times a failing check goes back to the model (default \(VerifyCheck.defaultRounds))"),
+        OptionSpec("--fallback-openai", .flag(\.fallbackOpenAI),
+                   help: "when Apple's model stays rate-limited after its retries, go on with the configured "
+                       + "OpenAI-compatible server (--base-url / --model or their environment variables)"),
         OptionSpec("--check", .command(.check), help: "print backend availability as JSON; exit 0 or 3"),
         OptionSpec("--sandbox-check", .command(.sandboxCheck), help: "test the command sandbox here; exit 0 or 1"),
         OptionSpec("--verbose", .flag(\.verbose), help: "diagnostics on stderr"),
@@ -304,6 +309,14 @@ public enum OptionParser {
         }
         if options.parallel && !options.readOnly {
             throw UsageError("--parallel is allowed only with --read-only (workers would edit one workspace at once)")
+        }
+
+        if options.fallbackOpenAI && !options.openAIConfigured {
+            throw UsageError("--fallback-openai needs an OpenAI-compatible server: give --base-url or --model (or set "
+                + "APPLE_CODE_BASE_URL / APPLE_CODE_MODEL)")
+        }
+        if options.fallbackOpenAI && options.backend == .openai {
+            throw UsageError("--fallback-openai is for Apple's model (--backend auto or fm), not --backend openai")
         }
 
         if commands.contains(.check) { return .check(options) }

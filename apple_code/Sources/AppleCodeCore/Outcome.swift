@@ -36,12 +36,17 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
     public var partialAnswer: String
     /// Work done before the failure still counts in the result.
     public var progress: RunProgress
+    /// Set when the run could go on with another model (Apple's model stayed rate-limited): a prompt for a fresh
+    /// window there, with the task and what was done (`FallbackBackend`).
+    public var continuation: String?
 
-    public init(_ outcome: RunOutcome, _ message: String, partialAnswer: String = "", progress: RunProgress = .init()) {
+    public init(_ outcome: RunOutcome, _ message: String, partialAnswer: String = "", progress: RunProgress = .init(),
+                continuation: String? = nil) {
         self.outcome = outcome
         self.message = message
         self.partialAnswer = partialAnswer
         self.progress = progress
+        self.continuation = continuation
     }
 
     public var description: String { "\(outcome.subtype): \(message)" }

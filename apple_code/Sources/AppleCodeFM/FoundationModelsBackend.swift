@@ -223,10 +223,13 @@ private struct Attempts: Sendable {
                 retries += 1
                 if request.verbose { request.log("fm busy: \(detail)") }
                 guard let delay = backend.retry.delay(retry: retries, deadline: request.deadline) else {
-                    throw failed(.backendError, """
+                    var error = failed(.backendError, """
                         Apple's on-device model stayed busy or rate-limited after \(retries - 1) retries; \
                         try again in a minute (\(detail))
                         """)
+                    // Where a fallback server is configured, the run goes on there from here.
+                    error.continuation = continuation()
+                    throw error
                 }
                 events.notice("Apple's on-device model is busy or rate-limited; retrying in \(delay)")
                 try await Task.sleep(for: delay)
@@ -336,6 +339,16 @@ private struct Attempts: Sendable {
                                            filesChanged: progress.filesChanged, partialAnswer: ledger.answer,
                                            maxTokens: budget - TokenEstimator.estimate(feedbackCut) - 2)
         return history + "\n\n" + feedbackCut
+    }
+
+    /// The prompt another model can go on from: the task, or the task and a journal of what was done.
+    private func continuation() -> String {
+        let progress = ledger.progress()
+        guard !ledger.journal.isEmpty || !ledger.answer.isEmpty else { return request.prompt }
+        return CondensedPrompt.make(task: request.prompt, journal: ledger.journal, filesChanged: progress.filesChanged,
+                                    partialAnswer: ledger.answer, maxTokens: ledger.plan.promptLimit,
+                                    note: "Another model started this task; it continues here. Do not repeat "
+                                        + "finished steps.")
     }
 
     private func failed(_ outcome: RunOutcome, _ message: String) -> AgentError {

@@ -23,7 +23,8 @@ struct Runner {
             let instructions = BuiltInInstructions.combined(with: try extraInstructions())
             let deadline = started + .milliseconds(Int64(options.timeoutSeconds * 1000))
             control.watch(deadline: deadline)
-            let backend = try await BackendResolver.resolve(options, environment: environment, log: log)
+            let backend = try await withFallback(BackendResolver.resolve(options, environment: environment, log: log),
+                                                 control: control, log: log)
             control.setBackend(backend.name, model: backend.model)
             let tools = standardTools(readOnly: options.readOnly, allowCommands: !options.noCommands)
             let verify = options.verify.map {
@@ -47,6 +48,17 @@ struct Runner {
         } catch {
             return control.finish(AgentError(.backendError, "\(error)"))
         }
+    }
+
+    /// `--fallback-openai` on Apple's model: the configured OpenAI-compatible server takes over a run that stays
+    /// rate-limited (resolved only then, so a server that is down costs nothing until it is needed).
+    private func withFallback(_ backend: any AgentBackend, control: RunControl,
+                              log: @escaping @Sendable (String) -> Void) -> any AgentBackend {
+        guard options.fallbackOpenAI, backend.name == "fm" else { return backend }
+        let (options, environment) = (options, environment)
+        return FallbackBackend(primary: backend, fallback: {
+            try await BackendResolver.openAI(options, environment: environment, log: log)
+        }, onSwitch: { control.setBackend($0, model: $1) })
     }
 
     /// `--cwd` as an absolute path; missing, not a folder, or (unless --read-only) `/`, a home folder or a folder

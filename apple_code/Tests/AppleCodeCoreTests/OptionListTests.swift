@@ -65,7 +65,8 @@ import Testing
                 #expect(throws: Never.self, "\(args)") { try parse(args).get() }
                 #expect(parse([spec.name]) == .failure(UsageError("\(spec.name) needs a value")))
             case .flag(let field):
-                let args = spec.name == "--parallel" ? ["--plan", "--read-only", spec.name, "x"] : [spec.name, "x"]
+                let args = spec.name == "--parallel" ? ["--plan", "--read-only", spec.name, "x"]
+                    : spec.name == "--fallback-openai" ? ["--model", "m", spec.name, "x"] : [spec.name, "x"]
                 guard case .run(let options)? = try? parse(args).get() else {
                     Issue.record("\(args) is not a run")
                     continue

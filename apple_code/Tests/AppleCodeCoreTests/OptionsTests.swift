@@ -27,6 +27,11 @@ import Testing
         #expect(o.verify == nil && o.verifyRounds == 2)
     }
 
+    @Test func fallbackNeedsAConfiguredServer() throws {
+        #expect(try options(["--fallback-openai", "--base-url", "http://127.0.0.1:1/v1", "x"]).fallbackOpenAI)
+        #expect(try options(["--fallback-openai", "x"], env: ["APPLE_CODE_MODEL": "m"]).fallbackOpenAI)
+    }
+
     @Test func verifyTakesACommandAndItsRounds() throws {
         let o = try options(["--verify", "pytest -q", "--verify-rounds=0", "task"])
         #expect(o.verify == "pytest -q" && o.verifyRounds == 0)
@@ -85,6 +90,8 @@ import Testing
             (["--verify", "t", "--verify-rounds", "-1", "x"], "--verify-rounds"),
             (["--verify", "t", "--verify-rounds", "two", "x"], "--verify-rounds"),
             (["--verify", "t", "--read-only", "x"], "--read-only"),
+            (["--fallback-openai", "x"], "needs an OpenAI-compatible server"),
+            (["--fallback-openai", "--backend", "openai", "--model", "m", "x"], "not --backend openai"),
         ]
         for (args, expected) in cases {
             let message = usageError(args)

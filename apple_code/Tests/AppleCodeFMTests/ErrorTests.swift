@@ -37,6 +37,23 @@ import Testing
         #expect(error?.outcome.exitCode == 1)
         #expect(error?.message.contains("after 3 retries") == true)
         #expect(script.requests.count == 4)
+        // Nothing was done yet: another model would go on from the task itself.
+        #expect(error?.continuation == "Fix the bug in a.py")
+    }
+
+    @Test func aRateLimitedRunLeavesWhatWasDoneForTheFallback() async {
+        let limited = MirrorStep.fail(.rateLimited(context("rate limited")))
+        let (backend, _) = scriptedBackend([[.callTool("readFile", args(#"{"path":"a.py"}"#)), limited]]
+                                           + Array(repeating: [limited], count: 10))
+        let error = await runFailure(backend, request())
+        let continuation = error?.continuation ?? ""
+        #expect(continuation.hasPrefix("Task:\nFix the bug in a.py\n\nAnother model started this task"))
+        #expect(continuation.contains(#"1. readFile {"path":"a.py"}"#))
+    }
+
+    @Test func otherFailuresLeaveNoContinuation() async {
+        let (backend, _) = scriptedBackend([[.fail(.assetsUnavailable(context("gone")))]])
+        #expect(await runFailure(backend, request())?.continuation == nil)
     }
 
     /// A refusal ends the run; a guardrail violation does after the permissive plain-text answer is refused too.
