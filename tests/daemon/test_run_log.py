@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from apple_flow.connectors.stream_events import parse_event
 from apple_flow.daemon import run_log
 from apple_flow.daemon.run_log import EVENT_MAX_BYTES, RunLog, bounded_json
 from apple_flow.daemon.store import Store
@@ -21,11 +22,11 @@ def store(tmp_path: Path) -> Store:
 def test_events_are_kept_in_order_without_text_deltas(store: Store) -> None:
     store.runs.start("run_a", "+15551234567", "chat", "/ws", "fix it", message="imessage:7")
     record = RunLog(store, "run_a")
-    record({"type": "start", "backend": "openai", "model": "m"})
-    record({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "a.py"}})
-    record({"type": "text", "delta": "partial"})
-    record({"type": "tool_result", "id": "c1", "name": "readFile", "ok": True, "output": "1\tx"})
-    record({"type": "result", "subtype": "success", "result": "done"})
+    record(parse_event({"type": "start", "backend": "openai", "model": "m"}))
+    record(parse_event({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "a.py"}}))
+    record(parse_event({"type": "text", "delta": "partial"}))
+    record(parse_event({"type": "tool_result", "id": "c1", "name": "readFile", "ok": True, "output": "1\tx"}))
+    record(parse_event({"type": "result", "subtype": "success", "result": "done"}))
     events = store.run_events.of_run("run_a")
     assert [e.type for e in events] == ["start", "tool_call", "tool_result", "result"]
     assert [e.seq for e in events] == [1, 2, 3, 4]
@@ -41,8 +42,8 @@ def test_a_run_past_its_budget_drops_events_but_keeps_its_result(
     store.runs.start("run_b", "+15551234567", "chat", "/ws", "read everything")
     record = RunLog(store, "run_b")
     for index in range(10):
-        record({"type": "tool_result", "id": f"c{index}", "output": "x" * 6000})
-    record({"type": "result", "subtype": "success", "result": "y" * 6000})
+        record(parse_event({"type": "tool_result", "id": f"c{index}", "output": "x" * 6000}))
+    record(parse_event({"type": "result", "subtype": "success", "result": "y" * 6000}))
     types = [e.type for e in store.run_events.of_run("run_b")]
     assert types[-1] == "result"
     assert 2 <= types.count("tool_result") < 10
@@ -54,10 +55,10 @@ def test_a_run_past_its_budget_drops_events_but_keeps_its_result(
 def test_only_the_newest_runs_keep_their_events(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_log, "KEEP_RUNS", 2)
     clock = iter(range(100))
-    store._clock = lambda: float(next(clock))  # type: ignore[method-assign]
+    store.db._clock = lambda: float(next(clock))
     for name in ("r1", "r2", "r3"):
         store.runs.start(name, "+15551234567", "chat", "/ws", name)
-        RunLog(store, name)({"type": "notice", "message": name})
+        RunLog(store, name)(parse_event({"type": "notice", "message": name}))
     assert store.run_events.of_run("r1") == []
     assert [len(store.run_events.of_run(name)) for name in ("r2", "r3")] == [1, 1]
     assert [r.id for r in store.runs.recent()] == ["r3", "r2", "r1"]  # the runs themselves stay
@@ -77,7 +78,7 @@ def test_a_huge_event_is_cut_and_says_so() -> None:
 def test_a_store_that_cannot_be_written_does_not_stop_the_run(store: Store, tmp_path: Path) -> None:
     store.runs.start("run_c", "+15551234567", "chat", "/ws", "x")
     store.close()
-    RunLog(store, "run_c")({"type": "notice", "message": "still fine"})  # logged, not raised
+    RunLog(store, "run_c")(parse_event({"type": "notice", "message": "still fine"}))  # logged, not raised
 
 
 def test_the_migration_keeps_existing_runs(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from apple_flow.channels.base import Attachment, Egress, InboundMessage, Ingress, SendError, Skipped
 from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest
+from apple_flow.connectors.stream_events import parse_event
 
 Answer = Callable[[str, TurnRequest], "str | TurnOutcome"]
 
@@ -60,7 +61,7 @@ class FakeConnector:
             self.max_running = max(self.max_running, self.running)
         try:
             for line in self.progress:
-                yield AgentEvent({"type": "tool_call", "name": line}, (line,))
+                yield AgentEvent(parse_event({"type": "tool_call", "name": line}), (line,))
             if "SLOW" in request.message:
                 while not (self.release.is_set() or cancel.is_set()):
                     time.sleep(0.01)

@@ -116,7 +116,7 @@ class AfmConnector(CliConnector):
     def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
         """apple-code's exit code (and ``result`` subtype, which the contract pairs with it) -> the outcome."""
         assert stream is not None
-        report = stream.result or {}
+        report = stream.result
         code = result.exit_code
         said = stream.result_text  # the answer; on an error, the message (after any partial answer)
         if result.timed_out or code == EXIT_TIMEOUT:

@@ -8,11 +8,13 @@ keeps no conversation: the daemon's store does.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+from apple_flow.connectors.stream_events import StreamEvent
 
 
 @dataclass(frozen=True)
@@ -101,10 +103,11 @@ NO_RESPONSE = "No response generated."
 
 @dataclass(frozen=True)
 class AgentEvent:
-    """One event of the agent's output stream as it happened (the parsed JSON object), and the short progress
-    lines its tool calls make for the chat ("reading src/app.py"; claude can put several calls in one event)."""
+    """One event of the agent's output stream as it happened (parsed once: ``stream_events``), and the short
+    progress lines its tool calls make for the chat ("reading src/app.py"; claude can put several calls in one
+    event)."""
 
-    data: Mapping[str, Any]
+    event: StreamEvent
     progress: tuple[str, ...] = ()
 
 

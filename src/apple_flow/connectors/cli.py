@@ -18,6 +18,7 @@ from apple_flow.connectors.base import ConnectorError, Status, TurnEvents, TurnO
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.prompt import fit_prompt
 from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
+from apple_flow.connectors.stream_events import Result
 
 VERSION_TIMEOUT_SECONDS = 15.0
 
@@ -122,12 +123,12 @@ class CliConnector:
 
     def outcome(
         self, status: Status, detail: str = "", exit_code: int | None = None, text: str = "",
-        report: dict[str, Any] | None = None, **fields: Any,
+        report: Result | None = None, **fields: Any,
     ) -> TurnOutcome:
         """An outcome of this agent, with what its ``result`` event (``report``) says about the run."""
         return TurnOutcome(
             status, text=text, detail=detail, agent=self.display_name, exit_code=exit_code,
-            **{**reported(report or {}), **fields},
+            **{**(reported(report) if report is not None else {}), **fields},
         )
 
     def spawn_outcome(self, exc: SpawnError) -> TurnOutcome:
@@ -183,23 +184,18 @@ class CliConnector:
             raise ConnectorError(outcome.detail, outcome.status) from exc
 
 
-def reported(report: dict[str, Any]) -> dict[str, Any]:
+def reported(report: Result) -> dict[str, Any]:
     """What a ``result`` event reports about the run (apple-code's contract; claude's uses the same names), as
-    ``TurnOutcome`` fields. Missing or malformed fields are left at their defaults."""
+    ``TurnOutcome`` fields. Fields it lacks are left at their defaults."""
     fields: dict[str, Any] = {}
-    for name in ("subtype", "backend", "model"):
-        if isinstance(report.get(name), str):
-            fields[name] = report[name]
-    files = report.get("files_changed")
-    if isinstance(files, list):
-        fields["files_changed"] = tuple(str(f) for f in files)
-    for name in ("commands_run", "num_turns", "duration_ms"):
-        if isinstance(report.get(name), int) and not isinstance(report.get(name), bool):
-            fields[name] = report[name]
-    usage = report.get("usage")
-    if isinstance(usage, dict):
-        tokens = {k: usage[k] for k in ("input_tokens", "output_tokens") if isinstance(usage.get(k), int)}
-        fields["usage"] = Usage(**tokens, estimated=bool(usage.get("estimated")))
+    for name in ("subtype", "backend", "model", "files_changed", "commands_run", "num_turns", "duration_ms"):
+        if getattr(report, name) is not None:
+            fields[name] = getattr(report, name)
+    usage = report.usage
+    if usage is not None:
+        tokens = {k: v for k, v in (("input_tokens", usage.input_tokens), ("output_tokens", usage.output_tokens))
+                  if v is not None}
+        fields["usage"] = Usage(**tokens, estimated=usage.estimated)
     return fields
 
 

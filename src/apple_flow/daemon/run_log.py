@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from apple_flow.connectors.stream_events import Result, StreamEvent, Text, event_type
 from apple_flow.daemon.store import Store
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 EVENT_MAX_BYTES = 16 * 1024
 RUN_MAX_BYTES = 512 * 1024
 KEEP_RUNS = 500
-SKIPPED_TYPES = frozenset({"text"})
+SKIPPED = (Text,)
 
 
 class RunLog:
@@ -31,13 +32,12 @@ class RunLog:
         self._store = store
         self.run_id = run_id
 
-    def __call__(self, event: Mapping[str, Any]) -> None:
-        event_type = str(event.get("type") or "unknown")
-        if event_type in SKIPPED_TYPES:
+    def __call__(self, event: StreamEvent) -> None:
+        if isinstance(event, SKIPPED):
             return
-        budget = RUN_MAX_BYTES if event_type == "result" else RUN_MAX_BYTES - EVENT_MAX_BYTES
+        budget = RUN_MAX_BYTES if isinstance(event, Result) else RUN_MAX_BYTES - EVENT_MAX_BYTES
         try:
-            self._store.run_events.add(self.run_id, event_type, bounded_json(event), budget, KEEP_RUNS)
+            self._store.run_events.add(self.run_id, event_type(event), bounded_json(event.raw), budget, KEEP_RUNS)
         except Exception:
             log.exception("could not keep an event of run %s", self.run_id)
 

@@ -402,7 +402,7 @@ class Daemon:
                 if isinstance(item, TurnOutcome):
                     return item
                 assert isinstance(item, AgentEvent)
-                record(item.data)
+                record(item.event)
                 for activity in item.progress:
                     text = throttle.message(activity)
                     if text is not None:
