@@ -25,6 +25,7 @@ from apple_flow.daemon.permissions import (
     read_report,
 )
 from apple_flow.daemon.service import Launchd, ServiceError, build_plist, service_files, systemd_unit
+from apple_flow.times import moment
 
 service_app = typer.Typer(help="Run the daemon at login (a launchd agent on macOS).", no_args_is_help=True)
 
@@ -127,7 +128,7 @@ _MARK = {State.OK: "[green]ok[/green]", State.CHECKING: "[yellow]checking[/yello
 
 
 def _print_report(report: PermissionReport, service_pid: int | None) -> None:
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(report.started_at))
+    started = moment(report.started_at)
     whose = "this service process" if report.pid == service_pid else "an earlier run"
     err.print(f"Permissions of {escape(report.app)} ({whose}, pid {report.pid}, started {started}):", soft_wrap=True)
     for finding in report.findings:

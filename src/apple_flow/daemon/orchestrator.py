@@ -23,9 +23,10 @@ from apple_flow.daemon.approvals import ApprovalRecords, Approvals
 from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
 from apple_flow.daemon.outbox import ATTACH_HINT, asks_for_file, take_attach_lines
 from apple_flow.daemon.policy import Policy
-from apple_flow.daemon.reports import HISTORY_ENTRIES, clip, duration_text, history_reply, usage_reply, usage_since
+from apple_flow.daemon.reports import HISTORY_ENTRIES, clip, history_reply, usage_reply, usage_since
 from apple_flow.daemon.store import Approval, FailedSend, FinishedTurn, Run
 from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
+from apple_flow.times import duration, moment
 
 log = logging.getLogger(__name__)
 
@@ -341,7 +342,7 @@ class Orchestrator:
     # ------------------------------------------------------------------------------------------- status
 
     def _health(self, view: View) -> str:
-        uptime = duration_text(self._clock() - self._started)
+        uptime = duration(self._clock() - self._started)
         handled = self._store.messages.count()
         text = (
             f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {view.connector_status}. "
@@ -350,7 +351,7 @@ class Orchestrator:
         failed, latest = self._store.messages.failed_sends(self._clock() - UNDELIVERED_WINDOW)
         if latest is not None:
             text += (
-                f"\nReplies not delivered in the last 24 h: {failed} (latest at {_clock_time(latest.at)} to "
+                f"\nReplies not delivered in the last 24 h: {failed} (latest at {moment(latest.at, self._clock())} to "
                 f"{latest.sender}: {clip(latest.reason, 200)})"
             )
         return text
@@ -361,7 +362,7 @@ class Orchestrator:
         lines = []
         if view.running:
             request, since = view.running
-            lines.append(f"Running for {duration_text(self._clock() - since)}: {clip(request)}")
+            lines.append(f"Running for {duration(self._clock() - since)}: {clip(request)}")
         if view.queued:
             lines.append(f"Queued: {len(view.queued)} — {_requests(view.queued)}")
         for approval in self._approvals.pending(sender):
@@ -370,7 +371,8 @@ class Orchestrator:
         _, undelivered = self._store.messages.failed_sends(self._clock() - UNDELIVERED_WINDOW, sender)
         if undelivered is not None:
             lines.append(
-                f"Not delivered at {_clock_time(undelivered.at)}: your reply to {clip(undelivered.request, 40)!r} "
+                f"Not delivered at {moment(undelivered.at, self._clock())}: your reply to "
+                f"{clip(undelivered.request, 40)!r} "
                 f"({clip(undelivered.reason, 200)})"
             )
         runs = self._store.runs.of_sender(sender, 3)
@@ -402,7 +404,3 @@ def _requests(queued: tuple[Queued, ...]) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _clock_time(at: float) -> str:
-    return time.strftime("%H:%M", time.localtime(at))

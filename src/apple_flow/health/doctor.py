@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.daemon.permissions import Responsible, full_disk_access_fix, read_report, responsible_app
 from apple_flow.handles import normalize_handle
 from apple_flow.health.check import Check, Status
+from apple_flow.times import moment
 
 _PROBE_TIMEOUT = 30.0
 
@@ -98,7 +98,7 @@ def check_service_report(settings: Settings) -> Check:
             "service", Status.NA,
             "no daemon has reported its permissions yet (`apple-flow service install` starts the service)",
         )
-    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(report.started_at))
+    started = moment(report.started_at)
     detail = f"the daemon (pid {report.pid}, started {started}) as {report.app}: " + "; ".join(
         f"{f.name}: {f.state.value}" for f in report.findings
     )

@@ -14,6 +14,7 @@ from apple_flow.connectors.registry import REGISTRY
 from apple_flow.daemon.store import Store
 from apple_flow.health.check import Check, Status
 from apple_flow.health.doctor import check_chat_db, check_full_disk_access
+from apple_flow.times import moment
 
 ERROR_KINDS = ("ingress_error", "send_failed", "dispatch_error")
 RECENT_SECONDS = 3600  # a send failure this recent makes "sending replies" a warning
@@ -59,7 +60,7 @@ def _sending(store: Store, now: float | None = None) -> Check:
     counts = f"{sent} replies sent, {failed} could not be sent"
     newest = store.events.recent(1, kind="send_failed")
     if newest and (now or time.time()) - newest[-1].at < RECENT_SECONDS:
-        return Check("sending replies", Status.WARN, f"{counts}; the last failure ({_when(newest[-1].at)}): "
+        return Check("sending replies", Status.WARN, f"{counts}; the last failure ({moment(newest[-1].at)}): "
                      f"{newest[-1].detail}",
                      "on a Mac: allow Messages in Privacy & Security > Automation; `apple-flow doctor` checks it")
     return Check("sending replies", Status.OK, counts)
@@ -73,8 +74,4 @@ def _last_error(store: Store) -> Check:
             newest = found[-1]
     if newest is None:
         return Check("last error", Status.OK, "none recorded")
-    return Check("last error", Status.WARN, f"{_when(newest.at)} {newest.kind}: {newest.detail}")
-
-
-def _when(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+    return Check("last error", Status.WARN, f"{moment(newest.at)} {newest.kind}: {newest.detail}")
