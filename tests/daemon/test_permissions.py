@@ -159,7 +159,7 @@ def test_a_daemon_that_cannot_read_chat_db_stays_up_says_why_and_starts_once_it_
     )
     try:
         daemon.start(ready="trying again in 0.2 s")
-        time.sleep(1)
+        wait_for(lambda: daemon.log().count("trying again in") >= 2, 10, "a second try")
         assert daemon.process is not None and daemon.process.poll() is None, daemon.log()
         assert "does not exist" in daemon.log()
         report = wait_for(lambda: read_report(daemon.db_path), 10, "the report")

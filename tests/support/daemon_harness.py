@@ -20,10 +20,11 @@ def wait_until(condition: Callable[[], Any], timeout: float = 5.0) -> Any:
     return wait_for(condition, timeout, "the condition")
 
 
-def ask(h: Harness, sender: str, text: str) -> str:
-    """Sends ``text`` as ``sender`` and returns the next reply to them."""
+def ask(h: Harness, sender: str, text: str, rowid: int | None = None) -> str:
+    """Sends ``text`` as ``sender`` (as row ``rowid``: the next one unless given) and returns the next reply to
+    them."""
     before = len(h.egress.to(sender))
-    h.ingress.add(sender, text)
+    h.ingress.add(sender, text, rowid)
     return str(wait_until(lambda: h.egress.to(sender)[before] if len(h.egress.to(sender)) > before else None))
 
 
