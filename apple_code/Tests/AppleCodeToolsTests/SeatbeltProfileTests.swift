@@ -156,7 +156,7 @@ struct ReadProfile {
         }
     }
 
-    /// Issue 20 item 7: no path is written into the profile; each is a `-D` parameter, passed verbatim, and the
+    /// No path is written into the profile; each is a `-D` parameter, passed verbatim, and the
     /// profile reads exactly the parameters the argv defines.
     @Test func pathsArePassedAsParametersNeverWrittenIntoTheProfile() throws {
         let workspace = "/Users/me/we\"ird\\dir\u{1}x(y) ;z"
@@ -185,13 +185,13 @@ struct ReadProfile {
         let allowed = profile.forms[allow].items.dropFirst(2).map(\.description)
         #expect(allowed.contains(#"(subpath (param "WORKSPACE"))"#))
         #expect(allowed.contains(#"(subpath (param "TMPDIR"))"#))
-        // Issue 20 item 1: the compiler's module cache lives under the per-user cache folder (clang/ModuleCache),
+        // The compiler's module cache lives under the per-user cache folder (clang/ModuleCache),
         // Apple's tools write the per-user temp folder whatever $TMPDIR says.
         #expect(allowed.contains(#"(subpath (param "USER_TEMP"))"#))
         #expect(allowed.contains(#"(subpath (param "USER_CACHE"))"#))
     }
 
-    /// Issue 20 item 3: no terminal is writable (commands also run in a session of their own, without one).
+    /// No terminal is writable (commands also run in a session of their own, without one).
     @Test func terminalsAreNotWritable() throws {
         let profile = try ReadProfile()
         let allowedWrites = profile.rules("allow").filter { $0.rule.items.contains(.atom("file-write*")) }
@@ -206,7 +206,7 @@ struct ReadProfile {
         #expect(extensionOnly.allSatisfy { rule in ttyRegexes.contains { rule.all.contains($0) } })
     }
 
-    /// Issue 20 item 2: programs started through LaunchServices (`open`), Apple events (`osascript`), launchd
+    /// Programs started through LaunchServices (`open`), Apple events (`osascript`), launchd
     /// jobs (`launchctl submit`) or another program's preferences run outside the profile: all denied, after
     /// `(allow default)` and never allowed again further down (the last matching rule wins).
     @Test func waysOutAreDenied() throws {
@@ -228,7 +228,7 @@ struct ReadProfile {
         #expect(profile.firstIndex("allow", "mach-lookup") == nil)
     }
 
-    /// Issue 20 item 6: loopback works as under bwrap (a test that starts a local server runs alike), Unix-domain
+    /// Loopback works as under bwrap (a test that starts a local server runs alike), Unix-domain
     /// sockets inside the workspace too; every other address stays denied.
     @Test func networkIsLoopbackOnly() throws {
         let profile = try ReadProfile()
@@ -249,7 +249,7 @@ struct ReadProfile {
         #expect((profile.firstIndex("deny", "network-outbound") ?? 0) > (allowed.map(\.index).max() ?? 99))
     }
 
-    /// Issue 20 item 4: inside the workspace no `.git` is made, replaced or removed and no repository's hooks or
+    /// Inside the workspace no `.git` is made, replaced or removed and no repository's hooks or
     /// config are written (git runs them later, outside any sandbox); these denies come after the allowed writes.
     @Test func gitHooksAndConfigAreNotWritable() throws {
         let profile = try ReadProfile()
