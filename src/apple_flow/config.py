@@ -139,6 +139,8 @@ class Settings(BaseSettings):
     startup_catchup_window_seconds: int = Field(60, ge=0)
     max_startup_replay_rows: int = Field(50, ge=0)
     max_message_age_seconds: int = Field(300, ge=0)  # older rows are not answered (iCloud replays); 0: no limit
+    # Rows older than that but within these hours (a Mac that slept) are listed to their sender, run on `run`.
+    catch_up_hours: float = Field(12, ge=0)
     group_replies: bool = False  # answer allowed senders in group chats, into the group
     echo_window_seconds: int = Field(600, ge=0)
     osascript_command: str = "osascript"

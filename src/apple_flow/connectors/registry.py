@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from apple_flow.connectors.afm import AfmConnector, OllamaConnector
 from apple_flow.connectors.claude import ClaudeConnector
-from apple_flow.connectors.cline import ClineConnector
 from apple_flow.connectors.cli import CliConnector
+from apple_flow.connectors.cline import ClineConnector
 from apple_flow.connectors.codex import CodexConnector
 from apple_flow.connectors.gemini import GeminiConnector
 from apple_flow.connectors.kilo import KiloConnector
