@@ -95,7 +95,7 @@ def test_runs_left_running_are_marked_interrupted(tmp_path: Path) -> None:
 def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> None:
     path = old_database(tmp_path / "relay.db", 1, "INSERT INTO cursor (channel, last_rowid) VALUES ('imessage', 7)")
     store = Store(path)
-    assert store.schema_version == SCHEMA_VERSION == 10
+    assert store.schema_version == SCHEMA_VERSION == 11
     assert store.cursor("imessage") == 7
     store.set_meta("child_token", "abc")
     assert store.meta("child_token") == "abc" and store.meta("other") is None
@@ -186,7 +186,7 @@ def test_a_version_9_database_gains_the_record_of_a_replys_files_keeping_its_mes
         "('imessage', 3, 'ana', 'send me the report', 'replied', 'Here it is.', 1, 1)",
     )
     store = Store(path)
-    assert store.schema_version == 10
+    assert store.schema_version == SCHEMA_VERSION
     old = store.message("imessage", 3)
     assert old is not None and (old.state, old.reply) == ("replied", "Here it is.")  # its restart sends it as before
     assert store.unsent_reply_files(message_reply("imessage", 3)) == []
@@ -221,3 +221,27 @@ def test_a_replys_files_are_recorded_with_it_or_not_at_all(tmp_path: Path) -> No
     store.record_reply_files(message_reply("imessage", 1), "ana", "ana", "/ws", [("a.csv", "/ws/a.csv")])
     store.record_reply_files(web_reply("req_1"), "ana", "ana", "/ws", [("c.csv", "/ws/c.csv")])
     assert store.replies_with_unsent_files(WEB_REPLY_PREFIX) == ["web:req_2", "web:req_1"]  # oldest first
+
+
+def test_a_version_10_database_gains_plan_messages_and_late_messages_keeping_its_requests(tmp_path: Path) -> None:
+    path = old_database(
+        tmp_path / "relay.db", 10,
+        "INSERT INTO approvals (id, sender, task, plan, workspace, state, created_at, expires_at) VALUES "
+        "('req_0000000a', 'ana', 'add a test', '1. Add it.', '/ws', 'pending', 1, 9999999999)",
+    )
+    store = Store(path)
+    assert store.schema_version == SCHEMA_VERSION == 11
+    assert store.approval_of_message("GUID-1") is None
+    store.record_approval_messages("req_0000000a", ["GUID-1", "GUID-2"])
+    found = store.approval_of_message("GUID-2")
+    assert found is not None and (found.id, found.state) == ("req_0000000a", "pending")
+
+    store.hold("imessage", 8, "ana", "ana", "deploy it", 100.0)
+    store.hold("imessage", 7, "ana", "ana", "fix the tests", 50.0)
+    store.hold("imessage", 7, "ana", "ana", "fix the tests", 50.0)  # read again after a restart: kept once
+    assert store.unlisted_held() == [("ana", "ana")] and store.held("ana") == []
+    listed = store.list_held("ana")
+    assert [(h.number, h.text) for h in listed] == [(1, "fix the tests"), (2, "deploy it")]
+    assert store.unlisted_held() == [] and store.held("ana") == listed
+    store.hold("imessage", 20, "ana", "ana", "status", 200.0)  # the next wake: a listing of its own
+    assert [(h.number, h.text) for h in store.list_held("ana")] == [(1, "status")]

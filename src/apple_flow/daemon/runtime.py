@@ -45,8 +45,19 @@ from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, Tu
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.arrivals import FileLimits, describe, receive
+from apple_flow.daemon.catch_up import listing
 from apple_flow.daemon.cursor import CursorTracker
-from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Queued, Reply, Turn, View, new_run_id
+from apple_flow.daemon.orchestrator import (
+    Decision,
+    Hold,
+    Ignore,
+    Orchestrator,
+    Queued,
+    Reply,
+    Turn,
+    View,
+    new_run_id,
+)
 from apple_flow.daemon.outbox import Outgoing, check, check_all, note
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
@@ -135,6 +146,7 @@ class Daemon:
         self._tracker: CursorTracker | None = None
         self._catchup: tuple[int, float] | None = None  # first start: (up to this rowid, skip if older than)
         self._send_lock = threading.Lock()
+        self._held_unlisted = True  # late messages may wait to be listed (checked once the backlog is read)
         self.ready = threading.Event()
 
     # ------------------------------------------------------------------------------------------- lifecycle
@@ -177,6 +189,7 @@ class Daemon:
             try:
                 item = self._inbox.get(timeout=0.2)
             except queue.Empty:
+                self._list_held()
                 continue
             if isinstance(item, _End):
                 while not self._scheduler.wait_idle(0.2) and not self._stop.is_set():
@@ -311,6 +324,14 @@ class Daemon:
                 store.ignore(self._channel, message.rowid, sender, message.text, decision.reason)
                 store.log_event("ignored", f"{decision.reason}: {message.text[:80]!r}", sender)
                 self._finished(message.rowid)
+        elif isinstance(decision, Hold):
+            with store.transaction():
+                store.ignore(self._channel, message.rowid, sender, message.text, "late: listed, runs on `run`")
+                store.hold(self._channel, message.rowid, sender, message.reply_target, message.text,
+                           message.date.timestamp())
+                store.log_event("held", f"came while offline: {message.text[:80]!r}", sender)
+                self._finished(message.rowid)
+            self._held_unlisted = True
         elif isinstance(decision, Reply):
             with store.transaction():
                 if not store.decide_approvals(decision.decided):
@@ -366,6 +387,18 @@ class Daemon:
         if turn.ack:
             self._progress(turn.sender, turn.ack)
         self._scheduler.submit(Job(turn.sender, Work(None, turn)))
+
+    def _list_held(self) -> None:
+        """Once a backlog (after sleep) has been read whole: each sender with late messages gets one listing of
+        them; `run` runs one."""
+        if not self._held_unlisted or not self._ingress.caught_up():
+            return
+        self._held_unlisted = False
+        for sender, reply_to in self._store.unlisted_held():
+            held = self._store.list_held(sender)  # recorded first: a crash does not list them twice
+            failed = self._send(reply_to, listing(held))
+            if failed is not None:
+                self._store.log_event("send_failed", failed, sender)
 
     def _stale(self, message: InboundMessage) -> Ignore | None:
         if self._catchup is None:
@@ -431,7 +464,7 @@ class Daemon:
         elif finished.reply is None:
             self._finished(message.rowid)
         else:
-            self._deliver(message, finished.reply)
+            self._deliver(message, finished.reply, finished.approval.id if finished.approval is not None else None)
 
     def _receive_files(self, message: InboundMessage | None, turn: Turn) -> str:
         """Copies the message's files into the turn's workspace; the note telling the agent about them."""
@@ -496,9 +529,9 @@ class Daemon:
         self._store.record_reply(self._channel, message.rowid, None, "cancelled before it ran")
         self._finished(message.rowid)
 
-    def _deliver(self, message: InboundMessage, reply: str) -> None:
+    def _deliver(self, message: InboundMessage, reply: str, approval_id: str | None = None) -> None:
         # The sender, or e.g. the group chat the message came from.
-        failed = self._send(message.reply_target, reply)
+        failed = self._send(message.reply_target, reply, approval_id)
         with self._store.transaction():
             self._store.mark_sent(self._channel, message.rowid, failed=failed)
             if failed is not None:
@@ -511,17 +544,20 @@ class Daemon:
         self._send_reply_files(message_reply(self._channel, message.rowid))
         self._finished(message.rowid)
 
-    def _send(self, recipient: str, reply: str) -> str | None:
+    def _send(self, recipient: str, reply: str, approval_id: str | None = None) -> str | None:
         """Sends a reply (the channel notes it in the store's record of sent texts, for echoes); returns why it
-        could not be sent, or None."""
+        could not be sent, or None. A reply presenting the plan of ``approval_id`` is remembered by the ids the
+        channel gave it, so that a tapback on it decides the request."""
         try:
             with self._send_lock:
-                self._egress.send(recipient, reply)
+                ids = self._egress.send(recipient, reply)
         except Exception as exc:  # SendError, or a channel bug: recorded by the caller, never fatal
             if not isinstance(exc, SendError):
                 log.exception("the channel failed sending to %s", recipient)
             log.error("could not send the reply to %s: %s", recipient, exc)
             return str(exc)
+        if approval_id is not None and ids:
+            self._store.record_approval_messages(approval_id, ids)
         return None
 
     def _check_files(self, finished: FinishedTurn, workspace: Path) -> tuple[FinishedTurn, list[Outgoing]]:

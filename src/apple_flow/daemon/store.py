@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from apple_flow.connectors.base import Exchange, TurnOutcome
+from apple_flow.daemon.catch_up import Held
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the initial schema.
@@ -181,6 +182,27 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at REAL NOT NULL
     );
     CREATE INDEX reply_files_by_reply ON reply_files (reply_of, state);
+    """,
+    # 11: the conversation on a phone. The channel's ids of the messages that presented a plan (chat.db guids),
+    # so a tapback on one decides its request, across restarts; and the messages that came while the Mac slept
+    # (late: listed to their sender, run on `run`), each listing a batch.
+    """
+    CREATE TABLE approval_messages (
+        message_id TEXT PRIMARY KEY,  -- the channel's id of (a part of) the reply presenting the plan
+        approval_id TEXT NOT NULL
+    );
+    CREATE TABLE held (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        channel TEXT NOT NULL,
+        rowid INTEGER NOT NULL,
+        sender TEXT NOT NULL,
+        reply_to TEXT NOT NULL,       -- where the listing goes
+        text TEXT NOT NULL,
+        sent_at REAL NOT NULL,        -- when the sender sent it
+        batch INTEGER,                -- NULL until listed; then the listing it was in (the sender's newest counts)
+        UNIQUE (channel, rowid)
+    );
+    CREATE INDEX held_by_sender ON held (sender, batch);
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -776,6 +798,64 @@ class Store:
                 approval.created_at, approval.expires_at, approval.decided_at, approval.decided_by, approval.extra,
             ),
         )
+
+    # --- the conversation on a phone: plan messages (tapbacks) and late messages (`run`) -------------------
+
+    def record_approval_messages(self, approval_id: str, message_ids: Sequence[str]) -> None:
+        """The channel's ids of the messages that presented ``approval_id`` (a tapback names one of them)."""
+        with self.transaction():
+            for message_id in message_ids:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO approval_messages (message_id, approval_id) VALUES (?, ?)",
+                    (message_id, approval_id),
+                )
+
+    def approval_of_message(self, message_id: str) -> Approval | None:
+        """The request whose plan the message ``message_id`` presented, or None."""
+        rows = self._rows(
+            "SELECT a.* FROM approvals AS a JOIN approval_messages AS m ON m.approval_id = a.id "
+            "WHERE m.message_id = ?", (message_id,),
+        )
+        return Approval(**dict(rows[0])) if rows else None
+
+    def hold(self, channel: str, rowid: int, sender: str, reply_to: str, text: str, sent_at: float) -> None:
+        """Keeps a late message for `run` (once: a message read again after a restart is not kept twice)."""
+        self._write(
+            "INSERT OR IGNORE INTO held (channel, rowid, sender, reply_to, text, sent_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (channel, rowid, sender, reply_to, text, sent_at),
+        )
+
+    def unlisted_held(self) -> list[tuple[str, str]]:
+        """(sender, where their listing goes) for each sender with late messages not listed yet."""
+        rows = self._rows(
+            "SELECT sender, reply_to FROM held WHERE batch IS NULL AND id IN "
+            "(SELECT MAX(id) FROM held WHERE batch IS NULL GROUP BY sender) ORDER BY id"
+        )
+        return [(str(row[0]), str(row[1])) for row in rows]
+
+    def list_held(self, sender: str) -> list[Held]:
+        """The sender's late messages not listed yet become their newest listing (which `run` then reads)."""
+        with self.transaction():
+            newest = self._db.execute("SELECT COALESCE(MAX(batch), 0) FROM held").fetchone()[0]
+            self._db.execute("UPDATE held SET batch = ? WHERE sender = ? AND batch IS NULL", (newest + 1, sender))
+        return self.held(sender)
+
+    def held(self, sender: str) -> list[Held]:
+        """The sender's newest listing of late messages, numbered from 1 (the oldest)."""
+        rows = self._rows(
+            "SELECT text, sent_at FROM held WHERE sender = ? AND batch = "
+            "(SELECT MAX(batch) FROM held WHERE sender = ?) ORDER BY rowid, id", (sender, sender),
+        )
+        return [Held(number, str(row[0]), float(row[1])) for number, row in enumerate(rows, start=1)]
+
+    def files_not_sent(self, sender: str, since: float) -> list[tuple[float, str, str]]:
+        """(when, the name the reply showed, why) of the sender's reply files that did not go out since ``since``,
+        oldest first."""
+        rows = self._rows(
+            "SELECT updated_at, shown, problem FROM reply_files WHERE sender = ? AND state = 'not_sent' "
+            "AND updated_at >= ? ORDER BY updated_at, id", (sender, since),
+        )
+        return [(float(row[0]), str(row[1]), str(row[2] or "")) for row in rows]
 
     def approval(self, approval_id: str) -> Approval | None:
         rows = self._rows("SELECT * FROM approvals WHERE id = ?", (approval_id,))
