@@ -105,6 +105,8 @@ class IMessageIngress(Ingress):
                 if rows is None:  # unreadable now: cursor kept, retry after the poll interval
                     stop.wait(self._poll_seconds)
                     continue
+                if rows:
+                    self._caught_up.clear()
                 for row in rows:
                     item = self._classify(row)
                     if isinstance(item, InboundMessage) and row.attachments:
@@ -125,7 +127,6 @@ class IMessageIngress(Ingress):
                 # After an event, look again shortly a few times (any new event re-arms), then wait long.
                 if waiter.wait(rechecks.pop(0) if rechecks else None):
                     rechecks = list(_RECHECK_AFTER_EVENT)
-                    self._caught_up.clear()  # something changed: a backlog may follow
                 self.watching = waiter.watching
         finally:
             waiter.close()
