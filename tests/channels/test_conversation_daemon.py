@@ -66,7 +66,15 @@ def plan_of(daemon: DaemonProcess, chat_db: ChatDbWriter, task: str) -> tuple[st
     assert "like this message to approve it, dislike it to deny" in plan
     found = re.search(r"approve (req_[0-9a-f]{8})", plan)
     assert found is not None
-    return found.group(1), sent_guid(chat_db, "Plan (")
+    guid = sent_guid(chat_db, "Plan (")
+    # Noted once the send is confirmed: a person's tapback comes later than this test's could.
+    wait_for(lambda: known_plan_message(daemon, guid), 30, "the plan's message to be noted with its request")
+    return found.group(1), guid
+
+
+def known_plan_message(daemon: DaemonProcess, guid: str) -> bool:
+    with sqlite3.connect(daemon.db_path) as db:
+        return bool(db.execute("SELECT 1 FROM approval_messages WHERE message_id = ?", (guid,)).fetchall())
 
 
 STATUS_STARTS = ("Running for", "Queued:", "Awaiting approval", "Not delivered", "File not sent", "Recent:",
