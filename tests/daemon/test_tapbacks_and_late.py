@@ -56,7 +56,7 @@ def test_a_like_or_a_love_from_the_asker_approves_a_dislike_denies(run_daemon: C
     h.ingress.add(ANA, 'Loved "Plan"', tapback=Tapback(True, loved_on))
     h.ingress.add(ANA, 'Disliked "Plan"', tapback=Tapback(False, disliked_on))
     h.finish()
-    assert [h.store.approval(i).state for i in (liked, loved, disliked)] == ["approved", "approved", "denied"]  # type: ignore[union-attr]
+    assert [h.store.approvals.get(i).state for i in (liked, loved, disliked)] == ["approved", "approved", "denied"]  # type: ignore[union-attr]
     assert f"Denied {disliked}; nothing was changed." in h.egress.to(ANA)
     assert [c.request.read_only for c in h.connector.calls] == [True, True, True, False, False]
 
@@ -71,7 +71,7 @@ def test_a_tapback_from_someone_else_or_on_another_message_does_nothing(run_daem
     h.ingress.add(ANA, 'Liked "?"', tapback=Tapback(True, "not-a-message-of-ours"))
     h.finish()
     assert h.egress.to(BOB) == [] and len(h.egress.to(ANA)) == 2  # help and the plan: nothing more
-    assert h.store.approval(request).state == "pending"  # type: ignore[union-attr]
+    assert h.store.approvals.get(request).state == "pending"  # type: ignore[union-attr]
     assert len(h.connector.calls) == 1
 
 
@@ -80,8 +80,7 @@ def test_a_tapback_on_a_decided_or_expired_plan_gets_one_line(run_daemon: Callab
     decided, decided_on = plan(h, "task: one")
     expired, expired_on = plan(h, "task: two")
     h.ingress.add(ANA, f"deny {decided}")
-    with h.store.transaction():
-        h.store._db.execute("UPDATE approvals SET expires_at = 0 WHERE id = ?", (expired,))
+    h.store.db.write("UPDATE approvals SET expires_at = 0 WHERE id = ?", (expired,))
     h.ingress.add(ANA, 'Liked "Plan"', tapback=Tapback(True, decided_on))
     h.ingress.add(ANA, 'Liked "Plan"', tapback=Tapback(True, expired_on))
     h.finish()

@@ -6,20 +6,11 @@ last one, `run <n>` another."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from apple_flow.daemon.reports import clip
+from apple_flow.daemon.store import Held
 
 SHOWN = 5  # the listing shows the newest few; `run <n>` reaches any of them
-
-
-@dataclass(frozen=True)
-class Held:
-    """A late message, kept for `run`: its number in its sender's listing (1 the oldest)."""
-
-    number: int
-    text: str
-    sent_at: float  # when the sender sent it (chat.db's date)
 
 
 def listing(held: list[Held], now: float | None = None) -> str:

@@ -20,12 +20,11 @@ from apple_flow.channels.base import InboundMessage, Tapback
 from apple_flow.connectors.base import Exchange, TurnOutcome
 from apple_flow.daemon import failures
 from apple_flow.daemon.approvals import ApprovalRecords, Approvals
-from apple_flow.daemon.catch_up import Held
 from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
 from apple_flow.daemon.outbox import ATTACH_HINT, asks_for_file, take_attach_lines
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.reports import HISTORY_ENTRIES, clip, duration_text, history_reply, usage_reply, usage_since
-from apple_flow.daemon.store import Approval, FailedSend, FinishedTurn, Run
+from apple_flow.daemon.store import Approval, FailedSend, FinishedTurn, Held, Run
 from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
@@ -42,26 +41,55 @@ FILES_ONLY_REQUEST = "I sent you only files, no text. Look at them and tell me b
 UNDELIVERED_WINDOW = 24 * 3600  # how far back `health` and `status` report replies that did not go out
 
 
-class StateView(ApprovalRecords, Protocol):
-    """What the orchestrator reads from the store (and all it may do with it)."""
+class MessageReads(Protocol):
+    """What the orchestrator reads of the store's messages."""
 
-    def count_messages(self, state: str | None = None) -> int: ...
+    def count(self, state: str | None = None) -> int: ...
 
     def failed_sends(self, since: float, sender: str | None = None) -> tuple[int, FailedSend | None]: ...
 
-    def run(self, run_id: str) -> Run | None: ...
 
-    def runs_of(self, sender: str, limit: int = 5) -> list[Run]: ...
+class RunReads(Protocol):
+    """What the orchestrator reads of the store's runs."""
 
-    def search_runs(self, sender: str, query: str = "", limit: int = 5) -> list[Run]: ...
+    def get(self, run_id: str) -> Run | None: ...
 
-    def runs_since(self, sender: str, since: float) -> list[Run]: ...
+    def of_sender(self, sender: str, limit: int = 5) -> list[Run]: ...
 
-    def approval_of_message(self, message_id: str) -> Approval | None: ...
+    def search(self, sender: str, query: str = "", limit: int = 5) -> list[Run]: ...
 
-    def held(self, sender: str) -> list[Held]: ...
+    def since(self, sender: str, since: float) -> list[Run]: ...
 
-    def files_not_sent(self, sender: str, since: float) -> list[tuple[float, str, str]]: ...
+
+class HeldReads(Protocol):
+    """What the orchestrator reads of the messages held from while the Mac slept."""
+
+    def listing(self, sender: str) -> list[Held]: ...
+
+
+class ReplyFileReads(Protocol):
+    """What the orchestrator reads of the files replies sent."""
+
+    def not_sent(self, sender: str, since: float) -> list[tuple[float, str, str]]: ...
+
+
+class StateView(Protocol):
+    """What the orchestrator reads from the store (and all it may do with it)."""
+
+    @property
+    def messages(self) -> MessageReads: ...
+
+    @property
+    def runs(self) -> RunReads: ...
+
+    @property
+    def approvals(self) -> ApprovalRecords: ...
+
+    @property
+    def held(self) -> HeldReads: ...
+
+    @property
+    def reply_files(self) -> ReplyFileReads: ...
 
 
 @dataclass(frozen=True)
@@ -192,7 +220,7 @@ class Orchestrator:
     def _tapback(self, tapback: Tapback, sender: str, message_key: str) -> Decision:
         """A like or love on the message that presented the sender's plan approves it as `approve <id>` would; a
         dislike denies it. On any other message, or from anyone else, it does nothing."""
-        approval = self._store.approval_of_message(tapback.target)
+        approval = self._store.approvals.of_message(tapback.target)
         if approval is None or approval.sender != sender:
             return Ignore("tapback on no plan of the sender's")
         if tapback.approves:
@@ -202,7 +230,7 @@ class Orchestrator:
 
     def _run_held(self, message: InboundMessage, target: str | None, message_key: str, view: View) -> Decision:
         """`run`: the last of the messages listed after the Mac woke, as if it came now; `run <n>`: that one."""
-        held = self._store.held(message.sender)
+        held = self._store.held.listing(message.sender)
         if not held:
             return Reply("Nothing from while this Mac was asleep or offline is waiting to run.")
         number = int(target) if target is not None else held[-1].number
@@ -243,11 +271,11 @@ class Orchestrator:
             return self._cancel(sender, command.target, view)
         if command.kind is Kind.HISTORY:
             # One more than shown: whether older ones match too.
-            runs = self._store.search_runs(sender, command.body, HISTORY_ENTRIES + 1)
+            runs = self._store.runs.search(sender, command.body, HISTORY_ENTRIES + 1)
             return Reply(history_reply(runs[:HISTORY_ENTRIES], command.body, more=len(runs) > HISTORY_ENTRIES))
         if command.kind is Kind.USAGE:
             now = self._clock()
-            return Reply(usage_reply(self._store.runs_since(sender, usage_since(now)), now))
+            return Reply(usage_reply(self._store.runs.since(sender, usage_since(now)), now))
         if command.kind is Kind.DENY_ALL:
             decision = self._approvals.deny_all(sender, message_key)
             return Reply(decision.message, decision.decided)
@@ -266,7 +294,7 @@ class Orchestrator:
             if view.queued:
                 lines.append(self._dropped(view.queued))
             return Reply("\n".join(lines), cancel=True, drop_queued=True)
-        run = self._store.run(target)
+        run = self._store.runs.get(target)
         if run is None or run.sender != sender:  # another sender's run is as unknown as a made-up id
             return Reply(f"No run {target} of yours. `history` lists your runs.")
         if run.id != view.running_run:
@@ -372,12 +400,12 @@ class Orchestrator:
 
     def _health(self, view: View) -> str:
         uptime = duration_text(self._clock() - self._started)
-        handled = self._store.count_messages()
+        handled = self._store.messages.count()
         text = (
             f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {view.connector_status}. "
             f"Handled {handled} messages. Yours: {len(view.queued)} queued."
         ) + (f"\n{view.checks}" if view.checks else "")
-        failed, latest = self._store.failed_sends(self._clock() - UNDELIVERED_WINDOW)
+        failed, latest = self._store.messages.failed_sends(self._clock() - UNDELIVERED_WINDOW)
         if latest is not None:
             text += (
                 f"\nReplies not delivered in the last 24 h: {failed} (latest at {_clock_time(latest.at)} to "
@@ -397,26 +425,26 @@ class Orchestrator:
         for approval in self._approvals.pending(sender):
             minutes = max(1, round((approval.expires_at - self._clock()) / 60))
             lines.append(f"Awaiting approval: {approval.id} ({minutes} min left): {clip(approval.task)}")
-        _, undelivered = self._store.failed_sends(self._clock() - UNDELIVERED_WINDOW, sender)
+        _, undelivered = self._store.messages.failed_sends(self._clock() - UNDELIVERED_WINDOW, sender)
         if undelivered is not None:
             lines.append(
                 f"Not delivered at {_clock_time(undelivered.at)}: your reply to {clip(undelivered.request, 40)!r} "
                 f"({clip(undelivered.reason, 200)})"
             )
-        for at, shown, problem in self._store.files_not_sent(sender, self._clock() - UNDELIVERED_WINDOW)[-3:]:
+        for at, shown, problem in self._store.reply_files.not_sent(sender, self._clock() - UNDELIVERED_WINDOW)[-3:]:
             lines.append(f"File not sent at {_clock_time(at)}: {shown} ({clip(problem, 120)})")
-        runs = self._store.runs_of(sender, 3)
+        runs = self._store.runs.of_sender(sender, 3)
         if runs:
             lines.append("Recent: " + "; ".join(f"{r.id} {r.kind} {r.state}" for r in runs))
         return "\n".join(lines) if lines else "Nothing running, nothing pending."
 
     def _status_of(self, sender: str, target: str) -> str:
         key = target.strip().lower()
-        run = self._store.run(key)
+        run = self._store.runs.get(key)
         if run is not None and run.sender == sender:
             result = f": {clip(run.result or '', 200)}" if run.result else ""
             return f"{run.id} ({run.kind}) {run.state}{result}"
-        approval = self._store.approval(key)
+        approval = self._store.approvals.get(key)
         if approval is not None and approval.sender == sender:
             state = approval.state
             if state == "pending" and approval.expires_at <= self._clock():

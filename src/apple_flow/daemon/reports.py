@@ -8,10 +8,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # annotations only: the store's records depend on these helpers, not the other way
-    from apple_flow.daemon.store import Run
+from apple_flow.daemon.store import Run
 
 HISTORY_ENTRIES = 5  # runs a `history` reply shows at most
 REPLY_MAX_CHARS = 1200  # below reply_chunk_chars' default (1500): a report is one message
