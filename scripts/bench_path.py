@@ -251,13 +251,14 @@ def build_daemon(settings: Any, store: Any) -> Any:
     """The daemon as ``apple-flow run --channel imessage`` builds it."""
     from apple_flow.channels.imessage import build_imessage_channel
     from apple_flow.connectors import build_connector
-    from apple_flow.daemon.runtime import Daemon
+    from apple_flow.daemon import runtime
 
     connector = build_connector(settings)
     # The store's record of sent texts (before its split into tables: ``store.sent_texts``).
     sent = store.sent.for_channel if hasattr(store, "sent") else store.sent_texts
     ingress, egress = build_imessage_channel(settings, sent("imessage", settings.echo_window_seconds))
-    return Daemon(settings, store, connector, ingress, egress, "imessage")
+    made = getattr(runtime, "Runtime", None) or runtime.Daemon  # named Daemon before the renames
+    return made(settings, store, connector, ingress, egress, "imessage")
 
 
 def wait(condition: Any, what: str, timeout: float = 60) -> None:

@@ -15,10 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from apple_flow import host
+from apple_flow import login_service as launchd_module
 from apple_flow.channels.imessage.chatdb import python_binary
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
-from apple_flow.daemon import service as launchd_module
 from apple_flow.paths import PROJECT_ROOT
 from support.chatdb import ChatDbWriter
 from support.daemon_process import wait_for

@@ -15,10 +15,10 @@ from dotenv import dotenv_values
 from typer.testing import CliRunner
 
 from apple_flow import host
+from apple_flow import login_service as launchd_module
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.cli import setup as setup_cli
-from apple_flow.daemon import service as launchd_module
 from apple_flow.paths import PROJECT_ROOT
 from support.fake_launchctl import FakeLaunchctl
 from support.install import FAKE_CLI, install_script

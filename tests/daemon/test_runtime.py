@@ -415,10 +415,10 @@ def test_the_daemon_keeps_each_senders_exchanges_and_hands_the_connector_its_win
         h.ingress.add(ANA, f"ana {text}")
     h.ingress.add(BOB, "bob one")
     h.finish()
-    ana = [c.request for c in h.connector.calls if c.request.key == ANA]
+    ana = [c.request for c in h.connector.calls if c.request.sender == ANA]
     assert [e.user for e in ana[2].exchanges] == ["ana one", "ana two"]  # the newest two, oldest first
     assert ana[2].exchanges[-1] == Exchange("ana two", "echo: ana two")
-    bob = next(c.request for c in h.connector.calls if c.request.key == BOB)
+    bob = next(c.request for c in h.connector.calls if c.request.sender == BOB)
     assert bob.exchanges == ()  # another sender's conversation is not his
 
 
@@ -488,8 +488,8 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
     # exchange in the history. Stand-in for the crash: recording the first reply fails.
     import sqlite3
 
-    from apple_flow.connectors.afm import AfmConnector
-    from apple_flow.daemon.runtime import Daemon
+    from apple_flow.connectors.apple_code import AppleCodeConnector
+    from apple_flow.daemon.runtime import Runtime
     from support.daemon_fakes import ListIngress, RecordingEgress
     from support.install import FAKE_APPLE_CODE, install_script
 
@@ -505,7 +505,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
 
     monkeypatch.setattr(store.messages, "record_reply", fails_once)
     ingress, egress = ListIngress(), RecordingEgress()
-    daemon = Daemon(settings, store, AfmConnector(settings), ingress, egress, "imessage")
+    daemon = Runtime(settings, store, AppleCodeConnector(settings), ingress, egress, "imessage")
     ingress.add(ANA, "first")
     ingress.add(ANA, "second")
     ingress.close()

@@ -80,7 +80,7 @@ def reported(tokens: dict[str, tuple[int, int, bool]]) -> Callable[[str, TurnReq
     """Answers with the token usage ``tokens`` gives for the sender (input, output, estimated), on "openai"."""
 
     def answer(prompt: str, request: TurnRequest) -> TurnOutcome:
-        given = tokens.get(request.key)
+        given = tokens.get(request.sender)
         usage = Usage(given[0], given[1], estimated=given[2]) if given else None
         return TurnOutcome(Status.ANSWERED, text="ok", agent="apple-code", usage=usage, backend="openai",
                            model="qwen2.5:3b")

@@ -56,7 +56,7 @@ class FakeConnector:
         cancel = threading.Event()
         with self._lock:
             self.calls.append(call)
-            self._cancel_events[request.key] = cancel
+            self._cancel_events[request.sender] = cancel
             self.running += 1
             self.max_running = max(self.max_running, self.running)
         try:
@@ -81,10 +81,10 @@ class FakeConnector:
     def shutdown(self) -> None:
         self.shut_down = True
 
-    def cancel(self, key: str | None = None) -> int:
-        self.cancelled.append(key)
+    def cancel(self, sender: str | None = None) -> int:
+        self.cancelled.append(sender)
         with self._lock:
-            events = [e for t, e in self._cancel_events.items() if key is None or t == key]
+            events = [e for t, e in self._cancel_events.items() if sender is None or t == sender]
         for event in events:
             event.set()
         return len(events)

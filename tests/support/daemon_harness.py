@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apple_flow.config import Settings
-from apple_flow.daemon.runtime import Daemon
+from apple_flow.daemon.runtime import Runtime
 from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector, ListIngress, RecordingEgress
 from support.daemon_process import wait_for
@@ -35,7 +35,7 @@ class Harness:
         self.connector = connector or FakeConnector()
         self.ingress = ListIngress()
         self.egress = RecordingEgress()
-        self.daemon = Daemon(settings, self.store, self.connector, self.ingress, self.egress, channel)
+        self.daemon = Runtime(settings, self.store, self.connector, self.ingress, self.egress, channel)
         self.status: int | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
 

@@ -12,10 +12,7 @@ from rich.markup import escape
 
 from apple_flow import host
 from apple_flow.channels.imessage.chatdb import python_binary
-from apple_flow.channels.imessage.probe import AUTOMATION_SETTINGS
-from apple_flow.cli.common import err, print_error, settings_or_exit
-from apple_flow.config import Settings
-from apple_flow.daemon.permissions import (
+from apple_flow.channels.imessage.permissions import (
     AUTOMATION,
     CHAT_DB,
     PermissionReport,
@@ -24,7 +21,10 @@ from apple_flow.daemon.permissions import (
     full_disk_access_fix,
     read_report,
 )
-from apple_flow.daemon.service import Launchd, ServiceError, build_plist, service_files, systemd_unit
+from apple_flow.channels.imessage.probe import AUTOMATION_SETTINGS
+from apple_flow.cli.common import err, print_error, settings_or_exit
+from apple_flow.config import Settings
+from apple_flow.login_service import Launchd, ServiceError, build_plist, service_files, systemd_unit
 from apple_flow.times import moment
 
 service_app = typer.Typer(help="Run the daemon at login (a launchd agent on macOS).", no_args_is_help=True)

@@ -27,7 +27,7 @@ from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.envfile import EnvEdit, EnvFileError
 from apple_flow.handles import HandleError, parse_handle
-from apple_flow.health.check import Status
+from apple_flow.health.check import CheckStatus
 from apple_flow.health.doctor import AgentProbe, install_hint, probe_agent, run_doctor
 from apple_flow.paths import PROJECT_ROOT
 from apple_flow.web.auth import new_token
@@ -343,7 +343,7 @@ def _doctor(env_file: Path) -> None:
     with err.status("Checking the set-up (apple-flow doctor) ..."):
         checks = run_doctor(None, env_file)
     print_checks(checks)
-    failed = [check.name for check in checks if check.status is Status.FAIL]
+    failed = [check.name for check in checks if check.status is CheckStatus.FAIL]
     if failed:
         err.print(f"[yellow]{len(failed)} check(s) need attention: {', '.join(failed)}; each says how above.[/yellow]")
     else:

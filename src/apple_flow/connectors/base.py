@@ -34,7 +34,7 @@ class TurnRequest:
     exchanges: tuple[Exchange, ...] = ()
     read_only: bool = False  # planning turns: the agent may read, not change
     plan: bool = False  # approved tasks: plan-and-execute where the agent has it
-    key: str = ""  # whose turn this is (the sender): ``cancel(key)`` stops it
+    sender: str = ""  # whose turn this is: ``cancel(sender)`` stops it
     #: What files came with the message and where they are; kept whole after the message when the prompt is fitted.
     files_note: str = ""
 
@@ -128,8 +128,8 @@ class Connector(Protocol):
         Never raises for agent failures: they are outcomes."""
         ...
 
-    def cancel(self, key: str | None = None) -> int:
-        """Stops the running turns of ``key`` (all when None); returns how many were stopped."""
+    def cancel(self, sender: str | None = None) -> int:
+        """Stops the running turns of ``sender`` (all when None); returns how many were stopped."""
         ...
 
     def shutdown(self) -> None: ...

@@ -91,8 +91,8 @@ class CliConnector:
     def shutdown(self) -> None:
         self.runner.shutdown()
 
-    def cancel(self, key: str | None = None) -> int:
-        return self.runner.cancel(key)
+    def cancel(self, sender: str | None = None) -> int:
+        return self.runner.cancel(sender)
 
     def run(self, request: TurnRequest) -> TurnEvents:
         default = self.settings.default_workspace.expanduser().absolute()
@@ -107,7 +107,7 @@ class CliConnector:
         stream = self.new_stream()
         try:
             child = self.runner.start(
-                invocation.argv, invocation.stdin, cwd=invocation.cwd, timeout=invocation.timeout, key=request.key
+                invocation.argv, invocation.stdin, cwd=invocation.cwd, timeout=invocation.timeout, owner=request.sender
             )
         except SpawnError as exc:
             yield self.spawn_outcome(exc)

@@ -39,13 +39,13 @@ class MessageReplies:
         """The cursor starts at ``position`` (the ingress reads after it)."""
         self._tracker = CursorTracker(position)
 
-    def key(self, message: InboundMessage) -> str:
+    def ref(self, message: InboundMessage) -> str:
         """The message's name in the store's runs and approvals: "channel:rowid"."""
         return f"{self.channel}:{message.rowid}"
 
     def work(self, message: InboundMessage, turn: Turn) -> MessageWork:
         return MessageWork(
-            turn, self, message, message.reply_target, self.key(message), message_reply(self.channel, message.rowid)
+            turn, self, message, message.reply_target, self.ref(message), message_reply(self.channel, message.rowid)
         )
 
     def opened(self, rowid: int) -> None:

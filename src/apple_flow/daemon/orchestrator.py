@@ -182,7 +182,7 @@ class Orchestrator:
 
     # ------------------------------------------------------------------------------------------- decide
 
-    def decide(self, message: InboundMessage, message_key: str, view: View) -> Decision:
+    def decide(self, message: InboundMessage, message_ref: str, view: View) -> Decision:
         if message.is_from_me:
             return Ignore("sent by this Mac")
         if message.late:  # a backlog is not a flood: held whatever its size, listed once
@@ -195,20 +195,20 @@ class Orchestrator:
                 return Reply("Sorry, this Mac does not take requests from you. Ask its owner to add you.")
             return Ignore(verdict.reason)
         if message.tapback is not None:
-            return self._tapback(message.tapback, message.sender, message_key)
-        return self._decide_allowed(message, message_key, view)
+            return self._tapback(message.tapback, message.sender, message_ref)
+        return self._decide_allowed(message, message_ref, view)
 
-    def _decide_allowed(self, message: InboundMessage, message_key: str, view: View, held: bool = False) -> Decision:
+    def _decide_allowed(self, message: InboundMessage, message_ref: str, view: View, held: bool = False) -> Decision:
         command = parse(message.text)
         sender = message.sender
         if command.kind is Kind.RUN:
             if held:
                 return Reply("That message was `run` itself: nothing to run.")
-            return self._run_held(message, command.target, message_key, view)
+            return self._run_held(message, command.target, message_ref, view)
         if message.attachments and not command.body and command.kind not in FAST:
             command = Command(command.kind, FILES_ONLY_REQUEST, command.target, command.alias)
         if command.kind in FAST:
-            return self._fast(command, sender, message_key, view)
+            return self._fast(command, sender, message_ref, view)
         try:
             workspace = self._workspaces.resolve(command.alias)
         except WorkspaceError as exc:
@@ -218,18 +218,18 @@ class Orchestrator:
             return Reply(f"{name}: needs some text, e.g. `{name}: add a test for the parser`.")
         return self._turn(command, sender, workspace)
 
-    def _tapback(self, tapback: Tapback, sender: str, message_key: str) -> Decision:
+    def _tapback(self, tapback: Tapback, sender: str, message_ref: str) -> Decision:
         """A like or love on the message that presented the sender's plan approves it as `approve <id>` would; a
         dislike denies it. On any other message, or from anyone else, it does nothing."""
         approval = self._store.approvals.of_message(tapback.target)
         if approval is None or approval.sender != sender:
             return Ignore("tapback on no plan of the sender's")
         if tapback.approves:
-            return self._approve(Command(Kind.APPROVE, target=approval.id), sender, message_key)
-        decision = self._approvals.deny(sender, approval.id, message_key)
+            return self._approve(Command(Kind.APPROVE, target=approval.id), sender, message_ref)
+        decision = self._approvals.deny(sender, approval.id, message_ref)
         return Reply(decision.message, decision.decided)
 
-    def _run_held(self, message: InboundMessage, target: str | None, message_key: str, view: View) -> Decision:
+    def _run_held(self, message: InboundMessage, target: str | None, message_ref: str, view: View) -> Decision:
         """`run`: the last of the messages listed after the Mac woke, as if it came now; `run <n>`: that one."""
         held = self._store.held.listing(message.sender)
         if not held:
@@ -239,7 +239,7 @@ class Orchestrator:
         if chosen is None:
             return Reply(f"There is no {number}: `run 1` to `run {held[-1].number}`, or `run` for the last one.")
         again = replace(message, text=chosen.text, attachments=(), late=False, tapback=None)
-        return self._decide_allowed(again, message_key, view, held=True)
+        return self._decide_allowed(again, message_ref, view, held=True)
 
     def _turn(self, command: Command, sender: str, workspace: Path) -> Turn:
         if command.kind is Kind.TASK:
@@ -259,7 +259,7 @@ class Orchestrator:
     def _wants_file(self, request: str) -> bool:
         return self._send_files and asks_for_file(request)
 
-    def _fast(self, command: Command, sender: str, message_key: str, view: View) -> Decision:
+    def _fast(self, command: Command, sender: str, message_ref: str, view: View) -> Decision:
         if command.kind is Kind.HELP:
             return Reply(HELP_TEXT)
         if command.kind is Kind.HEALTH:
@@ -278,12 +278,12 @@ class Orchestrator:
             now = self._clock()
             return Reply(usage_reply(self._store.runs.since(sender, usage_since(now)), now))
         if command.kind is Kind.DENY_ALL:
-            decision = self._approvals.deny_all(sender, message_key)
+            decision = self._approvals.deny_all(sender, message_ref)
             return Reply(decision.message, decision.decided)
         if command.kind is Kind.DENY:
-            decision = self._approvals.deny(sender, command.target, message_key)
+            decision = self._approvals.deny(sender, command.target, message_ref)
             return Reply(decision.message, decision.decided)
-        return self._approve(command, sender, message_key)
+        return self._approve(command, sender, message_ref)
 
     def _cancel(self, sender: str, target: str | None, view: View) -> Reply:
         """Plain `cancel` stops all the sender asked for and has not got yet: the running turn and the queued ones
@@ -315,8 +315,8 @@ class Orchestrator:
                 text += f" {approval.id} has expired; send the task again to redo it."
         return text
 
-    def _approve(self, command: Command, sender: str, message_key: str) -> Decision:
-        decision = self._approvals.approve(sender, command.target, message_key, command.body)
+    def _approve(self, command: Command, sender: str, message_ref: str) -> Decision:
+        decision = self._approvals.approve(sender, command.target, message_ref, command.body)
         if decision.approval is None:
             return Reply(decision.message)
         return self.approved_turn(decision.approval, decision.decided)

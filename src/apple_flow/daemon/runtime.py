@@ -95,7 +95,7 @@ class StartupChecks(Protocol):
         ...
 
 
-class Daemon:
+class Runtime:
     def __init__(
         self,
         settings: Settings,
@@ -200,7 +200,7 @@ class Daemon:
         return status
 
     def _start_workers(self) -> None:
-        # Daemon threads: a turn stuck in a connector must not keep the process alive after shutdown.
+        # Runtime threads: a turn stuck in a connector must not keep the process alive after shutdown.
         for index in range(self._settings.max_concurrent_ai_calls):
             threading.Thread(target=self._work, name=f"turn-{index}", daemon=True).start()
 
@@ -279,11 +279,11 @@ class Daemon:
         self._apply(message, Reply("Sorry, that request changed while I was handling it. Send it again."))
 
     def _decide(self, message: InboundMessage) -> Decision:
-        key = self._messages.key(message)
+        ref = self._messages.ref(message)
         try:
-            return self._stale(message) or self.orchestrator.decide(message, key, self._view(message.sender))
+            return self._stale(message) or self.orchestrator.decide(message, ref, self._view(message.sender))
         except Exception as exc:
-            log.exception("handling message %s failed", key)
+            log.exception("handling message %s failed", ref)
             return Reply(failures.explain_exception(exc))
 
     def _view(self, sender: str) -> View:
@@ -393,7 +393,7 @@ class Daemon:
         window = self._connector.context_window
         request = TurnRequest(
             turn.prompt, turn.workspace, tuple(self._store.history.recent(turn.sender, window)), turn.read_only,
-            turn.plan, key=turn.sender, files_note=work.files_note(),
+            turn.plan, sender=turn.sender, files_note=work.files_note(),
         )
         outcome: TurnOutcome | Exception
         try:

@@ -1,4 +1,4 @@
-"""AfmConnector: every turn runs ``apple-code`` (the CLI contract in apple_code/CONTRACT.md) once.
+"""AppleCodeConnector: every turn runs ``apple-code`` (the CLI contract in apple_code/CONTRACT.md) once.
 
 The prompt is fitted to ``afm_max_prompt_chars`` (the on-device window is 4,096 tokens), the soul prompt goes
 in ``--system`` cut to ``afm_soul_max_chars``, no tools context is added (apple-code has native tools), and the
@@ -47,7 +47,7 @@ class Backend:
     model: str | None = None
 
 
-class AfmConnector(CliConnector):
+class AppleCodeConnector(CliConnector):
     display_name: ClassVar[str] = "apple-code"
     command_setting: ClassVar[str] = "afm_command"
 
@@ -180,7 +180,7 @@ def _parse_check(stdout: str) -> dict[str, Any]:
     return {}
 
 
-class OllamaConnector(AfmConnector):
+class OllamaConnector(AppleCodeConnector):
     """The afm connector on Ollama, for a Mac (or any machine) without Apple Intelligence: apple-code with
     ``--backend openai`` on Ollama's OpenAI-compatible endpoint (``APPLE_FLOW_OLLAMA_BASE_URL``, by default Ollama's
     own http://127.0.0.1:11434/v1) and ``APPLE_FLOW_OLLAMA_MODEL``. Everything else is the afm connector's: the

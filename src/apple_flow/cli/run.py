@@ -22,7 +22,7 @@ from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainCon
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError
 from apple_flow.daemon.lock import InstanceLock, LockError
-from apple_flow.daemon.runtime import Daemon, StartError
+from apple_flow.daemon.runtime import Runtime, StartError
 from apple_flow.daemon.store import Store, StoreError
 
 if TYPE_CHECKING:
@@ -80,16 +80,16 @@ def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key
         return 1
     checks = None
     if channel == "imessage":
-        from apple_flow.daemon.permissions import PermissionMonitor
+        from apple_flow.channels.imessage.permissions import PermissionMonitor
 
         # First, so that the Automation prompt shows at once (a service just installed asks the user now).
-        checks = PermissionMonitor(settings, store)
+        checks = PermissionMonitor(settings, store.meta)
         checks.start()
     try:
         ingress, egress = build_channel(store)
         connector = build_connector(settings)
         local = (CONSOLE_SENDER,) if channel == "console" else ()
-        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks)
+        daemon = Runtime(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks)
 
         def stop(signum: int, frame: FrameType | None) -> None:
             daemon.request_stop()
@@ -115,7 +115,7 @@ def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key
         lock.release()
 
 
-def _web_page(settings: Settings, store: Store, daemon: Daemon, channel: str) -> WebServer | None:
+def _web_page(settings: Settings, store: Store, daemon: Runtime, channel: str) -> WebServer | None:
     """Serves the web page beside the daemon. A page that cannot be served is logged and shown in the store's
     events; the daemon runs on without it."""
     if not settings.web_enabled:
