@@ -24,6 +24,7 @@ from apple_flow.config import Settings, SettingsError
 from apple_flow.daemon.lock import InstanceLock, LockError
 from apple_flow.daemon.runtime import Daemon, StartError
 from apple_flow.daemon.store import Store, StoreError
+from apple_flow.filelimit import raise_open_files
 
 if TYPE_CHECKING:
     from apple_flow.web.server import WebServer
@@ -70,6 +71,7 @@ def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key
     it ends."""
     from apple_flow.connectors import build_connector  # the connector package decides which agent CLI runs
 
+    raise_open_files()  # launchd's 256 would let the web page's clients starve the agent of descriptors
     lock = InstanceLock(settings.db_path)
     try:
         lock.acquire()
@@ -135,7 +137,9 @@ def _web_page(settings: Settings, store: Store, daemon: Daemon, channel: str) ->
         print_error(f"No web page: {exc}")
         store.log_event("web_error", str(exc))
         return None
-    err.print(f"Web page: {page.url} (log in with APPLE_FLOW_WEB_TOKEN from {Path(ENV_FILE).absolute()})")
+    daemon.page_started(page.url)
+    err.print(f"Web page: {page.url} (log in with APPLE_FLOW_WEB_TOKEN from {Path(ENV_FILE).absolute()}, or "
+              "text `web` to this Mac for a login link)")
     return page
 
 

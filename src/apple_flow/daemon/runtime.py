@@ -46,7 +46,17 @@ from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.arrivals import FileLimits, describe, receive
 from apple_flow.daemon.cursor import CursorTracker
-from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Queued, Reply, Turn, View, new_run_id
+from apple_flow.daemon.orchestrator import (
+    Decision,
+    Ignore,
+    LoginLinks,
+    Orchestrator,
+    Queued,
+    Reply,
+    Turn,
+    View,
+    new_run_id,
+)
 from apple_flow.daemon.outbox import Outgoing, check, check_all, note
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
@@ -54,6 +64,7 @@ from apple_flow.daemon.run_log import RunLog
 from apple_flow.daemon.scheduler import Job, Scheduler
 from apple_flow.daemon.store import WEB_REPLY_PREFIX, Approval, FinishedTurn, Store, message_reply, web_reply
 from apple_flow.daemon.workspaces import Workspaces
+from apple_flow.web.sessions import WebSessions
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +135,7 @@ class Daemon:
             run_links=settings.web_base_url if settings.web_enabled else None,
             send_files=settings.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
         )
+        self._logins = WebSessions(store, settings.web_session_days, settings.web_link_minutes)
         self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
         # Daemon threads: a turn stuck in a connector must not keep the process alive after shutdown.
@@ -319,6 +331,8 @@ class Daemon:
                 if decision.clear_history:
                     store.clear(sender)
                 store.record_reply(self._channel, message.rowid, decision.text)
+                if decision.login_link is not None:
+                    self._logins.add_link(decision.login_link, sender)
                 # Recorded with the reply that tells of them: a restart neither runs them nor tells of them twice.
                 # (A turn that started since the reply was decided is not dropped here: the cancel below stops it.)
                 for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
@@ -335,6 +349,14 @@ class Daemon:
                 self._progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, Work(message, decision)))
         return True
+
+    def page_started(self, local_url: str) -> None:
+        """The web page serves at ``local_url``: `web` now answers with login links (to the base URL if set)."""
+        base = self._settings.web_base_url
+        self.orchestrator.login_links = LoginLinks(
+            base or local_url, self._settings.web_link_minutes, mac_only=base is None,
+            over_imessage=self._channel == "imessage",
+        )
 
     def run_approved(self, approval: Approval) -> None:
         """From the web page (any thread): a request approved there runs in the sender's queue, and its answer

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from apple_flow.connectors.base import Exchange, TurnOutcome
+from apple_flow.paths import is_state_folder
+from apple_flow.privatefile import private_files, private_folder
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the initial schema.
@@ -182,6 +184,23 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX reply_files_by_reply ON reply_files (reply_of, state);
     """,
+    # 11: the web page's logins (web/sessions.py): sessions the server can end, and one-time login links texted by
+    # `web`. Only SHA-256 digests of the secrets are kept; the browser and the text hold the secrets themselves.
+    """
+    CREATE TABLE web_sessions (
+        id TEXT PRIMARY KEY,          -- sha256 of the cookie's value
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        via TEXT NOT NULL             -- token | link:<sender>
+    );
+    CREATE TABLE web_links (
+        id TEXT PRIMARY KEY,          -- sha256 of the link's secret
+        sender TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        used_at REAL
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 HISTORY_KEEP = 50  # exchanges kept per thread; connectors inject far fewer
@@ -312,7 +331,10 @@ class Store:
         self._lock = threading.RLock()
         self._depth = 0
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # Every request, reply and diff is in here: the folder 0700 and the files 0600, whatever the umask, and
+            # those an older apple-flow left readable tightened.
+            private_folder(path.parent, tighten=is_state_folder(path.parent))
+            private_files(path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal")))
             self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")
