@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 
 from apple_flow.channels.base import InboundMessage
 from apple_flow.daemon.orchestrator import LoginLinks, Reply, View
-from apple_flow.web.sessions import WebSessions, digest
+from apple_flow.daemon.web_logins import WebLogins, digest
 from support.daemon_harness import ANA, Harness, ask, wait_until
 
 LINK = re.compile(r"(http://\S+)/login/link/(\S+)")
 
 
-def sessions(h: Harness) -> WebSessions:
-    return WebSessions(h.store, h.settings.web_session_days, h.settings.web_link_minutes)
+def sessions(h: Harness) -> WebLogins:
+    return WebLogins(h.store, h.settings.web_session_days, h.settings.web_link_minutes)
 
 
 def test_web_texts_a_link_that_logs_in_once(harness: Callable[..., Harness]) -> None:

@@ -15,12 +15,12 @@ import pytest
 from apple_flow.config import Settings
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
+from apple_flow.daemon.web_logins import WebLogins
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.app import WebContext, build_app
 from apple_flow.web.health import DaemonState
 from apple_flow.web.limits import Limits
 from apple_flow.web.server import WebServer
-from apple_flow.web.sessions import WebSessions
 
 LOCAL_NAME = "apple-flow.localhost"
 TOKEN = "test-token-0123456789abcdef-0123456789"
@@ -32,7 +32,7 @@ class Page:
     store: Store
     approvals: Approvals
     started: list[Approval]
-    sessions: WebSessions
+    sessions: WebLogins
 
     @property
     def host(self) -> str:
@@ -80,7 +80,7 @@ def make_page(tmp_path: Path) -> Iterator[Callable[..., Page]]:
         decisions = WebDecisions(store, approvals, started.append)
         state = DaemonState(channel="console", connector=settings.connector, connector_status="ready",
                             started_at=time.time() - 5)
-        sessions = WebSessions(store, settings.web_session_days, settings.web_link_minutes)
+        sessions = WebLogins(store, settings.web_session_days, settings.web_link_minutes)
         context = WebContext(settings=settings, store=store, decisions=decisions, state=lambda: state,
                              sessions=sessions)
         server = WebServer(build_app(context, TOKEN), "127.0.0.1", 0, settings.web_local_name, limits)

@@ -115,10 +115,14 @@ def test_a_huge_login_form_is_refused_before_a_byte_of_it_is_read(page: Page) ->
 
 
 def test_a_form_from_another_site_is_refused_before_its_body_is_read(page: Page) -> None:
-    head = (f"POST /login HTTP/1.1\nHost: {page.host}\nOrigin: http://evil.example\n"
-            "Content-Type: application/x-www-form-urlencoded\nContent-Length: 1000\n")
-    answer = raw(page, head)
-    assert answer.startswith(b"HTTP/1.1 403"), answer[:200]
+    """With the session cookie too: a page on another port of this machine is the same site to a browser."""
+    approval = pending_request(page)
+    cookie = page.logged_in().cookies[COOKIE]
+    for path in ("/login", f"/approvals/{approval}/approve"):
+        head = (f"POST {path} HTTP/1.1\nHost: {page.host}\nOrigin: http://127.0.0.1:1\nCookie: {COOKIE}={cookie}\n"
+                "Content-Type: application/x-www-form-urlencoded\nContent-Length: 1000\n")
+        answer = raw(page, head)  # the body never comes: only an answer that did not wait for it arrives
+        assert answer.startswith(b"HTTP/1.1 403"), (path, answer[:200])
 
 
 def test_a_body_of_no_declared_size_is_read_only_up_to_the_cap(page: Page) -> None:

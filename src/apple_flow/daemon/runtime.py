@@ -63,8 +63,8 @@ from apple_flow.daemon.progress import ProgressThrottle
 from apple_flow.daemon.run_log import RunLog
 from apple_flow.daemon.scheduler import Job, Scheduler
 from apple_flow.daemon.store import WEB_REPLY_PREFIX, Approval, FinishedTurn, Store, message_reply, web_reply
+from apple_flow.daemon.web_logins import WebLogins
 from apple_flow.daemon.workspaces import Workspaces
-from apple_flow.web.sessions import WebSessions
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class Daemon:
             run_links=settings.web_base_url if settings.web_enabled else None,
             send_files=settings.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
         )
-        self._logins = WebSessions(store, settings.web_session_days, settings.web_link_minutes)
+        self._logins = WebLogins(store, settings.web_session_days, settings.web_link_minutes)
         self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
         # Daemon threads: a turn stuck in a connector must not keep the process alive after shutdown.

@@ -184,7 +184,7 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX reply_files_by_reply ON reply_files (reply_of, state);
     """,
-    # 11: the web page's logins (web/sessions.py): sessions the server can end, and one-time login links texted by
+    # 11: the web page's logins (daemon/web_logins.py): sessions the server can end, and one-time login links texted by
     # `web`. Only SHA-256 digests of the secrets are kept; the browser and the text hold the secrets themselves.
     """
     CREATE TABLE web_sessions (

@@ -28,12 +28,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apple_flow.config import Settings
 from apple_flow.daemon.store import Store
+from apple_flow.daemon.web_logins import WebLogins
 from apple_flow.web import runview
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.auth import COOKIE, Guard, is_ip, is_loopback_name, same_origin, split_host
 from apple_flow.web.health import DaemonState, health_checks
 from apple_flow.web.limits import QuietLog
-from apple_flow.web.sessions import WebSessions
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class WebContext:
     store: Store
     decisions: WebDecisions
     state: Callable[[], DaemonState]
-    sessions: WebSessions
+    sessions: WebLogins
 
 
 class FormRefused(Exception):

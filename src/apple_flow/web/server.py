@@ -18,12 +18,12 @@ from apple_flow import envfile
 from apple_flow.config import Settings, is_loopback
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
+from apple_flow.daemon.web_logins import WebLogins
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.app import WebContext, build_app
 from apple_flow.web.auth import MIN_TOKEN_CHARS, new_token
 from apple_flow.web.health import DaemonState
 from apple_flow.web.limits import Limits, limited_protocol
-from apple_flow.web.sessions import WebSessions
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def start_page(
     """The daemon's web page, serving; raises ``WebError`` when it cannot (no token can be had, address in use)."""
     token = ensure_token(settings, env_file)
     decisions = WebDecisions(store, Approvals(store, settings.approval_ttl_minutes), run_approved)
-    sessions = WebSessions(store, settings.web_session_days, settings.web_link_minutes)
+    sessions = WebLogins(store, settings.web_session_days, settings.web_link_minutes)
     context = WebContext(settings=settings, store=store, decisions=decisions, state=state, sessions=sessions)
     server = WebServer(build_app(context, token), settings.web_host, settings.web_port, settings.web_local_name)
     server.start()

@@ -5,6 +5,9 @@ logged in (its cookie holds a random secret; the table its SHA-256), and one-tim
   A new web token ends every session (the token's fingerprint is kept in ``meta``).
 - A login link works once, for ``APPLE_FLOW_WEB_LINK_MINUTES``: redeeming it marks it used in the same statement
   that checks it, so two clicks cannot both log in.
+
+Here, below the web page, because the daemon records a link with the reply that holds it; the page checks and ends
+sessions through the same class.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class WebSessions:
+class WebLogins:
     """Sessions and login links over the store's connection (its lock and transactions)."""
 
     def __init__(self, store: Store, session_days: int, link_minutes: int) -> None:
