@@ -32,7 +32,7 @@ class Page:
     store: Store
     approvals: Approvals
     started: list[Approval]
-    sessions: WebLogins
+    logins: WebLogins
 
     @property
     def host(self) -> str:
@@ -80,13 +80,13 @@ def make_page(tmp_path: Path) -> Iterator[Callable[..., Page]]:
         decisions = WebDecisions(store, approvals, started.append)
         state = DaemonState(channel="console", connector=settings.connector, connector_status="ready",
                             started_at=time.time() - 5)
-        sessions = WebLogins(store, settings.web_session_days, settings.web_link_minutes)
+        logins = WebLogins(store, settings.web_session_days, settings.web_link_minutes)
         context = WebContext(settings=settings, store=store, decisions=decisions, state=lambda: state,
-                             sessions=sessions)
+                             logins=logins)
         server = WebServer(build_app(context, TOKEN), "127.0.0.1", 0, settings.web_local_name, limits)
         url = server.start()
         servers.append((server, store))
-        return Page(url, store, approvals, started, sessions)
+        return Page(url, store, approvals, started, logins)
 
     try:
         yield make

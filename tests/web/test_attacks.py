@@ -61,7 +61,7 @@ def test_logout_ends_the_session_for_a_copy_of_its_cookie_too(page: Page) -> Non
     replay = page.client()
     replay.cookies.set(COOKIE, stolen)
     assert replay.get("/runs").status_code == 303  # to the login: the server ended it
-    assert page.sessions.count() == 0
+    assert page.logins.count() == 0
 
 
 def test_a_session_lasts_days_and_dies_on_its_day(page: Page) -> None:
@@ -78,9 +78,9 @@ def test_a_session_lasts_days_and_dies_on_its_day(page: Page) -> None:
 
 def test_a_new_token_ends_every_session(page: Page) -> None:
     client = page.logged_in()
-    assert page.sessions.forget_if_token_changed(TOKEN) is False
+    assert page.logins.forget_if_token_changed(TOKEN) is False
     assert client.get("/runs").status_code == 200
-    assert page.sessions.forget_if_token_changed("another-token-0123456789-0123456789") is True
+    assert page.logins.forget_if_token_changed("another-token-0123456789-0123456789") is True
     assert client.get("/runs").status_code == 303
 
 

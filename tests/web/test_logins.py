@@ -13,7 +13,7 @@ from web.conftest import TOKEN, Page
 
 def link(page: Page) -> str:
     secret = f"secret-{time.monotonic_ns()}-0123456789abcdefghij"
-    page.sessions.add_link(secret, ANA)
+    page.logins.add_link(secret, ANA)
     return f"/login/link/{secret}"
 
 

@@ -61,7 +61,7 @@ class WebContext:
     store: Store
     decisions: WebDecisions
     state: Callable[[], DaemonState]
-    sessions: WebLogins
+    logins: WebLogins
 
 
 class FormRefused(Exception):
@@ -77,8 +77,8 @@ DISCONNECTS = QuietLog("a browser went away while sending a form")
 
 
 def build_app(context: WebContext, token: str) -> Starlette:
-    guard = Guard(token, context.sessions)
-    if context.sessions.forget_if_token_changed(token):
+    guard = Guard(token, context.logins)
+    if context.logins.forget_if_token_changed(token):
         log.warning("the web token changed: every browser logged in before must log in again")
     templates = Environment(
         loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
@@ -115,7 +115,7 @@ def build_app(context: WebContext, token: str) -> Starlette:
     def logged_in_response(request: Request, where: str, via: str) -> Response:
         response = RedirectResponse(where, status_code=303, headers=SECURITY_HEADERS)
         response.set_cookie(
-            COOKIE, context.sessions.start(via), max_age=context.sessions.session_seconds, path="/", httponly=True,
+            COOKIE, context.logins.start(via), max_age=context.logins.session_seconds, path="/", httponly=True,
             samesite="strict", secure=_https(request),
         )
         return response
@@ -166,7 +166,7 @@ def build_app(context: WebContext, token: str) -> Starlette:
 
     async def link_page(request: Request) -> Response:
         # A GET never logs in: Messages fetches a link's preview itself, which would use the link up.
-        if not context.sessions.link_usable(request.path_params["secret"]):
+        if not context.logins.link_usable(request.path_params["secret"]):
             return render(request, "link.html", 410, logged_in=False, usable=False)
         return render(request, "link.html", logged_in=False, usable=True)
 
@@ -174,14 +174,14 @@ def build_app(context: WebContext, token: str) -> Starlette:
         if not same_origin(request.headers, allowed_origins(request)):
             return render(request, "link.html", 403, logged_in=False, usable=False,
                           error="This form must be sent from this page.")
-        sender = context.sessions.redeem_link(request.path_params["secret"])
+        sender = context.logins.redeem_link(request.path_params["secret"])
         if sender is None:
             return render(request, "link.html", 410, logged_in=False, usable=False)
         log.info("web page: logged in with the link texted to %s", sender)
         return logged_in_response(request, "/runs", f"link:{sender}")
 
     async def logout(request: Request) -> Response:
-        context.sessions.end(cookie_of(request))
+        context.logins.end(cookie_of(request))
         response = RedirectResponse("/login", status_code=303, headers=SECURITY_HEADERS)
         response.delete_cookie(COOKIE, path="/")
         return response

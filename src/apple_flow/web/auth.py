@@ -3,7 +3,7 @@ and which Host names the page answers to.
 
 - The token (``APPLE_FLOW_WEB_TOKEN``, 32 characters or more) is asked once, on the login page; a login link texted
   by `web` does the same in one tap. Without a live session nothing else is served: no run, no title, no count.
-- The session cookie holds a random secret; the server keeps its digest (``sessions.WebLogins``), so logging out
+- The session cookie holds a random secret; the server keeps its digest (``daemon.web_logins``), so logging out
   ends it for good and it lasts days, not a month. It is HttpOnly, SameSite=Strict, Path=/ and Secure over https.
   Browsers send a cookie to every port of the host that set it, so on this Mac the page is served under a name of
   its own (``APPLE_FLOW_WEB_LOCAL_NAME``, apple-flow.localhost): another program listening on 127.0.0.1 or
@@ -43,9 +43,9 @@ def new_token() -> str:
 
 
 class Guard:
-    def __init__(self, token: str, sessions: WebLogins, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, token: str, logins: WebLogins, clock: Callable[[], float] = time.monotonic) -> None:
         self._key = token.encode()
-        self.sessions = sessions
+        self.logins = logins
         self._clock = clock
         self._failures: deque[float] = deque(maxlen=LOGIN_FAILURES + 1)
         self._lock = threading.Lock()
@@ -70,7 +70,7 @@ class Guard:
     # --- session ---------------------------------------------------------------------------------------------
 
     def session(self, cookie: str | None) -> Session | None:
-        return self.sessions.session(cookie)
+        return self.logins.session(cookie)
 
     # --- CSRF --------------------------------------------------------------------------------------------------
 

@@ -71,8 +71,8 @@ def start_page(
     """The daemon's web page, serving; raises ``WebError`` when it cannot (no token can be had, address in use)."""
     token = ensure_token(settings, env_file)
     decisions = WebDecisions(store, Approvals(store, settings.approval_ttl_minutes), run_approved)
-    sessions = WebLogins(store, settings.web_session_days, settings.web_link_minutes)
-    context = WebContext(settings=settings, store=store, decisions=decisions, state=state, sessions=sessions)
+    logins = WebLogins(store, settings.web_session_days, settings.web_link_minutes)
+    context = WebContext(settings=settings, store=store, decisions=decisions, state=state, logins=logins)
     server = WebServer(build_app(context, token), settings.web_host, settings.web_port, settings.web_local_name)
     server.start()
     return server
