@@ -29,6 +29,9 @@ class Limits:
     request_seconds: float = 10.0  # to send a whole request (headers and body)
     keep_alive_seconds: float = 5.0  # idle between requests
     max_header_bytes: int = 16 * 1024  # h11's buffer for an incomplete request line and headers
+    # Connections taken from the kernel's queue in one go: asyncio accepts this many before any of them is closed,
+    # so it bounds the descriptors a burst holds for a moment (uvicorn's default is 2048).
+    accept_burst: int = 16
 
 
 class QuietLog:
@@ -54,6 +57,16 @@ class QuietLog:
 
 REFUSED = QuietLog("a connection over the limit was closed")
 CUT_OFF = QuietLog("a request that was not sent in time was cut off")
+OUT_OF_FILES = QuietLog("no file descriptor left to accept a connection (the open-file limit); it waits in the queue")
+
+
+def _quiet_accept_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio logs every failed accept with a traceback (once a second while the limit lasts); one line a minute
+    says as much. Anything else goes to asyncio's own handler."""
+    if str(context.get("message", "")).startswith("socket.accept() out of system resource"):
+        OUT_OF_FILES.note()
+        return
+    loop.default_exception_handler(context)
 
 
 def limited_protocol(limits: Limits) -> type[H11Protocol]:
@@ -63,6 +76,8 @@ def limited_protocol(limits: Limits) -> type[H11Protocol]:
             self._request_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            if self.loop.get_exception_handler() is None:
+                self.loop.set_exception_handler(_quiet_accept_errors)
             super().connection_made(transport)
             if len(self.connections) > limits.max_connections:
                 REFUSED.note()

@@ -111,7 +111,7 @@ class WebServer:
             self._app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2,
             server_header=False, http=limited_protocol(limits), limit_concurrency=limits.max_connections,
             timeout_keep_alive=int(max(1, limits.keep_alive_seconds)),
-            h11_max_incomplete_event_size=limits.max_header_bytes,
+            h11_max_incomplete_event_size=limits.max_header_bytes, backlog=limits.accept_burst,
         )
         server = uvicorn.Server(config)
         self._server = server
