@@ -29,10 +29,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from apple_flow.config import Settings
 from apple_flow.daemon.store import Store
 from apple_flow.daemon.web_logins import WebLogins
+from apple_flow.health.running import DaemonState, health_checks
 from apple_flow.web import runview
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.auth import COOKIE, Guard, is_ip, is_loopback_name, same_origin, split_host
-from apple_flow.web.health import DaemonState, health_checks
 from apple_flow.web.limits import QuietLog
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,10 @@ from apple_flow.config import Settings, is_loopback
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
 from apple_flow.daemon.web_logins import WebLogins
+from apple_flow.health.running import DaemonState
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.app import WebContext, build_app
 from apple_flow.web.auth import MIN_TOKEN_CHARS, new_token
-from apple_flow.web.health import DaemonState
 from apple_flow.web.limits import Limits, limited_protocol
 
 log = logging.getLogger(__name__)
