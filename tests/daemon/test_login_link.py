@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 
 from apple_flow.channels.base import InboundMessage
 from apple_flow.daemon.orchestrator import LoginLinks, Reply, View
-from apple_flow.daemon.web_logins import WebLogins, digest
+from apple_flow.daemon.store.web_logins import WebLoginTable, digest
 from support.daemon_harness import ANA, Harness, ask, wait_until
 
 LINK = re.compile(r"(http://\S+)/login/link/(\S+)")
 
 
-def sessions(h: Harness) -> WebLogins:
-    return WebLogins(h.store, h.settings.web_session_days, h.settings.web_link_minutes)
+def sessions(h: Harness) -> WebLoginTable:
+    return h.store.web_logins
 
 
 def test_web_texts_a_link_that_logs_in_once(harness: Callable[..., Harness]) -> None:
@@ -27,7 +27,7 @@ def test_web_texts_a_link_that_logs_in_once(harness: Callable[..., Harness]) -> 
     assert found is not None and found.group(1) == "http://apple-flow.localhost:8787", text
     assert "works once, for 5 minutes" in text and "opens on this Mac only" in text
     secret = found.group(2)
-    rows = h.store._rows("SELECT id, sender FROM web_links")
+    rows = h.store.db.rows("SELECT id, sender FROM web_links")
     assert [tuple(r) for r in rows] == [(digest(secret), ANA)]  # the secret itself is not kept
     assert sessions(h).redeem_link(secret) == ANA
     assert sessions(h).redeem_link(secret) is None
@@ -61,7 +61,7 @@ def test_no_link_without_the_page_or_over_another_channel_or_to_a_stranger(
     h.ingress.add(ANA, "status")
     wait_until(lambda: h.egress.to(ANA))
     assert h.egress.to("+15559999999") == []
-    assert h.store._rows("SELECT COUNT(*) FROM web_links")[0][0] == 0
+    assert h.store.db.rows("SELECT COUNT(*) FROM web_links")[0][0] == 0
 
 
 def test_a_link_is_never_sent_into_a_group(harness: Callable[..., Harness]) -> None:

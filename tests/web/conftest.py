@@ -15,7 +15,7 @@ import pytest
 from apple_flow.config import Settings
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
-from apple_flow.daemon.web_logins import WebLogins
+from apple_flow.daemon.store.web_logins import WebLoginTable
 from apple_flow.health.running import DaemonState
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.app import WebContext, build_app
@@ -32,7 +32,7 @@ class Page:
     store: Store
     approvals: Approvals
     started: list[Approval]
-    logins: WebLogins
+    logins: WebLoginTable
 
     @property
     def host(self) -> str:
@@ -75,14 +75,13 @@ def make_page(tmp_path: Path) -> Iterator[Callable[..., Page]]:
         db_path = tmp_path / f"relay-{len(servers)}.db" if servers else tmp_path / "relay.db"
         settings = Settings(_env_file=None, db_path=db_path, web_port=0, **overrides)  # type: ignore[call-arg]
         store = Store(settings.db_path)
-        approvals = Approvals(store, ttl_minutes=20)
+        approvals = Approvals(store.approvals, ttl_minutes=20)
         started: list[Approval] = []
         decisions = WebDecisions(store, approvals, started.append)
         state = DaemonState(channel="console", connector=settings.connector, connector_status="ready",
                             started_at=time.time() - 5)
-        logins = WebLogins(store, settings.web_session_days, settings.web_link_minutes)
-        context = WebContext(settings=settings, store=store, decisions=decisions, state=lambda: state,
-                             logins=logins)
+        logins = store.web_logins
+        context = WebContext(settings=settings, store=store, decisions=decisions, state=lambda: state)
         server = WebServer(build_app(context, TOKEN), "127.0.0.1", 0, settings.web_local_name, limits)
         url = server.start()
         servers.append((server, store))

@@ -19,7 +19,7 @@ from web.conftest import TOKEN, Page
 
 def pending_request(page: Page, task: str = "add a --verbose flag") -> str:
     approval = page.approvals.create(ANA, task, "1. edit cli.py", "/Users/ana/site")
-    page.store.add_approval(approval)
+    page.store.approvals.add(approval)
     return approval.id
 
 
@@ -72,7 +72,7 @@ def test_a_session_lasts_days_and_dies_on_its_day(page: Page) -> None:
     client = page.client()
     client.cookies.set(COOKIE, cookie)
     assert client.get("/runs").status_code == 200
-    page.store._write("UPDATE web_sessions SET expires_at = ?", (time.time() - 1,))
+    page.store.db.write("UPDATE web_sessions SET expires_at = ?", (time.time() - 1,))
     assert client.get("/runs").status_code == 303
 
 
@@ -211,7 +211,7 @@ def test_only_approve_and_deny_decide(page: Page) -> None:
     for verb in ("approvex", "x", "Deny", "delete"):
         response = client.post(f"/approvals/{approval}/{verb}", data={"csrf": csrf}, headers={"origin": page.origin})
         assert response.status_code in (404, 405), verb
-    stored = page.store.approval(approval)
+    stored = page.store.approvals.get(approval)
     assert stored is not None and stored.state == "pending"
 
 

@@ -13,7 +13,7 @@ from web.conftest import TOKEN, Page
 
 def link(page: Page) -> str:
     secret = f"secret-{time.monotonic_ns()}-0123456789abcdefghij"
-    page.logins.add_link(secret, ANA)
+    page.logins.add_link(secret, ANA, 300)
     return f"/login/link/{secret}"
 
 
@@ -35,7 +35,7 @@ def test_a_link_logs_in_once_with_a_tap_not_with_a_look(page: Page) -> None:
 
 def test_an_expired_or_made_up_link_logs_nobody_in(page: Page) -> None:
     path = link(page)
-    page.store._write("UPDATE web_links SET expires_at = ?", (time.time() - 1,))
+    page.store.db.write("UPDATE web_links SET expires_at = ?", (time.time() - 1,))
     for attempt in (path, "/login/link/made-up", f"/login/link/{'x' * 300}"):
         response = page.client().post(attempt, headers={"origin": page.origin})
         assert response.status_code == 410 and COOKIE not in response.cookies, attempt
@@ -66,7 +66,7 @@ def test_the_approvals_list_and_the_pending_count_are_live_parts(page: Page) -> 
     assert client.get("/approvals/count?fragment").text.strip() == ""
     assert "Nothing is waiting" in client.get("/approvals?fragment").text
     approval = page.approvals.create(ANA, "add a flag", "1. edit cli.py", "/ws")
-    page.store.add_approval(approval)
+    page.store.approvals.add(approval)
     count = client.get("/approvals/count?fragment").text
     assert '<span class="count"' in count and ">1</span>" in count
     fragment = client.get("/approvals?fragment").text

@@ -28,7 +28,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apple_flow.config import Settings
 from apple_flow.daemon.store import Store
-from apple_flow.daemon.web_logins import WebLogins
 from apple_flow.health.running import DaemonState, health_checks
 from apple_flow.web import runview
 from apple_flow.web.actions import WebDecisions
@@ -61,7 +60,6 @@ class WebContext:
     store: Store
     decisions: WebDecisions
     state: Callable[[], DaemonState]
-    logins: WebLogins
 
 
 class FormRefused(Exception):
@@ -77,8 +75,10 @@ DISCONNECTS = QuietLog("a browser went away while sending a form")
 
 
 def build_app(context: WebContext, token: str) -> Starlette:
-    guard = Guard(token, context.logins)
-    if context.logins.forget_if_token_changed(token):
+    logins = context.store.web_logins
+    guard = Guard(token, logins)
+    session_seconds = context.settings.web_session_days * 24 * 3600
+    if logins.forget_if_token_changed(token):
         log.warning("the web token changed: every browser logged in before must log in again")
     templates = Environment(
         loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
@@ -115,7 +115,7 @@ def build_app(context: WebContext, token: str) -> Starlette:
     def logged_in_response(request: Request, where: str, via: str) -> Response:
         response = RedirectResponse(where, status_code=303, headers=SECURITY_HEADERS)
         response.set_cookie(
-            COOKIE, context.logins.start(via), max_age=context.logins.session_seconds, path="/", httponly=True,
+            COOKIE, logins.start(via, session_seconds), max_age=session_seconds, path="/", httponly=True,
             samesite="strict", secure=_https(request),
         )
         return response
@@ -166,7 +166,7 @@ def build_app(context: WebContext, token: str) -> Starlette:
 
     async def link_page(request: Request) -> Response:
         # A GET never logs in: Messages fetches a link's preview itself, which would use the link up.
-        if not context.logins.link_usable(request.path_params["secret"]):
+        if not logins.link_usable(request.path_params["secret"]):
             return render(request, "link.html", 410, logged_in=False, usable=False)
         return render(request, "link.html", logged_in=False, usable=True)
 
@@ -174,14 +174,14 @@ def build_app(context: WebContext, token: str) -> Starlette:
         if not same_origin(request.headers, allowed_origins(request)):
             return render(request, "link.html", 403, logged_in=False, usable=False,
                           error="This form must be sent from this page.")
-        sender = context.logins.redeem_link(request.path_params["secret"])
+        sender = logins.redeem_link(request.path_params["secret"])
         if sender is None:
             return render(request, "link.html", 410, logged_in=False, usable=False)
         log.info("web page: logged in with the link texted to %s", sender)
         return logged_in_response(request, "/runs", f"link:{sender}")
 
     async def logout(request: Request) -> Response:
-        context.logins.end(cookie_of(request))
+        logins.end(cookie_of(request))
         response = RedirectResponse("/login", status_code=303, headers=SECURITY_HEADERS)
         response.delete_cookie(COOKIE, path="/")
         return response
@@ -253,7 +253,7 @@ def _decided_notice(store: Store, approval_id: str | None) -> str | None:
     """What became of the request named by ``?approved=``, as the store has it now."""
     if not approval_id:
         return None
-    approval = store.approval(approval_id)
+    approval = store.approvals.get(approval_id)
     if approval is None:
         return None
     if approval.state == "approved":

@@ -3,11 +3,11 @@ and which Host names the page answers to.
 
 - The token (``APPLE_FLOW_WEB_TOKEN``, 32 characters or more) is asked once, on the login page; a login link texted
   by `web` does the same in one tap. Without a live session nothing else is served: no run, no title, no count.
-- The session cookie holds a random secret; the server keeps its digest (``daemon.web_logins``), so logging out
-  ends it for good and it lasts days, not a month. It is HttpOnly, SameSite=Strict, Path=/ and Secure over https.
-  Browsers send a cookie to every port of the host that set it, so on this Mac the page is served under a name of
-  its own (``APPLE_FLOW_WEB_LOCAL_NAME``, apple-flow.localhost): another program listening on 127.0.0.1 or
-  localhost never receives it.
+- The session cookie holds a random secret; the server keeps its digest (``daemon.store.web_logins``), so
+  logging out ends it for good, and it lasts days, not a month. It is HttpOnly, SameSite=Strict, Path=/ and Secure
+  over https. Browsers send a cookie to every port of the host that set it, so on this Mac the page is served
+  under a name of its own (``APPLE_FLOW_WEB_LOCAL_NAME``, apple-flow.localhost): another program listening on
+  127.0.0.1 or localhost never receives it.
 - Every POST needs the page's own origin (``Origin``, else ``Sec-Fetch-Site``), checked before its body is read,
   and, once logged in, a form field ``csrf`` = HMAC(token, session).
 - Only known Host names are answered (DNS rebinding): IP addresses, ``localhost``, the page's own name and the host
@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from apple_flow.config import WEB_TOKEN_MIN_CHARS
-from apple_flow.daemon.web_logins import Session, WebLogins
+from apple_flow.daemon.store.web_logins import Session, WebLoginTable
 
 COOKIE = "apple_flow_session"
 LOGIN_FAILURES = 10
@@ -43,7 +43,7 @@ def new_token() -> str:
 
 
 class Guard:
-    def __init__(self, token: str, logins: WebLogins, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, token: str, logins: WebLoginTable, clock: Callable[[], float] = time.monotonic) -> None:
         self._key = token.encode()
         self.logins = logins
         self._clock = clock

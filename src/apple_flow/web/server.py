@@ -18,7 +18,6 @@ from apple_flow import envfile
 from apple_flow.config import Settings, is_loopback
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
-from apple_flow.daemon.web_logins import WebLogins
 from apple_flow.health.running import DaemonState
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.app import WebContext, build_app
@@ -70,9 +69,8 @@ def start_page(
 ) -> WebServer:
     """The daemon's web page, serving; raises ``WebError`` when it cannot (no token can be had, address in use)."""
     token = ensure_token(settings, env_file)
-    decisions = WebDecisions(store, Approvals(store, settings.approval_ttl_minutes), run_approved)
-    logins = WebLogins(store, settings.web_session_days, settings.web_link_minutes)
-    context = WebContext(settings=settings, store=store, decisions=decisions, state=state, logins=logins)
+    decisions = WebDecisions(store, Approvals(store.approvals, settings.approval_ttl_minutes), run_approved)
+    context = WebContext(settings=settings, store=store, decisions=decisions, state=state)
     server = WebServer(build_app(context, token), settings.web_host, settings.web_port, settings.web_local_name)
     server.start()
     return server
