@@ -21,6 +21,9 @@ from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
 from apple_flow.filelimit import open_files_limit
 
 VERSION_TIMEOUT_SECONDS = 15.0
+# For the CLIs whose prompt travels as one argument: Linux refuses an argument over 128 KiB (MAX_ARG_STRLEN);
+# 30,000 characters stay below it even at 4 bytes each.
+ARGUMENT_MAX_CHARS = 30_000
 
 
 @dataclass(frozen=True)
