@@ -524,6 +524,11 @@ class Daemon:
             return str(exc)
         return None
 
+    def send_notice(self, recipient: str, text: str) -> str | None:
+        """A text of the daemon's own (not a reply: e.g. telling the owner it is ready), sent like a reply; returns
+        why it could not be sent, or None."""
+        return self._send(recipient, text)
+
     def _check_files(self, finished: FinishedTurn, workspace: Path) -> tuple[FinishedTurn, list[Outgoing]]:
         """Which of the files the answer names may go (inside the workspace, within the limits); the reply then
         says which are being sent and which not, and why."""
