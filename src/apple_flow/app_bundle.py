@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import plistlib
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +64,12 @@ def app_of_executable(executable: str) -> Path | None:
         bundle = path.parents[2]
         return bundle if bundle.suffix == ".app" else None
     return None
+
+
+def running_app(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The app whose launcher started this process (the service), from ``APPLE_FLOW_LAUNCHER``; else None."""
+    launcher = (os.environ if environ is None else environ).get(LAUNCHER_VARIABLE, "")
+    return app_of_executable(launcher) if launcher else None
 
 
 def info_plist() -> bytes:

@@ -253,3 +253,21 @@ def test_a_daemon_that_cannot_read_chat_db_stays_up_says_why_and_starts_once_it_
         assert "chat.db (Full Disk Access): ok" in reply and "Messages (Automation): ok" in reply
     finally:
         daemon.stop()
+
+
+def test_under_the_launcher_the_channels_own_hints_name_apple_flow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apple_flow.channels.imessage.chatdb import full_disk_access_hint
+    from apple_flow.channels.imessage.egress import automation_hint
+
+    assert "from a terminal" in automation_hint()  # run by hand: the terminal's app
+    bundle = tmp_path / "Apple Flow.app"
+    monkeypatch.setenv("APPLE_FLOW_LAUNCHER", str(bundle / "Contents" / "MacOS" / "Apple Flow"))
+    assert automation_hint() == (
+        "switch on Messages under Apple Flow in System Settings > Privacy & Security > Automation"
+    )
+    assert full_disk_access_hint().startswith(
+        "switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access"
+    )
+    assert str(bundle) in full_disk_access_hint() and "python" not in full_disk_access_hint()

@@ -22,7 +22,7 @@ from enum import Enum
 from pathlib import Path
 from urllib.parse import quote
 
-from apple_flow.app_bundle import LAUNCHER_VARIABLE, app_of_executable
+from apple_flow.app_bundle import running_app
 
 APPLE_EPOCH = datetime(2001, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_MS = 250
@@ -139,8 +139,7 @@ def python_app_bundle() -> Path | None:
 
 
 def full_disk_access_hint() -> str:
-    launcher = os.environ.get(LAUNCHER_VARIABLE, "")
-    app = app_of_executable(launcher) if launcher else None
+    app = running_app()
     if app is not None:  # the service: macOS asks about Apple Flow.app, whose launcher started this Python
         return (
             f"switch on {app.stem} in System Settings > Privacy & Security > Full Disk Access (not listed? the + "
