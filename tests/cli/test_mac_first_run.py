@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from apple_flow import host
 from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem
 from apple_flow.channels.imessage.probe import ProbeResult, ProbeState
-from apple_flow.cli import app, common
+from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.cli import setup as setup_cli
 from apple_flow.daemon import service as launchd_module
@@ -80,7 +81,7 @@ def fake_mac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher_bin: Path
     monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code))
     monkeypatch.setenv("APPLE_FLOW_OSASCRIPT_COMMAND", str(osascript.path))
     monkeypatch.chdir(checkout)
-    monkeypatch.setattr(common, "is_macos", lambda: True)
+    monkeypatch.setattr(host, "is_macos", lambda: True)
     monkeypatch.setattr(setup_cli, "PROJECT_ROOT", checkout)
     monkeypatch.setattr(launchd_module, "POLL_SECONDS", 0.05)
     # What launchd's bare environment does not give the service: where the fakes are.

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from apple_flow.cli import app, common
+from apple_flow import host
+from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.daemon import service as launchd_module
 from apple_flow.daemon.owner_notices import CHAT_DB_LOST_KEY, READY_KEY, OwnerNotices
@@ -160,7 +161,7 @@ def _install_and_wait_for_the_ready_text(
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("APPLE_FLOW_LOG_DIR", str(tmp_path / "logs"))
     monkeypatch.chdir(project)
-    monkeypatch.setattr(common, "is_macos", lambda: True)
+    monkeypatch.setattr(host, "is_macos", lambda: True)
     monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 0)
     result = CliRunner().invoke(app, ["service", "install", "--wait", "60"])
     assert result.exit_code == 0, result.output

@@ -19,14 +19,17 @@ from urllib.parse import urlsplit
 import typer
 from rich.markup import escape
 
+from apple_flow import host
 from apple_flow.cli import common
 from apple_flow.cli.common import err
-from apple_flow.cli.diagnostics import AgentProbe, Status, install_hint, print_checks, probe_agent, run_doctor
+from apple_flow.cli.diagnostics import print_checks
 from apple_flow.cli.mac_places import checkout_note, local_network_note, workspace_note
 from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.envfile import EnvEdit, EnvFileError
 from apple_flow.handles import HandleError, parse_handle
+from apple_flow.health.check import Status
+from apple_flow.health.doctor import AgentProbe, install_hint, probe_agent, run_doctor
 from apple_flow.paths import PROJECT_ROOT
 from apple_flow.web.auth import new_token
 
@@ -122,7 +125,7 @@ def check_senders(text: str, region: str) -> list[str]:
 
 
 def shown_path(path: Path) -> str:
-    """``~/…`` for a folder in the home folder (as the README writes them), else the absolute path."""
+    """``~/…`` for a folder in the home folder (as the docs write them), else the absolute path."""
     home = Path.home()
     return "~" if path == home else f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
 
@@ -227,7 +230,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1) from exc
         changed = ", ".join(edit.changed) or "nothing (it already said all this)"
         err.print(f"[green]Wrote {escape(str(env_file))}[/green] (mode 0600): {changed}; every other line kept.")
-        if not common.is_macos():
+        if not host.is_macos():
             _doctor(env_file, terminal_permissions=True)
             err.print(
                 "Run the daemon with ./scripts/run.sh (or apple-flow run); the service that starts it at login is "
