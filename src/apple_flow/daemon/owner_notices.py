@@ -66,10 +66,10 @@ class OwnerNotices:
             if chat_db is None or automation is None or automation.state is not State.OK:
                 return  # it cannot send (or does not know yet): nothing to say, nothing to remember
             if chat_db.state is State.OK:
-                self._store.set_meta(CHAT_DB_LOST_KEY, "")
-                if not self._store.meta(READY_KEY):
+                self._store.meta.set(CHAT_DB_LOST_KEY, "")
+                if not self._store.meta.get(READY_KEY):
                     self._tell(send, owner, READY_KEY, ready_text(report.app))
-            elif chat_db.state is State.DENIED and self._store.meta(READY_KEY) and not self._store.meta(
+            elif chat_db.state is State.DENIED and self._store.meta.get(READY_KEY) and not self._store.meta.get(
                 CHAT_DB_LOST_KEY
             ):
                 self._tell(send, owner, CHAT_DB_LOST_KEY, chat_db_lost_text(report.app, chat_db.fix))
@@ -79,5 +79,5 @@ class OwnerNotices:
         if problem is not None:
             log.warning("could not text the owner (%s): %s", key, problem)
             return  # not remembered: the next change tries again
-        self._store.set_meta(key, "sent")
-        self._store.log_event("owner_notice", key, owner)
+        self._store.meta.set(key, "sent")
+        self._store.events.log("owner_notice", key, owner)

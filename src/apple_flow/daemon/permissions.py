@@ -310,7 +310,7 @@ class PermissionMonitor:
             (log.info if finding.state in (State.OK, State.CHECKING) else log.error)("%s", finding.line())
         report = self.report()
         try:
-            self._store.set_meta(REPORT_KEY, report.to_json())
+            self._store.meta.set(REPORT_KEY, report.to_json())
         except Exception:  # the report is for people; it must not stop the daemon
             log.exception("could not record the permission report")
         for listener in list(self._listeners) if changed else []:
