@@ -26,9 +26,10 @@ log = logging.getLogger(__name__)
 ErrorListener = Callable[[ChatDBError], None]
 _BATCH = 100  # rows per read: bounds memory when many large messages arrive at once
 # A WAL commit becomes visible only when SQLite updates the memory-mapped -shm index, which raises no file event;
-# the -wal write that does can come an fsync earlier. So after each event, look again shortly a few times before
-# going back to the long wait (without this, about one row in a hundred waited for the 2 s poll).
-_RECHECK_AFTER_EVENT = (0.02, 0.05, 0.1, 0.25, 0.5)
+# the -wal write that does can come an fsync earlier. So after each event the rows are read at once, then again
+# shortly a few times before going back to the long wait (without this, about one row in a hundred waited for the
+# 2 s poll). Each look is one indexed query.
+_RECHECK_AFTER_EVENT = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5)
 
 
 class IMessageIngress(Ingress):
