@@ -1,18 +1,26 @@
 """Serving the page from inside the daemon: uvicorn on a thread of its own, on a socket bound here (so a port in
 use is a clear error, not an exit), stopped with the daemon. And the login token: from the settings, or created
-at first start and written to the ``.env`` the daemon reads (mode 0600)."""
+at first start and written to the ``.env`` the daemon reads (mode 0600).
+
+The server sleeps while no one uses the page: uvicorn's own loop wakes ten times a second (to see whether it
+should exit, and to refresh its cached ``Date`` header), so ``QuietServer`` waits for an exit request instead and
+each response gets its ``Date`` when it is sent."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import socket
 import threading
 import time
 from collections.abc import Callable
+from email.utils import formatdate
 from pathlib import Path
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from apple_flow import envfile
 from apple_flow.config import Settings
@@ -78,7 +86,7 @@ class WebServer:
         self._app = app
         self._host = host
         self._port = port
-        self._server: uvicorn.Server | None = None
+        self._server: QuietServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
 
@@ -97,10 +105,10 @@ class WebServer:
         host = f"[{self._host}]" if family == socket.AF_INET6 else self._host
         self.url = f"http://{host}:{port}"
         config = uvicorn.Config(
-            self._app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2,
-            server_header=False,
+            DatedApp(self._app), log_level="warning", access_log=False, lifespan="off",
+            timeout_graceful_shutdown=2, server_header=False, date_header=False,
         )
-        server = uvicorn.Server(config)
+        server = QuietServer(config)
         self._server = server
         self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="web", daemon=True)
         self._thread.start()
@@ -115,8 +123,51 @@ class WebServer:
     def stop(self) -> None:
         if self._server is None or self._thread is None:
             return
-        self._server.should_exit = True
+        self._server.request_exit()
         self._thread.join(STOP_TIMEOUT_SECONDS)
         if self._thread.is_alive():
             self._server.force_exit = True
             self._thread.join(STOP_TIMEOUT_SECONDS)
+
+
+class QuietServer(uvicorn.Server):
+    """uvicorn's server without its 10 Hz tick: between requests the event loop has nothing to do and sleeps.
+    ``request_exit()`` (from any thread) replaces setting ``should_exit``, which only the tick would see."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._exit: asyncio.Event | None = None
+
+    async def main_loop(self) -> None:
+        self._loop, self._exit = asyncio.get_running_loop(), asyncio.Event()
+        await self.on_tick(0)  # the default headers, once (without Date: see DatedApp)
+        if not self.should_exit:  # checked after _exit is set: a request_exit() before it is seen either way
+            await self._exit.wait()
+
+    def request_exit(self) -> None:
+        self.should_exit = True
+        loop, event = self._loop, self._exit
+        if loop is not None and event is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has already closed
+                loop.call_soon_threadsafe(event.set)
+
+
+class DatedApp:
+    """Adds the ``Date`` header to each HTTP response as it starts (uvicorn's own is refreshed by its tick)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def send_dated(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                date = (b"date", formatdate(usegmt=True).encode())
+                message = {**message, "headers": [date, *message.get("headers", [])]}
+            await send(message)
+
+        await self._app(scope, receive, send_dated)
