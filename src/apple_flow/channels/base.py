@@ -6,7 +6,8 @@ console channel implement it (subclassing the protocols, for the defaults); the 
   ``settle_attachments`` waits (bounded) for files still arriving with a message.
 - ``Egress.send`` sends a reply, ``send_progress`` a progress line (by default: like a reply), ``went_out`` tells
   whether a reply recorded before a crash was sent after all, ``send_file`` sends a file the daemon has checked (by
-  default: the channel cannot, and says so).
+  default: the channel cannot, and says so). ``hand_over`` sends a reply without waiting for the channel to
+  confirm it: it returns the confirmation, for the daemon to wait for off the sender's path.
 - ``Attachment``: a file that came with a message, as the channel found it (where it is, or why it cannot be taken).
 - ``SentTexts`` is the one record of what was sent (the daemon's store keeps it, across restarts): an egress notes
   each text it sends there, and an ingress that sees its own channel's texts come back takes their echoes from it.
@@ -17,7 +18,7 @@ console channel implement it (subclassing the protocols, for the defaults); the 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -97,10 +98,26 @@ class Ingress(Protocol):
         return message.attachments
 
 
+Confirmation = Callable[[], None]
+"""Waits (bounded) until the channel shows a handed-over text as sent; raises ``SendError`` when it did not go."""
+
+
+def _nothing_to_confirm() -> None:
+    return None
+
+
 class Egress(Protocol):
     def send(self, recipient: str, text: str) -> None:
         """Sends ``text`` (split into parts as needed). Raises ``SendError`` when delivery fails."""
         ...
+
+    def hand_over(self, recipient: str, text: str) -> Confirmation:
+        """Sends ``text`` like ``send`` up to the channel's confirmation that it went out, which it returns to be
+        waited for later: texts handed over one after the other go out in that order, whatever becomes of their
+        confirmations. Raises ``SendError`` at once when the text could not be handed over. By default ``send``,
+        with nothing left to confirm."""
+        self.send(recipient, text)
+        return _nothing_to_confirm
 
     def send_progress(self, recipient: str, text: str) -> None:
         """Sends a short progress line during a long turn; by default like a reply."""

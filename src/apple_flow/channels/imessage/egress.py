@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from apple_flow.channels.base import Egress, SendError, SentTexts
+from apple_flow.channels.base import Confirmation, Egress, SendError, SentTexts
 from apple_flow.channels.imessage.attachments import MESSAGES_PREFIX
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
 from apple_flow.channels.imessage.classify import files_echo_text
@@ -100,6 +100,15 @@ class Delivery:
     note: str
 
 
+@dataclass(frozen=True)
+class _HandedOver:
+    """The parts of a text osascript took, each with the newest chat.db row before it (None: not to be confirmed;
+    a ``ChatDBError``: chat.db could not tell)."""
+
+    target: Target
+    parts: list[tuple[str, int | ChatDBError | None]]
+
+
 class IMessageEgress(Egress):
     def __init__(
         self,
@@ -129,27 +138,60 @@ class IMessageEgress(Egress):
         self._db = ChatDB(chat_db) if chat_db is not None and confirm_seconds > 0 else None
         self._confirm_seconds = confirm_seconds
         self._sleep = sleep
-        # One reply at a time: the daemon answers from several threads, and parts must not interleave.
-        self._lock = threading.Lock()
+        # One text at a time per recipient, so that the parts of two replies to one chat never interleave; texts
+        # to different chats go at once (each osascript waits for Messages on its own).
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    def _lock_for(self, target: Target) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(f"{target.kind}:{target.address}", threading.Lock())
 
     def send(self, recipient: str, text: str) -> None:
         """Sends ``text`` to ``recipient`` (a handle, ``SMS;-;<handle>`` or a group chat's guid) and confirms each
         part from chat.db. Raises ``SendError`` when a part did not go out."""
         self.deliver(recipient, text)
 
+    def hand_over(self, recipient: str, text: str) -> Confirmation:
+        """Sends ``text`` as ``send`` does; its parts' confirmation from chat.db is what it returns, to be waited
+        for later (it raises ``SendError`` as ``send`` does)."""
+        handed = self._hand_over(recipient, text, confirm_parts=True)
+
+        def confirmation() -> None:
+            self._confirm(handed)
+
+        return confirmation
+
     def send_progress(self, recipient: str, text: str) -> None:
         """A progress line: best effort, not waited for in chat.db."""
         self.deliver(recipient, text, confirm_parts=False)
 
     def deliver(self, recipient: str, text: str, confirm_parts: bool = True) -> Delivery:
+        return self._confirm(self._hand_over(recipient, text, confirm_parts))
+
+    def _hand_over(self, recipient: str, text: str, confirm_parts: bool) -> _HandedOver:
         target = Target.parse(recipient, self._region)
         parts = split_reply(argv_safe(text), self._chunk_chars)
-        with self._lock:
-            notes = [self._send_numbered(target, part, index, len(parts), confirm_parts)
-                     for index, part in enumerate(parts, start=1)]
+        with self._lock_for(target):
+            handed = [(part, self._send_numbered(target, part, index, len(parts), confirm_parts))
+                      for index, part in enumerate(parts, start=1)]
+        return _HandedOver(target, handed)
+
+    def _confirm(self, handed: _HandedOver) -> Delivery:
+        """Each part's evidence from chat.db (waiting up to ``confirm_seconds`` for each). Raises ``SendError``
+        when a part shows an error or left no row."""
+        notes: list[Evidence] = []
+        total = len(handed.parts)
+        for index, (part, before) in enumerate(handed.parts, start=1):
+            try:
+                notes.append(self._evidence(handed.target, part, before))
+            except SendError as exc:
+                if total > 1:
+                    raise SendError(f"{exc} (part {index} of {total})") from exc
+                raise
         unconfirmed = [note for note in notes if not note.confirmed]
         shown = unconfirmed[0].note if unconfirmed else (notes[-1].note if notes else "nothing to send")
-        return Delivery(target.describe(), len(parts), not unconfirmed and bool(notes), shown)
+        return Delivery(handed.target.describe(), total, not unconfirmed and bool(notes), shown)
 
     def went_out(self, recipient: str, text: str, after_rowid: int) -> bool:
         """Whether chat.db shows ``text`` sent to ``recipient`` after row ``after_rowid`` (a reply recorded before
@@ -164,7 +206,10 @@ class IMessageEgress(Egress):
             log.warning("cannot tell whether the reply to %s went out: %s", target.describe(), exc)
             return False
 
-    def _send_numbered(self, target: Target, part: str, index: int, total: int, confirm_part: bool) -> Evidence:
+    def _send_numbered(
+        self, target: Target, part: str, index: int, total: int, confirm_part: bool
+    ) -> int | ChatDBError | None:
+        """Hands one part to Messages; returns the newest chat.db row before it (to confirm it from)."""
         if self._sent is not None:
             # Before sending: the echo can land before osascript returns.
             self._sent.record(target.address, normalise_text(part))
@@ -194,7 +239,7 @@ class IMessageEgress(Egress):
             # Texting yourself, the sent file comes back as a message of that file alone: not a request.
             self._sent.record(target.address, files_echo_text([staged.name]))
         failures: list[str] = []
-        with self._lock:
+        with self._lock_for(target):
             for attempt in range(self._retries + 1):
                 if attempt:
                     self._sleep(self._backoff * attempt)
@@ -209,7 +254,7 @@ class IMessageEgress(Egress):
                                 failures[-1])
         raise SendError(f"Messages did not take {path.name} for {target.describe()} ({'; '.join(failures[-2:])})")
 
-    def _send_part(self, target: Target, text: str, confirm_part: bool) -> Evidence:
+    def _send_part(self, target: Target, text: str, confirm_part: bool) -> int | ChatDBError | None:
         failures: list[str] = []
         for attempt in range(self._retries + 1):
             if attempt:
@@ -219,7 +264,7 @@ class IMessageEgress(Egress):
                 result = self._run(script, argv_target, text)
                 if result.ok:
                     # Never resent from here on: the text may be out, and a second send could deliver it twice.
-                    return self._evidence(target, text, before)
+                    return before
                 if is_automation_denied(result):
                     raise SendError(f"Messages refused the script (Automation permission): {AUTOMATION_HINT}")
                 failures.append(f"{name}: {result.stderr.strip() or f'exit {result.returncode}'}")
