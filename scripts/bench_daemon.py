@@ -285,6 +285,7 @@ def run(
     expected = {s: [f"echo: {s} #{i}" for i in range(args.messages // len(senders))] for s in senders}
     total = sum(len(v) for v in expected.values())
 
+    cpu_before = sum(process.cpu_times()[:2])
     began = time.monotonic()
     for i in range(total // len(senders)):
         for sender in senders:
@@ -301,6 +302,7 @@ def run(
             bar.update(task, completed=done)
             time.sleep(0.01)
     drained = time.monotonic() - began
+    cpu = sum(process.cpu_times()[:2]) - cpu_before
     time.sleep(0.5)  # anything sent twice would arrive now
     rss_end = process.memory_info().rss
     got: dict[str, list[str]] = {s: [] for s in senders}
@@ -313,7 +315,8 @@ def run(
     return {
         "ok": answered == total and unique == total and in_order,
         "total": total, "answered": answered, "twice": answered - unique, "in_order": in_order,
-        "written": written, "drained": drained, "rss_idle": rss_idle, "rss_peak": rss_peak, "rss_end": rss_end,
+        "written": written, "drained": drained, "cpu": cpu,
+        "rss_idle": rss_idle, "rss_peak": rss_peak, "rss_end": rss_end,
     }
 
 
@@ -381,6 +384,7 @@ SQLite store, scheduling, and one fake `osascript` process per reply.
 | order kept per sender | {'yes' if r['in_order'] else 'NO'} |
 | burst written in | {r['written']:.2f} s |
 | drain time (first message written -> last reply sent) | {r['drained']:.2f} s ({rate:.0f} messages/s) |
+| daemon CPU (user + system, its own threads) per message | {r['cpu'] / r['total'] * 1000:.2f} ms |
 | daemon RSS idle / peak / after | {r['rss_idle'] / mb:.1f} / {r['rss_peak'] / mb:.1f} / {r['rss_end'] / mb:.1f} MiB |
 | store: messages by state | {', '.join(f'{k} {v}' for k, v in sorted(r['db'].items()))} |
 """
