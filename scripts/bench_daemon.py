@@ -180,12 +180,14 @@ def daemon_in(folder: Path, env: dict[str, str], extra: dict[str, str], instant:
 
     folder.mkdir()
     (folder / "ws").mkdir()
-    ChatDbWriter(folder / "chat.db").close()
+    # chat.db in a folder of its own, as in ~/Library/Messages: the store's writes are no chat.db events.
+    chat_db = folder / "Messages" / "chat.db"
+    ChatDbWriter(chat_db).close()
     env = {
         **env, **extra,
         "BENCH_SENDS": str(folder / "sends.tsv"),
         "BENCH_STARTS": str(folder / "starts.txt"),
-        "APPLE_FLOW_MESSAGES_DB_PATH": str(folder / "chat.db"),
+        "APPLE_FLOW_MESSAGES_DB_PATH": str(chat_db),
         "APPLE_FLOW_DB_PATH": str(folder / "relay.db"),
         "APPLE_FLOW_DEFAULT_WORKSPACE": str(folder / "ws"),
     }
@@ -200,7 +202,7 @@ def daemon_in(folder: Path, env: dict[str, str], extra: dict[str, str], instant:
             if daemon.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"the daemon did not start:\n{log_path.read_text(errors='replace')}")
             time.sleep(0.05)
-        yield Daemon(psutil.Process(daemon.pid), folder / "chat.db", folder / "sends.tsv", folder / "starts.txt")
+        yield Daemon(psutil.Process(daemon.pid), chat_db, folder / "sends.tsv", folder / "starts.txt")
     finally:
         if daemon.poll() is None:
             daemon.send_signal(signal.SIGTERM)
