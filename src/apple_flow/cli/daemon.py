@@ -18,7 +18,6 @@ import typer
 from rich.markup import escape
 
 from apple_flow.channels.base import Egress, Ingress
-from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError
 from apple_flow.daemon.lock import InstanceLock, LockError
@@ -88,7 +87,11 @@ def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key
     try:
         ingress, egress = build_channel(store)
         connector = build_connector(settings)
-        local = (CONSOLE_SENDER,) if channel == "console" else ()
+        local: tuple[str, ...] = ()
+        if channel == "console":
+            from apple_flow.channels.console import CONSOLE_SENDER
+
+            local = (CONSOLE_SENDER,)
         daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks)
 
         def stop(signum: int, frame: FrameType | None) -> None:
@@ -167,6 +170,8 @@ def register(app: typer.Typer) -> None:
             key = f"console:{uuid.uuid4().hex[:12]}"  # line numbers restart with every session
 
             def build(store: Store) -> tuple[Ingress, Egress]:
+                from apple_flow.channels.console import ConsoleIngress, PlainConsoleEgress
+
                 return ConsoleIngress.from_stream(sys.stdin), PlainConsoleEgress(sys.stdout, sys.stderr)
         else:
             from apple_flow.channels.imessage import build_imessage_channel
@@ -187,6 +192,8 @@ def register(app: typer.Typer) -> None:
         """Chat with the agent in this terminal (the same daemon, on the console channel). Ctrl-D quits."""
         settings = settings_or_exit(ENV_FILE)
         _logging(verbose, quiet_default=True)
+        from apple_flow.channels.console import RichConsoleChannel
+
         channel = RichConsoleChannel()
         err.print("[bold]apple-flow chat[/bold]: type a message (`help` lists commands); Ctrl-D to quit.")
         for note in startup_notes(settings):
