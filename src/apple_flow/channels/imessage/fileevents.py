@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Notifier(Protocol):
@@ -165,34 +165,38 @@ class KqueueNotifier:
     """kqueue vnode events: on the folder (a name created, removed or renamed) and on each of the names that
     exists (written, extended, removed, renamed; a file removed or replaced is watched again from the folder's
     event). The wake pipe is in the same queue. ``-shm`` is written through ``mmap``, which raises no event; the
-    ``-wal`` write of the same commit does."""
+    ``-wal`` write of the same commit does. ``kq`` is the ``select`` module (a stand-in in tests on Linux)."""
 
-    def __init__(self, folder: Path, names: Iterable[str]) -> None:
+    def __init__(self, folder: Path, names: Iterable[str], kq: Any = select) -> None:
         self._folder = folder
         self._names = sorted(set(names))
-        self._kq = select.kqueue()
+        self._kq_module = kq
+        self._add = kq.KQ_EV_ADD | kq.KQ_EV_CLEAR
+        self._gone = kq.KQ_NOTE_DELETE | kq.KQ_NOTE_RENAME
+        folder_notes = kq.KQ_NOTE_WRITE | self._gone
+        self._file_notes = folder_notes | kq.KQ_NOTE_EXTEND | kq.KQ_NOTE_ATTRIB
+        self._kq = kq.kqueue()
         self._files: dict[str, tuple[int, tuple[int, int]]] = {}  # name -> (fd, (device, inode))
         self._wake = _WakePipe()
+        self._folder_fd = -1
         try:
             self._folder_fd = os.open(folder, os.O_RDONLY | _EVTONLY)
             self._kq.control([
-                select.kevent(self._folder_fd, select.KQ_FILTER_VNODE, _ADD, _FOLDER_NOTES),
-                select.kevent(self._wake.read_fd, select.KQ_FILTER_READ, _ADD),
+                kq.kevent(self._folder_fd, kq.KQ_FILTER_VNODE, self._add, folder_notes),
+                kq.kevent(self._wake.read_fd, kq.KQ_FILTER_READ, self._add),
             ], 0, 0)
+            self._watch_files()
         except OSError:
-            self._kq.close()
-            self._wake.close()
+            self.close()
             raise
-        self._watch_files()
 
     def _watch_files(self) -> bool:
         """Watches each name that exists now (again, when it was replaced); True when one appeared or went."""
         changed = False
         for name in self._names:
-            path = self._folder / name
             try:
-                stat = os.stat(path)
-                identity = (stat.st_dev, stat.st_ino)
+                stat = os.stat(self._folder / name)
+                identity: tuple[int, int] | None = (stat.st_dev, stat.st_ino)
             except FileNotFoundError:
                 identity = None
             held = self._files.get(name)
@@ -205,11 +209,12 @@ class KqueueNotifier:
             if identity is None:
                 continue
             try:
-                fd = os.open(path, os.O_RDONLY | _EVTONLY)
+                fd = os.open(self._folder / name, os.O_RDONLY | _EVTONLY)
             except FileNotFoundError:
                 continue
-            self._kq.control([select.kevent(fd, select.KQ_FILTER_VNODE, _ADD, _FILE_NOTES)], 0, 0)
             self._files[name] = (fd, identity)
+            kq = self._kq_module
+            self._kq.control([kq.kevent(fd, kq.KQ_FILTER_VNODE, self._add, self._file_notes)], 0, 0)
             changed = True
         return changed
 
@@ -220,12 +225,12 @@ class KqueueNotifier:
             if event.ident == self._wake.read_fd:
                 self._wake.drain()
             elif event.ident == self._folder_fd:
-                if event.fflags & (select.KQ_NOTE_DELETE | select.KQ_NOTE_RENAME):
+                if event.fflags & self._gone:
                     raise OSError(errno.ENOENT, "the watched folder was removed or moved", str(self._folder))
                 changed = self._watch_files() or changed
             else:
                 changed = True
-                if event.fflags & (select.KQ_NOTE_DELETE | select.KQ_NOTE_RENAME):
+                if event.fflags & self._gone:
                     self._watch_files()
         return changed
 
@@ -244,7 +249,3 @@ class KqueueNotifier:
 
 
 _EVTONLY = getattr(os, "O_EVTONLY", 0)  # macOS: a descriptor for events only, which does not keep a volume busy
-_ADD = getattr(select, "KQ_EV_ADD", 0) | getattr(select, "KQ_EV_CLEAR", 0)
-_FOLDER_NOTES = (getattr(select, "KQ_NOTE_WRITE", 0) | getattr(select, "KQ_NOTE_DELETE", 0)
-                 | getattr(select, "KQ_NOTE_RENAME", 0))
-_FILE_NOTES = _FOLDER_NOTES | getattr(select, "KQ_NOTE_EXTEND", 0) | getattr(select, "KQ_NOTE_ATTRIB", 0)
