@@ -30,6 +30,9 @@ _BATCH = 100  # rows per read: bounds memory when many large messages arrive at 
 # shortly a few times before going back to the long wait (without this, about one row in a hundred waited for the
 # 2 s poll). Each look is one indexed query.
 _RECHECK_AFTER_EVENT = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5)
+# After a read that found rows (a burst may be under way), a short pause before the next, so that a burst is read in
+# batches rather than a query per commit competing with the writer; the first row of a burst is read at once.
+_BURST_PAUSE = 0.005
 
 
 class IMessageIngress(Ingress):
@@ -91,6 +94,7 @@ class IMessageIngress(Ingress):
         self.scanned_rowid = after_rowid
         waiter = DbChangeWaiter(self.db.path, self._poll_seconds, stop)
         waiter.start()  # before the first read, so no commit falls between reading and watching
+        self.watching = waiter.watching
         rechecks: list[float] = []
         try:
             while not stop.is_set():
@@ -113,6 +117,9 @@ class IMessageIngress(Ingress):
                     if stop.is_set():
                         return
                 if len(rows) >= _BATCH:
+                    continue
+                if rows:
+                    stop.wait(_BURST_PAUSE)
                     continue
                 # After an event, look again shortly a few times (any new event re-arms), then wait long.
                 if waiter.wait(rechecks.pop(0) if rechecks else None):
