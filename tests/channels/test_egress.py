@@ -264,6 +264,7 @@ def test_a_handed_over_text_is_confirmed_later_and_the_next_goes_out_before(
     first = egress.hand_over("+15551234567", "first")
     second = egress.hand_over("+15551234567", "second")  # not held up by the first's confirmation
     assert [c["argv"][2] for c in fake_osascript.calls()] == ["first", "second"]
+    assert first is not None and second is not None
     with pytest.raises(SendError, match=r"no trace of it in .*chat\.db after 1 s"):
         first()
     with pytest.raises(SendError, match="no trace"):
@@ -272,7 +273,16 @@ def test_a_handed_over_text_is_confirmed_later_and_the_next_goes_out_before(
 
 def test_a_handed_over_text_with_its_row_is_confirmed(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
     confirmation = build_imessage_egress(channel_settings()).hand_over("+15551234567", "hello")
-    assert confirmation() is None  # Messages shows it as sent: nothing raised
+    assert confirmation is not None
+    confirmation()  # Messages shows it as sent: nothing raised
+
+
+def test_without_confirmation_nothing_is_left_to_wait_for(
+    channel_settings: Any, fake_osascript: FakeOsascript
+) -> None:
+    egress = build_imessage_egress(channel_settings(send_confirm_seconds=0))
+    assert egress.hand_over("+15551234567", "hello") is None
+    assert [c["argv"][2] for c in fake_osascript.calls()] == ["hello"]
 
 
 def wait_for_calls(fake: FakeOsascript, count: int, timeout: float = 10) -> None:

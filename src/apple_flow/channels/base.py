@@ -102,22 +102,18 @@ Confirmation = Callable[[], None]
 """Waits (bounded) until the channel shows a handed-over text as sent; raises ``SendError`` when it did not go."""
 
 
-def _nothing_to_confirm() -> None:
-    return None
-
-
 class Egress(Protocol):
     def send(self, recipient: str, text: str) -> None:
         """Sends ``text`` (split into parts as needed). Raises ``SendError`` when delivery fails."""
         ...
 
-    def hand_over(self, recipient: str, text: str) -> Confirmation:
+    def hand_over(self, recipient: str, text: str) -> Confirmation | None:
         """Sends ``text`` like ``send`` up to the channel's confirmation that it went out, which it returns to be
-        waited for later: texts handed over one after the other go out in that order, whatever becomes of their
-        confirmations. Raises ``SendError`` at once when the text could not be handed over. By default ``send``,
-        with nothing left to confirm."""
+        waited for later (None: nothing to wait for): texts handed over one after the other go out in that order,
+        whatever becomes of their confirmations. Raises ``SendError`` at once when the text could not be handed
+        over. By default ``send``, with nothing left to confirm."""
         self.send(recipient, text)
-        return _nothing_to_confirm
+        return None
 
     def send_progress(self, recipient: str, text: str) -> None:
         """Sends a short progress line during a long turn; by default like a reply."""

@@ -266,6 +266,10 @@ class Daemon:
             self._abandon.set()
             self._connector.cancel()
             self._scheduler.wait_idle(KILL_WAIT_SECONDS)
+        # Replies sent and being confirmed: recorded as sent or failed before the process ends (a restart would
+        # otherwise ask chat.db whether they went, and send again any Messages was slow to show).
+        if not self._outbound.wait_confirmations(self._settings.send_confirm_seconds + 1):
+            log.warning("replies still unconfirmed at shutdown: the next start checks whether they went out")
         try:
             self._connector.shutdown()
         finally:

@@ -152,10 +152,13 @@ class IMessageEgress(Egress):
         part from chat.db. Raises ``SendError`` when a part did not go out."""
         self.deliver(recipient, text)
 
-    def hand_over(self, recipient: str, text: str) -> Confirmation:
+    def hand_over(self, recipient: str, text: str) -> Confirmation | None:
         """Sends ``text`` as ``send`` does; its parts' confirmation from chat.db is what it returns, to be waited
-        for later (it raises ``SendError`` as ``send`` does)."""
+        for later (it raises ``SendError`` as ``send`` does). None when sends are not confirmed
+        (``send_confirm_seconds`` 0, or no chat.db)."""
         handed = self._hand_over(recipient, text, confirm_parts=True)
+        if self._db is None:
+            return None
 
         def confirmation() -> None:
             self._confirm(handed)
