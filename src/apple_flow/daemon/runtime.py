@@ -385,7 +385,8 @@ class Daemon:
         )
         outcome: TurnOutcome | Exception
         try:
-            outcome = self._turn(request, work.recipient, RunLog(self._store, run_id))
+            with RunLog(self._store, run_id) as record:  # its last events are written before the run's end
+                outcome = self._turn(request, work.recipient, record)
         except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
             log.exception("turn %s failed", run_id)
             outcome = exc
