@@ -158,7 +158,9 @@ class Orchestrator:
 
     # ------------------------------------------------------------------------------------------- decide
 
-    def decide(self, message: InboundMessage, message_key: str, view: View) -> Decision:
+    def decide(self, message: InboundMessage, message_key: str, view: Callable[[], View]) -> Decision:
+        """What to do with ``message``. ``view`` gives what runs now; it is asked only by the commands that show
+        it (``status``, ``health``, ``cancel``), since a sender's queue can be long (a burst)."""
         if message.is_from_me:
             return Ignore("sent by this Mac")
         verdict = self._policy.check(message.sender)
@@ -173,7 +175,7 @@ class Orchestrator:
         if message.attachments and not command.body and command.kind not in FAST:
             command = Command(command.kind, FILES_ONLY_REQUEST, command.target, command.alias)
         if command.kind in FAST:
-            return self._fast(command, sender, message_key, view)
+            return self._fast(command, sender, message_key, view())
         try:
             workspace = self._workspaces.resolve(command.alias)
         except WorkspaceError as exc:

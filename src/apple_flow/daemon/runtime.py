@@ -289,7 +289,7 @@ class Daemon:
     def _decide(self, message: InboundMessage) -> Decision:
         key = self._messages.key(message)
         try:
-            return self._stale(message) or self.orchestrator.decide(message, key, self._view(message.sender))
+            return self._stale(message) or self.orchestrator.decide(message, key, lambda: self._view(message.sender))
         except Exception as exc:
             log.exception("handling message %s failed", key)
             return Reply(failures.explain_exception(exc))
