@@ -31,8 +31,9 @@ _BATCH = 100  # rows per read: bounds memory when many large messages arrive at 
 # 2 s poll). Each look is one indexed query.
 _RECHECK_AFTER_EVENT = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5)
 # After a read that found rows (a burst may be under way), a short pause before the next, so that a burst is read in
-# batches rather than a query per commit competing with the writer; the first row of a burst is read at once.
-_BURST_PAUSE = 0.005
+# batches rather than a query per commit competing with the writer (and the just-read message on its way to its agent);
+# the first row of a burst is read at once.
+_BURST_PAUSE = 0.01
 
 
 class IMessageIngress(Ingress):
