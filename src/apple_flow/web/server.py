@@ -1,35 +1,36 @@
-"""Serving the page from inside the daemon: uvicorn on a thread of its own, on a socket bound here (so a port in
-use is a clear error, not an exit), stopped with the daemon. And the login token: from the settings, or created
-at first start and written to the ``.env`` the daemon reads (mode 0600).
+"""Serving the page from inside the daemon: on a socket bound here at start (so a port in use is a clear error, not
+an exit), by uvicorn on a thread of its own, stopped with the daemon. And the login token: from the settings, or
+created at first start and written to the ``.env`` the daemon reads (mode 0600).
 
-The server sleeps while no one uses the page: uvicorn's own loop wakes ten times a second (to see whether it
-should exit, and to refresh its cached ``Date`` header), so ``QuietServer`` waits for an exit request instead and
-each response gets its ``Date`` when it is sent."""
+The page is loaded on first use: until someone opens it, the daemon has not imported the web stack (uvicorn,
+Starlette, Jinja2 and the page's modules: about 7 MiB of an idle daemon's memory). A thread waits on the bound
+socket without waking; the first connection waits in the socket's backlog while the page loads. Once serving, the
+server sleeps between requests (``serving.QuietServer``)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
+import os
+import select
 import socket
 import threading
 import time
 from collections.abc import Callable
-from email.utils import formatdate
+from dataclasses import dataclass
 from pathlib import Path
-
-import uvicorn
-from starlette.applications import Starlette
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from typing import TYPE_CHECKING, Any
 
 from apple_flow import envfile
 from apple_flow.config import Settings
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
 from apple_flow.health.running import DaemonState
-from apple_flow.web.actions import WebDecisions
-from apple_flow.web.app import WebContext, build_app
 from apple_flow.web.auth import new_token
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from apple_flow.web.serving import QuietServer
 
 log = logging.getLogger(__name__)
 
@@ -72,22 +73,41 @@ def start_page(
     settings: Settings, store: Store, run_approved: Callable[[Approval], None], state: Callable[[], DaemonState],
     env_file: Path | None,
 ) -> WebServer:
-    """The daemon's web page, serving; raises ``WebError`` when it cannot (no token can be had, address in use)."""
+    """The daemon's web page, listening (loaded on the first connection); raises ``WebError`` when it cannot (no
+    token can be had, address in use)."""
     token = ensure_token(settings, env_file)
-    decisions = WebDecisions(store, Approvals(store.approvals, settings.approval_ttl_minutes), run_approved)
-    context = WebContext(settings=settings, store=store, decisions=decisions, state=state)
-    server = WebServer(build_app(context, token), settings.web_host, settings.web_port)
+
+    def build() -> ASGIApp:
+        from apple_flow.web.actions import WebDecisions
+        from apple_flow.web.app import WebContext, build_app
+
+        decisions = WebDecisions(store, Approvals(store.approvals, settings.approval_ttl_minutes), run_approved)
+        return build_app(WebContext(settings=settings, store=store, decisions=decisions, state=state), token)
+
+    server = WebServer(OnFirstConnection(build), settings.web_host, settings.web_port)
     server.start()
     return server
 
 
+@dataclass(frozen=True)
+class OnFirstConnection:
+    """A page to build when the first connection comes, not before."""
+
+    build: Callable[[], ASGIApp]
+
+
 class WebServer:
-    def __init__(self, app: Starlette, host: str, port: int) -> None:
+    """Serves ``app``: an ASGI app, served at once, or ``OnFirstConnection``."""
+
+    def __init__(self, app: ASGIApp | OnFirstConnection, host: str, port: int) -> None:
         self._app = app
         self._host = host
         self._port = port
         self._server: QuietServer | None = None
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._wake: tuple[int, int] | None = None  # a pipe that ends the wait for the first connection
         self.url = ""
 
     def start(self) -> str:
@@ -104,12 +124,13 @@ class WebServer:
         port = sock.getsockname()[1]
         host = f"[{self._host}]" if family == socket.AF_INET6 else self._host
         self.url = f"http://{host}:{port}"
-        config = uvicorn.Config(
-            DatedApp(self._app), log_level="warning", access_log=False, lifespan="off",
-            timeout_graceful_shutdown=2, server_header=False, date_header=False,
-        )
-        server = QuietServer(config)
-        self._server = server
+        if isinstance(self._app, OnFirstConnection):
+            self._wake = os.pipe()
+            self._thread = threading.Thread(target=self._serve_on_first_connection, args=(sock, self._app.build),
+                                            name="web", daemon=True)
+            self._thread.start()
+            return self.url
+        server = self._server = _quiet_server(self._app)
         self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="web", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -120,54 +141,47 @@ class WebServer:
             raise WebError(f"The web page did not start on {self.url}; see the log above.")
         return self.url
 
+    def _serve_on_first_connection(self, sock: socket.socket, build: Callable[[], ASGIApp]) -> None:
+        assert self._wake is not None
+        select.select([sock.fileno(), self._wake[0]], [], [])  # blocks until a connection or stop: no wake-ups
+        try:
+            server = None if self._stopping else _quiet_server(build())
+        except Exception:  # a bug in the page must not take the daemon down; the daemon runs on without it
+            log.exception("the web page could not be loaded: it is off until the daemon restarts")
+            server = None
+        with self._lock:
+            if server is None or self._stopping:
+                sock.close()
+                return
+            self._server = server
+        server.run(sockets=[sock])
+
     def stop(self) -> None:
-        if self._server is None or self._thread is None:
+        with self._lock:
+            self._stopping = True
+            server = self._server
+        if self._thread is None:
             return
-        self._server.request_exit()
+        if server is None and self._wake is not None:
+            os.write(self._wake[1], b"\0")
+        elif server is not None:
+            server.request_exit()
         self._thread.join(STOP_TIMEOUT_SECONDS)
-        if self._thread.is_alive():
-            self._server.force_exit = True
+        if self._thread.is_alive() and server is not None:
+            server.force_exit = True
             self._thread.join(STOP_TIMEOUT_SECONDS)
+        if self._wake is not None and not self._thread.is_alive():
+            for fd in self._wake:
+                os.close(fd)
+            self._wake = None
 
 
-class QuietServer(uvicorn.Server):
-    """uvicorn's server without its 10 Hz tick: between requests the event loop has nothing to do and sleeps.
-    ``request_exit()`` (from any thread) replaces setting ``should_exit``, which only the tick would see."""
+def _quiet_server(app: ASGIApp) -> QuietServer:
+    """uvicorn serving ``app`` (imported here: the web stack loads when the page is first served)."""
+    import uvicorn
 
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._exit: asyncio.Event | None = None
+    from apple_flow.web.serving import DatedApp, QuietServer
 
-    async def main_loop(self) -> None:
-        self._loop, self._exit = asyncio.get_running_loop(), asyncio.Event()
-        await self.on_tick(0)  # the default headers, once (without Date: see DatedApp)
-        if not self.should_exit:  # checked after _exit is set: a request_exit() before it is seen either way
-            await self._exit.wait()
-
-    def request_exit(self) -> None:
-        self.should_exit = True
-        loop, event = self._loop, self._exit
-        if loop is not None and event is not None:
-            with contextlib.suppress(RuntimeError):  # the loop has already closed
-                loop.call_soon_threadsafe(event.set)
-
-
-class DatedApp:
-    """Adds the ``Date`` header to each HTTP response as it starts (uvicorn's own is refreshed by its tick)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self._app(scope, receive, send)
-            return
-
-        async def send_dated(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                date = (b"date", formatdate(usegmt=True).encode())
-                message = {**message, "headers": [date, *message.get("headers", [])]}
-            await send(message)
-
-        await self._app(scope, receive, send_dated)
+    options: dict[str, Any] = {"log_level": "warning", "access_log": False, "lifespan": "off",
+                               "timeout_graceful_shutdown": 2, "server_header": False, "date_header": False}
+    return QuietServer(uvicorn.Config(DatedApp(app), **options))
