@@ -112,20 +112,14 @@ class MessageReplies:
     def record_reply(self, message: InboundMessage, reply: str | None, note: str | None = None) -> None:
         self._store.messages.record_reply(self.channel, message.rowid, reply, note)
 
-    def deliver(self, message: InboundMessage, reply: str) -> None:
-        """Sends the recorded reply and its files; once the channel has confirmed the reply (on a thread of the
-        outbound side: the sender's next turn does not wait for that) records how that went and lets the cursor
-        pass the message."""
-        handed = self._outbound.hand_over(message.reply_target, reply)
-        self._outbound.send_reply_files(message_reply(self.channel, message.rowid))
-        self._outbound.when_confirmed(handed, lambda failed: self._delivered(message, failed))
-
-    def _delivered(self, message: InboundMessage, failed: str | None) -> None:
+    def deliver(self, message: InboundMessage, reply: str, approval_id: str | None = None) -> None:
+        """Sends the recorded reply, records how that went, then completes the message."""
+        failed = self._outbound.send(message.reply_target, reply, approval_id)
         with self._store.transaction():
             self._store.messages.mark_sent(self.channel, message.rowid, failed=failed)
             if failed is not None:
                 self._store.events.log("send_failed", failed, message.sender)
-        self.done(message.rowid)
+        self.complete(message)
 
     def complete(self, message: InboundMessage) -> None:
         """Once its reply is out (or failed): the reply's files not sent yet, then the cursor may pass the message
@@ -162,11 +156,11 @@ class MessageWork:
     def record_reply(self, reply: str | None) -> None:
         self.replies.record_reply(self.message, reply, "cancelled" if reply is None else None)
 
-    def answer(self, reply: str | None) -> None:
+    def answer(self, reply: str | None, approval_id: str | None = None) -> None:
         if reply is None:
             self.replies.done(self.message.rowid)
         else:
-            self.replies.deliver(self.message, reply)
+            self.replies.deliver(self.message, reply, approval_id)
 
     def dropped(self) -> None:
         self.replies.record_reply(self.message, None, "cancelled before it ran")

@@ -1,21 +1,16 @@
-"""The daemon's outbound side: replies, progress and files to the egress, one at a time per recipient (a chat's
-parts of one reply must not interleave with another's; different chats do not wait for each other), each failure
-said, never fatal. The files a reply names are checked against its workspace (``outbox``) when the reply is
-recorded and again before each goes; each is marked in the store as it is sent or refused.
-
-A reply is handed over (``hand_over``) and its delivery confirmed apart (``when_confirmed``): the channel's
-confirmation (the iMessage channel waits up to ``send_confirm_seconds`` for Messages' row) runs on a thread of its
-own, so the sender's next turn starts meanwhile; the next reply still goes out after this one."""
+"""The daemon's outbound side: replies, progress and files to the egress, one at a time (the send lock: a
+channel's parts of one reply must not interleave with another's), each failure said, never fatal. The files a
+reply names are checked against its workspace (``outbox``) when the reply is recorded and again before each goes;
+each is marked in the store as it is sent or refused."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from apple_flow.channels.base import Confirmation, Egress, SendError
+from apple_flow.channels.base import Egress, SendError
 from apple_flow.config import Settings
 from apple_flow.daemon.outbox import Outgoing, check, check_all, note
 from apple_flow.daemon.store import FinishedTurn, Store
@@ -23,76 +18,34 @@ from apple_flow.daemon.store import FinishedTurn, Store
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class HandedOver:
-    """A reply given to the channel: ``failed`` says why it could not be (then nothing is left to confirm);
-    ``confirmation`` is what is left (None: nothing)."""
-
-    recipient: str
-    failed: str | None = None
-    confirmation: Confirmation | None = None
-
-
 class Outbound:
     def __init__(self, egress: Egress, store: Store, settings: Settings) -> None:
         self._egress = egress
         self._store = store
         self._settings = settings
-        self._locks: dict[str, threading.Lock] = {}  # one per recipient
-        self._locks_lock = threading.Lock()
-        self._confirming = 0  # confirmations still running
-        self._confirmed = threading.Condition()
+        self._lock = threading.Lock()
 
-    def _lock(self, recipient: str) -> threading.Lock:
-        with self._locks_lock:
-            return self._locks.setdefault(recipient, threading.Lock())
-
-    def hand_over(self, recipient: str, reply: str) -> HandedOver:
-        """Gives a reply to the channel (which notes it in the store's record of sent texts, for echoes), without
-        waiting for its delivery to be confirmed: see ``when_confirmed``."""
+    def send(self, recipient: str, reply: str, approval_id: str | None = None) -> str | None:
+        """Sends a reply (the channel notes it in the store's record of sent texts, for echoes); returns why it
+        could not be sent, or None. A reply presenting the plan of ``approval_id`` is noted with it by the ids the
+        channel gave its parts, so that a tapback on it decides the request."""
         try:
-            with self._lock(recipient):
-                return HandedOver(recipient, confirmation=self._egress.hand_over(recipient, reply))
+            with self._lock:
+                ids = self._egress.send(recipient, reply)
         except Exception as exc:  # SendError, or a channel bug: recorded by the caller, never fatal
-            return HandedOver(recipient, failed=_failure(recipient, exc))
-
-    def when_confirmed(self, handed: HandedOver, then: Callable[[str | None], None]) -> None:
-        """Calls ``then`` with why the reply did not go out (None: it did) once that is known: at once when
-        nothing is left to confirm, else from a thread of its own when the channel's confirmation ends."""
-        confirmation = handed.confirmation
-        if confirmation is None:
-            then(handed.failed)
-            return
-        with self._confirmed:
-            self._confirming += 1
-        threading.Thread(target=self._confirm, args=(handed.recipient, confirmation, then), name="confirm",
-                         daemon=True).start()
-
-    def _confirm(self, recipient: str, confirmation: Confirmation, then: Callable[[str | None], None]) -> None:
-        try:
-            try:
-                confirmation()
-                failed = None
-            except Exception as exc:
-                failed = _failure(recipient, exc)
-            then(failed)
-        except Exception:  # e.g. the store cannot be written: a restart finds the reply recorded, not sent
-            log.exception("recording the delivery of a reply to %s failed", recipient)
-        finally:
-            with self._confirmed:
-                self._confirming -= 1
-                self._confirmed.notify_all()
-
-    def wait_confirmations(self, timeout: float) -> bool:
-        """Waits until every confirmation under way has ended; False on timeout."""
-        with self._confirmed:
-            return self._confirmed.wait_for(lambda: self._confirming == 0, timeout)
+            if not isinstance(exc, SendError):
+                log.exception("the channel failed sending to %s", recipient)
+            log.error("could not send the reply to %s: %s", recipient, exc)
+            return str(exc)
+        if approval_id is not None and ids:
+            self._store.approvals.note_messages(approval_id, ids)
+        return None
 
     def progress(self, recipient: str, text: str) -> None:
         """Best effort: progress is not recorded with the message, and a failure to send it does not stop the
         turn."""
         try:
-            with self._lock(recipient):
+            with self._lock:
                 self._egress.send_progress(recipient, text)
         except Exception as exc:
             log.warning("could not send progress to %s: %s", recipient, exc)
@@ -133,18 +86,10 @@ class Outbound:
     def _send_file(self, recipient: str, path: Path) -> str | None:
         """Sends one checked file; returns why it could not be sent, or None."""
         try:
-            with self._lock(recipient):
+            with self._lock:
                 self._egress.send_file(recipient, path)
         except Exception as exc:  # SendError, or a channel bug: said to the sender, never fatal
             if not isinstance(exc, SendError):
                 log.exception("the channel failed sending %s to %s", path, recipient)
             return str(exc)
         return None
-
-
-def _failure(recipient: str, exc: Exception) -> str:
-    """Why a reply did not go out, logged (a channel bug with its traceback)."""
-    if not isinstance(exc, SendError):
-        log.exception("the channel failed sending to %s", recipient)
-    log.error("could not send the reply to %s: %s", recipient, exc)
-    return str(exc)

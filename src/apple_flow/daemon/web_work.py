@@ -40,17 +40,12 @@ class WebReplies:
         self._store.web_runs.record_reply(approval.id, reply)
 
     def send(self, approval: Approval, reply: str) -> None:
-        """Sends the recorded answer and its files; records how the answer went once the channel has confirmed it
-        (without holding up the sender's next turn)."""
-        handed = self._outbound.hand_over(approval.sender, reply)
-        self._outbound.send_reply_files(web_reply(approval.id))
-        self._outbound.when_confirmed(handed, lambda failed: self._delivered(approval, failed))
-
-    def _delivered(self, approval: Approval, failed: str | None) -> None:
+        failed = self._outbound.send(approval.sender, reply)
         with self._store.transaction():
             self._store.web_runs.mark_sent(approval.id)
             if failed is not None:
                 self._store.events.log("send_failed", failed, approval.sender)
+        self._outbound.send_reply_files(web_reply(approval.id))
 
 
 @dataclass(frozen=True)
@@ -73,8 +68,8 @@ class WebWork:
     def record_reply(self, reply: str | None) -> None:
         self.replies.record(self.approval, reply)
 
-    def answer(self, reply: str | None) -> None:
-        if reply is not None:
+    def answer(self, reply: str | None, approval_id: str | None = None) -> None:
+        if reply is not None:  # an approved task's answer: it presents no new plan
             self.replies.send(self.approval, reply)
 
     def dropped(self) -> None:

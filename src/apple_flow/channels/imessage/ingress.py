@@ -46,6 +46,7 @@ class IMessageIngress(Ingress):
         poll_seconds: float,
         on_error: ErrorListener | None = None,
         max_message_age_seconds: float = 0,
+        catch_up_seconds: float = 0,
         group_replies: bool = False,
         attachments_root: Path = Path(MESSAGES_PREFIX),
         attachment_wait_seconds: float = 0,
@@ -55,7 +56,7 @@ class IMessageIngress(Ingress):
         self._checks_db = ChatDB(db_path)
         self._attachments_root = attachments_root
         self._attachment_wait = attachment_wait_seconds
-        self._rules = ReadRules(default_region, max_message_age_seconds, group_replies)
+        self._rules = ReadRules(default_region, max_message_age_seconds, group_replies, catch_up_seconds)
         self._sent = sent
         self._copies = Copies(copies)
         self._poll_seconds = poll_seconds
@@ -63,6 +64,11 @@ class IMessageIngress(Ingress):
         self.scanned_rowid = 0
         self.last_error: ChatDBError | None = None  # the current problem reading chat.db, None when healthy
         self.watching = False  # True while new rows are noticed by file events (else only the poll finds them)
+        self._caught_up = threading.Event()  # set while every row present has been yielded
+
+    def caught_up(self) -> bool:
+        """Whether every row chat.db held at the last read has been yielded (the ingress is waiting for more)."""
+        return self._caught_up.is_set()
 
     def latest_rowid(self) -> int:
         """The newest ROWID now. Raises ``ChatDBError`` (with the fix in its message) when chat.db is unreadable."""
@@ -103,6 +109,8 @@ class IMessageIngress(Ingress):
                 if rows is None:  # unreadable now: cursor kept, retry after the poll interval
                     stop.wait(self._poll_seconds)
                     continue
+                if rows:
+                    self._caught_up.clear()
                 for row in rows:
                     item = self._classify(row)
                     if isinstance(item, InboundMessage) and row.attachments:
@@ -119,6 +127,7 @@ class IMessageIngress(Ingress):
                         return
                 if len(rows) >= _BATCH:
                     continue
+                self._caught_up.set()
                 if rows:
                     stop.wait(_BURST_PAUSE)
                     continue
@@ -128,6 +137,7 @@ class IMessageIngress(Ingress):
                 self.watching = waiter.watching
         finally:
             waiter.close()
+            self._caught_up.clear()
             self.watching = False
             self.db.close()
             self._checks_db.close()
