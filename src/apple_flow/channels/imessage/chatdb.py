@@ -158,7 +158,7 @@ def apple_date(value: int | None) -> datetime:
 
 class ChatDB:
     """A read-only connection to chat.db, opened lazily and reopened after any failure. Safe to share between
-    threads (the egress confirms several replies at once): one query at a time."""
+    threads (the ingress's check of unsent messages runs on the turns' threads): one query at a time."""
 
     def __init__(self, path: Path, platform: str = sys.platform) -> None:
         self.path = path
