@@ -129,6 +129,7 @@ class Daemon:
         self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
         self._stop = threading.Event()
+        self._stopping = False
         self._abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
         # A SimpleQueue: its put() may be called from a signal handler (request_stop) while the main thread waits.
         self._inbox: queue.SimpleQueue[InboundMessage | _WebApproval | _End | _Wake | BaseException] = (
@@ -145,6 +146,11 @@ class Daemon:
 
     def request_stop(self) -> None:
         """From a signal handler or another thread: stop reading, finish or kill running turns, return."""
+        # A second signal can arrive while the handler of the first is inside Event.set, whose lock is not
+        # reentrant: the nested call must not take it again (that hung the daemon on launchd's double SIGTERM).
+        if self._stopping:
+            return
+        self._stopping = True
         self._stop.set()
         self._inbox.put(_Wake())
 
