@@ -21,7 +21,6 @@ from dotenv import dotenv_values
 from rich.markup import escape
 
 from apple_flow.channels.base import Egress, Ingress
-from apple_flow.channels.console import CONSOLE_SENDER, ConsoleIngress, PlainConsoleEgress, RichConsoleChannel
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError
 from apple_flow.daemon.lock import InstanceLock, LockError
@@ -105,7 +104,11 @@ def _serve(
     try:
         ingress, egress = build_channel(store)
         connector = build_connector(settings)
-        local = (CONSOLE_SENDER,) if channel == "console" else ()
+        local: tuple[str, ...] = ()
+        if channel == "console":
+            from apple_flow.channels.console import CONSOLE_SENDER
+
+            local = (CONSOLE_SENDER,)
         daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks)
         if checks is not None:
             _watch_permissions(settings, store, checks, ingress, daemon, service)
@@ -233,6 +236,8 @@ def register(app: typer.Typer) -> None:
             key = f"console:{uuid.uuid4().hex[:12]}"  # line numbers restart with every session
 
             def build(store: Store) -> tuple[Ingress, Egress]:
+                from apple_flow.channels.console import ConsoleIngress, PlainConsoleEgress
+
                 return ConsoleIngress.from_stream(sys.stdin), PlainConsoleEgress(sys.stdout, sys.stderr)
         else:
             from apple_flow.channels.imessage import build_imessage_channel
@@ -254,6 +259,8 @@ def register(app: typer.Typer) -> None:
         """Chat with the agent in this terminal (the same daemon, on the console channel). Ctrl-D quits."""
         settings = settings_or_exit(ENV_FILE)
         _logging(verbose, quiet_default=True)
+        from apple_flow.channels.console import RichConsoleChannel
+
         channel = RichConsoleChannel()
         err.print("[bold]apple-flow chat[/bold]: type a message (`help` lists commands); Ctrl-D to quit.")
         for note in startup_notes(settings):

@@ -193,7 +193,9 @@ class Orchestrator:
 
     # ------------------------------------------------------------------------------------------- decide
 
-    def decide(self, message: InboundMessage, message_key: str, view: View) -> Decision:
+    def decide(self, message: InboundMessage, message_key: str, view: Callable[[], View]) -> Decision:
+        """What to do with ``message``. ``view`` gives what runs now; it is asked only by the commands that show
+        it (``status``, ``health``, ``cancel``), since a sender's queue can be long (a burst)."""
         if message.is_from_me:
             return Ignore("sent by this Mac")
         if message.late:  # a backlog is not a flood: held whatever its size, listed once
@@ -209,7 +211,9 @@ class Orchestrator:
             return self._tapback(message.tapback, message.sender, message_key)
         return self._decide_allowed(message, message_key, view)
 
-    def _decide_allowed(self, message: InboundMessage, message_key: str, view: View, held: bool = False) -> Decision:
+    def _decide_allowed(
+        self, message: InboundMessage, message_key: str, view: Callable[[], View], held: bool = False
+    ) -> Decision:
         command = parse(message.text)
         sender = message.sender
         if command.kind is Kind.RUN:
@@ -221,7 +225,7 @@ class Orchestrator:
         if command.kind is Kind.WEB:
             return self._login_link(message)
         if command.kind in FAST:
-            return self._fast(command, sender, message_key, view)
+            return self._fast(command, sender, message_key, view())
         try:
             workspace = self._workspaces.resolve(command.alias)
         except WorkspaceError as exc:
@@ -242,7 +246,9 @@ class Orchestrator:
         decision = self._approvals.deny(sender, approval.id, message_key)
         return Reply(decision.message, decision.decided)
 
-    def _run_held(self, message: InboundMessage, target: str | None, message_key: str, view: View) -> Decision:
+    def _run_held(
+        self, message: InboundMessage, target: str | None, message_key: str, view: Callable[[], View]
+    ) -> Decision:
         """`run`: the last of the messages listed after the Mac woke, as if it came now; `run <n>`: that one."""
         held = self._store.held.listing(message.sender)
         if not held:

@@ -89,6 +89,10 @@ class _End:
     """The ingress ran out (end of piped input)."""
 
 
+class _Wake:
+    """A stop was requested: the main loop, blocked waiting for the next item, looks at it."""
+
+
 class StartError(RuntimeError):
     """The daemon cannot start reading messages (e.g. chat.db unreadable); the message says what to do."""
 
@@ -135,8 +139,12 @@ class Daemon:
         self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
         self._stop = threading.Event()
+        self._stopping = False
         self._abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
-        self._inbox: queue.Queue[InboundMessage | _WebApproval | _End | BaseException] = queue.Queue()
+        # A SimpleQueue: its put() may be called from a signal handler (request_stop) while the main thread waits.
+        self._inbox: queue.SimpleQueue[InboundMessage | _WebApproval | _End | _Wake | BaseException] = (
+            queue.SimpleQueue()
+        )
         self._catchup: tuple[int, float] | None = None  # first start: (up to this rowid, skip if older than)
         self._outbound = Outbound(egress, store, settings)
         self._messages = MessageReplies(channel_key, store, ingress, self._outbound, settings, self._stop)
@@ -148,7 +156,13 @@ class Daemon:
 
     def request_stop(self) -> None:
         """From a signal handler or another thread: stop reading, finish or kill running turns, return."""
+        # A second signal can arrive while the handler of the first is inside Event.set, whose lock is not
+        # reentrant: the nested call must not take it again (that hung the daemon on launchd's double SIGTERM).
+        if self._stopping:
+            return
+        self._stopping = True
         self._stop.set()
+        self._inbox.put(_Wake())
 
     def run(self) -> int:
         """Runs until the input ends (then drains every pending turn) or a stop is requested. Returns the exit
@@ -183,9 +197,13 @@ class Daemon:
         status = 0
         while not self._stop.is_set():
             try:
-                item = self._inbox.get(timeout=0.2)
+                # Blocks: every producer, and request_stop, puts something. Only while late messages wait to be
+                # listed does it look every 0.2 s whether the ingress has caught up.
+                item = self._inbox.get(timeout=0.2 if self._held_unlisted else None)
             except queue.Empty:
                 self._list_held()
+                continue
+            if isinstance(item, _Wake):
                 continue
             if isinstance(item, _End):
                 while not self._scheduler.wait_idle(0.2) and not self._stop.is_set():
@@ -291,7 +309,7 @@ class Daemon:
     def _decide(self, message: InboundMessage) -> Decision:
         key = self._messages.key(message)
         try:
-            return self._stale(message) or self.orchestrator.decide(message, key, self._view(message.sender))
+            return self._stale(message) or self.orchestrator.decide(message, key, lambda: self._view(message.sender))
         except Exception as exc:
             log.exception("handling message %s failed", key)
             return Reply(failures.explain_exception(exc))
@@ -422,7 +440,8 @@ class Daemon:
         )
         outcome: TurnOutcome | Exception
         try:
-            outcome = self._turn(request, work.recipient, RunLog(self._store, run_id))
+            with RunLog(self._store, run_id) as record:  # its last events are written before the run's end
+                outcome = self._turn(request, work.recipient, record)
         except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
             log.exception("turn %s failed", run_id)
             outcome = exc
@@ -479,16 +498,25 @@ class Daemon:
         return True
 
     def _watch_timeouts(self) -> None:
-        """A turn past ``turn_timeout_seconds`` is killed here even if the connector's own timeout failed."""
+        """A turn past ``turn_timeout_seconds`` is killed here even if the connector's own timeout failed. Sleeps
+        until the first running turn's time is up: a turn that starts later ends no sooner than ``limit`` from now,
+        so with none running the next look is that far away (an idle daemon does not wake for it)."""
         limit = self._settings.turn_timeout_seconds
-        while not self._stop.wait(0.5):
+        pause = limit
+        while not self._stop.wait(pause):
             now = time.time()
+            pause = limit
             for job in self._scheduler.running():
-                if job.started_at is not None and now - job.started_at > limit and not job.cancelled.is_set():
+                if job.started_at is None or job.cancelled.is_set():
+                    continue
+                if now - job.started_at > limit:
                     log.warning("a turn of %s exceeded %g s: stopping it", job.sender, limit)
                     job.stop_reply = failures.timed_out(limit)
                     job.cancelled.set()
                     self._connector.cancel(job.sender)
+                else:
+                    pause = min(pause, job.started_at + limit - now)
+            pause = max(pause, 0.01) + 0.01  # just past the time, so the turn counts as over it
 
     def _store_event_quietly(self, kind: str, detail: str) -> None:
         try:
