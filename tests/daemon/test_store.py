@@ -95,7 +95,7 @@ def test_runs_left_running_are_marked_interrupted(tmp_path: Path) -> None:
 def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> None:
     path = old_database(tmp_path / "relay.db", 1, "INSERT INTO cursor (channel, last_rowid) VALUES ('imessage', 7)")
     store = Store(path)
-    assert store.schema_version == SCHEMA_VERSION == 10
+    assert store.schema_version == SCHEMA_VERSION == 11
     assert store.cursor("imessage") == 7
     store.set_meta("child_token", "abc")
     assert store.meta("child_token") == "abc" and store.meta("other") is None
@@ -186,7 +186,7 @@ def test_a_version_9_database_gains_the_record_of_a_replys_files_keeping_its_mes
         "('imessage', 3, 'ana', 'send me the report', 'replied', 'Here it is.', 1, 1)",
     )
     store = Store(path)
-    assert store.schema_version == 10
+    assert store.schema_version == 11
     old = store.message("imessage", 3)
     assert old is not None and (old.state, old.reply) == ("replied", "Here it is.")  # its restart sends it as before
     assert store.unsent_reply_files(message_reply("imessage", 3)) == []

@@ -88,8 +88,10 @@ def _serve(settings: Settings, channel: str, build_channel: Channel, channel_key
     try:
         ingress, egress = build_channel(store)
         connector = build_connector(settings)
+        escalation = build_connector(settings, settings.escalate_connector) if settings.escalate_connector else None
         local = (CONSOLE_SENDER,) if channel == "console" else ()
-        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks)
+        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks,
+                        escalation_connector=escalation)
 
         def stop(signum: int, frame: FrameType | None) -> None:
             daemon.request_stop()

@@ -8,6 +8,7 @@ keeps no conversation: the daemon's store does.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -35,6 +36,8 @@ class TurnRequest:
     key: str = ""  # whose turn this is (the sender): ``cancel(key)`` stops it
     #: What files came with the message and where they are; kept whole after the message when the prompt is fitted.
     files_note: str = ""
+    #: The command that says whether the work is done (approved tasks): the agent must make it pass.
+    verify: str | None = None
 
 
 class Status(StrEnum):
@@ -46,6 +49,7 @@ class Status(StrEnum):
     NO_MODEL = "no_model"
     BINARY_MISSING = "binary_missing"
     CANCELLED = "cancelled"
+    CHECK_FAILED = "check_failed"  # the agent answered, but the check (``TurnRequest.verify``) still fails
     FAILED = "failed"
 
 
@@ -54,6 +58,29 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     estimated: bool = False  # counted by apple-code's estimator rather than by the model
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What became of a turn's check (apple-code's ``verify`` object): the command, whether it passed at the end,
+    the repair rounds it took, and the end of its last output."""
+
+    command: str
+    passed: bool
+    rounds: int = 0
+    output_tail: str = ""
+
+    def failing_line(self) -> str:
+        """The first line of the output that says what failed (``FAILED``, ``Error``, ``panicked`` ...), else its
+        last line; empty without output."""
+        lines = [line.strip() for line in self.output_tail.splitlines() if line.strip()]
+        for line in lines:
+            if _FAILING.search(line):
+                return line
+        return lines[-1] if lines else ""
+
+
+_FAILING = re.compile(r"(?i)\b(fail(ed|ure|ures|s)?|errors?|panicked|assert(ion)?)\b|^E\s|Traceback")
 
 
 @dataclass(frozen=True)
@@ -77,6 +104,7 @@ class TurnOutcome:
     duration_ms: int = 0
     backend: str = ""  # the backend the agent reported it ran on (apple-code: "fm" or "openai")
     model: str = ""  # the model the agent reported
+    check: CheckReport | None = None  # the check the agent ran (apple-code --verify), when it ran one
 
     @property
     def answered(self) -> bool:
@@ -91,7 +119,7 @@ class TurnOutcome:
         if self.status is Status.NO_MODEL:
             code = "killed" if self.exit_code is None else str(self.exit_code)
             return f"Error: {self.agent} execution failed (exit code {code}). No model available: {self.detail}"
-        if self.status is Status.TIMED_OUT and self.text:
+        if self.status in (Status.TIMED_OUT, Status.CHECK_FAILED) and self.text:
             return f"Error: {self.detail}\nPartial answer: {self.text}"
         return f"Error: {self.detail}"
 

@@ -16,3 +16,6 @@ REGISTRY: dict[str, type[CliConnector]] = {
     "claude-cli": ClaudeConnector,
     "gemini-cli": GeminiConnector,
 }
+
+# The connectors that run apple-code: a failed approved task of theirs may be escalated to another connector.
+APPLE_CODE_CONNECTORS = frozenset({"afm", "ollama"})

@@ -42,10 +42,13 @@ from typing import Protocol
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, SendError, Skipped
 from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
+from apple_flow.connectors.registry import APPLE_CODE_CONNECTORS
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.arrivals import FileLimits, describe, receive
+from apple_flow.daemon.checks import Checks
 from apple_flow.daemon.cursor import CursorTracker
+from apple_flow.daemon.escalation import Escalation
 from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Queued, Reply, Turn, View, new_run_id
 from apple_flow.daemon.outbox import Outgoing, check, check_all, note
 from apple_flow.daemon.policy import Policy
@@ -107,10 +110,17 @@ class Daemon:
         channel_key: str,
         local_senders: Iterable[str] = (),
         checks: StartupChecks | None = None,
+        escalation_connector: Connector | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
         self._connector = connector
+        # APPLE_FLOW_ESCALATE_CONNECTOR's: runs only the tasks the owner escalates (`escalate <run>`).
+        self._escalation_connector = escalation_connector
+        escalation = None
+        if escalation_connector is not None and settings.escalate_connector is not None \
+                and settings.connector in APPLE_CODE_CONNECTORS:
+            escalation = Escalation(settings.escalate_connector, settings.approval_ttl_minutes * 60.0)
         self._ingress = ingress
         self._egress = egress
         self._channel = channel_key
@@ -123,6 +133,7 @@ class Daemon:
             connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
             run_links=settings.web_base_url if settings.web_enabled else None,
             send_files=settings.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
+            checks=Checks(settings), escalation=escalation,
         )
         self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
@@ -249,6 +260,24 @@ class Daemon:
             log.warning("the connector is not ready: %s", exc)
         else:
             self.connector_status = "ready"
+        if self._escalation_connector is not None:
+            try:
+                self._escalation_connector.ensure_started()
+            except ConnectorError as exc:  # offered anyway: the escalated turn's reply says what is wrong
+                self.connector_status += f"; escalation to {self._settings.escalate_connector} not ready: {exc}"
+                log.warning("the escalation connector is not ready: %s", exc)
+            else:
+                self.connector_status += f"; escalation to {self._settings.escalate_connector} ready"
+
+    @property
+    def _connectors(self) -> list[Connector]:
+        return [self._connector] + ([self._escalation_connector] if self._escalation_connector is not None else [])
+
+    def _connector_for(self, turn: Turn) -> Connector:
+        """The daemon's connector, or for an escalated task the escalation's."""
+        if turn.connector is not None and self._escalation_connector is not None:
+            return self._escalation_connector
+        return self._connector
 
     def _shutdown(self) -> None:
         self._scheduler.close()
@@ -257,10 +286,12 @@ class Daemon:
             log.warning("turns still running after %.0f s: stopping them (their messages are redone next start)",
                         grace)
             self._abandon.set()
-            self._connector.cancel()
+            for connector in self._connectors:
+                connector.cancel()
             self._scheduler.wait_idle(KILL_WAIT_SECONDS)
         try:
-            self._connector.shutdown()
+            for connector in self._connectors:
+                connector.shutdown()
         finally:
             self._store.log_event("stop", f"channel {self._channel}")
 
@@ -394,17 +425,19 @@ class Daemon:
             return
         run_id = new_run_id()
         key = f"{self._channel}:{message.rowid}" if message is not None else None
-        self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request, key)
+        self._store.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request, key,
+                              turn.approval.id if turn.approval is not None else None, turn.escalates)
         job.run_id = run_id  # from now on `cancel <run id>` finds it
-        window = self._connector.context_window
+        connector = self._connector_for(turn)
+        window = connector.context_window
         request = TurnRequest(
             turn.prompt, turn.workspace, tuple(self._store.history(turn.sender, window)), turn.read_only, turn.plan,
-            key=turn.sender, files_note=self._receive_files(message, turn),
+            key=turn.sender, files_note=self._receive_files(message, turn), verify=turn.verify,
         )
         outcome: TurnOutcome | Exception
         try:
             recipient = message.reply_target if message is not None else turn.sender
-            outcome = self._turn(request, recipient, RunLog(self._store, run_id))
+            outcome = self._turn(connector, request, recipient, RunLog(self._store, run_id))
         except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
             log.exception("turn %s failed", run_id)
             outcome = exc
@@ -448,11 +481,11 @@ class Daemon:
         )
         return describe(arrivals)
 
-    def _turn(self, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
+    def _turn(self, connector: Connector, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
         """Runs the connector's turn to its outcome, passing its progress on to ``recipient`` (throttled) and
         keeping the agent's events with the run (for the web page)."""
         throttle = ProgressThrottle(self._settings.progress_interval_seconds)
-        with contextlib.closing(self._connector.run(request)) as items:
+        with contextlib.closing(connector.run(request)) as items:
             for item in items:
                 if isinstance(item, TurnOutcome):
                     return item
@@ -589,7 +622,8 @@ class Daemon:
         if job is None or job.started_at is None or (run_id is not None and job.run_id != run_id):
             return False
         job.cancelled.set()
-        self._connector.cancel(sender)
+        for connector in self._connectors:
+            connector.cancel(sender)
         return True
 
     def _watch_timeouts(self) -> None:
@@ -602,7 +636,8 @@ class Daemon:
                     log.warning("a turn of %s exceeded %g s: stopping it", job.sender, limit)
                     job.stop_reply = failures.timed_out(limit)
                     job.cancelled.set()
-                    self._connector.cancel(job.sender)
+                    for connector in self._connectors:
+                        connector.cancel(job.sender)
 
     def _store_event_quietly(self, kind: str, detail: str) -> None:
         try:

@@ -182,6 +182,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX reply_files_by_reply ON reply_files (reply_of, state);
     """,
+    # 11: `escalate <run>`: the approval an approved task's run carried out, and the run an escalation runs again.
+    """
+    ALTER TABLE runs ADD COLUMN approval TEXT;          -- req_... for kind approve and escalate
+    ALTER TABLE runs ADD COLUMN escalated_from TEXT;    -- kind escalate: the failed run it runs again
+    CREATE INDEX runs_by_escalated_from ON runs (escalated_from);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 HISTORY_KEEP = 50  # exchanges kept per thread; connectors inject far fewer
@@ -233,6 +239,8 @@ class Run:
     output_tokens: int | None = None
     backend: str | None = None  # what answered: the connector, with the backend and model the agent reported
     tokens_estimated: int | None = None  # 1: the token counts are the agent's estimate, not the model's count
+    approval: str | None = None  # the approval request an approved task's run (or its escalation) carried out
+    escalated_from: str | None = None  # an escalation: the failed run it runs again on another connector
 
 
 @dataclass(frozen=True)
@@ -633,12 +641,13 @@ class Store:
     # ------------------------------------------------------------------------------------------- runs
 
     def start_run(
-        self, run_id: str, sender: str, kind: str, workspace: str, request: str, message: str | None = None
+        self, run_id: str, sender: str, kind: str, workspace: str, request: str, message: str | None = None,
+        approval: str | None = None, escalated_from: str | None = None,
     ) -> None:
         self._write(
-            "INSERT INTO runs (id, sender, kind, workspace, request, state, started_at, message) "
-            "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-            (run_id, sender, kind, workspace, request, self._clock(), message),
+            "INSERT INTO runs (id, sender, kind, workspace, request, state, started_at, message, approval, "
+            "escalated_from) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+            (run_id, sender, kind, workspace, request, self._clock(), message, approval, escalated_from),
         )
 
     def finish_run(self, run_id: str, state: str, result: str) -> None:
@@ -701,6 +710,20 @@ class Store:
         """The sender's runs started at or after ``since``, oldest first."""
         rows = self._rows(
             "SELECT * FROM runs WHERE sender = ? AND started_at >= ? ORDER BY started_at, rowid", (sender, since)
+        )
+        return [Run(**dict(row)) for row in rows]
+
+    def escalation_of(self, run_id: str) -> Run | None:
+        """The latest run that escalated ``run_id`` (ran it again on another connector), or None."""
+        rows = self._rows(
+            "SELECT * FROM runs WHERE escalated_from = ? ORDER BY started_at DESC, rowid DESC LIMIT 1", (run_id,)
+        )
+        return Run(**dict(rows[0])) if rows else None
+
+    def runs_of_approval(self, approval_id: str) -> list[Run]:
+        """The runs that carried out an approval request (and escalated it), newest first."""
+        rows = self._rows(
+            "SELECT * FROM runs WHERE approval = ? ORDER BY started_at DESC, rowid DESC", (approval_id,)
         )
         return [Run(**dict(row)) for row in rows]
 
