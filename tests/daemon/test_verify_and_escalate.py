@@ -256,3 +256,15 @@ def test_cancelling_an_escalated_run_stops_it_on_the_escalation_connector(
     assert ask(h, ANA, "cancel") == "Stopped your running request."
     assert ANA in cloud.cancelled
     wait_until(lambda: (r := h.store.escalation_of(run)) is not None and r.state == "cancelled")
+
+
+def test_a_run_that_ended_before_a_final_answer_says_its_check_did_not_run(
+    start: Callable[..., Harness], make_test_workspace: Path
+) -> None:
+    h = start(FakeConnector(agent(lambda r: TurnOutcome(
+        Status.FAILED, detail="apple-code execution failed (exit code 1). max turns (16) reached", agent="apple-code",
+        exit_code=1, subtype="error_max_turns", check=CheckReport("make test", False, 0, "", runs=0),
+    ))))
+    request, reply = approved(h)
+    assert reply == (f"Not done ({request}, {run_id_of(reply)}): Sorry, the agent failed: apple-code execution failed "
+                     "(exit code 1). max turns (16) reached\n\nCheck not run: `make test`.")

@@ -129,10 +129,12 @@ class AfmConnector(CliConnector):
         if code == EXIT_MODEL_UNAVAILABLE:
             reason = _sentence(said or result.last_stderr_line or "no reason given")
             return self.outcome(Status.NO_MODEL, f"{reason} {self._model_hint()}", code, report=report)
-        if code == EXIT_CHECK_FAILED:
-            check = check_report(report.get("verify"))
-            what = f"the check `{check.command}`" if check is not None else "the check"
-            return self.outcome(Status.CHECK_FAILED, f"{what} still fails.", code, text=said, report=report)
+        if code == EXIT_CHECK_FAILED:  # the result: the last answer, then the message in parentheses
+            answer, message = _answer_and_message(said)
+            if not message:
+                check = check_report(report.get("verify"))
+                message = f"the check `{check.command}` still fails" if check is not None else "the check still fails"
+            return self.outcome(Status.CHECK_FAILED, _sentence(message), code, text=answer, report=report)
         if code == EXIT_INTERRUPTED:
             return self.outcome(
                 Status.CANCELLED, f"{self.display_name} was interrupted (exit code {code}). {detail}".rstrip(), code,
@@ -175,6 +177,17 @@ class AfmConnector(CliConnector):
 def _sentence(text: str) -> str:
     """``text`` ending in exactly one full stop (apple-code's reasons usually end with one, the fake's not)."""
     return text.rstrip().rstrip(".") + "."
+
+
+def _answer_and_message(result: str) -> tuple[str, str]:
+    """An error result's partial answer and its message: ``answer\n\n(message)``, or only ``(message)``."""
+    text = result.strip()
+    if not text.endswith(")"):
+        return text, ""
+    start = text.rfind("\n\n(")
+    if start >= 0:
+        return text[:start].strip(), text[start + 3:-1].strip()
+    return ("", text[1:-1].strip()) if text.startswith("(") else (text, "")
 
 
 def _parse_check(stdout: str) -> dict[str, Any]:

@@ -67,8 +67,14 @@ class CheckReport:
 
     command: str
     passed: bool
-    rounds: int = 0
+    rounds: int = 0  # how many times a failure went back to the model
     output_tail: str = ""
+    runs: int | None = None  # how many times it ran (0: never: the run ended before a final answer)
+    exit_code: int | None = None  # the last run's, when it exited
+
+    @property
+    def ran(self) -> bool:
+        return self.runs is None or self.runs > 0
 
     def failing_line(self) -> str:
         """The first line of the output that says what failed (``FAILED``, ``Error``, ``panicked`` ...), else its

@@ -223,18 +223,20 @@ def reported(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_report(value: Any) -> CheckReport | None:
-    """apple-code's ``verify`` object (``{"command", "passed", "rounds", "output_tail"}``), or None when it is
-    missing or has no command and verdict."""
+    """apple-code's ``verify`` object (``{"command", "passed", "rounds", "runs", "exit_code", "output_tail"}``), or
+    None when it is missing or has no command and verdict."""
     if not isinstance(value, dict) or not isinstance(value.get("command"), str) \
             or not isinstance(value.get("passed"), bool):
         return None
-    rounds = value.get("rounds")
     tail = value.get("output_tail")
     return CheckReport(
-        value["command"], value["passed"],
-        rounds if isinstance(rounds, int) and not isinstance(rounds, bool) else 0,
-        tail if isinstance(tail, str) else "",
+        value["command"], value["passed"], _count(value.get("rounds")) or 0, tail if isinstance(tail, str) else "",
+        runs=_count(value.get("runs")), exit_code=_count(value.get("exit_code")),
     )
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def format_seconds(value: float) -> str:

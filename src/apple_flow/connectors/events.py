@@ -56,15 +56,14 @@ def describe_tool_call(name: str, arguments: Mapping[str, Any] | None) -> str:
 
 
 def describe_check(event: Mapping[str, Any]) -> str:
-    """A progress line for apple-code's ``verify`` event: the check running, passed, or failed (and being
-    repaired)."""
+    """A progress line for apple-code's ``verify`` event (each run of the ``--verify`` check): passed, or failed and
+    gone back to the model for repair round N."""
     command = " ".join(str(event.get("command", "") or "the check").split())
-    passed = event.get("passed")
-    if passed is True:
+    if event.get("passed") is True:
         return cut_end(f"check passed: {command}", PROGRESS_MAX_CHARS)
-    if passed is False:
-        return cut_end(f"check failed: {command}", PROGRESS_MAX_CHARS)
-    return cut_end(f"checking: {command}", PROGRESS_MAX_CHARS)
+    rounds = event.get("rounds")
+    repair = f" (repair round {rounds})" if isinstance(rounds, int) and rounds > 0 else ""
+    return cut_end(f"check failed{repair}: {command}", PROGRESS_MAX_CHARS)
 
 
 class EventStream:

@@ -394,7 +394,7 @@ class Orchestrator:
                     else f"Escalated {turn.escalates}{where} ({ids}):")
             text = f"{head}\n{finished.reply}"
         elif answered and outcome.status is Status.CHECK_FAILED:
-            rounds = f" after {_rounds(check.rounds)}" if check is not None and check.rounds else ""
+            rounds = f" after {_rounds(check.rounds)}" if check is not None else ""
             partial = f"\n{outcome.text}" if outcome.text else ""
             text = f"Not done ({ids}{where}): the check still fails{rounds}.{partial}"
         else:
@@ -411,6 +411,8 @@ class Orchestrator:
         """The task reply's last line on its check: passed, or failed with its first failing line."""
         if state not in ("done", "failed"):
             return ""
+        if check is not None and not check.ran:  # the run ended before a final answer to check
+            return f"Check not run: `{check.command}`."
         if check is not None:
             if check.passed:
                 after = f" (after {_rounds(check.rounds)})" if check.rounds else ""

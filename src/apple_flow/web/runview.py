@@ -68,11 +68,13 @@ class Step:
 
 @dataclass(frozen=True)
 class CheckRun:
-    """One run of the task's check (apple-code --verify): its verdict and the end of its output."""
+    """Where a task's check (apple-code --verify) stood: after one of its runs (a ``verify`` event), or at the end
+    (the result's ``verify``)."""
 
     command: str
-    passed: bool | None  # None: the event did not say
-    round: int | None
+    passed: bool
+    rounds: int  # failures that went back to the model so far
+    runs: int | None  # how many times it had run
     exit_code: int | None
     output: str
 
@@ -201,12 +203,11 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
 
 
 def _check_run(event: dict[str, Any]) -> CheckRun:
-    """A ``verify`` event, or the result's ``verify`` object (whose output is ``output_tail``)."""
-    passed = event.get("passed")
-    output = event.get("output_tail", event.get("output"))
+    """A ``verify`` event or the result's ``verify`` object (the same fields)."""
+    output = event.get("output_tail")
     return CheckRun(
-        command=str(event.get("command", "")), passed=passed if isinstance(passed, bool) else None,
-        round=_int(event.get("round", event.get("rounds"))), exit_code=_int(event.get("exit_code")),
+        command=str(event.get("command", "")), passed=event.get("passed") is True,
+        rounds=_int(event.get("rounds")) or 0, runs=_int(event.get("runs")), exit_code=_int(event.get("exit_code")),
         output=output if isinstance(output, str) else "",
     )
 
