@@ -77,16 +77,27 @@ class CheckReport:
         return self.runs is None or self.runs > 0
 
     def failing_line(self) -> str:
-        """The first line of the output that says what failed (``FAILED``, ``Error``, ``panicked`` ...), else its
-        last line; empty without output."""
+        """The line of the output that best says what failed: a test runner's own failure line (pytest's
+        ``FAILED path::test - why``, unittest's ``FAIL: test``, ``--- FAIL:`` of go, ``test x ... FAILED`` of
+        cargo), else an error or assertion line, else any line that mentions a failure, else the last line; the
+        first of its kind. Empty without output."""
         lines = [line.strip() for line in self.output_tail.splitlines() if line.strip()]
-        for line in lines:
-            if _FAILING.search(line):
-                return line
+        lines = [line for line in lines if not _DECORATION.match(line)]
+        for pattern in _FAILING:
+            for line in lines:
+                if pattern.search(line):
+                    return line
         return lines[-1] if lines else ""
 
 
-_FAILING = re.compile(r"(?i)\b(fail(ed|ure|ures|s)?|errors?|panicked|assert(ion)?)\b|^E\s|Traceback")
+# What a failing line looks like, most telling first.
+_FAILING = (
+    re.compile(r"^(FAILED\b|FAIL:|--- FAIL:|ERROR:|ERROR\b)|\.\.\. FAILED$|^not ok\b"),
+    re.compile(r"^E\s|\b\w*(Error|Exception)\b:|\berror(\[\w+\])?:|panicked|assert", re.IGNORECASE),
+    re.compile(r"\bfail(ed|ure|ures|s)?\b", re.IGNORECASE),
+)
+# Lines that only frame the output: rules, section titles, how the check ended ("exit code 1").
+_DECORATION = re.compile(r"^(={3,}|_{3,}|-{3,}(?! FAIL)|exit code -?\d+$|\[\.\.\. )")
 
 
 @dataclass(frozen=True)
