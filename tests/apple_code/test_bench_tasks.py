@@ -82,6 +82,31 @@ def test_the_benchmark_runs_apple_code_against_a_server_and_reports_what_the_che
     assert "the value is 45; the answer gives 44" in text
 
 
+def test_the_verify_arm_runs_the_workspace_check_and_the_model_repairs_after_seeing_it(
+    apple_code_bin: Path, tmp_path: Path
+) -> None:
+    script = [
+        answer("Fixed calc.py."),  # claimed, not done: the check fails and goes back to the model
+        tool_call("writeFile", {"path": "calc.py", "content": CALC.replace("a - b", "a + b")}),
+        answer("Now it is fixed."),
+    ]
+    report = tmp_path / "bench_tasks.md"
+    with ScriptedServer(script) as server:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / "bench_tasks.py"), "--apple-code", str(apple_code_bin),
+             "--base-url", server.url, "--model", "scripted", "--tasks", "fix-failing-test,explain-return",
+             "--arms", "verify", "--timeout", "30", "--report", str(report)],
+            capture_output=True, text=True, timeout=180,
+        )
+        requests = server.requests()
+    assert done.returncode == 0, done.stderr
+    text = report.read_text()
+    assert "| fix-failing-test | fix a failing test | **solved**: exit 0, 3 turns" in text and "check passed" in text
+    assert "| explain-return | explain what a function returns | — (a question: nothing to check) |" in text
+    assert "| verify | 1 | 1 | 0 |" in text
+    assert "FAILED" in str(requests[1]["messages"])  # the model saw the failing check
+
+
 def test_bad_arms_or_tasks_are_refused_with_what_is_accepted(tmp_path: Path) -> None:
     for flag, value, expected in (("--arms", "plain,fast", "--arms takes plain, verify, plan"),
                                   ("--tasks", "nope", "unknown task(s): nope")):
