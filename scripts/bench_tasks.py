@@ -33,6 +33,7 @@ import contextlib
 import json
 import os
 import platform
+import shlex
 import signal
 import socket
 import statistics
@@ -97,6 +98,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def version(apple_code: Path) -> str:
+    try:
+        done = subprocess.run([str(apple_code), "--version"], capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"--version failed: {exc}"
+    return done.stdout.strip() or f"--version exit {done.returncode}"
 
 
 def supports_verify(apple_code: Path) -> bool:
@@ -238,12 +248,18 @@ def report(outcomes: list[Outcome], tasks: list[Task], arms: list[str], backend:
     skipped = [o for o in outcomes if not o.ran and o.note.startswith("budget")]
     verify_line = "" if verify_known else (
         "\n**This apple-code has no `--verify`** (its `--help` does not list it), so the verify arm was not run.\n")
+    left_out = f"; {len(skipped)} run(s) were left out for it" if skipped else ""
+    note = f"\n- Note: {args.note}" if args.note else ""
     return f"""# Task success: plain, --verify and --plan (scripts/bench_tasks)
 
-{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.system()} {platform.machine()}, Python {platform.python_version()}.
-Backend: {backend.label}. apple-code: `{apple_code}`. Limits per run: {', '.join(limits)}, killed
-{KILL_MARGIN_S:g} s after that if it has not ended. Budget: {args.budget_minutes:g} minutes for the whole
-benchmark; it took {wall / 60:.1f} minutes{f', and {len(skipped)} run(s) were left out for it' if skipped else ''}.
+- When and where: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.system()} {platform.machine()}, {cpus} CPUs,
+  Python {platform.python_version()}.
+- Backend: {backend.label}.
+- apple-code: `{apple_code}` ({version(apple_code)}).
+- Limits per run: {', '.join(limits)}; killed {KILL_MARGIN_S:g} s after `--timeout` if it has not ended.
+- Budget: {args.budget_minutes:g} minutes for the whole benchmark; it took {wall / 60:.1f} minutes{left_out}.
+- Command: `scripts/bench_tasks {shlex.join(args.argv)}`{note}
+
 {machine}
 {verify_line}
 Each task runs in a fresh throwaway workspace per arm. "Solved" is the task's checker's verdict on the workspace
@@ -323,7 +339,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--budget-minutes", type=float, default=60,
                         help="for the whole benchmark; runs that would start later are reported as not run")
     parser.add_argument("--report", type=Path, default=ROOT / "reports" / "bench_tasks.md")
+    parser.add_argument("--note", default="", help="a sentence for the report on how it was run (which build, why)")
     args = parser.parse_args(argv)
+    args.argv = list(argv if argv is not None else sys.argv[1:])
     args.arm_list = [a.strip() for a in args.arms.split(",") if a.strip()]
     unknown = [a for a in args.arm_list if a not in ARMS]
     if unknown or not args.arm_list:
