@@ -268,3 +268,16 @@ def test_a_run_that_ended_before_a_final_answer_says_its_check_did_not_run(
     request, reply = approved(h)
     assert reply == (f"Not done ({request}, {run_id_of(reply)}): Sorry, the agent failed: apple-code execution failed "
                      "(exit code 1). max turns (16) reached\n\nCheck not run: `make test`.")
+
+
+def test_health_says_whether_the_escalation_connector_is_ready(
+    start: Callable[..., Harness], workspace: Path
+) -> None:
+    h = start(FakeConnector(), FakeConnector(), escalate_connector="claude-cli")
+    assert "Connector afm: ready; escalation to claude-cli ready." in ask(h, ANA, "health")
+    broken = FakeConnector()
+    broken.fail_start = "claude CLI not found at 'claude'"
+    other = start(FakeConnector(), broken, escalate_connector="claude-cli",
+                  db_path=workspace.parent / "other" / "relay.db")
+    assert ("escalation to claude-cli not ready: claude CLI not found at 'claude'"
+            in ask(other, ANA, "health"))
