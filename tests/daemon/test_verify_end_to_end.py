@@ -44,6 +44,13 @@ def daemon(tmp_path: Path, chat_db: ChatDbWriter, project: Path, apple_code_bin:
     process.stop()
 
 
+def claude_runs(folder: Path) -> list[dict[str, object]]:
+    """The fake claude's runs, without the start-up check's `claude --version`."""
+    log = folder / "claude.jsonl"
+    runs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return [run for run in runs if "--version" not in run["argv"]]
+
+
 def replies(daemon: DaemonProcess) -> list[str]:
     return [t for t in daemon.sends_to(ANA) if not t.startswith(("… ", "Approved req_", "Escalating run_"))]
 
@@ -95,7 +102,7 @@ def test_a_check_that_never_passes_ends_not_done_and_escalation_runs_it_on_claud
         request, run = match.groups()
         assert f"\n\nCheck failed: `{CHECK}`: FAIL: test_add" in reply
         assert reply.endswith(f"\nReply `escalate {run}` to run it again on claude-cli.")
-        assert not (tmp_path / "claude.jsonl").exists()  # nothing went to the cloud before the owner asked
+        assert claude_runs(tmp_path) == []  # nothing went to the cloud before the owner asked (--version only)
 
         chat_db.message(f"escalate {run}", sender=ANA)
         escalated = wait_for(lambda: replies(daemon)[2:], 30, "the escalated reply")[0]
@@ -103,8 +110,7 @@ def test_a_check_that_never_passes_ends_not_done_and_escalation_runs_it_on_claud
     assert "claude answer" in escalated
     assert escalated.endswith(f"Not checked by apple-flow: claude-cli was asked to run `{CHECK}` itself.")
     assert any(t.startswith(f"Escalating {run} ({request}) to claude-cli") for t in daemon.sends_to(ANA))
-    [claude] = [json.loads(line) for line in (tmp_path / "claude.jsonl").read_text().splitlines()
-                if "--version" not in line]
+    [claude] = claude_runs(tmp_path)
     assert "fix add in calc.py" in claude["stdin"] and "1. Fix add." in claude["stdin"]
     assert f"run `{CHECK}` in the workspace" in claude["stdin"]
     assert claude["cwd"] == str(project)
