@@ -196,7 +196,13 @@ def cell(outcome: Outcome) -> str:
     if outcome.tokens is not None:
         figures.append(f"{outcome.tokens:,} tok")
     if outcome.check is not None:
-        figures.append(f"check {'passed' if outcome.check.get('passed') else 'failed'}")
+        ran = outcome.check.get("runs")
+        if ran == 0:
+            figures.append("check not run")  # the run ended (its cap, its turns) before a final answer
+        else:
+            rounds = outcome.check.get("rounds") or 0
+            verdict = "passed" if outcome.check.get("passed") else "failed"
+            figures.append(f"check {verdict}" + (f" after {rounds} repair round(s)" if rounds else ""))
     return f"{mark}: {', '.join(figures)}"
 
 

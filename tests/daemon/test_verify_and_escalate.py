@@ -102,8 +102,8 @@ def test_a_failing_check_ends_the_reply_with_its_first_failing_line(
         f"Not done ({request}, {run}): the check still fails after 2 repair rounds.\nI changed parser.py.\n\n"
         "Check failed: `make test`: FAILED tests/test_parser.py::test_empty - assert parse('') == []"
     )  # no escalation is set up: none is offered
-    assert h.store.run(run).state == "failed"
-    assert h.store.run(run).outcome == "check_failed"
+    assert h.store.runs.get(run).state == "failed"
+    assert h.store.runs.get(run).outcome == "check_failed"
     assert ask(h, ANA, f"escalate {run}") == NOT_SET_UP
 
 
@@ -170,7 +170,7 @@ def test_a_failed_run_offers_escalation_which_runs_the_same_task_on_the_other_co
     assert call.request.verify == "make test" and call.request.workspace == make_test_workspace
     assert not call.request.read_only
     assert len(main.calls) == 2  # planning and the failed run; the escalation did not go to apple-code
-    record = h.store.run(new_run)
+    record = h.store.runs.get(new_run)
     assert record is not None
     assert (record.kind, record.escalated_from, record.approval, record.state) == ("escalate", run, request, "done")
     assert record.backend == "claude-cli"
@@ -255,7 +255,7 @@ def test_cancelling_an_escalated_run_stops_it_on_the_escalation_connector(
     wait_until(lambda: cloud.calls)
     assert ask(h, ANA, "cancel") == "Stopped your running request."
     assert ANA in cloud.cancelled
-    wait_until(lambda: (r := h.store.escalation_of(run)) is not None and r.state == "cancelled")
+    wait_until(lambda: (r := h.store.runs.escalation_of(run)) is not None and r.state == "cancelled")
 
 
 def test_a_run_that_ended_before_a_final_answer_says_its_check_did_not_run(

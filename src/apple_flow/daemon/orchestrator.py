@@ -63,6 +63,10 @@ class RunReads(Protocol):
 
     def since(self, sender: str, since: float) -> list[Run]: ...
 
+    def escalation_of(self, run_id: str) -> Run | None: ...
+
+    def of_approval(self, approval_id: str) -> list[Run]: ...
+
 
 class StateView(Protocol):
     """What the orchestrator reads from the store (and all it may do with it)."""
@@ -75,10 +79,6 @@ class StateView(Protocol):
 
     @property
     def approvals(self) -> ApprovalRecords: ...
-
-    def escalation_of(self, run_id: str) -> Run | None: ...
-
-    def runs_of_approval(self, approval_id: str) -> list[Run]: ...
 
 
 @dataclass(frozen=True)
@@ -310,10 +310,10 @@ class Orchestrator:
         refusal = escalation.refusal(run, self._clock())
         if refusal is not None:
             return Reply(refusal)
-        earlier = self._store.escalation_of(run.id)
+        earlier = self._store.runs.escalation_of(run.id)
         if earlier is not None and earlier.message != message_key:
             return Reply(f"{run.id} was escalated already: {earlier.id} ({earlier.state}).")
-        approval = self._store.approval(run.approval or "")
+        approval = self._store.approvals.get(run.approval or "")
         if approval is None or approval.sender != sender:
             return Reply(f"The request {run.id} carried out is gone; send the task again.")
         if any(q.approval is not None and q.approval.id == approval.id for q in view.queued):
@@ -330,16 +330,16 @@ class Orchestrator:
         """The run `escalate` names (a run id, or the request it carried out; none: the sender's latest task run),
         or what to tell the sender."""
         if target is None:  # the latest approved task's run, even if a chat ("why did it fail?") came after it
-            runs = [r for r in self._store.runs_of(sender, RECENT_FOR_ESCALATE) if r.kind == Kind.APPROVE.value]
+            runs = [r for r in self._store.runs.of_sender(sender, RECENT_FOR_ESCALATE) if r.kind == Kind.APPROVE.value]
             if not runs:
                 return "You have no recent task runs to escalate."
             return runs[0]
         key = run_key(target)
         if key is not None:
-            run = self._store.run(key)
+            run = self._store.runs.get(key)
         else:
             request = request_key(target)
-            runs = [r for r in self._store.runs_of_approval(request) if r.kind == "approve"] if request else []
+            runs = [r for r in self._store.runs.of_approval(request) if r.kind == "approve"] if request else []
             run = runs[0] if runs else None
         if run is None or run.sender != sender:  # another sender's run is as unknown as a made-up id
             return f"No run {target} of yours. `history` lists your runs."

@@ -164,6 +164,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX reply_files_by_reply ON reply_files (reply_of, state);
     """,
+    # 11: `escalate <run>`: the approval an approved task's run carried out, and the run an escalation runs again.
+    """
+    ALTER TABLE runs ADD COLUMN approval TEXT;          -- req_... for kind approve and escalate
+    ALTER TABLE runs ADD COLUMN escalated_from TEXT;    -- kind escalate: the failed run it runs again
+    CREATE INDEX runs_by_escalated_from ON runs (escalated_from);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
