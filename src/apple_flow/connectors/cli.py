@@ -30,6 +30,9 @@ from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
 VERSION_TIMEOUT_SECONDS = 15.0
 # For an agent that cannot be given the check to run itself (its CLI has no such option): the prompt names it.
 CHECK_REQUEST = "When the work is done, run `{command}` in the workspace and fix what it reports until it passes."
+# For the CLIs whose prompt travels as one argument: Linux refuses an argument over 128 KiB (MAX_ARG_STRLEN);
+# 30,000 characters stay below it even at 4 bytes each.
+ARGUMENT_MAX_CHARS = 30_000
 
 
 @dataclass(frozen=True)
