@@ -133,7 +133,8 @@ def test_checking_and_escalation_default_to_a_found_check_and_no_escalation() ->
     ("env", "expected"),
     [
         ({"APPLE_FLOW_ESCALATE_CONNECTOR": "gpt"}, "APPLE_FLOW_ESCALATE_CONNECTOR: unknown connector; accepted: afm, "
-                                                   "ollama, codex-cli, claude-cli, gemini-cli (got 'gpt')"),
+                                                   "ollama, codex-cli, claude-cli, gemini-cli, cline, kilo-cli (got "
+                                                   "'gpt')"),
         ({"APPLE_FLOW_ESCALATE_CONNECTOR": "afm"}, "APPLE_FLOW_ESCALATE_CONNECTOR: afm is the connector every turn "
                                                    "runs on already (APPLE_FLOW_CONNECTOR); name another one"),
         ({"APPLE_FLOW_CONNECTOR": "ollama", "APPLE_FLOW_ESCALATE_CONNECTOR": "ollama"}, "ollama is the connector"),
