@@ -39,6 +39,8 @@ from apple_flow.daemon.commands import FAST, Command, Kind, parse
         ("escalate req_12345678", Command(Kind.ESCALATE, target="req_12345678")),
         ("escalate this to the cloud please", Command(Kind.CHAT, "escalate this to the cloud please")),
         ("@site status", Command(Kind.STATUS, alias="site")),
+        ("Web", Command(Kind.WEB)),
+        ("web page looks broken on my phone", Command(Kind.CHAT, "web page looks broken on my phone")),
         ("run", Command(Kind.RUN)),
         (" Run 2 ", Command(Kind.RUN, target="2")),
         ("run the tests", Command(Kind.CHAT, "run the tests")),
