@@ -52,6 +52,14 @@ WEB_TOKEN_MIN_CHARS = 32
 SECRET_FIELDS = frozenset({"web_token"})  # never echoed in an error
 
 
+def _connector_name(value: Any) -> Any:
+    # Before the Literal's own check, whose message would not say "unknown connector".
+    names = get_args(ConnectorName)
+    if isinstance(value, str) and value not in names:
+        raise ValueError(f"unknown connector; accepted: {', '.join(names)}")
+    return value
+
+
 class SettingsError(ValueError):
     """Invalid configuration; the message names the variable and what it accepts."""
 
@@ -121,6 +129,16 @@ class Settings(BaseSettings):
     kilo_command: str = "kilo"
     kilo_context_window: int = Field(3, ge=0)
     kilo_model: str | None = None  # provider/model, e.g. anthropic/claude-sonnet-4
+
+    # --- Checking approved work, and escalating a stuck task ---------------------------------------------
+    # The command that says whether an approved task's work is done (apple-code --verify): unset, found from the
+    # workspace (daemon/checks.py) unless verify_detect is off.
+    verify_command: str | None = None
+    verify_detect: bool = True
+    verify_rounds: int = Field(2, ge=0)  # apple-code --verify-rounds: repair rounds after a failing check
+    # Another connector an approved task whose apple-code run failed may be run on again, when the owner says
+    # `escalate <run>`; unset: nothing is offered.
+    escalate_connector: ConnectorName | None = None
 
     # --- Agent persona -----------------------------------------------------------------------------------
     soul_prompt: str = ""
@@ -194,11 +212,29 @@ class Settings(BaseSettings):
     @field_validator("connector", mode="before")
     @classmethod
     def _known_connector(cls, value: Any) -> Any:
-        # Before the Literal's own check, whose message would not say "unknown connector".
-        names = get_args(ConnectorName)
-        if isinstance(value, str) and value not in names:
-            raise ValueError(f"unknown connector; accepted: {', '.join(names)}")
+        return _connector_name(value)
+
+    @field_validator("escalate_connector", mode="before")
+    @classmethod
+    def _known_escalate_connector(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None  # APPLE_FLOW_ESCALATE_CONNECTOR= (empty): nothing is offered
+        return _connector_name(value)
+
+    @field_validator("escalate_connector", mode="after")
+    @classmethod
+    def _escalate_elsewhere(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and value == info.data.get("connector"):
+            raise ValueError(
+                f"{value} is the connector every turn runs on already (APPLE_FLOW_CONNECTOR); name another one "
+                "(e.g. claude-cli), or unset it"
+            )
         return value
+
+    @field_validator("verify_command", mode="after")
+    @classmethod
+    def _command_or_none(cls, value: str | None) -> str | None:
+        return value.strip() if value is not None and value.strip() else None
 
     @field_validator("allowed_senders", "allowed_workspaces", mode="before")
     @classmethod

@@ -104,12 +104,14 @@ def _serve(
     try:
         ingress, egress = build_channel(store)
         connector = build_connector(settings)
+        escalation = build_connector(settings, settings.escalate_connector) if settings.escalate_connector else None
         local: tuple[str, ...] = ()
         if channel == "console":
             from apple_flow.channels.console import CONSOLE_SENDER
 
             local = (CONSOLE_SENDER,)
-        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks)
+        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks,
+                        escalation_connector=escalation)
         if checks is not None:
             _watch_permissions(settings, store, checks, ingress, daemon, service)
 

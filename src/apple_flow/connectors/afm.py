@@ -14,13 +14,14 @@ from typing import Any, ClassVar
 
 from apple_flow.config import Settings
 from apple_flow.connectors.base import ConnectorError, Status, TurnOutcome, TurnRequest
-from apple_flow.connectors.cli import CliConnector, Invocation, format_seconds
+from apple_flow.connectors.cli import CliConnector, Invocation, check_report, format_seconds
 from apple_flow.connectors.events import EventStream, apple_code_tool_calls
 from apple_flow.connectors.prompt import cut_end
 from apple_flow.connectors.runner import ProcessRunner, RunResult
 from apple_flow.paths import resolve_apple_code
 
 EXIT_MODEL_UNAVAILABLE = 3
+EXIT_CHECK_FAILED = 5  # --verify: the check still fails after the repair rounds (subtype error_verify)
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
 # apple-code enforces --timeout itself and reports a partial answer; the runner's own wall clock is this much
@@ -50,6 +51,7 @@ class Backend:
 class AfmConnector(CliConnector):
     display_name: ClassVar[str] = "apple-code"
     command_setting: ClassVar[str] = "afm_command"
+    runs_checks: ClassVar[bool] = True  # --verify
 
     def __init__(
         self,
@@ -86,6 +88,8 @@ class AfmConnector(CliConnector):
             argv.append("--read-only")
         if request.plan and s.afm_plan_tasks:
             argv.append("--plan")
+        if request.verify:
+            argv += ["--verify", request.verify, "--verify-rounds", str(s.verify_rounds)]
         argv.append("-")
         return Invocation(argv, prompt, cwd, s.afm_timeout_seconds + self.kill_margin_seconds)
 
@@ -125,6 +129,12 @@ class AfmConnector(CliConnector):
         if code == EXIT_MODEL_UNAVAILABLE:
             reason = _sentence(said or result.last_stderr_line or "no reason given")
             return self.outcome(Status.NO_MODEL, f"{reason} {self._model_hint()}", code, report=report)
+        if code == EXIT_CHECK_FAILED:  # the result: the last answer, then the message in parentheses
+            answer, message = _answer_and_message(said)
+            if not message:
+                check = check_report(report.get("verify"))
+                message = f"the check `{check.command}` still fails" if check is not None else "the check still fails"
+            return self.outcome(Status.CHECK_FAILED, _sentence(message), code, text=answer, report=report)
         if code == EXIT_INTERRUPTED:
             return self.outcome(
                 Status.CANCELLED, f"{self.display_name} was interrupted (exit code {code}). {detail}".rstrip(), code,
@@ -167,6 +177,17 @@ class AfmConnector(CliConnector):
 def _sentence(text: str) -> str:
     """``text`` ending in exactly one full stop (apple-code's reasons usually end with one, the fake's not)."""
     return text.rstrip().rstrip(".") + "."
+
+
+def _answer_and_message(result: str) -> tuple[str, str]:
+    """An error result's partial answer and its message: ``answer\n\n(message)``, or only ``(message)``."""
+    text = result.strip()
+    if not text.endswith(")"):
+        return text, ""
+    start = text.rfind("\n\n(")
+    if start >= 0:
+        return text[:start].strip(), text[start + 3:-1].strip()
+    return ("", text[1:-1].strip()) if text.startswith("(") else (text, "")
 
 
 def _parse_check(stdout: str) -> dict[str, Any]:

@@ -14,13 +14,23 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from apple_flow.config import Settings
-from apple_flow.connectors.base import ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest, Usage
+from apple_flow.connectors.base import (
+    CheckReport,
+    ConnectorError,
+    Status,
+    TurnEvents,
+    TurnOutcome,
+    TurnRequest,
+    Usage,
+)
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.prompt import fit_prompt
 from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
 from apple_flow.filelimit import open_files_limit
 
 VERSION_TIMEOUT_SECONDS = 15.0
+# For an agent that cannot be given the check to run itself (its CLI has no such option): the prompt names it.
+CHECK_REQUEST = "When the work is done, run `{command}` in the workspace and fix what it reports until it passes."
 # For the CLIs whose prompt travels as one argument: Linux refuses an argument over 128 KiB (MAX_ARG_STRLEN);
 # 30,000 characters stay below it even at 4 bytes each.
 ARGUMENT_MAX_CHARS = 30_000
@@ -43,6 +53,9 @@ class CliConnector:
     display_name: ClassVar[str]
     #: The Settings field holding the command, named in "CLI not found" errors.
     command_setting: ClassVar[str]
+    #: The agent runs a turn's check itself and reports how it went (apple-code --verify); otherwise the prompt
+    #: asks it to run the check, and nothing is reported.
+    runs_checks: ClassVar[bool] = False
 
     def __init__(self, settings: Settings, runner: ProcessRunner | None = None) -> None:
         self.settings = settings
@@ -102,7 +115,10 @@ class CliConnector:
             fix = "Check APPLE_FLOW_DEFAULT_WORKSPACE." if cwd == default else "Check the workspace you asked for."
             yield self.outcome(Status.FAILED, f"workspace '{cwd}' does not exist or is not a folder. {fix}")
             return
-        prompt = fit_prompt(request.message, request.exchanges, self.max_prompt_chars(), request.files_note)
+        message = request.message
+        if request.verify and not self.runs_checks:
+            message += "\n\n" + CHECK_REQUEST.format(command=request.verify)
+        prompt = fit_prompt(message, request.exchanges, self.max_prompt_chars(), request.files_note)
         invocation = self.invocation(prompt, cwd, request)
         stream = self.new_stream()
         try:
@@ -212,7 +228,27 @@ def reported(report: dict[str, Any]) -> dict[str, Any]:
     if isinstance(usage, dict):
         tokens = {k: usage[k] for k in ("input_tokens", "output_tokens") if isinstance(usage.get(k), int)}
         fields["usage"] = Usage(**tokens, estimated=bool(usage.get("estimated")))
+    check = check_report(report.get("verify"))
+    if check is not None:
+        fields["check"] = check
     return fields
+
+
+def check_report(value: Any) -> CheckReport | None:
+    """apple-code's ``verify`` object (``{"command", "passed", "rounds", "runs", "exit_code", "output_tail"}``), or
+    None when it is missing or has no command and verdict."""
+    if not isinstance(value, dict) or not isinstance(value.get("command"), str) \
+            or not isinstance(value.get("passed"), bool):
+        return None
+    tail = value.get("output_tail")
+    return CheckReport(
+        value["command"], value["passed"], _count(value.get("rounds")) or 0, tail if isinstance(tail, str) else "",
+        runs=_count(value.get("runs")), exit_code=_count(value.get("exit_code")),
+    )
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def format_seconds(value: float) -> str:

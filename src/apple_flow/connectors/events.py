@@ -55,6 +55,17 @@ def describe_tool_call(name: str, arguments: Mapping[str, Any] | None) -> str:
     return cut_end(f"{verb} {target}" if target else verb, PROGRESS_MAX_CHARS)
 
 
+def describe_check(event: Mapping[str, Any]) -> str:
+    """A progress line for apple-code's ``verify`` event (each run of the ``--verify`` check): passed, or failed and
+    gone back to the model for repair round N."""
+    command = " ".join(str(event.get("command", "") or "the check").split())
+    if event.get("passed") is True:
+        return cut_end(f"check passed: {command}", PROGRESS_MAX_CHARS)
+    rounds = event.get("rounds")
+    repair = f" (repair round {rounds})" if isinstance(rounds, int) and rounds > 0 else ""
+    return cut_end(f"check failed{repair}: {command}", PROGRESS_MAX_CHARS)
+
+
 class EventStream:
     """Reads one run's JSON-lines stream: keeps the ``result`` event, and turns each line into the events it
     carries, with the progress line of its tool calls.
@@ -90,6 +101,8 @@ class EventStream:
             if isinstance(event.get("subtask"), (int, str)):
                 line_text = f"[{event['subtask']}] {line_text}"
             progress.append(line_text)
+        if event.get("type") == "verify":
+            progress.append(describe_check(event))
         delta = event.get("delta")
         if event.get("type") == "text" and isinstance(delta, str) and "subtask" not in event:
             self._answer_chars += len(delta)

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Protocol
 
 from apple_flow.channels.base import InboundMessage, Tapback
-from apple_flow.connectors.base import Exchange, TurnOutcome
+from apple_flow.connectors.base import CheckReport, Exchange, Status, TurnOutcome
 from apple_flow.daemon import failures
 from apple_flow.daemon.approvals import ApprovalRecords, Approvals
+from apple_flow.daemon.checks import Checks
 from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
+from apple_flow.daemon.escalation import NOT_SET_UP, Escalation, request_key, run_key
 from apple_flow.daemon.outbox import ATTACH_HINT, asks_for_file, take_attach_lines
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.reports import HISTORY_ENTRIES, clip, duration_text, history_reply, usage_reply, usage_since
@@ -38,6 +40,7 @@ IDEA_PROMPT = "Brainstorm a few concrete ideas. Do not change any files.\n\n{bod
 READONLY_PLAN_PROMPT = "Make a step-by-step plan. Do not change any files.\n\n{body}"
 # The request of a message that is only files (the note on the files follows it in the prompt).
 FILES_ONLY_REQUEST = "I sent you only files, no text. Look at them and tell me briefly what each one is."
+RECENT_FOR_ESCALATE = 10  # a bare `escalate` looks for the latest task run among the sender's last runs
 UNDELIVERED_WINDOW = 24 * 3600  # how far back `health` and `status` report replies that did not go out
 
 
@@ -59,6 +62,10 @@ class RunReads(Protocol):
     def search(self, sender: str, query: str = "", limit: int = 5) -> list[Run]: ...
 
     def since(self, sender: str, since: float) -> list[Run]: ...
+
+    def escalation_of(self, run_id: str) -> Run | None: ...
+
+    def of_approval(self, approval_id: str) -> list[Run]: ...
 
 
 class HeldReads(Protocol):
@@ -97,7 +104,7 @@ class Queued:
     """One of the sender's turns waiting to run (it has no run id yet)."""
 
     request: str
-    approval: Approval | None = None  # an approved task waiting to be carried out
+    approval: Approval | None = None  # an approved task waiting to be carried out (or escalated)
 
 
 @dataclass(frozen=True)
@@ -134,7 +141,7 @@ class Reply:
 
 @dataclass(frozen=True)
 class Turn:
-    kind: Kind  # CHAT, IDEA, PLAN, TASK (the planning turn) or APPROVE (the approved execution)
+    kind: Kind  # CHAT, IDEA, PLAN, TASK (the planning turn), APPROVE (the approved execution) or ESCALATE
     sender: str
     request: str
     prompt: str
@@ -145,6 +152,9 @@ class Turn:
     approval: Approval | None = None  # APPROVE: the approved request
     decided: tuple[Approval, ...] = ()  # the approval, when this message decided it: recorded as it is taken
     wants_file: bool = False  # the user asked to be sent a file: the files the agent changed go if it names none
+    verify: str | None = None  # APPROVE, ESCALATE: the workspace's check, which the work must pass
+    connector: str | None = None  # the connector that runs it; None: the daemon's (ESCALATE: the escalation's)
+    escalates: str | None = None  # ESCALATE: the failed run it runs again
 
 
 Decision = Ignore | Reply | Turn | Hold
@@ -177,6 +187,8 @@ class Orchestrator:
         run_links: str | None = None,
         send_files: bool = True,
         chat_read_only: bool = False,
+        checks: Checks | None = None,
+        escalation: Escalation | None = None,
     ) -> None:
         self._store = store
         self._policy = policy
@@ -188,6 +200,8 @@ class Orchestrator:
         self._run_links = run_links  # the web page's base URL: replies then end with a link to their run
         self._send_files = send_files  # the agent may send files back (ATTACH: lines)
         self._chat_read_only = chat_read_only  # plain chat only reads (the demo profile's small model)
+        self._checks = checks  # the check approved tasks must pass; None: they are not checked
+        self._escalation = escalation  # None: failed tasks are not offered elsewhere
         self._started = clock()
         self.login_links: LoginLinks | None = None  # set once the web page serves
 
@@ -284,7 +298,7 @@ class Orchestrator:
         if command.kind is Kind.HEALTH:
             return Reply(self._health(view))
         if command.kind is Kind.STATUS:
-            return Reply(self._status(sender, command.target, view))
+            return Reply(self._status(sender, command.target, view, command.alias))
         if command.kind is Kind.CLEAR:
             return Reply("Context cleared: the next message starts a new conversation.", clear_history=True)
         if command.kind is Kind.CANCEL:
@@ -302,6 +316,8 @@ class Orchestrator:
         if command.kind is Kind.DENY:
             decision = self._approvals.deny(sender, command.target, message_key)
             return Reply(decision.message, decision.decided)
+        if command.kind is Kind.ESCALATE:
+            return self._escalate(sender, command.target, message_key, view)
         return self._approve(command, sender, message_key)
 
     def _login_link(self, message: InboundMessage) -> Reply:
@@ -368,7 +384,60 @@ class Orchestrator:
             prompt += f"\n\n{ATTACH_HINT}"
         ack = f"Approved {approval.id}: working on it in {approval.workspace}."
         return Turn(Kind.APPROVE, approval.sender, approval.task, prompt, Path(approval.workspace), plan=True,
-                    ack=ack, approval=approval, decided=decided, wants_file=wants)
+                    ack=ack, approval=approval, decided=decided, wants_file=wants,
+                    verify=self._check_of(Path(approval.workspace)))
+
+    def _check_of(self, workspace: Path) -> str | None:
+        check = self._checks.for_workspace(workspace) if self._checks is not None else None
+        return check.command if check is not None else None
+
+    def _escalate(self, sender: str, target: str | None, message_key: str, view: View) -> Decision:
+        """`escalate [run]`: the approved task of a failed apple-code run, run again on the escalation connector.
+        Without a run named, the sender's latest task run. A run escalated already is not escalated again, except by
+        the message that did it (handled again after a restart: its turn was cut short)."""
+        escalation = self._escalation
+        if escalation is None:
+            return Reply(NOT_SET_UP)
+        run = self._escalated_run(sender, target)
+        if isinstance(run, str):
+            return Reply(run)
+        refusal = escalation.refusal(run, self._clock())
+        if refusal is not None:
+            return Reply(refusal)
+        earlier = self._store.runs.escalation_of(run.id)
+        if earlier is not None and earlier.message != message_key:
+            return Reply(f"{run.id} was escalated already: {earlier.id} ({earlier.state}).")
+        approval = self._store.approvals.get(run.approval or "")
+        if approval is None or approval.sender != sender:
+            return Reply(f"The request {run.id} carried out is gone; send the task again.")
+        if any(q.approval is not None and q.approval.id == approval.id for q in view.queued):
+            return Reply(f"{approval.id} is queued to run already.")
+        prompt = EXECUTE_PROMPT.format(task=approval.task, plan=approval.plan)
+        if approval.extra:
+            prompt += f"\n\nNotes from the user: {approval.extra}"
+        ack = f"Escalating {run.id} ({approval.id}) to {escalation.connector}: working on it in {approval.workspace}."
+        return Turn(Kind.ESCALATE, sender, approval.task, prompt, Path(approval.workspace), ack=ack,
+                    approval=approval, verify=self._check_of(Path(approval.workspace)),
+                    connector=escalation.connector, escalates=run.id)
+
+    def _escalated_run(self, sender: str, target: str | None) -> Run | str:
+        """The run `escalate` names (a run id, or the request it carried out; none: the sender's latest task run),
+        or what to tell the sender."""
+        if target is None:  # the latest approved task's run, even if a chat ("why did it fail?") came after it
+            runs = [r for r in self._store.runs.of_sender(sender, RECENT_FOR_ESCALATE) if r.kind == Kind.APPROVE.value]
+            if not runs:
+                return "You have no recent task runs to escalate."
+            return runs[0]
+        key = run_key(target)
+        if key is not None:
+            run = self._store.runs.get(key)
+        else:
+            request = request_key(target)
+            runs = [r for r in self._store.runs.of_approval(request) if r.kind == "approve"] if request else []
+            run = runs[0] if runs else None
+        if run is None or run.sender != sender:  # another sender's run is as unknown as a made-up id
+            return f"No run {target} of yours. `history` lists your runs."
+        return run
 
     # ------------------------------------------------------------------------------------------- conclude
 
@@ -380,14 +449,17 @@ class Orchestrator:
         turn was stopped from outside: None (it was not), "" (cancelled; the sender was told already), or the
         reply to send instead (it ran too long). ``keep_exchange``: the conversation is kept (the connector
         wants earlier exchanges). With the web page's base URL set, the reply ends with its run page's address."""
-        finished = replace(self._conclude(turn, run_id, outcome, stop, keep_exchange), backend=self._backend(outcome))
+        finished = self._conclude(turn, run_id, outcome, stop, keep_exchange)
+        if turn.kind in (Kind.APPROVE, Kind.ESCALATE) and turn.approval is not None and finished.reply:
+            finished = replace(finished, reply=self._task_reply(turn, run_id, finished, outcome))
+        finished = replace(finished, backend=self._backend(outcome, turn.connector))
         if self._run_links and finished.reply:
             return replace(finished, reply=f"{finished.reply}\n\n{self._run_links}/runs/{run_id}")
         return finished
 
-    def _backend(self, outcome: TurnOutcome | Exception) -> str:
+    def _backend(self, outcome: TurnOutcome | Exception, connector: str | None = None) -> str:
         """What answered, for ``usage``: the connector, with the backend and model the agent reported."""
-        label = self._connector_name
+        label = connector or self._connector_name
         if isinstance(outcome, TurnOutcome):
             label += f":{outcome.backend}" if outcome.backend else ""
             label += f" ({outcome.model})" if outcome.model else ""
@@ -419,9 +491,50 @@ class Orchestrator:
             )
             return FinishedTurn(reply, "done", result, outcome, exchange, approval)
         reply, files = self._files_to_send(turn, result.strip(), outcome)
-        if turn.kind is Kind.APPROVE and turn.approval is not None:
-            reply = f"Done ({turn.approval.id}, {run_id}):\n{reply}"
         return FinishedTurn(reply, "done", result, outcome, exchange, files=files)
+
+    def _task_reply(self, turn: Turn, run_id: str, finished: FinishedTurn, outcome: TurnOutcome | Exception) -> str:
+        """An approved (or escalated) task's reply: what happened, the agent's answer, and a last line on its check;
+        a failed apple-code run ends with the offer to escalate it, where one is set up."""
+        assert turn.approval is not None and finished.reply is not None
+        ids = f"{turn.approval.id}, {run_id}"
+        where = f" on {turn.connector}" if turn.kind is Kind.ESCALATE and turn.connector else ""
+        answered = isinstance(outcome, TurnOutcome)
+        check = outcome.check if isinstance(outcome, TurnOutcome) else None
+        if finished.run_state == "done":
+            head = (f"Done ({ids}{where}):" if turn.kind is Kind.APPROVE
+                    else f"Escalated {turn.escalates}{where} ({ids}):")
+            text = f"{head}\n{finished.reply}"
+        elif answered and outcome.status is Status.CHECK_FAILED:
+            rounds = f" after {_rounds(check.rounds)}" if check is not None else ""
+            partial = f"\n{outcome.text}" if outcome.text else ""
+            text = f"Not done ({ids}{where}): the check still fails{rounds}.{partial}"
+        else:
+            text = f"Not done ({ids}{where}): {finished.reply}" if finished.run_state == "failed" else finished.reply
+        line = self._check_line(turn, check, finished.run_state)
+        if line:
+            text += f"\n\n{line}"
+        if self._escalation is not None and turn.kind is Kind.APPROVE and turn.connector is None \
+                and self._escalation.stuck(finished.run_state, outcome.status if answered else None):
+            text += f"\n{self._escalation.offer(run_id)}"
+        return text
+
+    def _check_line(self, turn: Turn, check: CheckReport | None, state: str) -> str:
+        """The task reply's last line on its check: passed, or failed with its first failing line."""
+        if state not in ("done", "failed"):
+            return ""
+        if check is not None and not check.ran:  # the run ended before a final answer to check
+            return f"Check not run: `{check.command}`."
+        if check is not None:
+            if check.passed:
+                after = f" (after {_rounds(check.rounds)})" if check.rounds else ""
+                return f"Check passed: `{check.command}`{after}."
+            failing = check.failing_line()
+            return f"Check failed: `{check.command}`" + (f": {clip(failing, 200)}" if failing else ".")
+        if state != "done" or turn.verify is None:  # no check for the workspace: `status` says why
+            return ""
+        agent = turn.connector or self._connector_name
+        return f"Not checked by apple-flow: {agent} was asked to run `{turn.verify}` itself."
 
     def _files_to_send(self, turn: Turn, answer: str, outcome: TurnOutcome) -> tuple[str, tuple[str, ...]]:
         """The answer without its ``ATTACH:`` lines, and the files to send: those lines' files, or, when the user
@@ -450,7 +563,7 @@ class Orchestrator:
             )
         return text
 
-    def _status(self, sender: str, target: str | None, view: View) -> str:
+    def _status(self, sender: str, target: str | None, view: View, alias: str | None = None) -> str:
         if target is not None:
             return self._status_of(sender, target)
         lines = []
@@ -473,7 +586,16 @@ class Orchestrator:
         runs = self._store.runs.of_sender(sender, 3)
         if runs:
             lines.append("Recent: " + "; ".join(f"{r.id} {r.kind} {r.state}" for r in runs))
-        return "\n".join(lines) if lines else "Nothing running, nothing pending."
+        if not lines:
+            lines.append("Nothing running, nothing pending.")
+        if self._checks is not None:
+            try:
+                workspace = self._workspaces.resolve(alias)
+            except WorkspaceError as exc:
+                lines.append(str(exc))
+            else:
+                lines.append(self._checks.describe(workspace))
+        return "\n".join(lines)
 
     def _status_of(self, sender: str, target: str) -> str:
         key = target.strip().lower()
@@ -495,6 +617,10 @@ def _requests(queued: tuple[Queued, ...]) -> str:
     return "; ".join(
         f'"{clip(q.request, 60)}"' + (f" ({q.approval.id})" if q.approval is not None else "") for q in queued
     )
+
+
+def _rounds(n: int) -> str:
+    return f"{n} repair round" + ("" if n == 1 else "s")
 
 
 def _count(n: int, noun: str) -> str:

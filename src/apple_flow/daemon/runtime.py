@@ -46,9 +46,12 @@ from typing import Protocol
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, Skipped
 from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
+from apple_flow.connectors.registry import APPLE_CODE_CONNECTORS
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.catch_up import listing
+from apple_flow.daemon.checks import Checks
+from apple_flow.daemon.escalation import Escalation
 from apple_flow.daemon.message_work import MessageReplies
 from apple_flow.daemon.orchestrator import (
     Decision,
@@ -58,6 +61,7 @@ from apple_flow.daemon.orchestrator import (
     Orchestrator,
     Queued,
     Reply,
+    Turn,
     View,
     new_run_id,
 )
@@ -120,10 +124,17 @@ class Daemon:
         channel_key: str,
         local_senders: Iterable[str] = (),
         checks: StartupChecks | None = None,
+        escalation_connector: Connector | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
         self._connector = connector
+        # APPLE_FLOW_ESCALATE_CONNECTOR's: runs only the tasks the owner escalates (`escalate <run>`).
+        self._escalation_connector = escalation_connector
+        escalation = None
+        if escalation_connector is not None and settings.escalate_connector is not None \
+                and settings.connector in APPLE_CODE_CONNECTORS:
+            escalation = Escalation(settings.escalate_connector, settings.approval_ttl_minutes * 60.0)
         self._ingress = ingress
         self._channel = channel_key
         self._checks = checks
@@ -135,6 +146,7 @@ class Daemon:
             connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
             run_links=settings.web_base_url if settings.web_enabled else None,
             send_files=settings.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
+            checks=Checks(settings), escalation=escalation,
         )
         self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
@@ -280,6 +292,24 @@ class Daemon:
             log.warning("the connector is not ready: %s", exc)
         else:
             self.connector_status = "ready"
+        if self._escalation_connector is not None:
+            try:
+                self._escalation_connector.ensure_started()
+            except ConnectorError as exc:  # offered anyway: the escalated turn's reply says what is wrong
+                self.connector_status += f"; escalation to {self._settings.escalate_connector} not ready: {exc}"
+                log.warning("the escalation connector is not ready: %s", exc)
+            else:
+                self.connector_status += f"; escalation to {self._settings.escalate_connector} ready"
+
+    @property
+    def _connectors(self) -> list[Connector]:
+        return [self._connector] + ([self._escalation_connector] if self._escalation_connector is not None else [])
+
+    def _connector_for(self, turn: Turn) -> Connector:
+        """The daemon's connector, or for an escalated task the escalation's."""
+        if turn.connector is not None and self._escalation_connector is not None:
+            return self._escalation_connector
+        return self._connector
 
     def _shutdown(self) -> None:
         self._scheduler.close()
@@ -288,10 +318,12 @@ class Daemon:
             log.warning("turns still running after %.0f s: stopping them (their messages are redone next start)",
                         grace)
             self._abandon.set()
-            self._connector.cancel()
+            for connector in self._connectors:
+                connector.cancel()
             self._scheduler.wait_idle(KILL_WAIT_SECONDS)
         try:
-            self._connector.shutdown()
+            for connector in self._connectors:
+                connector.shutdown()
         finally:
             self._store.events.log("stop", f"channel {self._channel}")
 
@@ -431,17 +463,19 @@ class Daemon:
             return
         run_id = new_run_id()
         self._store.runs.start(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request,
-                               work.run_message)
+                               work.run_message, turn.approval.id if turn.approval is not None else None,
+                               turn.escalates)
         job.run_id = run_id  # from now on `cancel <run id>` finds it
-        window = self._connector.context_window
+        connector = self._connector_for(turn)
+        window = connector.context_window
         request = TurnRequest(
             turn.prompt, turn.workspace, tuple(self._store.history.recent(turn.sender, window)), turn.read_only,
-            turn.plan, key=turn.sender, files_note=work.files_note(),
+            turn.plan, key=turn.sender, files_note=work.files_note(), verify=turn.verify,
         )
         outcome: TurnOutcome | Exception
         try:
             with RunLog(self._store, run_id) as record:  # its last events are written before the run's end
-                outcome = self._turn(request, work.recipient, record)
+                outcome = self._turn(connector, request, work.recipient, record)
         except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
             log.exception("turn %s failed", run_id)
             outcome = exc
@@ -460,11 +494,11 @@ class Daemon:
                 )
         work.answer(finished.reply, finished.approval.id if finished.approval is not None else None)
 
-    def _turn(self, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
+    def _turn(self, connector: Connector, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
         """Runs the connector's turn to its outcome, passing its progress on to ``recipient`` (throttled) and
         keeping the agent's events with the run (for the web page)."""
         throttle = ProgressThrottle(self._settings.progress_interval_seconds)
-        with contextlib.closing(self._connector.run(request)) as items:
+        with contextlib.closing(connector.run(request)) as items:
             for item in items:
                 if isinstance(item, TurnOutcome):
                     return item
@@ -494,7 +528,8 @@ class Daemon:
         if job is None or job.started_at is None or (run_id is not None and job.run_id != run_id):
             return False
         job.cancelled.set()
-        self._connector.cancel(sender)
+        for connector in self._connectors:
+            connector.cancel(sender)
         return True
 
     def _watch_timeouts(self) -> None:
@@ -513,7 +548,8 @@ class Daemon:
                     log.warning("a turn of %s exceeded %g s: stopping it", job.sender, limit)
                     job.stop_reply = failures.timed_out(limit)
                     job.cancelled.set()
-                    self._connector.cancel(job.sender)
+                    for connector in self._connectors:
+                        connector.cancel(job.sender)
                 else:
                     pause = min(pause, job.started_at + limit - now)
             pause = max(pause, 0.01) + 0.01  # just past the time, so the turn counts as over it

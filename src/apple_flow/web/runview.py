@@ -66,6 +66,19 @@ class Step:
         return shown
 
 
+@dataclass(frozen=True)
+class CheckRun:
+    """Where a task's check (apple-code --verify) stood: after one of its runs (a ``verify`` event), or at the end
+    (the result's ``verify``)."""
+
+    command: str
+    passed: bool
+    rounds: int  # failures that went back to the model so far
+    runs: int | None  # how many times it had run
+    exit_code: int | None
+    output: str
+
+
 @dataclass
 class RunDetail:
     row: RunRow
@@ -77,6 +90,8 @@ class RunDetail:
     reply: str | None  # the reply recorded for the message this run answers
     reply_state: str | None  # sent | send_failed | replied (recorded, not yet sent) | ...
     reply_note: str | None
+    checks: list[CheckRun] = field(default_factory=list)  # each run of the check, from the agent's events
+    check: CheckRun | None = None  # the verdict the result reports
 
     @property
     def commands(self) -> list[Step]:
@@ -127,6 +142,7 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
     order: list[Step] = []
     notices: list[str] = []
     other: list[tuple[str, str]] = []
+    check_runs: list[CheckRun] = []
     facts: dict[str, dict[str, Any]] = {}
     for stored in store.run_events.of_run(run_id):
         try:
@@ -163,6 +179,8 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
         elif kind == "notice":
             prefix = f"[{subtask}] " if subtask is not None else ""
             notices.append(prefix + str(event.get("message", "")))
+        elif kind == "verify":
+            check_runs.append(_check_run(event))
         elif kind in ("start", "result"):
             facts[kind] = event
         else:
@@ -176,9 +194,21 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
         record = store.messages.get(channel, int(rowid)) if rowid.isdigit() else None
         if record is not None:
             reply, reply_state, note = record.reply, record.state, record.note
+    verdict = (result or {}).get("verify")
     return RunDetail(
         row=_row(run, facts, now), steps=order, notices=notices, other_events=other, result=result,
-        files_changed=files, reply=reply, reply_state=reply_state, reply_note=note,
+        files_changed=files, reply=reply, reply_state=reply_state, reply_note=note, checks=check_runs,
+        check=_check_run(verdict) if isinstance(verdict, dict) else None,
+    )
+
+
+def _check_run(event: dict[str, Any]) -> CheckRun:
+    """A ``verify`` event or the result's ``verify`` object (the same fields)."""
+    output = event.get("output_tail")
+    return CheckRun(
+        command=str(event.get("command", "")), passed=event.get("passed") is True,
+        rounds=_int(event.get("rounds")) or 0, runs=_int(event.get("runs")), exit_code=_int(event.get("exit_code")),
+        output=output if isinstance(output, str) else "",
     )
 
 

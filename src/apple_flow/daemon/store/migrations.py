@@ -202,6 +202,12 @@ MIGRATIONS: tuple[str, ...] = (
         used_at REAL
     );
     """,
+    # 13: `escalate <run>`: the approval an approved task's run carried out, and the run an escalation runs again.
+    """
+    ALTER TABLE runs ADD COLUMN approval TEXT;          -- req_... for kind approve and escalate
+    ALTER TABLE runs ADD COLUMN escalated_from TEXT;    -- kind escalate: the failed run it runs again
+    CREATE INDEX runs_by_escalated_from ON runs (escalated_from);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
