@@ -20,6 +20,13 @@ def built_apple_code() -> Path | None:
     return None
 
 
+def built_launcher() -> Path:
+    """Where ``scripts/setup.sh`` (``swift build``) puts ``apple-flow-launcher``, the executable of ``Apple Flow.app``.
+    Always the debug build, the one setup makes: a switch between builds would change the app's bytes, and macOS
+    would ask for its permissions again."""
+    return APPLE_CODE_PACKAGE / ".build" / "debug" / "apple-flow-launcher"
+
+
 def resolve_apple_code(command: str = "apple-code") -> Path | None:
     """Finds the binary for ``apple_flow_afm_command``: an explicit path as given; the bare name on PATH,
     else this checkout's build."""

@@ -338,6 +338,11 @@ class Daemon:
             self._scheduler.submit(Job(sender, self._messages.work(message, decision)))
         return True
 
+    def send_notice(self, recipient: str, text: str) -> str | None:
+        """A text of the daemon's own (not a reply: e.g. telling the owner it is ready), sent like a reply, under
+        the same lock; returns why it could not be sent, or None."""
+        return self._outbound.send(recipient, text)
+
     def run_approved(self, approval: Approval) -> None:
         """From the web page (any thread): a request approved there runs in the sender's queue, and its answer
         goes to the sender like any reply."""
