@@ -1,4 +1,4 @@
-"""Where things are: the project checkout, the built ``apple-code`` binary."""
+"""Where things are: the project checkout, the built ``apple-code`` binary, the daemon's state folder."""
 
 from __future__ import annotations
 
@@ -37,3 +37,17 @@ def resolve_apple_code(command: str = "apple-code") -> Path | None:
     if found:
         return Path(found)
     return built_apple_code() if command == "apple-code" else None
+
+
+def state_folder() -> Path:
+    """apple-flow's own folder (``~/.apple-flow``): the database, its lock and the service's logs by default. It
+    holds every request, reply and diff: readable by its owner only (0700)."""
+    return Path.home() / ".apple-flow"
+
+
+def is_state_folder(folder: Path) -> bool:
+    """Whether ``folder`` is apple-flow's own state folder (tightened at every start), not one the user chose."""
+    try:
+        return folder.resolve() == state_folder().resolve()
+    except (OSError, RuntimeError):
+        return False

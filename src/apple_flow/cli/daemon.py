@@ -27,6 +27,7 @@ from apple_flow.config import Settings, SettingsError
 from apple_flow.daemon.lock import InstanceLock, LockError
 from apple_flow.daemon.runtime import Daemon, StartError
 from apple_flow.daemon.store import Store, StoreError
+from apple_flow.filelimit import raise_open_files
 from apple_flow.handles import normalize_handle
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ def _serve(
     it ends. As the service, it also texts the owner about its permissions (``OwnerNotices``)."""
     from apple_flow.connectors import build_connector  # the connector package decides which agent CLI runs
 
+    raise_open_files()  # launchd's 256 would let the web page's clients starve the agent of descriptors
     lock = InstanceLock(settings.db_path)
     try:
         lock.acquire()
@@ -184,7 +186,9 @@ def _web_page(
         print_error(f"No web page: {exc}")
         store.events.log("web_error", str(exc))
         return None
-    err.print(f"Web page: {page.url} (log in with APPLE_FLOW_WEB_TOKEN from {env_file.absolute()})")
+    daemon.page_started(page.url)
+    err.print(f"Web page: {page.url} (log in with APPLE_FLOW_WEB_TOKEN from {env_file.absolute()}, or text `web` "
+              "to this Mac for a login link)")
     return page
 
 
