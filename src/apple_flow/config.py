@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -35,6 +36,9 @@ DEMO_PROFILE: dict[str, Any] = {
     "afm_context_tokens": 2048,
     "chat_read_only": True,
 }
+
+
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def is_loopback(host: str) -> bool:
@@ -111,6 +115,9 @@ class Settings(BaseSettings):
     gemini_context_window: int = Field(3, ge=0)
     gemini_model: str | None = None
 
+    # More variables of the daemon's environment passed to the agent (a proxy, a CA file); APPLE_FLOW_* never are.
+    agent_environment: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
     # --- Agent persona -----------------------------------------------------------------------------------
     soul_prompt: str = ""
     soul_file: Path | None = None
@@ -183,10 +190,20 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown connector; accepted: {', '.join(names)}")
         return value
 
-    @field_validator("allowed_senders", "allowed_workspaces", mode="before")
+    @field_validator("allowed_senders", "allowed_workspaces", "agent_environment", mode="before")
     @classmethod
     def _lists(cls, value: Any) -> Any:
         return _split_list(value)
+
+    @field_validator("agent_environment", mode="after")
+    @classmethod
+    def _variable_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _VARIABLE.fullmatch(name):
+                raise ValueError(f"{name!r} is not a variable name; accepted: names such as HTTPS_PROXY,NO_PROXY")
+            if name.upper().startswith("APPLE_FLOW_"):
+                raise ValueError(f"{name} is one of the daemon's own settings, which never reach the agent")
+        return value
 
     @field_validator(
         "default_workspace", "allowed_workspaces", "messages_db_path", "db_path", "log_dir", "soul_file",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A fake ``codex``, ``claude`` or ``gemini`` (chosen by the name it is installed under) for the CLI connector tests.
 
-Every run appends ``{"argv", "cwd", "stdin"}`` as one JSON line to ``$FAKE_CLI_RECORD``. ``$FAKE_CLI_MODE``:
+Every run appends ``{"argv", "cwd", "stdin", "env"}`` as one JSON line to ``$FAKE_CLI_RECORD``. ``$FAKE_CLI_MODE``:
 ok (default), fail (stderr + exit 2), empty (no answer), error-result (claude: exit 0 with is_error true; gemini:
 exit 0 with an error event and a result whose status is error), auth (gemini: not signed in, exit 41),
 broken-version (``--version`` fails). ``--version`` prints a version; it is recorded too. The gemini fake speaks
@@ -19,7 +19,8 @@ stdin_text = "" if "--version" in sys.argv else sys.stdin.read()
 record = os.environ.get("FAKE_CLI_RECORD")
 if record:
     with open(record, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": stdin_text}) + "\n")
+        handle.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": stdin_text,
+                                 "env": dict(os.environ)}) + "\n")
 mode = os.environ.get("FAKE_CLI_MODE", "ok")
 if "--version" in sys.argv:
     if mode == "broken-version":

@@ -50,6 +50,11 @@ class Backend:
 class AfmConnector(CliConnector):
     display_name: ClassVar[str] = "apple-code"
     command_setting: ClassVar[str] = "afm_command"
+    # apple-code's own (CONTRACT.md): the server's key, endpoint and model when not given as options, how tool
+    # results travel, and more paths its commands must not read.
+    environment_variables: ClassVar[tuple[str, ...]] = (
+        "APPLE_CODE_API_KEY", "APPLE_CODE_BASE_URL", "APPLE_CODE_MODEL", "APPLE_CODE_TOOL_RESULTS", "APPLE_CODE_HIDE",
+    )
 
     def __init__(
         self,
