@@ -133,6 +133,9 @@ class Settings(BaseSettings):
     allowed_senders: Annotated[list[str], NoDecode] = Field(default_factory=list)
     default_region: str = "US"
     reply_to_unknown_senders: bool = False
+    # SMS and RCS sender IDs can be forged: such messages are not acted on unless this is true, and then they can
+    # never approve, deny or cancel, and their turns only read.
+    allow_sms: bool = False
 
     # --- iMessage ------------------------------------------------------------------------------------------
     messages_db_path: Path = Path("~/Library/Messages/chat.db")

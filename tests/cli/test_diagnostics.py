@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from apple_flow.channels.imessage.chatdb import python_binary
 from apple_flow.cli import app, common, diagnostics
 from apple_flow.config import Settings, load_settings
+from apple_flow.daemon.store import Store
 from support.chatdb import ChatDbWriter, make_body
 from support.daemon_process import wait_for
 from support.fake_osascript import FakeOsascript
@@ -107,6 +108,20 @@ def test_doctor_on_linux_reports_macos_checks_as_not_applicable(
     assert "FAIL" in lines["agent (afm)"] and "no-apple-code" in result.stdout and "setup.sh" in result.stdout
     assert result.exit_code == 1  # the missing agent binary
     assert "1 check(s) failed: agent (afm)" in result.output
+
+
+def test_doctor_counts_the_sms_messages_the_daemon_did_not_act_on(
+    cli: Any, inbox_db: ChatDbWriter, monkeypatch: Any, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(tmp_path / "state" / "relay.db"))
+    fresh = cli("doctor", "--db", str(inbox_db.path))
+    assert "none refused" in fresh.stdout
+    assert not (tmp_path / "state").exists()  # the doctor creates no database
+    store = Store(tmp_path / "state" / "relay.db")
+    store.log_event("sms_refused", "SMS, not iMessage: its sender can be forged", "+15551234567")
+    store.close()
+    result = cli("doctor", "--db", str(inbox_db.path))
+    assert "Not acted on: 1 SMS/RCS message" in result.stdout and "APPLE_FLOW_ALLOW_SMS" in result.stdout
 
 
 def test_doctor_checks_the_workspaces(cli: Any, inbox_db: ChatDbWriter, monkeypatch: Any, tmp_path: Path) -> None:

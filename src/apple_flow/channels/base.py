@@ -47,6 +47,9 @@ class InboundMessage:
     is_from_me: bool = False
     reply_to: str | None = None  # where the reply goes when not to ``sender`` (the channel's own address form)
     attachments: tuple[Attachment, ...] = ()  # files sent with it, in the order they came
+    #: Came by SMS or RCS (not iMessage), whose sender IDs can be forged: taken only with APPLE_FLOW_ALLOW_SMS, and
+    #: then it can never approve, deny or cancel, and its turns only read.
+    forgeable: bool = False
 
     @property
     def reply_target(self) -> str:
@@ -61,6 +64,7 @@ class Skipped:
     reason: str  # short, for logs and `apple-flow inbox`: "from me", "reaction", "empty", "echo", ...
     sender: str | None = None
     text: str = ""
+    forgeable: bool = False  # skipped because it came by SMS or RCS (counted, and shown in health)
 
 
 class SentTexts(Protocol):

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import sqlite3
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import typer
@@ -30,6 +32,9 @@ from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.daemon.permissions import Responsible, full_disk_access_fix, read_report, responsible_app
 from apple_flow.handles import normalize_handle
+
+if TYPE_CHECKING:
+    from apple_flow.daemon.store import Event
 
 out = Console()
 
@@ -233,6 +238,61 @@ def check_workspaces(settings: Settings) -> Check:
     return Check(name, Status.OK, f"default {default}; {aliases}")
 
 
+class EventLog(Protocol):
+    """What ``check_sms`` reads of the daemon's database (``Store`` has it; the doctor reads the file read-only)."""
+
+    def count_events(self, kind: str) -> int: ...
+
+    def events(self, limit: int = 50, kind: str | None = None) -> list[Event]: ...
+
+
+def check_sms(settings: Settings, log: EventLog | None) -> Check:
+    """The SMS and RCS messages the daemon did not act on (their sender IDs can be forged), from its database."""
+    from apple_flow.daemon.orchestrator import FORGEABLE_EVENT, forgeable_line
+
+    name = "SMS and RCS"
+    policy = (
+        "taken, read-only (APPLE_FLOW_ALLOW_SMS=true; they never approve, deny or cancel)"
+        if settings.allow_sms
+        else "not acted on: their senders can be forged (APPLE_FLOW_ALLOW_SMS=false)"
+    )
+    count = log.count_events(FORGEABLE_EVENT) if log is not None else 0
+    if not count:
+        return Check(name, Status.OK, f"{policy}; none refused")
+    assert log is not None
+    (newest,) = log.events(1, FORGEABLE_EVENT)
+    return Check(
+        name, Status.WARN, forgeable_line(count, newest),
+        "ask the sender to turn on iMessage, or set APPLE_FLOW_ALLOW_SMS=true to take them read-only",
+    )
+
+
+class _ReadOnlyEvents:
+    """The events of the daemon's database, opened read-only: the doctor changes nothing, creates nothing."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def _query(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        try:
+            with contextlib.closing(sqlite3.connect(f"{self._path.absolute().as_uri()}?mode=ro", uri=True)) as db:
+                return db.execute(sql, args).fetchall()
+        except sqlite3.Error:
+            return []  # no database yet, or not one of ours: nothing recorded
+
+    def count_events(self, kind: str) -> int:
+        rows = self._query("SELECT COUNT(*) FROM events WHERE kind = ?", (kind,))
+        return int(rows[0][0]) if rows else 0
+
+    def events(self, limit: int = 50, kind: str | None = None) -> list[Event]:
+        from apple_flow.daemon.store import Event
+
+        rows = self._query(
+            "SELECT at, kind, sender, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?", (kind, limit)
+        )
+        return [Event(*row) for row in reversed(rows)]
+
+
 def run_doctor(db: Path | None, env_file: Path = Path(".env")) -> list[Check]:
     settings, settings_check = check_settings(env_file)
     path = (db or settings.messages_db_path).expanduser()
@@ -248,6 +308,7 @@ def run_doctor(db: Path | None, env_file: Path = Path(".env")) -> list[Check]:
         check_agent(settings),
         check_workspaces(settings),
         check_allowlist(settings),
+        check_sms(settings, _ReadOnlyEvents(settings.db_path)),
     ]
 
 
@@ -272,7 +333,9 @@ def print_checks(checks: list[Check]) -> None:
 def inbox_rows(db: Path, limit: int, settings: Settings) -> list[dict[str, Any]]:
     allowed = {normalize_handle(s, settings.default_region) for s in settings.allowed_senders}
     rows = ChatDB(db).newest_rows(limit)
-    rules = ReadRules(settings.default_region, settings.max_message_age_seconds, settings.group_replies)
+    rules = ReadRules(
+        settings.default_region, settings.max_message_age_seconds, settings.group_replies, settings.allow_sms
+    )
     copies = Copies()  # a second copy of a listed message shows as such
     listing: list[dict[str, Any]] = []
     for row in rows:

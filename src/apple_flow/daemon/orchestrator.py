@@ -24,7 +24,7 @@ from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
 from apple_flow.daemon.outbox import ATTACH_HINT, asks_for_file, take_attach_lines
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.reports import HISTORY_ENTRIES, clip, duration_text, history_reply, usage_reply, usage_since
-from apple_flow.daemon.store import Approval, FailedSend, FinishedTurn, Run
+from apple_flow.daemon.store import Approval, Event, FailedSend, FinishedTurn, Run
 from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
@@ -39,12 +39,24 @@ READONLY_PLAN_PROMPT = "Make a step-by-step plan. Do not change any files.\n\n{b
 # The request of a message that is only files (the note on the files follows it in the prompt).
 FILES_ONLY_REQUEST = "I sent you only files, no text. Look at them and tell me briefly what each one is."
 UNDELIVERED_WINDOW = 24 * 3600  # how far back `health` and `status` report replies that did not go out
+# What a message that came by SMS or RCS (APPLE_FLOW_ALLOW_SMS) can never do: anyone can send one under your number.
+DECIDING = frozenset({Kind.APPROVE, Kind.DENY, Kind.DENY_ALL, Kind.CANCEL})
+FORGEABLE_REFUSAL = (
+    "{name} is not taken by SMS or RCS: anyone can send a text under your number. Send it by iMessage, or use the "
+    "web page."
+)
+# Events the runtime records for SMS and RCS messages it did not act on (counted in `health`).
+FORGEABLE_EVENT = "sms_refused"
 
 
 class StateView(ApprovalRecords, Protocol):
     """What the orchestrator reads from the store (and all it may do with it)."""
 
     def count_messages(self, state: str | None = None) -> int: ...
+
+    def count_events(self, kind: str) -> int: ...
+
+    def events(self, limit: int = 50, kind: str | None = None) -> list[Event]: ...
 
     def failed_sends(self, since: float, sender: str | None = None) -> tuple[int, FailedSend | None]: ...
 
@@ -155,6 +167,8 @@ class Orchestrator:
         sender = message.sender
         if message.attachments and not command.body and command.kind not in FAST:
             command = Command(command.kind, FILES_ONLY_REQUEST, command.target, command.alias)
+        if message.forgeable and command.kind in DECIDING:
+            return Reply(FORGEABLE_REFUSAL.format(name=f"`{command.kind.value.replace('_', ' ')}`"))
         if command.kind in FAST:
             return self._fast(command, sender, message_key, view)
         try:
@@ -164,7 +178,9 @@ class Orchestrator:
         if not command.body:
             name = command.kind.value
             return Reply(f"{name}: needs some text, e.g. `{name}: add a test for the parser`.")
-        return self._turn(command, sender, workspace)
+        turn = self._turn(command, sender, workspace)
+        # By SMS or RCS (taken with APPLE_FLOW_ALLOW_SMS): the sender may be forged, so the agent only reads.
+        return replace(turn, read_only=True) if message.forgeable else turn
 
     def _turn(self, command: Command, sender: str, workspace: Path) -> Turn:
         if command.kind is Kind.TASK:
@@ -336,6 +352,10 @@ class Orchestrator:
                 f"\nReplies not delivered in the last 24 h: {failed} (latest at {_clock_time(latest.at)} to "
                 f"{latest.sender}: {clip(latest.reason, 200)})"
             )
+        refused = self._store.count_events(FORGEABLE_EVENT)
+        if refused:
+            (newest,) = self._store.events(1, FORGEABLE_EVENT)
+            text += f"\n{forgeable_line(refused, newest)}"
         return text
 
     def _status(self, sender: str, target: str | None, view: View) -> str:
@@ -374,6 +394,15 @@ class Orchestrator:
                 state = "expired"
             return f"{approval.id} {state}: {clip(approval.task)}"
         return f"No run or request {target}. Send `status` for yours."
+
+
+def forgeable_line(count: int, newest: Event) -> str:
+    """`health`'s line on the SMS and RCS messages that were not acted on (also the doctor's and the web page's)."""
+    return (
+        f"Not acted on: {count} SMS/RCS message{'' if count == 1 else 's'} (the sender can be forged; latest "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(newest.at))} from {newest.sender or 'unknown'}). "
+        "APPLE_FLOW_ALLOW_SMS=true takes them read-only."
+    )
 
 
 def _requests(queued: tuple[Queued, ...]) -> str:

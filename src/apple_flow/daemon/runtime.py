@@ -46,7 +46,17 @@ from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.arrivals import FileLimits, describe, receive
 from apple_flow.daemon.cursor import CursorTracker
-from apple_flow.daemon.orchestrator import Decision, Ignore, Orchestrator, Queued, Reply, Turn, View, new_run_id
+from apple_flow.daemon.orchestrator import (
+    FORGEABLE_EVENT,
+    Decision,
+    Ignore,
+    Orchestrator,
+    Queued,
+    Reply,
+    Turn,
+    View,
+    new_run_id,
+)
 from apple_flow.daemon.outbox import Outgoing, check, check_all, note
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
@@ -230,6 +240,11 @@ class Daemon:
             tracker = self._require_tracker()
             for item in self._ingress.messages(after, self._stop):
                 if isinstance(item, Skipped):  # passed at once (an echo, a reaction): a restart must not re-read it
+                    if item.forgeable:  # counted for `health` (once: with the cursor), so the owner knows why
+                        with self._store.transaction():
+                            self._store.log_event(FORGEABLE_EVENT, item.reason, item.sender)
+                            self._finished(item.rowid, skipped=True)
+                        continue
                     self._finished(item.rowid, skipped=True)
                     continue
                 # Opened here, before the ingress moves on to later (maybe skipped) rows, so the cursor cannot

@@ -875,6 +875,9 @@ class Store:
             "INSERT INTO events (at, kind, sender, detail) VALUES (?, ?, ?, ?)", (self._clock(), kind, sender, detail)
         )
 
+    def count_events(self, kind: str) -> int:
+        return int(self._rows("SELECT COUNT(*) FROM events WHERE kind = ?", (kind,))[0][0])
+
     def events(self, limit: int = 50, kind: str | None = None) -> list[Event]:
         if kind is None:
             rows = self._rows("SELECT at, kind, sender, detail FROM events ORDER BY id DESC LIMIT ?", (limit,))

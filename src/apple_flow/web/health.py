@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from apple_flow.cli.diagnostics import Check, Status, check_chat_db, check_full_disk_access
+from apple_flow.cli.diagnostics import Check, Status, check_chat_db, check_full_disk_access, check_sms
 from apple_flow.config import Settings
 from apple_flow.connectors.afm import AfmConnector
 from apple_flow.connectors.registry import REGISTRY
@@ -34,7 +34,7 @@ def health_checks(settings: Settings, store: Store, state: DaemonState) -> list[
         checks += [chat, check_full_disk_access(error, chat)]
     else:
         checks.append(Check("messages", Status.NA, f"{state.channel} channel (no chat.db)"))
-    checks += [_sending(store), _last_error(store)]
+    checks += [check_sms(settings, store), _sending(store), _last_error(store)]
     return checks
 
 

@@ -25,6 +25,7 @@ OBJECT_REPLACEMENT = "\ufffc"  # Messages' attachment marker inside the text
 NORMAL_TYPES = frozenset({0, 2, 3})
 STICKER_TYPE = 1000
 SMS_SERVICES = frozenset({"SMS", "RCS"})  # not reachable through the iMessage account
+TRUSTED_SERVICE = "iMessage"  # the only service whose sender IDs cannot be forged (SMS and RCS's can)
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class ReadRules:
     default_region: str = "US"
     max_age_seconds: float = 0  # rows older than this are not taken (0: no limit)
     group_replies: bool = False  # take group chat messages (and answer into the group)
+    allow_sms: bool = False  # take SMS and RCS messages (read-only turns; never an approval, denial or cancel)
 
 
 def message_text(row: MessageRow) -> str:
@@ -79,6 +81,8 @@ def classify(
     skip = _skip_reason(row, rules, text, sender, own_chat, group, now)
     if skip is not None:
         return Skipped(row.rowid, skip, sender, shown)
+    if is_forgeable(row) and not rules.allow_sms:
+        return Skipped(row.rowid, forgeable_reason(row), sender, shown, forgeable=True)
     assert text is not None and sender is not None  # _skip_reason checked both
     # A message of files alone is known by their names (the daemon's own file sends come back that way).
     same = text if text.strip() else files_echo_text(row.attachment_names)
@@ -97,7 +101,18 @@ def classify(
         chat_identifier=row.chat_identifier,
         is_from_me=False,  # a text to yourself is a request like any other; the daemon's own texts never get here
         reply_to=_reply_target(row, sender, group),
+        forgeable=is_forgeable(row),
     )
+
+
+def is_forgeable(row: MessageRow) -> bool:
+    """Whether the row came by anything but iMessage (SMS, RCS, or no service recorded): its sender can be forged."""
+    return (row.service or "").casefold() != TRUSTED_SERVICE.casefold()
+
+
+def forgeable_reason(row: MessageRow) -> str:
+    service = row.service or "no service"
+    return f"{service}, not iMessage: its sender can be forged (APPLE_FLOW_ALLOW_SMS=true takes it, read-only)"
 
 
 def _skip_reason(
