@@ -119,6 +119,7 @@ while IFS= read -r line; do
     case $line in
         "ok    "*) pass "sandbox: ${line#ok    }" ;;
         "FAIL  "*) miss "sandbox: ${line#FAIL  }"; sandbox_failed=1 ;;
+        "skip  "*) printf '    sandbox: skipped %s\n' "${line#skip  }" >&2 ;;
         "exit 0") ;;
         "exit "*) [ $sandbox_failed = 1 ] || miss "sandbox: apple-code --sandbox-check ended with ${line}"
                   sandbox_failed=1 ;;

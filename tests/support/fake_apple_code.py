@@ -36,7 +36,8 @@ OPTIONS: dict[str, str | None] = {
     "--cwd": "DIR", "--system": "TEXT", "--system-file": "PATH", "--timeout": "SECONDS",
     "--backend": "auto|fm|openai", "--base-url": "URL", "--model": "NAME", "--api-key": "KEY",
     "--output-format": "text|json|stream-json", "--max-turns": "N", "--read-only": None, "--no-commands": None,
-    "--context-tokens": "N", "--plan": None, "--max-subtasks": "N", "--parallel": None, "--check": None,
+    "--context-tokens": "N", "--plan": None, "--max-subtasks": "N", "--parallel": None, "--hide": "PATH",
+    "--deny-port": "PORT", "--check": None,
     "--sandbox-check": None, "--verbose": None, "--version": None, "--help": None,
 }
 ALIASES = {"-h": "--help"}
