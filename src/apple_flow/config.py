@@ -38,6 +38,8 @@ DEMO_PROFILE: dict[str, Any] = {
 }
 
 
+# Where the daemon reads its settings, relative to the folder it runs in (and where a new web token is written).
+ENV_FILE = ".env"
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

@@ -30,6 +30,7 @@ from apple_flow.channels.imessage.watcher import DbChangeWaiter
 from apple_flow.cli import common
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings, SettingsError, load_settings
+from apple_flow.connectors.runner import SpawnError
 from apple_flow.daemon.permissions import Responsible, full_disk_access_fix, read_report, responsible_app
 from apple_flow.handles import normalize_handle
 
@@ -293,7 +294,43 @@ class _ReadOnlyEvents:
         return [Event(*row) for row in reversed(rows)]
 
 
-def run_doctor(db: Path | None, env_file: Path = Path(".env")) -> list[Check]:
+SANDBOX_CHECK_TIMEOUT = 900.0  # its swift build of a tiny package takes a minute or more the first time
+
+
+def check_sandbox(settings: Settings) -> Check:
+    """`apple-code --sandbox-check` with what the daemon hides and refuses: each of the sandbox's checks on this
+    machine (escapes, the hidden paths, the web port, and on a Mac Apple events and launchd)."""
+    from apple_flow.connectors.afm import AfmConnector
+    from apple_flow.connectors.registry import REGISTRY
+
+    name = "command sandbox"
+    connector_class = REGISTRY.get(settings.connector)
+    if connector_class is None or not issubclass(connector_class, AfmConnector):
+        return Check(name, Status.NA, f"{settings.connector} runs its commands in its own sandbox")
+    connector = connector_class(settings)
+    if connector.resolve_command() is None:
+        return Check(name, Status.NA, "no apple-code to check it with (see the agent check)")
+    argv = [connector.executable(), "--sandbox-check", *connector.reach_flags()]
+    try:
+        result = connector.runner.run(argv, "", timeout=SANDBOX_CHECK_TIMEOUT, env=connector.environment())
+    except SpawnError as exc:
+        return Check(name, Status.FAIL, f"cannot run {argv[0]}: {exc}", "run ./scripts/setup.sh")
+    lines = result.stdout_lines
+    sandbox = lines[0].removeprefix("sandbox: ") if lines and lines[0].startswith("sandbox: ") else "unknown"
+    passed = [line for line in lines if line.startswith("ok    ")]
+    skipped = [line for line in lines if line.startswith("skip  ")]
+    failed = [line.removeprefix("FAIL  ") for line in lines if line.startswith("FAIL  ")]
+    counts = f"{len(passed)} checks passed" + (f", {len(skipped)} not for this system" if skipped else "")
+    if result.exit_code == 0 and not failed:
+        return Check(name, Status.OK, f"{sandbox}: {counts}")
+    why = "; ".join(failed) or result.last_stderr_line or f"exit code {result.exit_code}"
+    return Check(
+        name, Status.FAIL, f"{sandbox}: {why}",
+        "Linux: install bubblewrap (apt-get install bubblewrap); `apple-code --sandbox-check` shows every check",
+    )
+
+
+def run_doctor(db: Path | None, env_file: Path = Path(".env"), sandbox: bool = True) -> list[Check]:
     settings, settings_check = check_settings(env_file)
     path = (db or settings.messages_db_path).expanduser()
     chat_check, chat_error = check_chat_db(path, given=db is not None)
@@ -309,6 +346,7 @@ def run_doctor(db: Path | None, env_file: Path = Path(".env")) -> list[Check]:
         check_workspaces(settings),
         check_allowlist(settings),
         check_sms(settings, _ReadOnlyEvents(settings.db_path)),
+        *([check_sandbox(settings)] if sandbox else []),
     ]
 
 
@@ -409,10 +447,14 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def doctor(
         db: Path = typer.Option(None, "--db", help="Check this chat.db instead of APPLE_FLOW_MESSAGES_DB_PATH."),  # noqa: B008
+        sandbox: bool = typer.Option(
+            True, "--sandbox-check/--no-sandbox-check",
+            help="Test apple-code's command sandbox (apple-code --sandbox-check; a minute: it builds a tiny package).",
+        ),
     ) -> None:
         """Check everything the daemon needs and say how to fix what is missing (exit 1 when something fails)."""
-        with err.status("Checking the set-up ..."):
-            checks = run_doctor(db)
+        with err.status("Checking the set-up (the command sandbox takes a minute) ..."):
+            checks = run_doctor(db, sandbox=sandbox)
         print_checks(checks)
         failed = [c.name for c in checks if c.status is Status.FAIL]
         if failed:

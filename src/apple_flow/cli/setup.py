@@ -338,7 +338,7 @@ def _openai_server(
 
 def _doctor(env_file: Path) -> None:
     with err.status("Checking the set-up (apple-flow doctor) ..."):
-        checks = run_doctor(None, env_file)
+        checks = run_doctor(None, env_file, sandbox=False)  # `apple-flow doctor` runs the slow sandbox check
     print_checks(checks)
     failed = [check.name for check in checks if check.status is Status.FAIL]
     if failed:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from apple_flow.config import Settings
+from apple_flow.config import ENV_FILE, Settings
 from apple_flow.connectors.base import ConnectorError, Status, TurnOutcome, TurnRequest
 from apple_flow.connectors.cli import CliConnector, Invocation, format_seconds
 from apple_flow.connectors.events import EventStream, apple_code_tool_calls
@@ -87,6 +87,7 @@ class AfmConnector(CliConnector):
         if s.afm_max_turns is not None:
             argv += ["--max-turns", str(s.afm_max_turns)]
         argv += self._backend_flags()
+        argv += self.reach_flags()
         if request.read_only:
             argv.append("--read-only")
         if request.plan and s.afm_plan_tasks:
@@ -113,6 +114,19 @@ class AfmConnector(CliConnector):
             flags += ["--base-url", backend.base_url]
         if self.settings.afm_context_tokens:
             flags += ["--context-tokens", str(self.settings.afm_context_tokens)]
+        return flags
+
+    def reach_flags(self) -> list[str]:
+        """What apple-code's commands and tools must not reach besides its own list (~/.ssh, ~/.apple-flow ...):
+        the daemon's .env (read from the folder it runs in) and its state (the database, its folder), and the web
+        page's port, whose token would let a command approve its own work."""
+        s = self.settings
+        database = s.db_path.expanduser().absolute()
+        hidden = [Path(ENV_FILE).absolute(), database.parent, database,
+                  *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))]
+        flags = [flag for path in dict.fromkeys(hidden) for flag in ("--hide", str(path))]
+        if s.web_enabled and s.web_port:
+            flags += ["--deny-port", str(s.web_port)]
         return flags
 
     def new_stream(self) -> EventStream:
