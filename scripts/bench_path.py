@@ -75,6 +75,8 @@ LAYERS: dict[str, int] = {
     "apple_flow.config": 3,
     "apple_flow.handles": 3,
     "apple_flow.paths": 3,
+    "apple_flow.host": 3,
+    "apple_flow.health": 0,
 }
 IDLE_MODULES = ("apple_flow.channels.imessage.watcher",)
 IDLE_THREADS = ("watchdog",)

@@ -33,7 +33,7 @@ summary() {
 
 say "Checking this Mac"
 os=$(uname -s); arch=$(uname -m)
-[ "$os" = Darwin ] || die "this is $os, not macOS: Apple's on-device model needs macOS 26 on Apple silicon (elsewhere use the openai backend, see README)"
+[ "$os" = Darwin ] || die "this is $os, not macOS: Apple's on-device model needs macOS 26 on Apple silicon (elsewhere use the openai backend: docs/connectors.md)"
 version=$(sw_vers -productVersion 2>/dev/null || echo 0)
 if [ "${version%%.*}" -ge 26 ] 2>/dev/null; then pass "macOS $version"; else miss "macOS $version (needs 26 or later)"; fi
 if [ "$arch" = arm64 ]; then pass "Apple silicon ($arch)"; else miss "not Apple silicon ($arch): Apple Intelligence needs an M-series Mac"; fi

@@ -243,7 +243,7 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"APPLE_FLOW_WEB_HOST={host} is not a loopback address, so the web page would be reachable from "
                 "other machines; set APPLE_FLOW_WEB_ALLOW_REMOTE=true if you mean that, or use 127.0.0.1 (the "
-                "README says how to reach it over Tailscale without that)"
+                "docs/web.md says how to reach it over Tailscale without that)"
             )
         return value
 

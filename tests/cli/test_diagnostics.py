@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from apple_flow import host
 from apple_flow.channels.imessage.chatdb import python_binary
-from apple_flow.cli import app, common, diagnostics
+from apple_flow.cli import app, diagnostics
 from apple_flow.config import Settings, load_settings
 from apple_flow.daemon.store import Store
+from apple_flow.health import doctor
 from support.chatdb import ChatDbWriter, make_body
 from support.daemon_process import wait_for
 from support.fake_osascript import FakeOsascript
@@ -30,7 +32,7 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COLUMNS", "250")
     monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(tmp_path / "no-apple-code"))
-    monkeypatch.setattr(common, "is_macos", lambda: False)
+    monkeypatch.setattr(host, "is_macos", lambda: False)
     runner = CliRunner()
 
     def invoke(*args: str) -> Any:
@@ -158,7 +160,7 @@ def test_doctor_fails_an_empty_allowlist_and_invalid_settings_with_fixes(cli: An
 def test_doctor_on_macos_checks_automation_and_names_full_disk_access_problems(
     cli: Any, inbox_db: ChatDbWriter, fake_osascript: FakeOsascript, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(common, "is_macos", lambda: True)
+    monkeypatch.setattr(host, "is_macos", lambda: True)
     fake_osascript.mode("deny")
     result = cli("doctor", "--db", str(inbox_db.path))
     assert "Messages automation" in result.stdout and "Privacy & Security > Automation" in result.stdout
@@ -302,7 +304,7 @@ def table_rows(stdout: str) -> dict[str, str]:
 def test_doctor_says_which_app_each_permission_result_applies_to(
     cli: Any, inbox_db: ChatDbWriter, fake_osascript: FakeOsascript, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(common, "is_macos", lambda: True)
+    monkeypatch.setattr(host, "is_macos", lambda: True)
     monkeypatch.delenv("__CFBundleIdentifier", raising=False)
     monkeypatch.setenv("TERM_PROGRAM", "Apple_Terminal")
     fake_osascript.mode("deny")
@@ -323,7 +325,7 @@ def test_doctor_shows_what_the_daemon_reported_about_its_own_permissions(
     from apple_flow.daemon.permissions import PermissionMonitor, Responsible, read_report
     from apple_flow.daemon.store import Store
 
-    monkeypatch.setattr(common, "is_macos", lambda: True)
+    monkeypatch.setattr(host, "is_macos", lambda: True)
     state = tmp_path / "state" / "relay.db"
     monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(state))
     assert "no daemon has reported" in table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)["service"]
@@ -366,9 +368,9 @@ def test_only_a_missing_agent_binary_counts_as_missing(
     that is 'not found' is no missing binary: set-up would offer to build apple-code again)."""
     monkeypatch.setenv("FAKE_APPLE_CODE_MODE", "unavailable")
     monkeypatch.setenv("FAKE_APPLE_CODE_REASON", "the model file was not found")
-    no_model = diagnostics.probe_agent(connector_settings())
+    no_model = doctor.probe_agent(connector_settings())
     assert (no_model.ok, no_model.missing) == (False, False)
     assert "no model available" in no_model.detail and "not found" in no_model.detail
-    missing = diagnostics.probe_agent(connector_settings(afm_command=str(tmp_path / "nowhere" / "apple-code")))
+    missing = doctor.probe_agent(connector_settings(afm_command=str(tmp_path / "nowhere" / "apple-code")))
     assert (missing.ok, missing.missing) == (False, True)
     assert "CLI not found" in missing.detail

@@ -14,8 +14,9 @@ import psutil
 import pytest
 from typer.testing import CliRunner
 
+from apple_flow import host
 from apple_flow.channels.imessage.chatdb import python_binary
-from apple_flow.cli import app, common
+from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.daemon import service as launchd_module
 from apple_flow.paths import PROJECT_ROOT
@@ -46,7 +47,7 @@ def mac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launchctl: FakeLaunchct
     monkeypatch.setenv("APPLE_FLOW_LOG_DIR", str(tmp_path / "logs"))
     monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code))
     monkeypatch.chdir(project)
-    monkeypatch.setattr(common, "is_macos", lambda: True)
+    monkeypatch.setattr(host, "is_macos", lambda: True)
     monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 0)  # no daemon runs unless a test starts one
     return {"launchctl": launchctl, "home": tmp_path / "home", "project": project, "apple_code": apple_code,
             "logs": tmp_path / "logs"}
@@ -190,7 +191,7 @@ def test_logs_show_the_end_of_each_log(mac: dict[str, Any]) -> None:
 def test_on_linux_the_commands_print_the_systemd_unit(
     mac: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(common, "is_macos", lambda: False)
+    monkeypatch.setattr(host, "is_macos", lambda: False)
     for command in ("install", "uninstall", "status", "restart"):
         result = CliRunner().invoke(app, ["service", command])
         assert result.exit_code == 1

@@ -14,7 +14,8 @@ import pytest
 from dotenv import dotenv_values
 from typer.testing import CliRunner
 
-from apple_flow.cli import app, common
+from apple_flow import host
+from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.cli import setup as setup_cli
 from apple_flow.daemon import service as launchd_module
@@ -44,7 +45,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, apple_code_bin: Pat
     monkeypatch.setenv("APPLE_FLOW_MESSAGES_DB_PATH", str(tmp_path / "no-messages" / "chat.db"))
     monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(tmp_path / "state" / "relay.db"))
     monkeypatch.chdir(folder)
-    monkeypatch.setattr(common, "is_macos", lambda: False)
+    monkeypatch.setattr(host, "is_macos", lambda: False)
     return folder
 
 
@@ -228,7 +229,7 @@ def test_the_whole_home_folder_is_questioned(project: Path, fake_claude: Path) -
 @pytest.fixture
 def mac(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLaunchctl]:
     launchctl = FakeLaunchctl(tmp_path, monkeypatch)
-    monkeypatch.setattr(common, "is_macos", lambda: True)
+    monkeypatch.setattr(host, "is_macos", lambda: True)
     monkeypatch.setattr(launchd_module, "POLL_SECONDS", 0.05)
     monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 0)
     monkeypatch.setenv("APPLE_FLOW_LOG_DIR", str(tmp_path / "logs"))

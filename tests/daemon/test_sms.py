@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from apple_flow.cli.diagnostics import Status, check_sms
 from apple_flow.connectors.base import TurnRequest
+from apple_flow.health.check import Status
+from apple_flow.health.doctor import check_sms
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, Harness, ask, wait_until
 

@@ -15,9 +15,9 @@ import pytest
 from apple_flow.config import Settings
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
+from apple_flow.health.running import DaemonState
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.app import WebContext, build_app
-from apple_flow.web.health import DaemonState
 from apple_flow.web.server import WebServer
 
 TOKEN = "test-token-0123456789abcdef"

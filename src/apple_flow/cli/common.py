@@ -1,10 +1,8 @@
 """What the daemon's CLI commands share: loading the settings (exit 2 with the named variable when invalid),
-printing an error without letting its text be read as rich markup, and the one platform check (tests replace it to
-run the macOS-only decisions on Linux)."""
+printing an error without letting its text be read as rich markup. The one platform check is ``apple_flow.host``."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -14,11 +12,6 @@ from rich.markup import escape
 from apple_flow.config import Settings, SettingsError, load_settings
 
 err = Console(stderr=True)
-
-
-def is_macos() -> bool:
-    """Where Messages, launchd and Apple's model are. Called through this module, so one replacement covers all."""
-    return sys.platform == "darwin"
 
 
 def print_error(message: object) -> None:

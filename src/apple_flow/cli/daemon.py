@@ -120,7 +120,7 @@ def _web_page(settings: Settings, store: Store, daemon: Daemon, channel: str) ->
     if not settings.web_enabled:
         return None
     # Here, not at the top: the page's health view uses the doctor's checks, which live in this package.
-    from apple_flow.web.health import DaemonState
+    from apple_flow.health.running import DaemonState
     from apple_flow.web.server import WebError, start_page
 
     started = time.time()

@@ -10,9 +10,9 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from apple_flow import host
 from apple_flow.channels.imessage.chatdb import python_binary
 from apple_flow.channels.imessage.probe import AUTOMATION_SETTINGS
-from apple_flow.cli import common
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings
 from apple_flow.daemon.permissions import (
@@ -38,7 +38,7 @@ REPORT_WAIT_SECONDS = 60.0  # the first Automation check waits on the user's ans
 
 def _launchd_or_exit(settings: Settings, env_file: Path) -> Launchd:
     """On macOS the launchd agent; elsewhere says so, prints the systemd user unit on stdout, and exits 1."""
-    if common.is_macos():
+    if host.is_macos():
         return Launchd(settings)
     err.print(
         "launchd agents are macOS-only. On Linux, the equivalent systemd user unit follows; save it as "

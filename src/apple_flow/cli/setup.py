@@ -19,13 +19,16 @@ from urllib.parse import urlsplit
 import typer
 from rich.markup import escape
 
+from apple_flow import host
 from apple_flow.cli import common
 from apple_flow.cli.common import err
-from apple_flow.cli.diagnostics import AgentProbe, Status, install_hint, print_checks, probe_agent, run_doctor
+from apple_flow.cli.diagnostics import print_checks
 from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.envfile import EnvEdit, EnvFileError
 from apple_flow.handles import HandleError, parse_handle
+from apple_flow.health.check import Status
+from apple_flow.health.doctor import AgentProbe, install_hint, probe_agent, run_doctor
 from apple_flow.paths import PROJECT_ROOT
 from apple_flow.web.auth import new_token
 
@@ -121,7 +124,7 @@ def check_senders(text: str, region: str) -> list[str]:
 
 
 def shown_path(path: Path) -> str:
-    """``~/…`` for a folder in the home folder (as the README writes them), else the absolute path."""
+    """``~/…`` for a folder in the home folder (as the docs write them), else the absolute path."""
     home = Path.home()
     return "~" if path == home else f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
 
@@ -348,7 +351,7 @@ def _doctor(env_file: Path) -> None:
 
 
 def _service(questions: Questions, env_file: Path, offer: bool) -> None:
-    if not common.is_macos():
+    if not host.is_macos():
         err.print(
             "Run the daemon with ./scripts/run.sh (or apple-flow run); the service that starts it at login is "
             "macOS-only (launchd)."

@@ -24,10 +24,10 @@ from starlette.staticfiles import StaticFiles
 
 from apple_flow.config import Settings
 from apple_flow.daemon.store import Store
+from apple_flow.health.running import DaemonState, health_checks
 from apple_flow.web import runview
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.auth import COOKIE, SESSION_SECONDS, Guard, same_origin
-from apple_flow.web.health import DaemonState, health_checks
 
 HERE = Path(__file__).parent
 MAX_FORM_BYTES = 16 * 1024

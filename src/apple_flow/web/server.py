@@ -18,10 +18,10 @@ from apple_flow import envfile
 from apple_flow.config import Settings
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
+from apple_flow.health.running import DaemonState
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.app import WebContext, build_app
 from apple_flow.web.auth import new_token
-from apple_flow.web.health import DaemonState
 
 log = logging.getLogger(__name__)
 

@@ -1,17 +1,19 @@
-"""The health page's checks: the agent and its model, the message channel (chat.db and Full Disk Access on a Mac),
-sending, and the last error the daemon recorded. Cheap enough to run on every page view: no model request, no
-AppleScript (the doctor does those; here sending is judged by the last send)."""
+"""The running daemon's health, as the web page's health view shows it: the agent and its model, the message
+channel (chat.db and Full Disk Access on a Mac), sending, and the last error the daemon recorded. Cheap enough to run
+on every page view: no model request, no AppleScript (the doctor does those; here sending is judged by the last
+send)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
-from apple_flow.cli.diagnostics import Check, Status, check_chat_db, check_full_disk_access, check_sms
 from apple_flow.config import Settings
 from apple_flow.connectors.afm import AfmConnector
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.daemon.store import Store
+from apple_flow.health.check import Check, Status
+from apple_flow.health.doctor import check_chat_db, check_full_disk_access, check_sms
 
 ERROR_KINDS = ("ingress_error", "send_failed", "dispatch_error")
 RECENT_SECONDS = 3600  # a send failure this recent makes "sending replies" a warning

@@ -1,0 +1,75 @@
+"""No module imports one from a higher layer: the command line sits on top, the web page below it, the health checks
+below both, then the daemon, then the parts it drives (channels, connectors), then what everything shares. Imports
+inside functions count too: a lazy import is still a dependency."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+# Highest first. Each module's layer is that of the longest matching prefix.
+LAYERS: dict[str, int] = {
+    "apple_flow.__main__": 6,
+    "apple_flow.cli": 6,
+    "apple_flow.web": 5,
+    "apple_flow.health": 4,
+    "apple_flow.daemon": 3,
+    "apple_flow.channels": 2,
+    "apple_flow.connectors": 2,
+    "apple_flow.localmodel": 2,
+    "apple_flow": 1,  # config, envfile, handles, host, paths, privatefile, regularfile
+}
+
+
+def layer(module: str) -> int:
+    best = max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len)
+    return LAYERS[best]
+
+
+def module_name(path: Path, src: Path) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported(path: Path, module: str) -> set[str]:
+    names: set[str] = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+    return {name for name in names if name == "apple_flow" or name.startswith("apple_flow.")}
+
+
+def upward_imports(src: Path = SRC) -> list[str]:
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        module = module_name(path, src)
+        for target in sorted(imported(path, module)):
+            if target != "apple_flow" and layer(target) > layer(module):
+                found.append(f"{module} (layer {layer(module)}) imports {target} (layer {layer(target)})")
+    return found
+
+
+def test_no_module_imports_from_a_higher_layer() -> None:
+    assert upward_imports() == []
+
+
+def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
+    # The same walk over a tree with one upward import (the web page reaching into the command line, as it once did)
+    # reports it; the command line importing the web page is fine.
+    package = tmp_path / "apple_flow"
+    (package / "web").mkdir(parents=True)
+    (package / "cli").mkdir()
+    (package / "web" / "page.py").write_text("def f():\n    from apple_flow.cli.diagnostics import Check\n")
+    (package / "cli" / "diagnostics.py").write_text("from ..web import page\n")
+    assert upward_imports(tmp_path) == ["apple_flow.web.page (layer 5) imports apple_flow.cli.diagnostics (layer 6)"]
