@@ -30,7 +30,12 @@ enum Bubblewrap {
             }
         }
         if host.kind("/var/run") == .directory { arguments += ["--tmpfs", "/var/run"] }
-        let (holding, others) = hidden.split(for: workspace)
+        let (holding, all) = hidden.split(for: workspace)
+        // What a covered folder holds is covered with it (and a mount point inside it could not be made).
+        let others = all.filter { path in
+            !all.contains { $0 != path && HiddenPaths.isWithin(path, $0) }
+                && !holding.contains { HiddenPaths.isWithin(path, $0) && !HiddenPaths.isWithin(path, workspace) }
+        }
         // A hidden folder that holds the workspace is emptied first; the workspace is bound back inside it.
         arguments += hiddenPaths(holding, workspace: workspace, host: host, holding: true)
         arguments += ["--bind", workspace, workspace]

@@ -39,11 +39,13 @@ import Testing
     @Test func bubblewrapCoversEachHiddenPathWithSomethingEmpty() {
         let kinds: [String: Workspace.FileKind] = [
             "/h/.apple-flow": .directory, "/h/.ssh": .directory, "/h/.netrc": .file, "/h/.kube": .symlink,
-            "/h/.apple-flow/ws/.env": .file, "/tmp/elsewhere/.env": .file,
+            "/h/.apple-flow/ws/.env": .file, "/tmp/elsewhere/.env": .file, "/h/.ssh/id_rsa": .file,
+            "/h/.apple-flow/relay.db": .file,
         ]
         let host = HostFiles(kind: { kinds[$0] ?? .missing }, entries: { _ in [] }, runtimeDirectory: nil)
         let hidden = HiddenPaths(paths: ["/h/.apple-flow", "/h/.ssh", "/h/.netrc", "/h/.kube", "/h/.aws",
-                                         "/h/.apple-flow/ws/.env", "/tmp/elsewhere/.env"])
+                                         "/h/.apple-flow/ws/.env", "/tmp/elsewhere/.env", "/h/.ssh/id_rsa",
+                                         "/h/.apple-flow/relay.db"])
         let argv = Bubblewrap.arguments(executable: "bwrap", workspace: "/h/.apple-flow/ws", host: host,
                                         hidden: hidden)
         let joined = argv.joined(separator: " ")
@@ -53,6 +55,8 @@ import Testing
                                 + "--ro-bind /dev/null /h/.apple-flow/ws/.env --dev /dev"))
         // A symlink (its real path is listed too), a missing path, and anything in the private /tmp: nothing.
         #expect(!argv.contains("/h/.kube") && !argv.contains("/h/.aws") && !argv.contains("/tmp/elsewhere/.env"))
+        // Inside a covered folder: covered with it (a mount point there could not even be made).
+        #expect(!argv.contains("/h/.ssh/id_rsa") && !argv.contains("/h/.apple-flow/relay.db"))
     }
 
     /// The file tools refuse a hidden path inside the workspace; listings and searches do not show it.
