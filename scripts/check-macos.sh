@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The first thing to run on a Mac: builds apple-code in release mode, tests its command sandbox
-# (`apple-code --sandbox-check`: a write outside the workspace refused, `open` refused, `swift build` of a tiny
-# package inside the workspace works), asks whether Apple's on-device model is available (`apple-code --check`),
+# (`apple-code --sandbox-check`: a write outside the workspace refused, the hidden paths unreadable, `open`,
+# `osascript`, `launchctl` and a denied loopback port refused, `swift build` of a tiny package inside the workspace
+# works), asks whether Apple's on-device model is available (`apple-code --check`),
 # then runs one small real task on it in a temporary workspace and says what worked. Exit 0 when all of that
 # worked, 3 when the model is not available, 1 for anything else.
 #

@@ -54,6 +54,8 @@ public enum SeatbeltProfile {
             "(allow user-preference-read)",
             "; Creating a socket does nothing until it binds or connects: the network rules decide that.",
             "(allow system-socket)",
+            "; JIT compilers (node's V8) map memory as code.",
+            "(allow dynamic-code-generation)",
             "",
         ]
         for service in machServices {
@@ -62,8 +64,11 @@ public enum SeatbeltProfile {
         }
         lines += [
             "",
-            "; Reads: everywhere but the hidden paths (at the end).",
+            "; Reads: everywhere but the hidden paths (at the end). dyld maps programs and their libraries (and a",
+            "; build runs what it links); a test of whether a path exists tells nothing more.",
             "(allow file-read*)",
+            "(allow file-map-executable)",
+            "(allow file-test-existence)",
             "",
             "; Writes: the workspace, the temp and per-user temp and cache folders, a few devices, and pseudo-terminals",
             "; made inside the sandbox (not the terminal apple-code runs in).",
@@ -110,11 +115,12 @@ public enum SeatbeltProfile {
             "; entry stays visible, so paths through it resolve).",
         ]
         for index in 0..<holding {
-            lines.append(#"(deny file-read-data file-read-xattr file-write* (require-all (subpath (param ""#
+            lines.append(#"(deny file-read-data file-read-xattr file-map-executable file-write* (require-all (subpath (param ""#
                          + hiddenParameter(index) + #"")) (require-not (subpath (param "WORKSPACE")))))"#)
         }
         for index in holding..<(holding + others) {
-            lines.append(#"(deny file-read* file-write* (subpath (param ""# + hiddenParameter(index) + #"")))"#)
+            lines.append(#"(deny file-read* file-map-executable file-write* (subpath (param ""#
+                         + hiddenParameter(index) + #"")))"#)
         }
         lines += [
             "",

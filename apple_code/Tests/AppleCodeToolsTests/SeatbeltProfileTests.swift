@@ -170,8 +170,9 @@ struct ReadProfile {
                 .compactMap { if case .atom(let a) = $0 { a } else { nil } }
         })
         #expect(allowed == ["process-exec", "process-fork", "signal", "process-info*", "sysctl-read", "ipc-posix-sem",
-                            "ipc-posix-shm-read*", "user-preference-read", "system-socket", "mach-lookup",
-                            "file-read*", "file-write*", "file-ioctl", "pseudo-tty", "network-bind",
+                            "ipc-posix-shm-read*", "user-preference-read", "system-socket", "dynamic-code-generation",
+                            "mach-lookup", "file-read*", "file-map-executable", "file-test-existence", "file-write*",
+                            "file-ioctl", "pseudo-tty", "network-bind",
                             "network-inbound", "network-outbound"])
         let descriptions = profile.rules("allow").map(\.rule.description)
         #expect(descriptions.contains("(allow signal (target same-sandbox))"))
@@ -236,9 +237,9 @@ struct ReadProfile {
         let lastAllow = try #require(profile.rules("allow").map(\.index).max())
         let denies = profile.rules("deny").filter { $0.rule.description.contains("HIDDEN_") }
         #expect(denies.count == 4 && denies.allSatisfy { $0.index > lastAllow })
-        #expect(denies[0].rule.description == #"(deny file-read-data file-read-xattr file-write* (require-all (subpath (param "HIDDEN_0")) (require-not (subpath (param "WORKSPACE")))))"#)
+        #expect(denies[0].rule.description == #"(deny file-read-data file-read-xattr file-map-executable file-write* (require-all (subpath (param "HIDDEN_0")) (require-not (subpath (param "WORKSPACE")))))"#)
         for (offset, index) in (1...3).enumerated() {
-            #expect(denies[offset + 1].rule.description == #"(deny file-read* file-write* (subpath (param "HIDDEN_\#(index)")))"#)
+            #expect(denies[offset + 1].rule.description == #"(deny file-read* file-map-executable file-write* (subpath (param "HIDDEN_\#(index)")))"#)
         }
     }
 
