@@ -46,7 +46,8 @@ public struct HiddenPaths: Sendable, Equatable {
             named += (homeSecrets + (macOS ? macSecrets : [])).map { base + "/" + $0 }
         }
         for path in extra where !path.isEmpty {
-            named.append(trimmed(path.hasPrefix("/") ? path : trimmed(current) + "/" + path))
+            let absolute = trimmed(path.hasPrefix("/") ? path : trimmed(current) + "/" + path)
+            if absolute != "/" { named.append(absolute) }  // hiding everything would leave no system to run on
         }
         var all: [String] = []
         for path in named {

@@ -20,6 +20,7 @@ import Testing
             #expect(mac.paths.contains(path), "\(path)")
         }
         #expect(HiddenPaths.standard(home: nil, extra: [], macOS: true).paths == [])
+        #expect(HiddenPaths.standard(home: nil, extra: ["/", "//"], macOS: false).paths == [])
     }
 
     @Test func theWorkspaceWinsOverAHiddenFolderThatHoldsIt() {
