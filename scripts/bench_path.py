@@ -56,6 +56,10 @@ console = Console(stderr=True)
 LAYERS: dict[str, int] = {
     "apple_flow.cli": 0,
     "apple_flow.daemon.runtime": 0,
+    "apple_flow.daemon.work": 0,
+    "apple_flow.daemon.message_work": 0,
+    "apple_flow.daemon.web_work": 0,
+    "apple_flow.daemon.outbound": 0,
     "apple_flow.daemon.orchestrator": 1,
     "apple_flow.daemon.commands": 1,
     "apple_flow.daemon.policy": 1,
@@ -69,15 +73,23 @@ LAYERS: dict[str, int] = {
     "apple_flow.daemon.run_log": 1,
     "apple_flow.daemon.orphans": 1,
     "apple_flow.daemon.lock": 1,
+    "apple_flow.daemon.outbox": 1,
+    "apple_flow.daemon.arrivals": 1,
+    "apple_flow.daemon.reports": 1,
     "apple_flow.connectors": 2,
     "apple_flow.channels": 2,
     "apple_flow.daemon.store": 3,
     "apple_flow.config": 3,
     "apple_flow.handles": 3,
     "apple_flow.paths": 3,
+    "apple_flow.regularfile": 3,
+    "apple_flow.privatefile": 3,
     "apple_flow.host": 3,
     "apple_flow.health": 0,
 }
+# Packages counted as one module: the store's tables and its database are one part (calls among them are not calls
+# between modules).
+UNITS = ("apple_flow.daemon.store",)
 IDLE_MODULES = ("apple_flow.channels.imessage.watcher",)
 IDLE_THREADS = ("watchdog",)
 GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -89,6 +101,10 @@ def layer(module: str) -> int:
     if best is None:
         raise SystemExit(f"bench_path: module {module} has no layer; add it to LAYERS")
     return LAYERS[best]
+
+
+def unit(module: str) -> str:
+    return next((package for package in UNITS if module.startswith(package + ".")), module)
 
 
 def short(module: str) -> str:
@@ -120,7 +136,7 @@ class Trace:
             return
         state = self.local.__dict__.setdefault("state", {"idle": 0, "buffers": []})
         code = frame.f_code
-        module = frame.f_globals.get("__name__", "")
+        module = unit(frame.f_globals.get("__name__", ""))
         if not module.startswith("apple_flow") or code.co_filename.startswith("<"):
             return
         idle_frame = module in IDLE_MODULES
@@ -141,7 +157,7 @@ class Trace:
         caller = frame.f_back
         while caller is not None and caller.f_code.co_filename.startswith("<"):
             caller = caller.f_back
-        caller_module = caller.f_globals.get("__name__", "") if caller is not None else ""
+        caller_module = unit(caller.f_globals.get("__name__", "")) if caller is not None else ""
         if reads_rows:
             state["buffers"].append([])
         resumed = False
@@ -231,7 +247,7 @@ def build_daemon(settings: Any, store: Any) -> Any:
     from apple_flow.daemon.runtime import Daemon
 
     connector = build_connector(settings)
-    ingress, egress = build_imessage_channel(settings, store.sent_texts("imessage", settings.echo_window_seconds))
+    ingress, egress = build_imessage_channel(settings, store.sent.for_channel("imessage", settings.echo_window_seconds))
     return Daemon(settings, store, connector, ingress, egress, "imessage")
 
 
@@ -266,9 +282,9 @@ def measure() -> list[Figures]:
             send_confirm_seconds=0,  # the shell fake leaves no row in chat.db to confirm a reply by
         )
         store = Store(settings.db_path)
-        store.set_cursor("imessage", 0)
+        store.cursors.set("imessage", 0)
         transactions = Transactions()
-        store._db.set_trace_callback(transactions.statement)
+        store.db.trace(transactions.statement)
         trace = Trace()
         threading.setprofile(trace.profile)  # before the daemon starts its worker threads
         daemon = build_daemon(settings, store)

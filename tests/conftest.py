@@ -191,5 +191,5 @@ def fake_osascript(tmp_path: Path, chat_db: ChatDbWriter, monkeypatch: pytest.Mo
 def sent_texts(tmp_path: Path) -> Iterator[SentTexts]:
     """The daemon store's record of texts sent on the iMessage channel (600 s echo window)."""
     store = Store(tmp_path / "state" / "relay.db")
-    yield store.sent_texts("imessage", 600)
+    yield store.sent.for_channel("imessage", 600)
     store.close()

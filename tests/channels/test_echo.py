@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from apple_flow.channels.imessage.copies import CopyTable
 from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.daemon.store import Store
 
@@ -21,7 +22,7 @@ class Clock:
 
 def test_an_echo_is_recognised_within_the_window_only(tmp_path: Path) -> None:
     clock = Clock()
-    log = Store(tmp_path / "relay.db", clock=clock).sent_texts("imessage", 60)
+    log = Store(tmp_path / "relay.db", clock=clock).sent.for_channel("imessage", 60)
     log.record("+15551234567", "first")
     log.record("+15551234567", "second")
     clock.now += 30
@@ -31,14 +32,14 @@ def test_an_echo_is_recognised_within_the_window_only(tmp_path: Path) -> None:
 
 
 def test_match_ignores_whitespace_changes_but_not_words(tmp_path: Path) -> None:
-    log = Store(tmp_path / "relay.db").sent_texts("imessage", 60)
+    log = Store(tmp_path / "relay.db").sent.for_channel("imessage", 60)
     log.record("a@b.c", normalise_text("Line one\nline  two "))
     assert not log.take_echo("a@b.c", normalise_text("Line one line three"))
     assert log.take_echo("a@b.c", normalise_text(" Line one line two"))
 
 
 def test_each_copy_of_a_sent_text_is_recognised_once(tmp_path: Path) -> None:
-    log = Store(tmp_path / "relay.db").sent_texts("imessage", 60)
+    log = Store(tmp_path / "relay.db").sent.for_channel("imessage", 60)
     log.record("a@b.c", "ok")
     assert log.take_echo("a@b.c", "ok")  # the received copy
     assert not log.take_echo("a@b.c", "ok")
@@ -51,7 +52,7 @@ def test_each_copy_of_a_sent_text_is_recognised_once(tmp_path: Path) -> None:
 
 def test_zero_window_suppresses_nothing_later(tmp_path: Path) -> None:
     clock = Clock()
-    log = Store(tmp_path / "relay.db", clock=clock).sent_texts("imessage", 0)
+    log = Store(tmp_path / "relay.db", clock=clock).sent.for_channel("imessage", 0)
     log.record("a@b.c", "ok")
     clock.now += 0.001
     assert not log.take_echo("a@b.c", "ok")
@@ -60,10 +61,10 @@ def test_zero_window_suppresses_nothing_later(tmp_path: Path) -> None:
 def test_the_record_is_per_channel_and_survives_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "relay.db"
     first = Store(path)
-    first.sent_texts("imessage", 600).record("a@b.c", "ok")
-    first.sent_texts("console:1", 600).record("a@b.c", "elsewhere")
+    first.sent.for_channel("imessage", 600).record("a@b.c", "ok")
+    first.sent.for_channel("console:1", 600).record("a@b.c", "elsewhere")
     first.close()
-    again = Store(path).sent_texts("imessage", 600)
+    again = Store(path).sent.for_channel("imessage", 600)
     assert not again.take_echo("a@b.c", "elsewhere")  # another channel's text
     assert again.take_echo("a@b.c", "ok")
 
@@ -74,27 +75,28 @@ def test_copies_kept_in_the_store_decide_a_row_read_again_as_the_first_time(tmp_
     from apple_flow.channels.imessage.echo import Copies
 
     path = tmp_path / "relay.db"
-    before = Copies(Store(path).copy_record("imessage"))
+    before = Copies(CopyTable(Store(path).db, "imessage"))
     assert before.first_copy(10, "g10", "+15551234567", "status", from_me=True) is None
     assert before.first_copy(11, "g11", "+15551234567", "status ", from_me=False) == 10
     assert before.first_copy(12, "g12", None, "hello", from_me=False) is None
-    after = Copies(Store(path).copy_record("imessage"))
+    after = Copies(CopyTable(Store(path).db, "imessage"))
     assert after.first_copy(10, "g10", "+15551234567", "status", from_me=True) is None
     assert after.first_copy(11, "g11", "+15551234567", "status", from_me=False) == 10
     assert after.first_copy(13, "g12", None, "hello", from_me=False) == 12  # re-inserted with its guid
     assert after.first_copy(14, "g14", "+15551234567", "status", from_me=False) is None  # typed again
-    assert Copies(Store(path).copy_record("console:1")).first_copy(13, "g12", None, "hello", False) is None
+    assert Copies(CopyTable(Store(path).db, "console:1")).first_copy(13, "g12", None, "hello", False) is None
 
 
 def test_the_store_keeps_the_newest_copies_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import apple_flow.daemon.store as store_module
+    import apple_flow.channels.imessage.copies as copies_module
     from apple_flow.channels.imessage.echo import Copies
 
-    monkeypatch.setattr(store_module, "COPIES_KEEP", 150)
+    monkeypatch.setattr(copies_module, "COPIES_KEEP", 150)
     store = Store(tmp_path / "relay.db")
-    copies = Copies(store.copy_record("imessage"))
+    table = CopyTable(store.db, "imessage")
+    copies = Copies(table)
     for rowid in range(1, 401):
         assert copies.first_copy(rowid, f"g{rowid}", None, "hi", from_me=False) is None
     assert copies.first_copy(1000, "g400", None, "hi", from_me=False) == 400
     assert copies.first_copy(1001, "g1", None, "hi", from_me=False) is None  # forgotten: long gone
-    assert store.copy_verdict("imessage", 400) == (True, None) and store.copy_verdict("imessage", 1) == (False, None)
+    assert table.verdict(400) == (True, None) and table.verdict(1) == (False, None)

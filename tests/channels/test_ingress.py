@@ -134,7 +134,7 @@ def test_a_restart_from_the_persisted_cursor_neither_repeats_nor_answers_an_echo
         persist(item.rowid)
     assert persisted["cursor"] == echo > request
 
-    restarted = ingress_for(chat_db, sent=Store(tmp_path / "empty.db").sent_texts("imessage", 600))
+    restarted = ingress_for(chat_db, sent=Store(tmp_path / "empty.db").sent.for_channel("imessage", 600))
     assert take(restarted, after=persisted["cursor"], count=1, timeout=0.6) == []
 
 
@@ -145,13 +145,13 @@ def test_the_echo_of_a_text_sent_before_a_restart_is_taken_from_the_stores_recor
     # restarted ingress checks (the echo can land in chat.db while the daemon is down).
     path = tmp_path / "state" / "relay.db"
     store = Store(path)
-    store.sent_texts("imessage", 600).record("+15551234567", normalise_text("It is  noon."))
+    store.sent.for_channel("imessage", 600).record("+15551234567", normalise_text("It is  noon."))
     store.close()
     echo = chat_db.message("It is noon.")
     later = chat_db.message("It is noon.")  # the same words typed again are heard
     skipped: list[Skipped] = []
 
-    got = take(ingress_for(chat_db, sent=Store(path).sent_texts("imessage", 600)), 0, 1, skipped=skipped)
+    got = take(ingress_for(chat_db, sent=Store(path).sent.for_channel("imessage", 600)), 0, 1, skipped=skipped)
 
     assert [(s.rowid, s.reason) for s in skipped] == [(echo, "echo")]
     assert [m.rowid for m in got] == [later]

@@ -122,7 +122,7 @@ def test_doctor_counts_the_sms_messages_the_daemon_did_not_act_on(
     assert "none refused" in fresh.stdout
     assert not (tmp_path / "state").exists()  # the doctor creates no database
     store = Store(tmp_path / "state" / "relay.db")
-    store.log_event("sms_refused", "SMS, not iMessage: its sender can be forged", "+15551234567")
+    store.events.log("sms_refused", "SMS, not iMessage: its sender can be forged", "+15551234567")
     store.close()
     result = cli("doctor", "--db", str(inbox_db.path))
     assert "Not acted on: 1 SMS/RCS message" in result.stdout and "APPLE_FLOW_ALLOW_SMS" in result.stdout

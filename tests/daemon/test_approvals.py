@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ def test_a_task_is_planned_read_only_then_runs_with_tools_once_approved(run_daem
     assert run_call.request.workspace == h.settings.default_workspace
     assert "fix the parser" in run_call.prompt and "1. Edit a.py" in run_call.prompt
     assert "keep the old API" in run_call.prompt
-    approval = h.store.approval(rid)
+    approval = h.store.approvals.get(rid)
     assert approval is not None and approval.state == "approved"
 
 
@@ -90,7 +91,7 @@ def test_only_the_requesting_sender_may_approve(run_daemon: Callable[..., Harnes
     h.finish()
     assert h.egress.to(BOB) == [f"No approval request {rid}. You have none pending."]
     assert len(h.connector.calls) == 1
-    approval = h.store.approval(rid)
+    approval = h.store.approvals.get(rid)
     assert approval is not None and approval.state == "pending"
 
 
@@ -126,27 +127,27 @@ def test_deny_all_denies_every_pending_request_of_the_sender(run_daemon: Callabl
     assert which.startswith("Which one? Pending:") and all(i in which for i in ids)
     assert denied.startswith("Denied 2 request(s)")
     assert none == "You have no pending approval requests."
-    assert all(h.store.approval(i).state == "denied" for i in ids)  # type: ignore[union-attr]
+    assert all(h.store.approvals.get(i).state == "denied" for i in ids)  # type: ignore[union-attr]
 
 
 def recorded(store: Store, decision: Decision) -> Decision:
     """Records what a decision decided, as the daemon does with the message that made it."""
     for approval in decision.decided:
-        store.decide_approval(approval.id, approval.state, approval.decided_by or "", approval.extra)
+        store.approvals.decide([approval])
     return decision
 
 
 def test_deciding_writes_nothing_until_the_decision_is_recorded(tmp_path: Path) -> None:
     store = Store(tmp_path / "relay.db")
-    approvals = Approvals(store, ttl_minutes=20)
+    approvals = Approvals(store.approvals, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
-    store.add_approval(request)
+    store.approvals.add(request)
     decision = approvals.approve(ANA, request.id, "imessage:9", "keep the API")
     assert decision.approval is not None and decision.approval.state == "approved"
     assert decision.decided == (decision.approval,) and decision.approval.extra == "keep the API"
-    assert store.approval(request.id) == request  # still pending: the daemon records it with the message
+    assert store.approvals.get(request.id) == request  # still pending: the daemon records it with the message
     recorded(store, decision)
-    stored = store.approval(request.id)
+    stored = store.approvals.get(request.id)
     assert stored is not None and (stored.state, stored.decided_by, stored.extra) == (
         "approved", "imessage:9", "keep the API"
     )
@@ -155,9 +156,9 @@ def test_deciding_writes_nothing_until_the_decision_is_recorded(tmp_path: Path) 
 def test_an_expired_request_cannot_be_approved(tmp_path: Path) -> None:
     now = [1000.0]
     store = Store(tmp_path / "relay.db")
-    approvals = Approvals(store, ttl_minutes=20, clock=lambda: now[0])
+    approvals = Approvals(store.approvals, ttl_minutes=20, clock=lambda: now[0])
     request = approvals.create(ANA, "task", "plan", "/ws")
-    store.add_approval(request)
+    store.approvals.add(request)
     now[0] += 20 * 60 + 1
     decision = approvals.approve(ANA, request.id, "imessage:9")
     assert decision.approval is None
@@ -168,13 +169,14 @@ def test_an_expired_request_cannot_be_approved(tmp_path: Path) -> None:
 def test_a_decision_that_lands_between_the_check_and_the_write_wins_alone(tmp_path: Path) -> None:
     """The web page and a text can decide the same request at once: only the first write counts."""
     store = Store(tmp_path / "relay.db")
-    approvals = Approvals(store, ttl_minutes=20)
+    approvals = Approvals(store.approvals, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
-    store.add_approval(request)
+    store.approvals.add(request)
     decision = approvals.approve(ANA, request.id, "imessage:9")  # checked while still pending
-    assert store.decide_approval(request.id, "denied", "web:other")  # the other decider writes first
-    assert not store.decide_approvals(decision.decided)  # so this one records nothing
-    stored = store.approval(request.id)
+    other = replace(request, state="denied", decided_by="web:other", decided_at=1.0)
+    assert store.approvals.decide([other])  # the other decider writes first
+    assert not store.approvals.decide(decision.decided)  # so this one records nothing
+    stored = store.approvals.get(request.id)
     assert stored is not None and (stored.state, stored.decided_by) == ("denied", "web:other")
     again = approvals.approve(ANA, request.id, "imessage:9")
     assert again.approval is None and again.message == f"{request.id} was already denied."
@@ -190,7 +192,9 @@ def test_the_daemon_decides_again_when_a_request_was_decided_meanwhile(
 
     def web_denies_meanwhile(*args: Any) -> Any:
         decision = decide(*args)
-        h.store.decide_approval(rid, "denied", "web:click")  # a no-op the second time
+        current = h.store.approvals.get(rid)
+        assert current is not None
+        h.store.approvals.decide([replace(current, state="denied", decided_by="web:click")])  # no-op 2nd time
         return decision
 
     monkeypatch.setattr(h.daemon.orchestrator, "decide", web_denies_meanwhile)
@@ -198,15 +202,15 @@ def test_the_daemon_decides_again_when_a_request_was_decided_meanwhile(
     h.finish()
     assert h.egress.to(ANA)[1] == f"{rid} was already denied."
     assert len(h.connector.calls) == 1  # the task did not run
-    stored = h.store.approval(rid)
+    stored = h.store.approvals.get(rid)
     assert stored is not None and (stored.state, stored.decided_by) == ("denied", "web:click")
 
 
 def test_replaying_the_approving_message_after_a_crash_runs_the_task_again(tmp_path: Path) -> None:
     store = Store(tmp_path / "relay.db")
-    approvals = Approvals(store, ttl_minutes=20)
+    approvals = Approvals(store.approvals, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
-    store.add_approval(request)
+    store.approvals.add(request)
     first = recorded(store, approvals.approve(ANA, request.id, "imessage:9"))
     replay = recorded(store, approvals.approve(ANA, request.id, "imessage:9"))
     other = approvals.approve(ANA, request.id, "imessage:10")
@@ -217,15 +221,15 @@ def test_replaying_the_approving_message_after_a_crash_runs_the_task_again(tmp_p
 def test_replaying_a_bare_approve_after_a_crash_runs_the_task_again(tmp_path: Path) -> None:
     # The approving message stays "taken" while the approved task runs (minutes): a crash then replays it.
     store = Store(tmp_path / "relay.db")
-    approvals = Approvals(store, ttl_minutes=20)
+    approvals = Approvals(store.approvals, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
-    store.add_approval(request)
+    store.approvals.add(request)
     first = recorded(store, approvals.approve(ANA, None, "imessage:9"))
     replay = recorded(store, approvals.approve(ANA, None, "imessage:9"))
     assert first.approval is not None and replay.approval is not None and replay.approval.id == request.id
     assert approvals.approve(BOB, None, "imessage:9").approval is None  # the key alone proves nothing
     denied = approvals.create(ANA, "task 2", "plan", "/ws")
-    store.add_approval(denied)
+    store.approvals.add(denied)
     assert recorded(store, approvals.deny(ANA, None, "imessage:10")).message == (
         f"Denied {denied.id}; nothing was changed."
     )
@@ -234,7 +238,7 @@ def test_replaying_a_bare_approve_after_a_crash_runs_the_task_again(tmp_path: Pa
     )
     more = [approvals.create(ANA, f"task {i}", "plan", "/ws") for i in (3, 4)]
     for request in more:
-        store.add_approval(request)
+        store.approvals.add(request)
     said = recorded(store, approvals.deny_all(ANA, "imessage:11")).message
     assert said.startswith("Denied 2 request(s)")
     assert recorded(store, approvals.deny_all(ANA, "imessage:11")).message == said  # the replay says the same
@@ -270,7 +274,7 @@ def test_status_names_running_pending_and_recent_work(run_daemon: Callable[..., 
     h.ingress.add(ANA, "status")
     status = _wait_for_replies(h, ANA, 2)[1]
     assert f"Awaiting approval: {rid}" in status and "fix the parser" in status and "task done" in status
-    run_id = h.store.runs_of(ANA)[0].id
+    run_id = h.store.runs.of_sender(ANA)[0].id
     h.ingress.add(ANA, f"status {run_id}")
     h.ingress.add(ANA, f"status {rid}")
     h.ingress.add(BOB, f"status {run_id}")
@@ -316,7 +320,7 @@ def test_a_bare_deny_denies_the_one_pending_request_and_never_reaches_the_agent(
     assert h.egress.to(ANA)[0] == "You have no pending approval requests."
     assert h.egress.to(ANA)[2] == f"Denied {rid}; nothing was changed."
     assert len(h.connector.calls) == 1  # only the planning turn
-    approval = h.store.approval(rid)
+    approval = h.store.approvals.get(rid)
     assert approval is not None and approval.state == "denied"
 
 
@@ -347,6 +351,6 @@ def test_a_blocked_plan_asks_the_user_and_creates_no_approval_request(
     h.finish()
     assert reply == "BLOCKER: which parser do you mean, the CSV or the JSON one?"
     assert "approve" not in reply
-    assert h.store.pending_approvals(ANA) == []
+    assert h.store.approvals.pending(ANA) == []
     assert h.egress.to(ANA)[1] == "You have no pending approval requests."
-    assert h.store.runs_of(ANA)[-1].state == "blocked"
+    assert h.store.runs.of_sender(ANA)[-1].state == "blocked"

@@ -19,18 +19,18 @@ def store(tmp_path: Path) -> Store:
 
 
 def test_events_are_kept_in_order_without_text_deltas(store: Store) -> None:
-    store.start_run("run_a", "+15551234567", "chat", "/ws", "fix it", message="imessage:7")
+    store.runs.start("run_a", "+15551234567", "chat", "/ws", "fix it", message="imessage:7")
     record = RunLog(store, "run_a")
     record({"type": "start", "backend": "openai", "model": "m"})
     record({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "a.py"}})
     record({"type": "text", "delta": "partial"})
     record({"type": "tool_result", "id": "c1", "name": "readFile", "ok": True, "output": "1\tx"})
     record({"type": "result", "subtype": "success", "result": "done"})
-    events = store.run_events("run_a")
+    events = store.run_events.of_run("run_a")
     assert [e.type for e in events] == ["start", "tool_call", "tool_result", "result"]
     assert [e.seq for e in events] == [1, 2, 3, 4]
     assert json.loads(events[1].body)["arguments"] == {"path": "a.py"}
-    run = store.run("run_a")
+    run = store.runs.get("run_a")
     assert run is not None and run.message == "imessage:7" and run.events_dropped == 0
 
 
@@ -38,17 +38,17 @@ def test_a_run_past_its_budget_drops_events_but_keeps_its_result(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(run_log, "RUN_MAX_BYTES", 3 * EVENT_MAX_BYTES)
-    store.start_run("run_b", "+15551234567", "chat", "/ws", "read everything")
+    store.runs.start("run_b", "+15551234567", "chat", "/ws", "read everything")
     record = RunLog(store, "run_b")
     for index in range(10):
         record({"type": "tool_result", "id": f"c{index}", "output": "x" * 6000})
     record({"type": "result", "subtype": "success", "result": "y" * 6000})
-    types = [e.type for e in store.run_events("run_b")]
+    types = [e.type for e in store.run_events.of_run("run_b")]
     assert types[-1] == "result"
     assert 2 <= types.count("tool_result") < 10
-    run = store.run("run_b")
+    run = store.runs.get("run_b")
     assert run is not None and run.events_dropped == 10 - types.count("tool_result")
-    assert sum(len(e.body) for e in store.run_events("run_b")) <= 3 * EVENT_MAX_BYTES
+    assert sum(len(e.body) for e in store.run_events.of_run("run_b")) <= 3 * EVENT_MAX_BYTES
 
 
 def test_only_the_newest_runs_keep_their_events(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,11 +56,11 @@ def test_only_the_newest_runs_keep_their_events(store: Store, monkeypatch: pytes
     clock = iter(range(100))
     store._clock = lambda: float(next(clock))  # type: ignore[method-assign]
     for name in ("r1", "r2", "r3"):
-        store.start_run(name, "+15551234567", "chat", "/ws", name)
+        store.runs.start(name, "+15551234567", "chat", "/ws", name)
         RunLog(store, name)({"type": "notice", "message": name})
-    assert store.run_events("r1") == []
-    assert [len(store.run_events(name)) for name in ("r2", "r3")] == [1, 1]
-    assert [r.id for r in store.recent_runs()] == ["r3", "r2", "r1"]  # the runs themselves stay
+    assert store.run_events.of_run("r1") == []
+    assert [len(store.run_events.of_run(name)) for name in ("r2", "r3")] == [1, 1]
+    assert [r.id for r in store.runs.recent()] == ["r3", "r2", "r1"]  # the runs themselves stay
 
 
 def test_a_huge_event_is_cut_and_says_so() -> None:
@@ -75,7 +75,7 @@ def test_a_huge_event_is_cut_and_says_so() -> None:
 
 
 def test_a_store_that_cannot_be_written_does_not_stop_the_run(store: Store, tmp_path: Path) -> None:
-    store.start_run("run_c", "+15551234567", "chat", "/ws", "x")
+    store.runs.start("run_c", "+15551234567", "chat", "/ws", "x")
     store.close()
     RunLog(store, "run_c")({"type": "notice", "message": "still fine"})  # logged, not raised
 
@@ -86,5 +86,5 @@ def test_the_migration_keeps_existing_runs(tmp_path: Path) -> None:
         "INSERT INTO runs (id, sender, kind, workspace, request, state, started_at) "
         "VALUES ('old', 's', 'chat', '/ws', 'hi', 'done', 1)",
     )
-    run = Store(path).run("old")
+    run = Store(path).runs.get("old")
     assert run is not None and run.message is None and run.events_dropped == 0 and run.request == "hi"

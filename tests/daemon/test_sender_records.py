@@ -20,11 +20,11 @@ def test_history_lists_the_senders_own_requests_newest_first(harness: Callable[.
     ask(h, ANA, "add a test for the lexer")
     ask(h, BOB, "bob's secret roadmap")
     reply = ask(h, ANA, "history")
-    newer, older = h.store.runs_of(ANA, 2)
+    newer, older = h.store.runs.of_sender(ANA, 2)
     assert reply.startswith("Your requests, newest first:")
     assert reply.index(newer.id) < reply.index("You: add a test for the lexer") < reply.index(older.id)
     assert "You: fix the parser\nReply: echo: fix the parser" in reply
-    assert "roadmap" not in reply and h.store.runs_of(BOB)[0].id not in reply
+    assert "roadmap" not in reply and h.store.runs.of_sender(BOB)[0].id not in reply
     h.finish()
 
 
@@ -102,7 +102,7 @@ def test_usage_sums_the_senders_turns_time_and_tokens_per_day_and_backend(harnes
                         r"\(estimated\)", lines[1])
     assert re.fullmatch(r"Total: 2 turns, \d+ s, 2,400 tokens in / 160 out \(estimated\)", lines[2])
     assert "999,999" not in reply
-    run = h.store.runs_of(ANA)[0]
+    run = h.store.runs.of_sender(ANA)[0]
     assert (run.backend, run.input_tokens, run.tokens_estimated) == ("afm:openai (qwen2.5:3b)", 1200, 1)
     h.finish()
 
@@ -139,7 +139,7 @@ def test_cancel_by_id_stops_that_run_and_only_its_owner_can(harness: Callable[..
     h = harness().start()
     h.ingress.add(ANA, "SLOW forever")
     wait_until(lambda: h.connector.running == 1)
-    run_id = wait_until(lambda: h.store.runs_of(ANA)[0].id if h.store.runs_of(ANA) else None)
+    run_id = wait_until(lambda: h.store.runs.of_sender(ANA)[0].id if h.store.runs.of_sender(ANA) else None)
     # Another sender cannot stop it, nor learn it exists.
     assert ask(h, BOB, f"cancel {run_id}") == f"No run {run_id} of yours. `history` lists your runs."
     assert ask(h, ANA, "cancel run_000000") == "No run run_000000 of yours. `history` lists your runs."
@@ -147,14 +147,14 @@ def test_cancel_by_id_stops_that_run_and_only_its_owner_can(harness: Callable[..
     assert ask(h, ANA, f"cancel {run_id.removeprefix('run_').upper()}") == f"Stopped {run_id}."
     h.finish()
     assert h.connector.cancelled == [ANA]
-    assert h.store.run(run_id).state == "cancelled"  # type: ignore[union-attr]
+    assert h.store.runs.get(run_id).state == "cancelled"  # type: ignore[union-attr]
     assert len(h.egress.to(ANA)) == 2  # the two answers to the commands, no reply for the cancelled run
 
 
 def test_cancel_by_id_leaves_a_newer_run_alone(harness: Callable[..., Harness]) -> None:
     h = harness().start()
     ask(h, ANA, "quick one")
-    done = h.store.runs_of(ANA)[0].id
+    done = h.store.runs.of_sender(ANA)[0].id
     h.ingress.add(ANA, "SLOW: the long one")
     wait_until(lambda: h.connector.running == 1)
     assert ask(h, ANA, f"cancel {done}") == f"{done} is not running (done); nothing was stopped."

@@ -27,19 +27,19 @@ def test_a_refused_sms_is_counted_and_health_says_so(harness: MakeHarness) -> No
     h.ingress.skip(1, "SMS, not iMessage: its sender can be forged", ANA, forgeable=True)
     h.ingress.skip(2, "echo", ANA)
     h.ingress.skip(3, "RCS, not iMessage: its sender can be forged", ANA, forgeable=True)
-    wait_until(lambda: h.store.cursor("imessage") == 3)
+    wait_until(lambda: h.store.cursors.get("imessage") == 3)
     reply = ask(h, ANA, "health")
     assert "Not acted on: 2 SMS/RCS messages" in reply and f"from {ANA}" in reply
     assert "APPLE_FLOW_ALLOW_SMS=true" in reply
     assert not h.connector.calls
-    check = check_sms(h.settings, h.store)
+    check = check_sms(h.settings, h.store.events)
     assert check.status is Status.WARN and "2 SMS/RCS messages" in check.detail
 
 
 def test_without_refusals_health_has_no_sms_line_and_the_check_is_ok(harness: MakeHarness) -> None:
     h = harness().start()
     assert "SMS" not in ask(h, ANA, "health")
-    check = check_sms(h.settings, h.store)
+    check = check_sms(h.settings, h.store.events)
     assert check.status is Status.OK and "not acted on" in check.detail
 
 
@@ -60,7 +60,7 @@ def test_an_sms_can_never_approve_deny_or_cancel(harness: MakeHarness) -> None:
     rid = match.group(1)
     for text in (f"approve {rid}", "approve", f"deny {rid}", "deny all", "cancel"):
         assert "is not taken by SMS or RCS" in ask_by_sms(h, text), text
-    approval = h.store.approval(rid)
+    approval = h.store.approvals.get(rid)
     assert approval is not None and approval.state == "pending"
     assert len(h.connector.calls) == 1  # only the planning turn ran
     assert ask(h, ANA, f"approve {rid}").startswith(f"Done ({rid}")  # by iMessage it works

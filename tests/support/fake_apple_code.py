@@ -20,6 +20,11 @@ interrupted       result error_interrupted, exit 130 (as after a SIGTERM from so
 hang              prints a start event and never ends (ignores --timeout and SIGTERM)
 no-result         a start event and a tool call, then exit 0 without a result event
 quick             only the result event, at once (for the benchmark)
+verify-fail       with --verify: a verify event that failed, then result error_verify, exit 5, with the partial
+                  answer $FAKE_APPLE_CODE_ANSWER and files_changed ["src/app.py"]
+
+With ``--verify CMD`` a result carries ``verify`` as the contract says (in ``answer`` mode after a ``verify`` event
+that passed; in the others as a check that never ran, except ``verify-fail``).
 """
 
 from __future__ import annotations
@@ -36,8 +41,8 @@ OPTIONS: dict[str, str | None] = {
     "--cwd": "DIR", "--system": "TEXT", "--system-file": "PATH", "--timeout": "SECONDS",
     "--backend": "auto|fm|openai", "--base-url": "URL", "--model": "NAME", "--api-key": "KEY",
     "--output-format": "text|json|stream-json", "--max-turns": "N", "--read-only": None, "--no-commands": None,
-    "--context-tokens": "N", "--plan": None, "--max-subtasks": "N", "--parallel": None, "--hide": "PATH",
-    "--deny-port": "PORT", "--check": None,
+    "--context-tokens": "N", "--plan": None, "--max-subtasks": "N", "--parallel": None, "--verify": "CMD",
+    "--verify-rounds": "N", "--fallback-openai": None, "--hide": "PATH", "--deny-port": "PORT", "--check": None,
     "--sandbox-check": None, "--verbose": None, "--version": None, "--help": None,
 }
 ALIASES = {"-h": "--help"}
@@ -50,12 +55,24 @@ def emit(event: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
-def result(subtype: str, text: str, code: int) -> None:
-    emit({
+VERIFY: dict[str, object] | None = None  # the result's ``verify`` object, with --verify
+
+
+def verify_report(command: str, passed: bool, runs: int) -> dict[str, object]:
+    tail = "1 passed" if passed else "FAILED test_app.py::test_main - assert 1 == 2"
+    return {"command": command, "passed": passed, "rounds": 0 if passed else 2, "runs": runs,
+            "exit_code": 0 if passed else 1, "output_tail": f"exit code {0 if passed else 1}\n{tail}"}
+
+
+def result(subtype: str, text: str, code: int, files_changed: list[str] | None = None) -> None:
+    event: dict[str, object] = {
         "type": "result", "subtype": subtype, "is_error": subtype != "success", "result": text, "num_turns": 1,
         "duration_ms": 5, "usage": {"input_tokens": 10, "output_tokens": 5, "estimated": True},
-        "files_changed": [], "commands_run": 0, "backend": "openai", "model": "fake",
-    })
+        "files_changed": files_changed or [], "commands_run": 0, "backend": "openai", "model": "fake",
+    }
+    if VERIFY is not None:
+        event["verify"] = VERIFY
+    emit(event)
     sys.exit(code)
 
 
@@ -113,6 +130,7 @@ def usage() -> str:
 
 
 def main() -> None:
+    global VERIFY
     values, flags, prompt = parse(sys.argv[1:])
     if flags & {"--version", "--check", "--help", "--sandbox-check"}:
         record_run("")
@@ -143,6 +161,8 @@ def main() -> None:
         usage_error(f"--cwd {cwd} is not a directory")
     if not prompt:
         usage_error("no prompt")
+    if "--verify" in values:
+        VERIFY = {"command": values["--verify"], "passed": False, "rounds": 0, "runs": 0, "output_tail": ""}
     if mode == "quick":
         result("success", "ok", 0)
     emit({"type": "start", "version": VERSION, "backend": "openai", "model": "fake", "cwd": cwd,
@@ -160,7 +180,20 @@ def main() -> None:
               "truncated": False})
         answer = os.environ.get("FAKE_APPLE_CODE_ANSWER", "fake answer")
         emit({"type": "text", "delta": answer})
+        if VERIFY is not None:
+            VERIFY = verify_report(values["--verify"], True, 1)
+            emit({"type": "verify", **VERIFY})
         result("success", answer, 0)
+    if mode == "verify-fail":
+        if VERIFY is None:
+            usage_error("fake: verify-fail needs --verify")
+        answer = os.environ.get("FAKE_APPLE_CODE_ANSWER", "fake answer")
+        emit({"type": "text", "delta": answer})
+        VERIFY = verify_report(values["--verify"], False, 3)
+        emit({"type": "verify", **VERIFY})
+        message = f"the check `{values['--verify']}` still fails after 2 repair rounds, exit code 1: FAILED"
+        sys.stderr.write(f"apple-code: error_verify: {message}\n")
+        result("error_verify", f"{answer}\n\n({message})", 5, ["src/app.py"])
     if mode == "echo":
         result("success", prompt or "", 0)
     if mode == "empty":

@@ -7,14 +7,14 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from apple_flow.daemon.store import MIGRATIONS, _statements
+from apple_flow.daemon.store.migrations import MIGRATIONS, statements
 
 
 def old_database(path: Path, version: int, *inserts: str) -> Path:
     db = sqlite3.connect(path)
     try:
         for migration in MIGRATIONS[:version]:
-            for statement in _statements(migration):
+            for statement in statements(migration):
                 db.execute(statement)
         for insert in inserts:
             db.execute(insert)

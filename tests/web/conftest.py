@@ -54,7 +54,7 @@ def make_page(tmp_path: Path) -> Iterator[Callable[..., Page]]:
         db_path = tmp_path / f"relay-{len(servers)}.db" if servers else tmp_path / "relay.db"
         settings = Settings(_env_file=None, db_path=db_path, web_port=0, **overrides)  # type: ignore[call-arg]
         store = Store(settings.db_path)
-        approvals = Approvals(store, ttl_minutes=20)
+        approvals = Approvals(store.approvals, ttl_minutes=20)
         started: list[Approval] = []
         decisions = WebDecisions(store, approvals, started.append)
         state = DaemonState(channel="console", connector=settings.connector, connector_status="ready",

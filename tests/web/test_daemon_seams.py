@@ -51,7 +51,7 @@ def test_a_task_approved_on_the_page_runs_and_its_answer_goes_to_the_sender(daem
     h.ingress.add(ANA, "task: fix a.py")
     plan = wait_until(lambda: h.egress.to(ANA))[0]
     request = re.search(r"approve (req_[0-9a-f]{8})", plan).group(1)  # type: ignore[union-attr]
-    decisions = WebDecisions(h.store, Approvals(h.store, 20), h.daemon.run_approved)
+    decisions = WebDecisions(h.store, Approvals(h.store.approvals, 20), h.daemon.run_approved)
     approved, why = decisions.approve(request, "only a.py")
     assert approved is not None and why == ""
     done = wait_until(lambda: [t for t in h.egress.to(ANA) if t.startswith("Done")])
@@ -60,7 +60,7 @@ def test_a_task_approved_on_the_page_runs_and_its_answer_goes_to_the_sender(daem
     execute = h.connector.calls[-1].request
     assert not execute.read_only and execute.plan
     assert "Notes from the user: only a.py" in execute.message
-    runs = h.store.recent_runs()
+    runs = h.store.runs.recent()
     assert [(r.kind, r.state, r.message) for r in runs] == [("approve", "done", None), ("task", "done", "imessage:1")]
     assert decisions.approve(request) == (None, f"{request} was already approved.")
 
@@ -69,7 +69,7 @@ def test_replies_link_to_their_run_when_a_base_url_is_set(daemon: Callable[..., 
     h = daemon(web_base_url="https://mac.example.ts.net/")
     h.ingress.add(ANA, "hello")
     reply = wait_until(lambda: h.egress.to(ANA))[0]
-    run = h.store.recent_runs()[0]
+    run = h.store.runs.recent()[0]
     assert reply == f"Changed a.py.\n\nhttps://mac.example.ts.net/runs/{run.id}"
     assert run.message == "imessage:1"
     h.ingress.add(ANA, "status")
@@ -87,7 +87,8 @@ def approve_on_the_page(h: Harness, notes: str = "") -> str:
     h.ingress.add(ANA, "task: fix a.py")
     plan = wait_until(lambda: h.egress.to(ANA))[0]
     request = re.search(r"approve (req_[0-9a-f]{8})", plan).group(1)  # type: ignore[union-attr]
-    approved, why = WebDecisions(h.store, Approvals(h.store, 20), h.daemon.run_approved).approve(request, notes)
+    decisions = WebDecisions(h.store, Approvals(h.store.approvals, 20), h.daemon.run_approved)
+    approved, why = decisions.approve(request, notes)
     assert approved is not None, why
     return request
 
@@ -109,7 +110,7 @@ def test_a_task_approved_on_the_page_is_redone_after_a_restart_cut_its_run_short
     done = wait_until(lambda: [t for t in again.egress.to(ANA) if t.startswith("Done")], 20)
     assert done[0].startswith(f"Done ({request}, run_") and done[0].endswith("Changed a.py.")
     assert "Notes from the user: SLOW, only a.py" in again.connector.calls[0].request.message
-    assert [r.state for r in again.store.recent_runs()] == ["done", "interrupted", "done"]
+    assert [r.state for r in again.store.runs.recent()] == ["done", "interrupted", "done"]
     again.stop()
     again.store.close()
 
@@ -126,7 +127,7 @@ def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_is_sent_at_t
     wait_until(lambda: [t for t in h.egress.to(ANA) if t.startswith("Done")])
     h.stop()
     # As if the daemon had died between recording the answer and sending it.
-    h.store.record_web_reply(request, "the recorded answer")
+    h.store.web_runs.record_reply(request, "the recorded answer")
     h.store.close()
 
     again = daemon()
@@ -161,7 +162,7 @@ def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_goes_at_the_
     daemon: Callable[..., Harness],
 ) -> None:
     h, request, done = page_approved_task_sent_with_its_file(daemon)
-    h.store.record_web_reply(request, done)
+    h.store.web_runs.record_reply(request, done)
     crash_state(h, "UPDATE reply_files SET state = 'pending'")
 
     again = daemon()
@@ -182,7 +183,7 @@ def test_a_file_of_a_page_approved_task_cut_short_by_a_crash_goes_at_the_restart
     again = daemon()
     wait_until(lambda: again.egress.files)
     assert again.egress.order == [("file", ANA, "a.py")]
-    assert [e.detail for e in again.store.events(kind="file_sent")] == ["a.py", "a.py"]
+    assert [e.detail for e in again.store.events.recent(kind="file_sent")] == ["a.py", "a.py"]
 
 
 def test_cancel_drops_a_page_approved_task_waiting_in_the_queue_for_good(daemon: Callable[..., Harness]) -> None:
@@ -194,7 +195,7 @@ def test_cancel_drops_a_page_approved_task_waiting_in_the_queue_for_good(daemon:
     request = re.search(r"approve (req_[0-9a-f]{8})", plan).group(1)  # type: ignore[union-attr]
     h.ingress.add(ANA, "SLOW chat")
     wait_until(lambda: h.connector.running == 1)
-    approved, why = WebDecisions(h.store, Approvals(h.store, 20), h.daemon.run_approved).approve(request)
+    approved, why = WebDecisions(h.store, Approvals(h.store.approvals, 20), h.daemon.run_approved).approve(request)
     assert approved is not None, why
     wait_until(lambda: (ANA, f"Approved {request}: working on it in {h.settings.default_workspace}.")
                in h.egress.progress)
@@ -205,7 +206,7 @@ def test_cancel_drops_a_page_approved_task_waiting_in_the_queue_for_good(daemon:
         f'Dropped your queued request, not run: "fix a.py" ({request}). '
         f"{request} is pending again (`approve {request}` runs it, `deny {request}` not)."
     )
-    assert h.store.unfinished_web_runs() == []
+    assert h.store.web_runs.unfinished() == []
     h.stop()
     assert [c.request.read_only for c in h.connector.calls] == [True, False]  # the plan and the SLOW chat only
     h.store.close()

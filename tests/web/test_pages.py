@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apple_flow.daemon.run_log import RunLog
+from apple_flow.daemon.store import FinishedTurn
 from apple_flow.web.auth import COOKIE
 from support.daemon_harness import ANA
 from web.conftest import TOKEN, Page
@@ -19,8 +20,8 @@ SECRET_REQUEST = "rename the launch codes file"
 def record_run(page: Page, run_id: str = "run_abc123", state: str = "done") -> None:
     """A finished chat run as the daemon records it: the run, the agent's events, the message and its reply."""
     store = page.store
-    store.take("imessage", 41, ANA, SECRET_REQUEST)
-    store.start_run(run_id, ANA, "chat", "/Users/ana/site", SECRET_REQUEST, message="imessage:41")
+    store.messages.take("imessage", 41, ANA, SECRET_REQUEST)
+    store.runs.start(run_id, ANA, "chat", "/Users/ana/site", SECRET_REQUEST, message="imessage:41")
     events: list[dict[str, Any]] = [
         {"type": "start", "backend": "openai", "model": "qwen2.5:3b", "cwd": "/Users/ana/site"},
         {"type": "tool_call", "id": "c1", "name": "editFile",
@@ -39,14 +40,14 @@ def record_run(page: Page, run_id: str = "run_abc123", state: str = "done") -> N
     log = RunLog(store, run_id)
     for event in events:
         log(event)
-    store.finish_run(run_id, state, "Renamed it.")
-    store.record_reply("imessage", 41, "Renamed it. (sent)")
-    store.mark_sent("imessage", 41)
+    store.runs.finish(run_id, FinishedTurn(None, state, "Renamed it."))
+    store.messages.record_reply("imessage", 41, "Renamed it. (sent)")
+    store.messages.mark_sent("imessage", 41)
 
 
 def pending_request(page: Page, task: str = "add a --verbose flag") -> str:
     approval = page.approvals.create(ANA, task, "1. edit cli.py", "/Users/ana/site")
-    page.store.add_approval(approval)
+    page.store.approvals.add(approval)
     return approval.id
 
 
@@ -63,7 +64,7 @@ def test_without_the_token_nothing_is_shown(page: Page) -> None:
         assert response.status_code == 401 and SECRET_REQUEST not in response.text
     refused = client.post(f"/approvals/{approval}/approve", data={"csrf": "x"})
     assert refused.status_code == 401
-    assert page.store.approval(approval).state == "pending"  # type: ignore[union-attr]
+    assert page.store.approvals.get(approval).state == "pending"  # type: ignore[union-attr]
     assert client.get("/static/style.css").status_code == 200  # the login page's own style
 
 
@@ -118,9 +119,9 @@ def test_a_run_page_shows_tool_calls_commands_diff_and_the_reply_as_sent(page: P
 
 
 def test_a_failed_run_says_why(page: Page) -> None:
-    page.store.start_run("run_bad", ANA, "chat", "/ws", "do it")
+    page.store.runs.start("run_bad", ANA, "chat", "/ws", "do it")
     RunLog(page.store, "run_bad")({"type": "result", "subtype": "error_timeout", "is_error": True, "result": "x"})
-    page.store.finish_run("run_bad", "failed", "Error: Request timed out after 120s.")
+    page.store.runs.finish("run_bad", FinishedTurn(None, "failed", "Error: Request timed out after 120s."))
     html = page.logged_in().get("/runs/run_bad").text
     assert "Error: Request timed out after 120s. (error_timeout)" in html
     assert page.logged_in().get("/runs/run_nope").status_code == 404
@@ -136,7 +137,7 @@ def test_approve_runs_the_task_once(page: Page) -> None:
     done = client.post(f"/approvals/{approval}/approve", data={"csrf": csrf, "notes": "keep it short"}, headers=origin)
     assert done.status_code == 303 and done.headers["location"] == f"/runs?approved={approval}"
     assert [a.id for a in page.started] == [approval] and page.started[0].extra == "keep it short"
-    stored = page.store.approval(approval)
+    stored = page.store.approvals.get(approval)
     assert stored is not None and stored.state == "approved" and (stored.decided_by or "").startswith("web:")
     again = client.post(f"/approvals/{approval}/approve", data={"csrf": csrf}, headers=origin)
     assert again.status_code == 409 and f"{approval} was already approved." in again.text
@@ -145,14 +146,14 @@ def test_approve_runs_the_task_once(page: Page) -> None:
 
 def test_deny_and_expiry_follow_the_imessage_rules(page: Page) -> None:
     denied, expired = pending_request(page), pending_request(page, task="old")
-    page.store._db.execute("UPDATE approvals SET expires_at = 1 WHERE id = ?", (expired,))
+    page.store.db.write("UPDATE approvals SET expires_at = 1 WHERE id = ?", (expired,))
     client = page.logged_in()
     csrf = page.csrf(client)
     response = client.post(f"/approvals/{denied}/deny", data={"csrf": csrf}, headers={"origin": page.url})
     assert response.status_code == 200 and f"Denied {denied}; nothing was changed." in response.text
     late = client.post(f"/approvals/{expired}/approve", data={"csrf": csrf}, headers={"origin": page.url})
     assert late.status_code == 409 and "expired" in late.text
-    assert page.started == [] and page.store.approval(expired).state == "pending"  # type: ignore[union-attr]
+    assert page.started == [] and page.store.approvals.get(expired).state == "pending"  # type: ignore[union-attr]
     assert expired not in client.get("/approvals").text.split("<main>")[1]
 
 
@@ -170,13 +171,13 @@ def test_posts_from_elsewhere_are_refused(page: Page) -> None:
     for data, headers in attempts:
         response = client.post(f"/approvals/{approval}/approve", data=data, headers=headers)
         assert response.status_code == 403, (data, headers)
-    assert page.store.approval(approval).state == "pending" and page.started == []  # type: ignore[union-attr]
+    assert page.store.approvals.get(approval).state == "pending" and page.started == []  # type: ignore[union-attr]
     other = page.client()
     assert other.post("/login", data={"token": TOKEN}, headers={"origin": "http://evil.example"}).status_code == 403
 
 
 def test_health_names_the_agent_the_channel_and_the_last_error(page: Page) -> None:
-    page.store.log_event("send_failed", "osascript: not allowed to send", ANA)
+    page.store.events.log("send_failed", "osascript: not allowed to send", ANA)
     html = page.logged_in().get("/health").text
     assert "afm" in html and "ready" in html and "console channel" in html
     assert "send_failed: osascript: not allowed to send" in html
@@ -186,7 +187,7 @@ def test_health_names_the_agent_the_channel_and_the_last_error(page: Page) -> No
 
 def test_health_counts_the_sms_and_rcs_messages_not_acted_on(page: Page) -> None:
     assert "none refused" in page.logged_in().get("/health").text
-    page.store.log_event("sms_refused", "SMS, not iMessage: its sender can be forged", ANA)
+    page.store.events.log("sms_refused", "SMS, not iMessage: its sender can be forged", ANA)
     html = page.logged_in().get("/health").text
     assert "Not acted on: 1 SMS/RCS message" in html and "APPLE_FLOW_ALLOW_SMS=true" in html
 

@@ -56,7 +56,7 @@ enum LoopText {
 
 /// Why the run stops offering tools and asks for the answer.
 private enum AnswerReason {
-    case empty, repeated(String), lastTurn, time(seconds: Int)
+    case empty, repeated(String), lastTurn, time(seconds: Int), overflow
 
     var notice: String {
         switch self {
@@ -64,6 +64,7 @@ private enum AnswerReason {
         case .repeated(let name): "the model made the same \(name) call a third time"
         case .lastTurn: "one model turn of --max-turns is left"
         case .time(let seconds): "\(seconds) s of --timeout are left, too few for another tool round"
+        case .overflow: "the server refused a request with tools for its context length again, after it was shrunk"
         }
     }
 }
@@ -96,6 +97,15 @@ private struct LoopRun {
     /// Whether a figure of the usage so far came from the estimator: a turn's tokens, the fixed overhead.
     var turnsEstimated = false
     var fixedEstimated = false
+    /// `--verify`: the check each final answer must pass, and the history entry of its latest failure.
+    var verification: Verification?
+    var feedbackEntry: Int?
+    /// What requests are fitted to: `--context-tokens`, lowered each time the server refuses one for its context
+    /// length (its tool-call generation may not honour `max_tokens`: llama-cpp-python's).
+    var limit: Int
+    /// The server's context-length refusals so far, of requests with tools and of answer requests.
+    var toolOverflows = 0
+    var answerOverflows = 0
 
     init(loop: AgentLoop, request: AgentRequest, events: any EventSink) {
         self.loop = loop
@@ -105,6 +115,8 @@ private struct LoopRun {
         self.budget = ContextBudget(contextTokens: request.contextTokens, instructions: request.instructions, tools: specs)
         self.style = loop.style
         self.entries = [.user(request.prompt)]
+        self.verification = request.verify
+        self.limit = budget.contextTokens
     }
 
     mutating func run() async throws -> AgentAnswer {
@@ -112,7 +124,7 @@ private struct LoopRun {
             try budget.check(task: request.prompt)
             request.log("budget: context \(budget.contextTokens), instructions \(budget.instructionTokens), "
                 + "tool definitions \(budget.toolTokens), answer reserve \(budget.answerReserve) estimated tokens")
-            return try await loopTurns()
+            return try await checkedAnswer()
         } catch var error as AgentError {
             error.progress.merge(progress)
             if error.partialAnswer.isEmpty { error.partialAnswer = partial }
@@ -133,6 +145,55 @@ private struct LoopRun {
             + "raise --max-turns or narrow the task")
     }
 
+    /// The loop's answer once the `--verify` check passes: a failing check goes back to the model with the tools
+    /// while rounds, turns and time are left (a repair needs two turns: one with tools, one to answer).
+    private mutating func checkedAnswer() async throws -> AgentAnswer {
+        while true {
+            let answer = try await loopTurns()
+            guard var verification else { return answer }
+            let turnsLeft = request.maxTurns - progress.turns
+            let verdict = await verification.verify(
+                deadline: request.deadline, events: events, feedbackTokens: feedbackTokens(),
+                cannotRepair: turnsLeft < 2 ? "--max-turns \(request.maxTurns) leaves no turns for another" : nil)
+            self.verification = verification
+            progress.verify = verification.report
+            try Task.checkCancellation()
+            switch verdict {
+            case .passed:
+                return AgentAnswer(text: answer.text, progress: progress)
+            case .failed(let message):
+                throw AgentError(.verify, message, partialAnswer: answer.text)
+            case .repair(let feedback):
+                repair(feedback, after: answer.text)
+            }
+        }
+    }
+
+    /// A repair round: the answer the check rejected, then the check's failure as a user message (an earlier one
+    /// shrinks to a line), tools offered again, and results remembered before it forgotten (the check may have
+    /// changed files).
+    private mutating func repair(_ feedback: String, after answer: String) {
+        let round = verification?.report.rounds ?? 1
+        request.log("verify: the check failed; repair round \(round) of \(verification?.check.rounds ?? round)")
+        if let earlier = feedbackEntry, case .user(let text) = entries[earlier] {
+            entries[earlier] = .user(String(text.prefix { $0 != "\n" }) + " (its output is replaced by a newer run below)")
+        }
+        if !answer.isEmpty { entries.append(.assistant(text: answer, calls: [])) }
+        feedbackEntry = entries.count
+        entries.append(.user(feedback))
+        answerRequested = nil
+        memory = CallMemory()
+        lastCallKey = nil
+    }
+
+    /// What the check's failure may take in the history: half of what the window leaves beside the instructions,
+    /// the tools, the answer reserve and the task, and at most a quarter of the window.
+    private func feedbackTokens() -> Int {
+        let room = budget.contextTokens - budget.fixedTokens - budget.answerReserve
+            - TokenEstimator.estimate(request.prompt) - 64
+        return max(64, min(room / 2, budget.contextTokens / 4))
+    }
+
     private mutating func loopTurns() async throws -> AgentAnswer {
         while true {
             try Task.checkCancellation()
@@ -145,7 +206,13 @@ private struct LoopRun {
             request.log("request \(progress.turns): \(figure.total) of \(budget.contextTokens) \(figure.kind.rawValue) "
                 + "tokens (tools \(chat.tools.isEmpty ? 0 : budget.toolTokens) estimated, answer reserve "
                 + "\(chat.maxTokens)), \(style.rawValue) results")
-            let reply = try await ask(chat, figure)
+            let reply: ChatReply
+            do {
+                reply = try await ask(chat, figure)
+            } catch let overflow as ContextOverflow {
+                if let ended = try recover(from: overflow, figure) { return ended }
+                continue
+            }
             if let reason = answerRequested {
                 // No tools were offered: only words answer.
                 if !reply.text.isEmpty { return AgentAnswer(text: reply.text, progress: progress) }
@@ -168,6 +235,39 @@ private struct LoopRun {
             }
             if let repeated = try await runCalls(of: reply) { requestAnswer(.repeated(repeated)) }
         }
+    }
+
+    /// A request the server refused for its context length, treated as the on-device model's overflow: the next
+    /// request is fitted to three quarters of the refused one (and of the limit before), sent again once, then
+    /// asked for a plain answer without tools (which honours `max_tokens`), shrunk again twice more if that is
+    /// refused too. After that the run ends: with an empty answer when it changed files or ran commands (that
+    /// work is done, and exit 1 would report it as failed), else as a backend error that says what to do.
+    private mutating func recover(from overflow: ContextOverflow, _ figure: RequestFigure) throws -> AgentAnswer? {
+        let asking = answerRequested != nil
+        if asking { answerOverflows += 1 } else { toolOverflows += 1 }
+        let server = "the server refused a request for its context length (\(overflow.message))"
+        request.log("request \(progress.turns): \(server); it was \(figure.total) \(figure.kind.rawValue) tokens of "
+            + "a limit of \(limit)")
+        guard answerOverflows < 3 else {
+            let message = "\(server); even a plain answer request, shrunk, was refused"
+            guard progress.filesChanged.isEmpty && progress.commandsRun == 0 else {
+                request.log(message + "; the run ends without an answer (files were changed or commands run)")
+                events.notice(message + "; ending without an answer")
+                return AgentAnswer(text: "", progress: progress)
+            }
+            throw AgentError(.backendError, message + ". Start the server with a larger context (llama.cpp: -c / "
+                + "--n_ctx; Ollama: num_ctx) or give apple-code a smaller --context-tokens")
+        }
+        limit = max(budget.answerReserve * 2, min(limit, figure.total) * 3 / 4)
+        if !asking, toolOverflows >= 2 {
+            events.notice("\(server); the history is condensed to \(limit) tokens")
+            requestAnswer(.overflow)
+        } else {
+            let message = "\(server); the history is condensed to \(limit) tokens and the request sent again"
+            request.log(message)
+            events.notice(message)
+        }
+        return nil
     }
 
     /// One request: its text shown as it comes, its duration and tokens counted, a call written as text taken
@@ -473,7 +573,7 @@ private struct LoopRun {
                                maxTokens: budget.answerReserve, style: style)
         let figure = await figure(chat)
         let wrapper = 48  // the tool message's own JSON and the folded-result heading
-        let room = budget.contextTokens - figure.total - wrapper * callsLeft
+        let room = limit - figure.total - wrapper * callsLeft
         return (max(16, room / max(1, callsLeft)), figure.kind)
     }
 
@@ -504,7 +604,7 @@ private struct LoopRun {
         var dropped = 0
         var chat = makeRequest()
         var size = await figure(chat)
-        while size.total > budget.contextTokens {
+        while size.total > limit {
             let lastAssistant = entries.lastIndex { if case .assistant = $0 { true } else { false } } ?? 0
             if let index = entries.indices.first(where: { $0 < lastAssistant && entries[$0].isWholeResult }) {
                 entries[index] = entries[index].condensed
@@ -516,7 +616,7 @@ private struct LoopRun {
                 entries.removeSubrange(range)
                 dropped += 1
             } else if let index = largestNewestResult(after: lastAssistant) {
-                let over = size.total - budget.contextTokens
+                let over = size.total - limit
                 guard case .toolResult(let id, let name, let text, let summary, _) = entries[index] else { break }
                 let current = TokenEstimator.estimate(JSONValue.string(text).jsonText)
                 let cut = Self.cutForWire(text, tokens: max(8, current - over - 8))
@@ -529,6 +629,8 @@ private struct LoopRun {
             } else if let range = oldestExchange(before: entries.count) {
                 entries.removeSubrange(range)
                 dropped += 1
+            } else if size.total <= budget.contextTokens {
+                break  // below a limit lowered after a refusal nothing is left to cut; --context-tokens is met
             } else {
                 throw AgentError(.context, "the budget cannot be met: the request needs \(size.total) "
                     + "\(size.kind.rawValue) tokens > --context-tokens \(budget.contextTokens) even with the history "

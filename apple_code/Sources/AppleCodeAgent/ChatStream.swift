@@ -72,6 +72,7 @@ struct ChatStreamAssembler {
             throw AgentError(.backendError, "the server at \(url) streamed an event that is not JSON: \(snippet)")
         }
         if let error = chunk["error"], error != .null {
+            if let overflow = ContextOverflow.recognise(error) { throw overflow }
             let message = error["message"]?.stringValue ?? error.jsonText
             throw AgentError(.backendError, "the server at \(url) reported an error while streaming: \(message)")
         }

@@ -161,6 +161,8 @@ public struct OpenAIChatModel: ChatModel {
         let text = String(decoding: response.body, as: UTF8.self)
         let snippet = text.count > 300 ? String(text.prefix(300)) + "..." : text
         guard (200..<300).contains(response.status) else {
+            // A refusal for the context length is for the agent loop to recover from (shrink, then answer).
+            if let overflow = ContextOverflow.recognise(body: text) { throw overflow }
             var hint = ""
             if response.status == 401 || response.status == 403 { hint = " (check --api-key / APPLE_CODE_API_KEY)" }
             if response.status == 404 { hint = " (check --base-url, usually ending in /v1, and --model)" }
@@ -170,6 +172,7 @@ public struct OpenAIChatModel: ChatModel {
             throw AgentError(.backendError, "the server at \(url) answered with a body that is not JSON: \(snippet)")
         }
         if let error = json["error"], error != .null {
+            if let overflow = ContextOverflow.recognise(error) { throw overflow }
             let message = error["message"]?.stringValue ?? error.jsonText
             throw AgentError(.backendError, "the server at \(url) reported an error: \(message)")
         }

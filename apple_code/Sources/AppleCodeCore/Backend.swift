@@ -47,12 +47,15 @@ public struct AgentRequest: Sendable {
     /// Wall-clock end of the run (`--timeout`).
     public var deadline: ContinuousClock.Instant?
     public var verbose: Bool
+    /// `--verify`: the check a final answer must pass (nil: the model's answer ends the run).
+    public var verify: Verification?
     /// Diagnostics for `--verbose` (stderr).
     public var log: @Sendable (String) -> Void
 
     public init(prompt: String, instructions: String, tools: [any AgentTool], workspace: String,
                 maxTurns: Int = 16, contextTokens: Int = 4096, deadline: ContinuousClock.Instant? = nil,
-                verbose: Bool = false, log: @escaping @Sendable (String) -> Void = { _ in }) {
+                verbose: Bool = false, verify: Verification? = nil,
+                log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.prompt = prompt
         self.instructions = instructions
         self.tools = tools
@@ -61,6 +64,7 @@ public struct AgentRequest: Sendable {
         self.contextTokens = contextTokens
         self.deadline = deadline
         self.verbose = verbose
+        self.verify = verify
         self.log = log
     }
 }

@@ -38,6 +38,10 @@ extension AgentEvent {
             put("type", "notice")
             putSubtask(&object)
             put("message", .string(message))
+        case .verify(let report):
+            put("type", "verify")
+            putSubtask(&object)
+            for entry in report.json.objectValue?.entries ?? [] { put(entry.key, entry.value) }
         case .result(let report):
             put("type", "result")
             putSubtask(&object)
@@ -56,7 +60,7 @@ extension AgentEvent {
 extension RunReport {
     /// The `result` event / `--output-format json` object.
     public var json: JSONValue {
-        [
+        var object: JSONObject = [
             "type": "result",
             "subtype": .string(outcome.subtype),
             "is_error": .bool(outcome.isError),
@@ -69,8 +73,26 @@ extension RunReport {
             "backend": .string(backend),
             "model": .string(model),
         ]
+        if let verify = progress.verify { object["verify"] = verify.json }
+        return .object(object)
     }
 }
+
+extension VerifyReport {
+    /// The result's `verify` object and the body of a `verify` event.
+    public var json: JSONValue {
+        var object: JSONObject = [
+            "command": .string(command),
+            "passed": .bool(passed),
+            "rounds": .int(rounds),
+            "runs": .int(runs),
+        ]
+        if let exitCode { object["exit_code"] = .int(exitCode) }
+        object["output_tail"] = .string(outputTail)
+        return .object(object)
+    }
+}
+
 
 extension RunReport {
     /// `fixed_tokens` (instructions and tool definitions) only where a request was budgeted.

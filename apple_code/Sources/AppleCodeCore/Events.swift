@@ -7,6 +7,8 @@ public struct AgentEvent: Sendable, Equatable {
         case toolResult(id: String, name: String, ok: Bool, summary: String, truncated: Bool)
         case text(delta: String)
         case notice(String)
+        /// `--verify`: the check ran; where it stands now.
+        case verify(VerifyReport)
         case result(RunReport)
     }
 

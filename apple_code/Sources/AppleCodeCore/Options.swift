@@ -35,6 +35,11 @@ public struct RunOptions: Sendable, Equatable {
     public var plan = false
     public var maxSubtasks = RunOptions.defaultMaxSubtasks
     public var parallel = false
+    /// `--verify CMD`: the check a final answer must pass; `--verify-rounds`: repair rounds it allows.
+    public var verify: String?
+    public var verifyRounds = VerifyCheck.defaultRounds
+    /// `--fallback-openai`: go on with the configured OpenAI-compatible server when Apple's model stays rate-limited.
+    public var fallbackOpenAI = false
     public var verbose = false
     /// `--hide` (in order), then `APPLE_CODE_HIDE`'s paths: more paths commands and tools may not read.
     public var hide: [String] = []
@@ -175,6 +180,20 @@ public enum OptionParser {
             options.maxSubtasks = min(try positiveInt("--max-subtasks", value), RunOptions.maxSubtasksCap)
         }, help: "with --plan: subtasks at most (default \(RunOptions.defaultMaxSubtasks), cap \(RunOptions.maxSubtasksCap))"),
         OptionSpec("--parallel", .flag(\.parallel), help: "with --plan and --read-only only: workers run at once"),
+        OptionSpec("--verify", .value("CMD") { value, options in
+            guard value.contains(where: { !$0.isWhitespace }) else { throw UsageError("--verify must not be empty") }
+            options.verify = value
+        }, help: "a command that decides whether the task is done: run in the workspace (runCommand's sandbox) "
+            + "after the final answer; a failure goes back to the model (exit 5 when it still fails)"),
+        OptionSpec("--verify-rounds", .value("N") { value, options in
+            guard let rounds = Int(value), rounds >= 0 else {
+                throw UsageError("--verify-rounds must be a whole number, 0 or more, got '\(value)'")
+            }
+            options.verifyRounds = rounds
+        }, help: "with --verify: times a failing check goes back to the model (default \(VerifyCheck.defaultRounds))"),
+        OptionSpec("--fallback-openai", .flag(\.fallbackOpenAI),
+                   help: "when Apple's model stays rate-limited after its retries, go on with the configured "
+                       + "OpenAI-compatible server (--base-url / --model or their environment variables)"),
         OptionSpec("--hide", .value("PATH") { value, options in
             guard !value.isEmpty else { throw UsageError("--hide must not be empty") }
             options.hide.append(value)
@@ -298,8 +317,23 @@ public enum OptionParser {
 
         if given.contains("--max-subtasks") && !options.plan { throw UsageError("--max-subtasks needs --plan") }
         if options.parallel && !options.plan { throw UsageError("--parallel needs --plan") }
+        if given.contains("--verify-rounds") && options.verify == nil {
+            throw UsageError("--verify-rounds needs --verify")
+        }
+        if options.verify != nil && options.readOnly {
+            throw UsageError("--verify needs a run that may change files: a --read-only run could not repair a failing "
+                + "check")
+        }
         if options.parallel && !options.readOnly {
             throw UsageError("--parallel is allowed only with --read-only (workers would edit one workspace at once)")
+        }
+
+        if options.fallbackOpenAI && !options.openAIConfigured {
+            throw UsageError("--fallback-openai needs an OpenAI-compatible server: give --base-url or --model (or set "
+                + "APPLE_CODE_BASE_URL / APPLE_CODE_MODEL)")
+        }
+        if options.fallbackOpenAI && options.backend == .openai {
+            throw UsageError("--fallback-openai is for Apple's model (--backend auto or fm), not --backend openai")
         }
 
         if commands.contains(.check) { return .check(options) }
@@ -355,8 +389,8 @@ public enum OptionParser {
         }
         lines += [
             "",
-            "Exit codes: 0 answer, 1 run failed, 2 usage, 3 no model, 4 budget cannot be met, 124 timeout,",
-            "130 interrupted.",
+            "Exit codes: 0 answer, 1 run failed, 2 usage, 3 no model, 4 budget cannot be met, 5 the --verify check",
+            "still fails, 124 timeout, 130 interrupted.",
         ]
         return lines.joined(separator: "\n")
     }

@@ -7,6 +7,8 @@ public enum RunOutcome: String, Sendable, Equatable, CaseIterable {
     case usage = "error_usage"
     case modelUnavailable = "error_model_unavailable"
     case context = "error_context"
+    /// `--verify`: the check still failed after the repair rounds.
+    case verify = "error_verify"
     case timeout = "error_timeout"
     case interrupted = "error_interrupted"
 
@@ -20,6 +22,7 @@ public enum RunOutcome: String, Sendable, Equatable, CaseIterable {
         case .usage: 2
         case .modelUnavailable: 3
         case .context: 4
+        case .verify: 5
         case .timeout: 124
         case .interrupted: 130
         }
@@ -33,12 +36,17 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
     public var partialAnswer: String
     /// Work done before the failure still counts in the result.
     public var progress: RunProgress
+    /// Set when the run could go on with another model (Apple's model stayed rate-limited): a prompt for a fresh
+    /// window there, with the task and what was done (`FallbackBackend`).
+    public var continuation: String?
 
-    public init(_ outcome: RunOutcome, _ message: String, partialAnswer: String = "", progress: RunProgress = .init()) {
+    public init(_ outcome: RunOutcome, _ message: String, partialAnswer: String = "", progress: RunProgress = .init(),
+                continuation: String? = nil) {
         self.outcome = outcome
         self.message = message
         self.partialAnswer = partialAnswer
         self.progress = progress
+        self.continuation = continuation
     }
 
     public var description: String { "\(outcome.subtype): \(message)" }
@@ -74,12 +82,16 @@ public struct RunProgress: Sendable, Equatable {
     /// Workspace-relative paths, in first-change order, without repeats.
     public private(set) var filesChanged: [String]
     public var commandsRun: Int
+    /// `--verify`: where the check stands (the latest report of the run or of its plan).
+    public var verify: VerifyReport?
 
-    public init(turns: Int = 0, usage: Usage = Usage(), filesChanged: [String] = [], commandsRun: Int = 0) {
+    public init(turns: Int = 0, usage: Usage = Usage(), filesChanged: [String] = [], commandsRun: Int = 0,
+                verify: VerifyReport? = nil) {
         self.turns = turns
         self.usage = usage
         self.filesChanged = []
         self.commandsRun = commandsRun
+        self.verify = verify
         for file in filesChanged { noteChanged(file) }
     }
 
@@ -97,6 +109,7 @@ public struct RunProgress: Sendable, Equatable {
         usage = usage + other.usage
         for file in other.filesChanged { noteChanged(file) }
         commandsRun += other.commandsRun
+        if let report = other.verify { verify = report }
     }
 }
 

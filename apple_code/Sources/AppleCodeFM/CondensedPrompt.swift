@@ -3,17 +3,21 @@ import AppleCodeCore
 /// The prompt of a fresh window after the previous one overflowed: the task, a journal of what was done, the
 /// files changed, within a token limit (the newest journal entries are kept when it must be cut).
 enum CondensedPrompt {
+    static let overflowNote = "The context window filled up, so this continues in a new one. Do not repeat finished "
+        + "steps."
+    static let overflowEnding = "Continue the task from here and finish with the answer."
+
     static func make(task: String, journal: [JournalEntry], filesChanged: [String], partialAnswer: String,
-                     maxTokens: Int) -> String {
+                     maxTokens: Int, note: String = overflowNote, ending: String = overflowEnding) -> String {
         let taskText = TokenEstimator.cut(task, toTokens: max(48, maxTokens / 2)).text
         var head = "Task:\n\(taskText)\n\n"
-        head += "The context window filled up, so this continues in a new one. Do not repeat finished steps."
+        head += note
         var tail = ""
         if !filesChanged.isEmpty { tail += "\n\nFiles changed so far: \(filesChanged.joined(separator: ", "))" }
         if !partialAnswer.isEmpty {
             tail += "\n\nYour answer so far (cut): " + TokenEstimator.cut(partialAnswer, toTokens: 80).text
         }
-        tail += "\n\nContinue the task from here and finish with the answer."
+        tail += "\n\n" + ending
 
         var lines: [String] = []
         var used = TokenEstimator.estimate(head + tail) + 8

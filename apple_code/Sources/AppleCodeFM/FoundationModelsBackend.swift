@@ -22,6 +22,9 @@ public struct FoundationModelsBackend: AgentBackend {
     static let temperature = 0.2
 
     let languageModel: SystemLanguageModel
+    /// The same model with `permissiveContentTransformations`, for one plain-text answer (no tools) after the
+    /// default guardrails refused a response: Apple documents the mode for `String` responses only.
+    let permissiveModel: SystemLanguageModel
     let retry: RetryPolicy
     /// Set where this build has no FoundationModels framework: why the backend can never run here.
     let missingFramework: String?
@@ -37,9 +40,10 @@ public struct FoundationModelsBackend: AgentBackend {
         #endif
     }
 
-    init(contextTokens: Int? = nil, languageModel: SystemLanguageModel, retry: RetryPolicy = .standard,
-         missingFramework: String? = nil) {
+    init(contextTokens: Int? = nil, languageModel: SystemLanguageModel, permissiveModel: SystemLanguageModel? = nil,
+         retry: RetryPolicy = .standard, missingFramework: String? = nil) {
         self.languageModel = languageModel
+        self.permissiveModel = permissiveModel ?? SystemLanguageModel(guardrails: .permissiveContentTransformations)
         self.retry = retry
         self.missingFramework = missingFramework
         self.contextTokens = contextTokens ?? Self.modelWindow(languageModel)
@@ -108,7 +112,7 @@ public struct FoundationModelsBackend: AgentBackend {
         let taskTokens = await counter?.count(request.prompt) ?? TokenEstimator.estimate(request.prompt)
         try plan.check(taskTokens: taskTokens)
 
-        let ledger = RunLedger(plan: plan, maxToolCalls: request.maxTurns)
+        let ledger = RunLedger(plan: plan, maxToolCalls: request.maxTurns, verification: request.verify)
         if counter != nil {
             ledger.sample(counted: plan.instructionsTokens, text: request.instructions)
             ledger.sample(counted: plan.toolTokens, text: ContextBudget.toolDefinitionText(specs))
@@ -172,6 +176,7 @@ private struct Attempts: Sendable {
         var prompt = firstPrompt
         var restarts = 0
         var retries = 0
+        var permissiveTried = false
         while true {
             try Task.checkCancellation()
             let window = await FoundationModelsBackend.fit(prompt, plan: ledger.plan, counter: counter)
@@ -181,9 +186,19 @@ private struct Attempts: Sendable {
                                                instructions: request.instructions)
             let failure: ResponseFailure
             do {
-                let text = try await respond(session, prompt: prompt)
-                if let counter { ledger.noteAnswerTokens(await counter.count(text)) }
-                return AgentAnswer(text: text, progress: ledger.progress(answered: true))
+                var next = prompt
+                while true {
+                    let text = try await respond(session, prompt: next)
+                    if let counter { ledger.noteAnswerTokens(await counter.count(text)) }
+                    guard let feedback = try await verified(text) else {
+                        return AgentAnswer(text: text, progress: ledger.progress(answered: true))
+                    }
+                    // The same session goes on: the model keeps what it read and did in this window.
+                    next = feedback
+                    ledger.noteRepair(feedback)
+                }
+            } catch let error as AgentError where error.outcome == .verify {
+                throw error
             } catch {
                 // A cancelled stream may fail with any error; cancellation is what happened.
                 failure = Task.isCancelled ? .cancelled : ResponseFailure(error)
@@ -208,21 +223,81 @@ private struct Attempts: Sendable {
                 retries += 1
                 if request.verbose { request.log("fm busy: \(detail)") }
                 guard let delay = backend.retry.delay(retry: retries, deadline: request.deadline) else {
-                    throw failed(.backendError, """
+                    var error = failed(.backendError, """
                         Apple's on-device model stayed busy or rate-limited after \(retries - 1) retries; \
                         try again in a minute (\(detail))
                         """)
+                    // Where a fallback server is configured, the run goes on there from here.
+                    error.continuation = continuation()
+                    throw error
                 }
                 events.notice("Apple's on-device model is busy or rate-limited; retrying in \(delay)")
                 try await Task.sleep(for: delay)
                 // Tools may have run before the failure: continue from the journal rather than from scratch.
                 if !ledger.journal.isEmpty { prompt = condensedPrompt() }
+            case .guardrail(let message, let detail):
+                if request.verbose { request.log("fm guardrail: \(detail)") }
+                guard !permissiveTried else { throw failed(.guardrail, message) }
+                permissiveTried = true
+                return try await permissiveAnswer(refused: message)
             case .fatal(let outcome, let message):
                 if request.verbose { request.log("fm error: \(message)") }
                 throw failed(outcome, message)
             case .cancelled:
                 throw CancellationError()
             }
+        }
+    }
+
+    /// After the default guardrails refused a response: one plain-text answer from a fresh session of the model
+    /// with `permissiveContentTransformations` and no tools (tool calls are guided generation, which keeps the
+    /// default guardrails whatever the mode), prompted with the task and what was done. Refused again: the run
+    /// ends with `error_guardrail`.
+    private func permissiveAnswer(refused message: String) async throws -> AgentAnswer {
+        request.log("fm guardrail: the default guardrails refused a response; asking once more for a plain-text "
+            + "answer without tools, with SystemLanguageModel.Guardrails.permissiveContentTransformations")
+        let progress = ledger.progress()
+        let prompt = ledger.journal.isEmpty && ledger.answer.isEmpty ? request.prompt : CondensedPrompt.make(
+            task: request.prompt, journal: ledger.journal, filesChanged: progress.filesChanged,
+            partialAnswer: ledger.answer, maxTokens: ledger.plan.promptLimit,
+            note: "This continues without tools.", ending: "Answer now, in plain words: what was done and found.")
+        let window = await FoundationModelsBackend.fit(prompt, plan: ledger.plan, counter: counter)
+        ledger.startWindow(promptTokens: window.tokens)
+        let session = LanguageModelSession(model: backend.permissiveModel, tools: [],
+                                           instructions: request.instructions)
+        let text: String
+        do {
+            text = try await respond(session, prompt: window.text)
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            let failure = ResponseFailure(error)
+            if request.verbose { request.log("fm guardrail: the permissive answer failed too: \(failure)") }
+            throw failed(.guardrail, message)
+        }
+        request.log("fm guardrail: answered with permissiveContentTransformations")
+        if let counter { ledger.noteAnswerTokens(await counter.count(text)) }
+        _ = try await verified(text, repairable: false)
+        return AgentAnswer(text: text, progress: ledger.progress(answered: true))
+    }
+
+    /// `--verify`: nil when the answer stands (no check, or it passed); else the failure to send to the model for a
+    /// repair round. Throws `error_verify` when the check still fails and no round is left.
+    private func verified(_ answer: String, repairable: Bool = true) async throws -> String? {
+        guard var verification = ledger.verification else { return nil }
+        let turnsLeft = ledger.maxToolCalls - ledger.progress().turns
+        var cannotRepair: String?
+        if !repairable { cannotRepair = "the answer came from a request without tools" }
+        if turnsLeft < 1 { cannotRepair = "--max-turns \(request.maxTurns) leaves no tool calls for another" }
+        let verdict = await verification.verify(
+            deadline: request.deadline, events: events, feedbackTokens: max(64, ledger.plan.promptLimit / 2),
+            cannotRepair: cannotRepair)
+        ledger.verification = verification
+        try Task.checkCancellation()
+        switch verdict {
+        case .passed: return nil
+        case .repair(let feedback): return feedback
+        case .failed(let message):
+            throw AgentError(.verify, message, partialAnswer: answer, progress: ledger.progress(answered: true))
         }
     }
 
@@ -252,9 +327,28 @@ private struct Attempts: Sendable {
     private func condensedPrompt() -> String {
         let progress = ledger.progress()
         let limit = ledger.plan.promptLimit
-        return CondensedPrompt.make(task: request.prompt, journal: ledger.journal,
-                                    filesChanged: progress.filesChanged, partialAnswer: ledger.answer,
-                                    maxTokens: counter == nil ? limit : ledger.rate.estimatedBudget(forCounted: limit))
+        let budget = counter == nil ? limit : ledger.rate.estimatedBudget(forCounted: limit)
+        // A repair round's check failure goes on after the condensed history, within its own share.
+        guard let feedback = ledger.repairFeedback else {
+            return CondensedPrompt.make(task: request.prompt, journal: ledger.journal,
+                                        filesChanged: progress.filesChanged, partialAnswer: ledger.answer,
+                                        maxTokens: budget)
+        }
+        let feedbackCut = TokenEstimator.cut(feedback, toTokens: budget / 2, headShare: 0.3).text
+        let history = CondensedPrompt.make(task: request.prompt, journal: ledger.journal,
+                                           filesChanged: progress.filesChanged, partialAnswer: ledger.answer,
+                                           maxTokens: budget - TokenEstimator.estimate(feedbackCut) - 2)
+        return history + "\n\n" + feedbackCut
+    }
+
+    /// The prompt another model can go on from: the task, or the task and a journal of what was done.
+    private func continuation() -> String {
+        let progress = ledger.progress()
+        guard !ledger.journal.isEmpty || !ledger.answer.isEmpty else { return request.prompt }
+        return CondensedPrompt.make(task: request.prompt, journal: ledger.journal, filesChanged: progress.filesChanged,
+                                    partialAnswer: ledger.answer, maxTokens: ledger.plan.promptLimit,
+                                    note: "Another model started this task; it continues here. Do not repeat "
+                                        + "finished steps.")
     }
 
     private func failed(_ outcome: RunOutcome, _ message: String) -> AgentError {
@@ -268,6 +362,9 @@ enum ResponseFailure: Equatable {
     case overflow(String)
     /// `rateLimited` or `concurrentRequests`: wait and retry.
     case busy(String)
+    /// `guardrailViolation`: the message for the user, and the framework's detail. One plain-text answer with
+    /// permissive guardrails may follow.
+    case guardrail(String, String)
     /// Ends the run with this outcome and message.
     case fatal(RunOutcome, String)
     case cancelled
@@ -297,11 +394,8 @@ enum ResponseFailure: Equatable {
             return .overflow(context.debugDescription)
         case .rateLimited(let context), .concurrentRequests(let context):
             return .busy(context.debugDescription)
-        case .guardrailViolation:
-            return .fatal(.guardrail, """
-                Apple's on-device model refused this request: its safety guardrail was triggered. Rephrase the \
-                task, or use --backend openai
-                """)
+        case .guardrailViolation(let context):
+            return .guardrail(guardrailMessage, context.debugDescription)
         case .refusal:
             return .fatal(.guardrail, """
                 Apple's on-device model declined to answer this request. Rephrase the task, or use --backend openai
@@ -323,12 +417,18 @@ enum ResponseFailure: Equatable {
         }
     }
 
+    static let guardrailMessage = """
+        Apple's on-device model refused this request: its safety guardrail was triggered. Rephrase the task, or use \
+        --backend openai
+        """
+
     /// Recognises failures by their text, for errors without a typed case in this SDK.
     static func classify(description: String) -> ResponseFailure {
         let overflowMarks = ["exceededContextWindowSize", "contextSizeExceeded", "exceeds the maximum allowed context"]
         if overflowMarks.contains(where: description.contains) { return .overflow(description) }
         if ["rateLimited", "concurrentRequests"].contains(where: description.contains) { return .busy(description) }
-        if ["guardrailViolation", "refusal"].contains(where: description.contains) {
+        if description.contains("guardrailViolation") { return .guardrail(guardrailMessage, description) }
+        if description.contains("refusal") {
             return .fatal(.guardrail, "Apple's on-device model refused this request (\(description))")
         }
         return .fatal(.backendError, "Apple's on-device model failed: \(description)")

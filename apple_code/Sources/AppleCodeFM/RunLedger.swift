@@ -31,6 +31,9 @@ final class RunLedger: Sendable {
         var rate = TokenRate()
         /// A figure of an exact plan had to be estimated (the model did not count it).
         var estimatedSome = false
+        /// `--verify`: the check's state, and the latest failure sent to the model (for a condensed window).
+        var verification: Verification?
+        var repairFeedback: String?
     }
 
     /// All figures are in the plan's kind of tokens: the model's counts when `plan.budget.exact`, else estimates.
@@ -38,9 +41,29 @@ final class RunLedger: Sendable {
     let maxToolCalls: Int
     private let state = Mutex(State())
 
-    init(plan: ContextPlan, maxToolCalls: Int) {
+    init(plan: ContextPlan, maxToolCalls: Int, verification: Verification? = nil) {
         self.plan = plan
         self.maxToolCalls = max(0, maxToolCalls)
+        state.withLock { $0.verification = verification }
+    }
+
+    var verification: Verification? {
+        get { state.withLock { $0.verification } }
+        set { state.withLock { $0.verification = newValue } }
+    }
+
+    var repairFeedback: String? { state.withLock { $0.repairFeedback } }
+
+    /// A repair round starts: the failure is sent, and the answer streams afresh.
+    func noteRepair(_ feedback: String) {
+        state.withLock { state in
+            state.repairFeedback = feedback
+            // The answer the check rejected was a turn, and its tokens stay in the usage.
+            state.progress.turns += 1
+            state.outputTokens += state.answerTokens ?? TokenEstimator.estimate(state.answer)
+            state.answer = ""
+            state.answerTokens = nil
+        }
     }
 
     /// A new window starts with a prompt of `promptTokens`.
@@ -119,6 +142,7 @@ final class RunLedger: Sendable {
         state.withLock { state in
             var progress = state.progress
             if answered { progress.turns += 1 }
+            progress.verify = state.verification.map { $0.report }
             let answerEstimated = state.answerTokens == nil && !state.answer.isEmpty
             progress.usage = Usage(
                 inputTokens: state.inputTokens,

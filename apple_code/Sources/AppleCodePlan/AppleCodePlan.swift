@@ -90,6 +90,11 @@ public struct PlanRunner: Sendable {
                              partialAnswer: CombinedAnswer.render(records, summary: nil), progress: progress)
         }
 
+        if let verify = request.verify {
+            try await verifyPlan(verify, &records, request, prompts: prompts, budget: budget, progress: &progress,
+                                 events: events)
+        }
+
         let summary = try await summarize(records, request, prompts: prompts, budget: budget,
                                           progress: &progress, events: events)
         let combined = CombinedAnswer.render(records, summary: summary)
@@ -110,6 +115,7 @@ public struct PlanRunner: Sendable {
             .planner(maxSubtasks: cap)
         plannerRequest.tools = request.tools.filter { Self.readOnlyToolNames.contains($0.name) }
         plannerRequest.maxTurns = budget.plannerTurns
+        plannerRequest.verify = nil
         plannerRequest.deadline = budget.plannerDeadline()
         let answer = try await runBounded(plannerRequest, events: TextDroppingSink(base: events))
         var subtasks = PlanParser.subtasks(from: answer.text)
@@ -173,6 +179,7 @@ public struct PlanRunner: Sendable {
         summaryRequest.prompt = prompts.summary(count: records.count, digest: CombinedAnswer.digest(records))
         summaryRequest.tools = []
         summaryRequest.maxTurns = PlanBudget.summaryTurns
+        summaryRequest.verify = nil
         do {
             let answer = try await runBounded(summaryRequest, events: TextDroppingSink(base: events))
             progress.merge(answer.progress)

@@ -11,6 +11,8 @@ extension PlanRunner {
         worker.prompt = prompts.worker(subtask: record.subtask, index: record.index, count: count, digest: digest)
         worker.maxTurns = maxTurns
         worker.deadline = deadline
+        // The plan checks once after its last step (`verifyPlan`), not after each worker.
+        worker.verify = nil
         return worker
     }
 

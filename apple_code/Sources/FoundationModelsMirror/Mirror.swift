@@ -397,17 +397,40 @@ final public class SystemLanguageModel : Sendable {
     let script: MirrorScript
     let storedContextSize: Int
     let countsTokens: Bool
+    let guardrails: Guardrails
 
     final public var availability: SystemLanguageModel.Availability { get { storedAvailability } }
     final public var isAvailable: Bool { get { storedAvailability == .available } }
 
     /// `contextSize` is also the window the scripted sessions enforce (counted with `MirrorTokenizer`);
     /// `countsTokens: false` makes `tokenCount(for:)` throw, as a model without a tokenizer would.
-    public init(mirrorAvailability: Availability = .available, script: MirrorScript = MirrorScript(), contextSize: Int = 4096, countsTokens: Bool = true) { // mirror-only
+    public init(mirrorAvailability: Availability = .available, script: MirrorScript = MirrorScript(), contextSize: Int = 4096, countsTokens: Bool = true, mirrorGuardrails: Guardrails = .default) { // mirror-only
         storedAvailability = mirrorAvailability
         self.script = script
         storedContextSize = contextSize
         self.countsTokens = countsTokens
+        guardrails = mirrorGuardrails
+    }
+
+    /// On Linux no model is available, whatever the guardrails.
+    public convenience init(useCase: SystemLanguageModel.UseCase = .general, guardrails: SystemLanguageModel.Guardrails = Guardrails.default) {
+        self.init(mirrorAvailability: .unavailable(.deviceNotEligible), mirrorGuardrails: guardrails)
+    }
+}
+
+extension SystemLanguageModel {
+    public struct UseCase : Sendable, Equatable {
+        let name: String
+        public static let general: SystemLanguageModel.UseCase = UseCase(name: "general")
+        public static let contentTagging: SystemLanguageModel.UseCase = UseCase(name: "contentTagging")
+    }
+}
+
+extension SystemLanguageModel {
+    public struct Guardrails : Sendable {
+        public let mirrorName: String // mirror-only
+        public static let `default`: SystemLanguageModel.Guardrails = Guardrails(mirrorName: "default")
+        public static let permissiveContentTransformations: SystemLanguageModel.Guardrails = Guardrails(mirrorName: "permissiveContentTransformations")
     }
 }
 
@@ -562,7 +585,8 @@ extension LanguageModelSession {
         let tools = tools
         let index = script.record(MirrorRequest(
             instructions: instructions, toolNames: tools.map(\.name),
-            toolSchemas: tools.map(\.parameters.debugDescription), prompt: prompt, options: options))
+            toolSchemas: tools.map(\.parameters.debugDescription), prompt: prompt, options: options,
+            guardrails: model.guardrails.mirrorName))
         let steps = script.nextTurn()
         // The window the real model enforces: instructions, tool definitions, prompt, every tool call and output,
         // and the response, counted as `tokenCount(for:)` counts them.
@@ -696,6 +720,8 @@ public struct MirrorRequest: Sendable { // mirror-only
     public let toolSchemas: [String]
     public let prompt: String
     public let options: GenerationOptions
+    /// The name of the guardrails of the session's model.
+    public let guardrails: String
     public var toolExchanges: [MirrorToolExchange] = []
 }
 

@@ -16,20 +16,24 @@ struct Runner {
     func run() async -> Int32 {
         let output = Output(format: options.outputFormat, verbose: options.verbose)
         let control = RunControl(output: output, started: started, backend: options.backend.rawValue,
-                                 model: options.model ?? "")
+                                 model: options.model ?? "", verifyCommand: options.verify)
         let log: @Sendable (String) -> Void = { [output] in output.log($0) }
         do {
             let workspace = try resolveWorkspace()
             let instructions = BuiltInInstructions.combined(with: try extraInstructions())
             let deadline = started + .milliseconds(Int64(options.timeoutSeconds * 1000))
             control.watch(deadline: deadline)
-            let backend = try await BackendResolver.resolve(options, environment: environment, log: log)
+            let backend = try await withFallback(BackendResolver.resolve(options, environment: environment, log: log),
+                                                 control: control, log: log)
             control.setBackend(backend.name, model: backend.model)
             let tools = standardTools(readOnly: options.readOnly, allowCommands: !options.noCommands)
+            let verify = options.verify.map {
+                Verification(CheckCommand.check($0, rounds: options.verifyRounds, workspace: workspace, log: log))
+            }
             let request = AgentRequest(prompt: options.prompt, instructions: instructions, tools: tools,
                                        workspace: workspace, maxTurns: options.maxTurns,
                                        contextTokens: backend.contextTokens, deadline: deadline,
-                                       verbose: options.verbose, log: log)
+                                       verbose: options.verbose, verify: verify, log: log)
             let events = OutputSink(output: output)
             events.emit(.start(StartInfo(backend: backend.name, model: backend.model, cwd: workspace,
                                          contextTokens: backend.contextTokens, tools: tools.map(\.name))))
@@ -44,6 +48,17 @@ struct Runner {
         } catch {
             return control.finish(AgentError(.backendError, "\(error)"))
         }
+    }
+
+    /// `--fallback-openai` on Apple's model: the configured OpenAI-compatible server takes over a run that stays
+    /// rate-limited (resolved only then, so a server that is down costs nothing until it is needed).
+    private func withFallback(_ backend: any AgentBackend, control: RunControl,
+                              log: @escaping @Sendable (String) -> Void) -> any AgentBackend {
+        guard options.fallbackOpenAI, backend.name == "fm" else { return backend }
+        let (options, environment) = (options, environment)
+        return FallbackBackend(primary: backend, fallback: {
+            try await BackendResolver.openAI(options, environment: environment, log: log)
+        }, onSwitch: { control.setBackend($0, model: $1) })
     }
 
     /// `--cwd` as an absolute path; missing, not a folder, or (unless --read-only) `/`, a home folder or a folder
@@ -94,12 +109,15 @@ final class RunControl: @unchecked Sendable {
     private var task: Task<AgentAnswer, Error>?
     private var timer: Task<Void, Never>?
     private var signalSources: [DispatchSourceSignal] = []
+    /// `--verify`: the result always says where the check stands, also when it never ran.
+    private let verifyCommand: String?
 
-    init(output: Output, started: ContinuousClock.Instant, backend: String, model: String) {
+    init(output: Output, started: ContinuousClock.Instant, backend: String, model: String, verifyCommand: String?) {
         self.output = output
         self.started = started
         self.backend = backend
         self.model = model
+        self.verifyCommand = verifyCommand
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
@@ -184,6 +202,8 @@ final class RunControl: @unchecked Sendable {
     }
 
     private func report(_ outcome: RunOutcome, result: String, partial: String, progress: RunProgress) -> Int32 {
+        var progress = progress
+        if let verifyCommand, progress.verify == nil { progress.verify = VerifyReport(command: verifyCommand) }
         lock.lock()
         let report = RunReport(outcome: outcome, result: result,
                                durationMs: Int((ContinuousClock.now - started).seconds * 1000),

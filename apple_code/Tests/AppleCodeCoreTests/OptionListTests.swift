@@ -60,11 +60,13 @@ import Testing
         for spec in OptionParser.options {
             switch spec.effect {
             case .value:
-                let args = [spec.name, valid(spec.name), "--plan", "x"]
+                let needs = spec.name == "--verify-rounds" ? ["--verify", "make test"] : []
+                let args = [spec.name, valid(spec.name), "--plan"] + needs + ["x"]
                 #expect(throws: Never.self, "\(args)") { try parse(args).get() }
                 #expect(parse([spec.name]) == .failure(UsageError("\(spec.name) needs a value")))
             case .flag(let field):
-                let args = spec.name == "--parallel" ? ["--plan", "--read-only", spec.name, "x"] : [spec.name, "x"]
+                let args = spec.name == "--parallel" ? ["--plan", "--read-only", spec.name, "x"]
+                    : spec.name == "--fallback-openai" ? ["--model", "m", spec.name, "x"] : [spec.name, "x"]
                 guard case .run(let options)? = try? parse(args).get() else {
                     Issue.record("\(args) is not a run")
                     continue
@@ -87,7 +89,7 @@ import Testing
         case "--backend": "openai"
         case "--base-url": "http://127.0.0.1:1/v1"
         case "--output-format": "json"
-        case "--timeout", "--max-turns", "--context-tokens", "--max-subtasks", "--deny-port": "3"
+        case "--timeout", "--max-turns", "--context-tokens", "--max-subtasks", "--verify-rounds", "--deny-port": "3"
         default: "v"
         }
     }

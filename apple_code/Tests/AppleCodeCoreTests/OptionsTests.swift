@@ -24,6 +24,18 @@ import Testing
         #expect(o.timeoutSeconds == 120 && o.maxTurns == 16 && o.backend == .auto && o.outputFormat == .text)
         #expect(o.baseURL == "http://127.0.0.1:11434/v1" && !o.openAIConfigured && o.model == nil)
         #expect(o.contextTokens == nil && !o.plan && o.maxSubtasks == 5 && !o.readOnly && !o.noCommands)
+        #expect(o.verify == nil && o.verifyRounds == 2)
+    }
+
+    @Test func fallbackNeedsAConfiguredServer() throws {
+        #expect(try options(["--fallback-openai", "--base-url", "http://127.0.0.1:1/v1", "x"]).fallbackOpenAI)
+        #expect(try options(["--fallback-openai", "x"], env: ["APPLE_CODE_MODEL": "m"]).fallbackOpenAI)
+    }
+
+    @Test func verifyTakesACommandAndItsRounds() throws {
+        let o = try options(["--verify", "pytest -q", "--verify-rounds=0", "task"])
+        #expect(o.verify == "pytest -q" && o.verifyRounds == 0)
+        #expect(try options(["--verify=make test", "task"]).verifyRounds == 2)
     }
 
     /// Issue 24 item 3: more hidden paths from the command line (repeatable) and APPLE_CODE_HIDE (`:`-separated),
@@ -88,6 +100,12 @@ import Testing
             (["--max-subtasks", "0", "--plan", "x"], "--max-subtasks"),
             // An unset variable in `--cwd "$WS"` must not quietly make the caller's own folder the workspace.
             (["--cwd", "", "x"], "--cwd must not be empty"), (["--cwd=", "x"], "--cwd must not be empty"),
+            (["--verify", " ", "x"], "--verify must not be empty"), (["--verify-rounds", "1", "x"], "needs --verify"),
+            (["--verify", "t", "--verify-rounds", "-1", "x"], "--verify-rounds"),
+            (["--verify", "t", "--verify-rounds", "two", "x"], "--verify-rounds"),
+            (["--verify", "t", "--read-only", "x"], "--read-only"),
+            (["--fallback-openai", "x"], "needs an OpenAI-compatible server"),
+            (["--fallback-openai", "--backend", "openai", "--model", "m", "x"], "not --backend openai"),
         ]
         for (args, expected) in cases {
             let message = usageError(args)

@@ -37,19 +37,58 @@ import Testing
         #expect(error?.outcome.exitCode == 1)
         #expect(error?.message.contains("after 3 retries") == true)
         #expect(script.requests.count == 4)
+        // Nothing was done yet: another model would go on from the task itself.
+        #expect(error?.continuation == "Fix the bug in a.py")
     }
 
+    @Test func aRateLimitedRunLeavesWhatWasDoneForTheFallback() async {
+        let limited = MirrorStep.fail(.rateLimited(context("rate limited")))
+        let (backend, _) = scriptedBackend([[.callTool("readFile", args(#"{"path":"a.py"}"#)), limited]]
+                                           + Array(repeating: [limited], count: 10))
+        let error = await runFailure(backend, request())
+        let continuation = error?.continuation ?? ""
+        #expect(continuation.hasPrefix("Task:\nFix the bug in a.py\n\nAnother model started this task"))
+        #expect(continuation.contains(#"1. readFile {"path":"a.py"}"#))
+    }
+
+    @Test func otherFailuresLeaveNoContinuation() async {
+        let (backend, _) = scriptedBackend([[.fail(.assetsUnavailable(context("gone")))]])
+        #expect(await runFailure(backend, request())?.continuation == nil)
+    }
+
+    /// A refusal ends the run; a guardrail violation does after the permissive plain-text answer is refused too.
     @Test(arguments: [
-        LanguageModelSession.GenerationError.guardrailViolation(context("unsafe")),
-        .refusal(.init(transcriptEntries: []), context("refused")),
+        [LanguageModelSession.GenerationError.guardrailViolation(context("unsafe")),
+         .guardrailViolation(context("still unsafe"))],
+        [.refusal(.init(transcriptEntries: []), context("refused"))],
     ])
-    func guardrailAndRefusalAreErrorGuardrail(error: LanguageModelSession.GenerationError) async {
-        let (backend, _) = scriptedBackend([[.fail(error)]])
+    func guardrailAndRefusalAreErrorGuardrail(errors: [LanguageModelSession.GenerationError]) async {
+        let (backend, script) = scriptedBackend(errors.map { [.fail($0)] })
         let failure = await runFailure(backend, request())
+        #expect(script.requests.count == errors.count)
         #expect(failure?.outcome == .guardrail)
         #expect(failure?.outcome.subtype == "error_guardrail")
         #expect(failure?.message.hasPrefix("Apple's on-device model") == true)
         #expect(failure?.message.contains("Rephrase the task") == true)
+    }
+
+    @Test func aGuardrailViolationGetsOnePlainTextAnswerWithPermissiveGuardrails() async throws {
+        let (backend, script) = scriptedBackend([
+            [.callTool("readFile", args(#"{"path":"a.py"}"#)), .fail(.guardrailViolation(context("unsafe")))],
+            [.snapshots(["a.py kills stale processes."])],
+        ])
+        let log = LogLines()
+        let answer = try await backend.run(request("What does a.py kill?", log: log), events: RecordingSink())
+        #expect(answer.text == "a.py kills stale processes.")
+        let requests = script.requests
+        #expect(requests.map(\.guardrails) == ["default", "permissiveContentTransformations"])
+        // Tool calls keep the default guardrails: the permissive request offers none.
+        #expect(requests[0].toolNames == ["readFile"] && requests[1].toolNames.isEmpty)
+        #expect(requests[1].prompt.contains("Task:\nWhat does a.py kill?"))
+        #expect(requests[1].prompt.contains("This continues without tools."))
+        #expect(requests[1].prompt.contains(#"1. readFile {"path":"a.py"}"#))
+        #expect(log.all.contains { $0.contains("with SystemLanguageModel.Guardrails.permissiveContentTransformations") })
+        #expect(answer.progress.turns == 2)
     }
 
     @Test func missingAssetsAreModelUnavailable() async {

@@ -42,7 +42,9 @@ import Testing
         #expect(ResponseFailure.classify(description: "GenerationError.rateLimited")
             == .busy("GenerationError.rateLimited"))
         #expect(ResponseFailure.classify(description: "x guardrailViolation y")
-            == .fatal(.guardrail, "Apple's on-device model refused this request (x guardrailViolation y)"))
+            == .guardrail(ResponseFailure.guardrailMessage, "x guardrailViolation y"))
+        #expect(ResponseFailure.classify(description: "x refusal y")
+            == .fatal(.guardrail, "Apple's on-device model refused this request (x refusal y)"))
         #expect(ResponseFailure(CancellationError()) == .cancelled)
     }
 }

@@ -55,7 +55,10 @@ func scriptedBackend(_ turns: [[MirrorStep]], availability: SystemLanguageModel.
     -> (FoundationModelsBackend, MirrorScript) {
     let script = MirrorScript(turns)
     let model = SystemLanguageModel(mirrorAvailability: availability, script: script, countsTokens: countsTokens)
-    return (FoundationModelsBackend(contextTokens: 4096, languageModel: model, retry: retry), script)
+    let permissive = SystemLanguageModel(mirrorAvailability: availability, script: script, countsTokens: countsTokens,
+                                         mirrorGuardrails: .permissiveContentTransformations)
+    return (FoundationModelsBackend(contextTokens: 4096, languageModel: model, permissiveModel: permissive,
+                                    retry: retry), script)
 }
 
 func request(_ prompt: String = "Fix the bug in a.py", tools: [any AgentTool] = [FakeTool("readFile")],

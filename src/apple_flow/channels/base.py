@@ -68,7 +68,7 @@ class Skipped:
 
 
 class SentTexts(Protocol):
-    """What was sent on one channel lately (``Store.sent_texts``). Texts are compared as given: a channel whose
+    """What was sent on one channel lately (``SentTable.for_channel``). Texts are compared as given: a channel whose
     copies come back changed (Messages trims and re-wraps) records and asks in one normal form."""
 
     def record(self, recipient: str, text: str) -> None:

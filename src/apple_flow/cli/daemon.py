@@ -132,7 +132,7 @@ def _web_page(settings: Settings, store: Store, daemon: Daemon, channel: str) ->
         page = start_page(settings, store, daemon.run_approved, state, Path(ENV_FILE))
     except WebError as exc:
         print_error(f"No web page: {exc}")
-        store.log_event("web_error", str(exc))
+        store.events.log("web_error", str(exc))
         return None
     err.print(f"Web page: {page.url} (log in with APPLE_FLOW_WEB_TOKEN from {Path(ENV_FILE).absolute()})")
     return page
@@ -169,12 +169,13 @@ def register(app: typer.Typer) -> None:
                 return ConsoleIngress.from_stream(sys.stdin), PlainConsoleEgress(sys.stdout, sys.stderr)
         else:
             from apple_flow.channels.imessage import build_imessage_channel
+            from apple_flow.channels.imessage.copies import CopyTable
 
             key = "imessage"
 
             def build(store: Store) -> tuple[Ingress, Egress]:
-                sent = store.sent_texts(key, settings.echo_window_seconds)
-                return build_imessage_channel(settings, sent, store.copy_record(key))
+                sent = store.sent.for_channel(key, settings.echo_window_seconds)
+                return build_imessage_channel(settings, sent, CopyTable(store.db, key))
         for note in startup_notes(settings):
             err.print(escape(note))
         for warning in startup_warnings(settings, chosen):

@@ -3,7 +3,7 @@ expiry. A decision remembers the message that made it, so replaying that message
 decision instead of "already approved".
 
 This module only reads the store: each decision comes back with the requests in their new state, which the
-caller records (``Store.decide_approvals``) together with the message that decided them. A request decided by
+caller records (``ApprovalTable.decide``) together with the message that decided them. A request decided by
 someone else between the two (the web page and a text at once) makes that recording fail: decide again, and the
 answer says it was already decided."""
 
@@ -19,13 +19,13 @@ from apple_flow.daemon.store import Approval
 
 
 class ApprovalRecords(Protocol):
-    """The store's approval records, read-only."""
+    """The store's approval records (``store.approvals``), read-only."""
 
-    def approval(self, approval_id: str) -> Approval | None: ...
+    def get(self, approval_id: str) -> Approval | None: ...
 
-    def pending_approvals(self, sender: str) -> list[Approval]: ...
+    def pending(self, sender: str) -> list[Approval]: ...
 
-    def approvals_decided_by(self, sender: str, decided_by: str) -> list[Approval]: ...
+    def decided_by(self, sender: str, decided_by: str) -> list[Approval]: ...
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,8 @@ def new_id() -> str:
 
 
 class Approvals:
-    def __init__(self, store: ApprovalRecords, ttl_minutes: int, clock: Callable[[], float] = time.time) -> None:
-        self._store = store
+    def __init__(self, records: ApprovalRecords, ttl_minutes: int, clock: Callable[[], float] = time.time) -> None:
+        self._records = records
         self._ttl = ttl_minutes * 60
         self._clock = clock
 
@@ -59,7 +59,7 @@ class Approvals:
 
     def pending(self, sender: str) -> list[Approval]:
         now = self._clock()
-        return [a for a in self._store.pending_approvals(sender) if a.expires_at > now]
+        return [a for a in self._records.pending(sender) if a.expires_at > now]
 
     def _find(self, sender: str, approval_id: str | None, verb: str) -> tuple[Approval | None, str]:
         if approval_id is None:
@@ -70,7 +70,7 @@ class Approvals:
                 return None, "You have no pending approval requests."
             ids = ", ".join(a.id for a in pending)
             return None, f"Which one? Pending: {ids}. Reply `{verb} <id>`."
-        found = self._store.approval(approval_id.strip().rstrip(".,!").lower())
+        found = self._records.get(approval_id.strip().rstrip(".,!").lower())
         if found is None or found.sender != sender:
             # Someone else's request looks exactly like an unknown one: ids are not shared.
             pending = self.pending(sender)
@@ -122,7 +122,7 @@ class Approvals:
 
     def _decided_by(self, sender: str, decided_by: str, state: str) -> list[Approval]:
         """What the message ``decided_by`` already decided (it is being handled again after a restart)."""
-        return [a for a in self._store.approvals_decided_by(sender, decided_by) if a.state == state]
+        return [a for a in self._records.decided_by(sender, decided_by) if a.state == state]
 
     def _refusal(self, approval: Approval) -> str:
         if approval.state != "pending":

@@ -49,24 +49,48 @@ FORGEABLE_REFUSAL = (
 FORGEABLE_EVENT = "sms_refused"
 
 
-class StateView(ApprovalRecords, Protocol):
-    """What the orchestrator reads from the store (and all it may do with it)."""
+class MessageReads(Protocol):
+    """What the orchestrator reads of the store's messages."""
 
-    def count_messages(self, state: str | None = None) -> int: ...
-
-    def count_events(self, kind: str) -> int: ...
-
-    def events(self, limit: int = 50, kind: str | None = None) -> list[Event]: ...
+    def count(self, state: str | None = None) -> int: ...
 
     def failed_sends(self, since: float, sender: str | None = None) -> tuple[int, FailedSend | None]: ...
 
-    def run(self, run_id: str) -> Run | None: ...
 
-    def runs_of(self, sender: str, limit: int = 5) -> list[Run]: ...
+class EventReads(Protocol):
+    """What the orchestrator (and the health checks) read of the store's events."""
 
-    def search_runs(self, sender: str, query: str = "", limit: int = 5) -> list[Run]: ...
+    def count(self, kind: str) -> int: ...
 
-    def runs_since(self, sender: str, since: float) -> list[Run]: ...
+    def recent(self, limit: int = 50, kind: str | None = None) -> list[Event]: ...
+
+
+class RunReads(Protocol):
+    """What the orchestrator reads of the store's runs."""
+
+    def get(self, run_id: str) -> Run | None: ...
+
+    def of_sender(self, sender: str, limit: int = 5) -> list[Run]: ...
+
+    def search(self, sender: str, query: str = "", limit: int = 5) -> list[Run]: ...
+
+    def since(self, sender: str, since: float) -> list[Run]: ...
+
+
+class StateView(Protocol):
+    """What the orchestrator reads from the store (and all it may do with it)."""
+
+    @property
+    def messages(self) -> MessageReads: ...
+
+    @property
+    def runs(self) -> RunReads: ...
+
+    @property
+    def events(self) -> EventReads: ...
+
+    @property
+    def approvals(self) -> ApprovalRecords: ...
 
 
 @dataclass(frozen=True)
@@ -213,11 +237,11 @@ class Orchestrator:
             return self._cancel(sender, command.target, view)
         if command.kind is Kind.HISTORY:
             # One more than shown: whether older ones match too.
-            runs = self._store.search_runs(sender, command.body, HISTORY_ENTRIES + 1)
+            runs = self._store.runs.search(sender, command.body, HISTORY_ENTRIES + 1)
             return Reply(history_reply(runs[:HISTORY_ENTRIES], command.body, more=len(runs) > HISTORY_ENTRIES))
         if command.kind is Kind.USAGE:
             now = self._clock()
-            return Reply(usage_reply(self._store.runs_since(sender, usage_since(now)), now))
+            return Reply(usage_reply(self._store.runs.since(sender, usage_since(now)), now))
         if command.kind is Kind.DENY_ALL:
             decision = self._approvals.deny_all(sender, message_key)
             return Reply(decision.message, decision.decided)
@@ -236,7 +260,7 @@ class Orchestrator:
             if view.queued:
                 lines.append(self._dropped(view.queued))
             return Reply("\n".join(lines), cancel=True, drop_queued=True)
-        run = self._store.run(target)
+        run = self._store.runs.get(target)
         if run is None or run.sender != sender:  # another sender's run is as unknown as a made-up id
             return Reply(f"No run {target} of yours. `history` lists your runs.")
         if run.id != view.running_run:
@@ -341,20 +365,20 @@ class Orchestrator:
 
     def _health(self, view: View) -> str:
         uptime = duration_text(self._clock() - self._started)
-        handled = self._store.count_messages()
+        handled = self._store.messages.count()
         text = (
             f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {view.connector_status}. "
             f"Handled {handled} messages. Yours: {len(view.queued)} queued."
         ) + (f"\n{view.checks}" if view.checks else "")
-        failed, latest = self._store.failed_sends(self._clock() - UNDELIVERED_WINDOW)
+        failed, latest = self._store.messages.failed_sends(self._clock() - UNDELIVERED_WINDOW)
         if latest is not None:
             text += (
                 f"\nReplies not delivered in the last 24 h: {failed} (latest at {_clock_time(latest.at)} to "
                 f"{latest.sender}: {clip(latest.reason, 200)})"
             )
-        refused = self._store.count_events(FORGEABLE_EVENT)
+        refused = self._store.events.count(FORGEABLE_EVENT)
         if refused:
-            (newest,) = self._store.events(1, FORGEABLE_EVENT)
+            (newest,) = self._store.events.recent(1, FORGEABLE_EVENT)
             text += f"\n{forgeable_line(refused, newest)}"
         return text
 
@@ -370,24 +394,24 @@ class Orchestrator:
         for approval in self._approvals.pending(sender):
             minutes = max(1, round((approval.expires_at - self._clock()) / 60))
             lines.append(f"Awaiting approval: {approval.id} ({minutes} min left): {clip(approval.task)}")
-        _, undelivered = self._store.failed_sends(self._clock() - UNDELIVERED_WINDOW, sender)
+        _, undelivered = self._store.messages.failed_sends(self._clock() - UNDELIVERED_WINDOW, sender)
         if undelivered is not None:
             lines.append(
                 f"Not delivered at {_clock_time(undelivered.at)}: your reply to {clip(undelivered.request, 40)!r} "
                 f"({clip(undelivered.reason, 200)})"
             )
-        runs = self._store.runs_of(sender, 3)
+        runs = self._store.runs.of_sender(sender, 3)
         if runs:
             lines.append("Recent: " + "; ".join(f"{r.id} {r.kind} {r.state}" for r in runs))
         return "\n".join(lines) if lines else "Nothing running, nothing pending."
 
     def _status_of(self, sender: str, target: str) -> str:
         key = target.strip().lower()
-        run = self._store.run(key)
+        run = self._store.runs.get(key)
         if run is not None and run.sender == sender:
             result = f": {clip(run.result or '', 200)}" if run.result else ""
             return f"{run.id} ({run.kind}) {run.state}{result}"
-        approval = self._store.approval(key)
+        approval = self._store.approvals.get(key)
         if approval is not None and approval.sender == sender:
             state = approval.state
             if state == "pending" and approval.expires_at <= self._clock():

@@ -246,6 +246,6 @@ class PermissionMonitor:
         if changed:
             (log.info if finding.state in (State.OK, State.CHECKING) else log.error)("%s", finding.line())
         try:
-            self._store.set_meta(REPORT_KEY, self.report().to_json())
+            self._store.meta.set(REPORT_KEY, self.report().to_json())
         except Exception:  # the report is for people; it must not stop the daemon
             log.exception("could not record the permission report")

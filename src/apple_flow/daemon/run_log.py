@@ -37,7 +37,7 @@ class RunLog:
             return
         budget = RUN_MAX_BYTES if event_type == "result" else RUN_MAX_BYTES - EVENT_MAX_BYTES
         try:
-            self._store.add_run_event(self.run_id, event_type, bounded_json(event), budget, KEEP_RUNS)
+            self._store.run_events.add(self.run_id, event_type, bounded_json(event), budget, KEEP_RUNS)
         except Exception:
             log.exception("could not keep an event of run %s", self.run_id)
 

@@ -10,7 +10,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from apple_flow import host
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem
@@ -20,7 +20,7 @@ from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.connectors.afm import AfmConnector
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.connectors.runner import SpawnError
-from apple_flow.daemon.orchestrator import FORGEABLE_EVENT, forgeable_line
+from apple_flow.daemon.orchestrator import FORGEABLE_EVENT, EventReads, forgeable_line
 from apple_flow.daemon.permissions import Responsible, full_disk_access_fix, read_report, responsible_app
 from apple_flow.daemon.store import Event
 from apple_flow.handles import normalize_handle
@@ -207,15 +207,7 @@ def check_workspaces(settings: Settings) -> Check:
     return Check(name, Status.OK, f"default {default}; {aliases}")
 
 
-class EventLog(Protocol):
-    """What ``check_sms`` reads of the daemon's database (``Store`` has it; the doctor reads the file read-only)."""
-
-    def count_events(self, kind: str) -> int: ...
-
-    def events(self, limit: int = 50, kind: str | None = None) -> list[Event]: ...
-
-
-def check_sms(settings: Settings, log: EventLog | None) -> Check:
+def check_sms(settings: Settings, log: EventReads | None) -> Check:
     """The SMS and RCS messages the daemon did not act on (their sender IDs can be forged), from its database."""
     name = "SMS and RCS"
     policy = (
@@ -223,11 +215,11 @@ def check_sms(settings: Settings, log: EventLog | None) -> Check:
         if settings.allow_sms
         else "not acted on: their senders can be forged (APPLE_FLOW_ALLOW_SMS=false)"
     )
-    count = log.count_events(FORGEABLE_EVENT) if log is not None else 0
+    count = log.count(FORGEABLE_EVENT) if log is not None else 0
     if not count:
         return Check(name, Status.OK, f"{policy}; none refused")
     assert log is not None
-    (newest,) = log.events(1, FORGEABLE_EVENT)
+    (newest,) = log.recent(1, FORGEABLE_EVENT)
     return Check(
         name, Status.WARN, forgeable_line(count, newest),
         "ask the sender to turn on iMessage, or set APPLE_FLOW_ALLOW_SMS=true to take them read-only",
@@ -235,7 +227,8 @@ def check_sms(settings: Settings, log: EventLog | None) -> Check:
 
 
 class ReadOnlyEvents:
-    """The events of the daemon's database, opened read-only: the doctor changes nothing, creates nothing."""
+    """The events of the daemon's database (``EventReads``), opened read-only: the doctor changes nothing, creates
+    nothing."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -247,11 +240,11 @@ class ReadOnlyEvents:
         except sqlite3.Error:
             return []  # no database yet, or not one of ours: nothing recorded
 
-    def count_events(self, kind: str) -> int:
+    def count(self, kind: str) -> int:
         rows = self._query("SELECT COUNT(*) FROM events WHERE kind = ?", (kind,))
         return int(rows[0][0]) if rows else 0
 
-    def events(self, limit: int = 50, kind: str | None = None) -> list[Event]:
+    def recent(self, limit: int = 50, kind: str | None = None) -> list[Event]:
         rows = self._query(
             "SELECT at, kind, sender, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?", (kind, limit)
         )

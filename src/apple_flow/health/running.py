@@ -36,7 +36,7 @@ def health_checks(settings: Settings, store: Store, state: DaemonState) -> list[
         checks += [chat, check_full_disk_access(error, chat)]
     else:
         checks.append(Check("messages", Status.NA, f"{state.channel} channel (no chat.db)"))
-    checks += [check_sms(settings, store), _sending(store), _last_error(store)]
+    checks += [check_sms(settings, store.events), _sending(store), _last_error(store)]
     return checks
 
 
@@ -55,9 +55,9 @@ def _agent(settings: Settings, state: DaemonState) -> Check:
 
 
 def _sending(store: Store, now: float | None = None) -> Check:
-    sent, failed = store.count_messages("sent"), store.count_messages("send_failed")
+    sent, failed = store.messages.count("sent"), store.messages.count("send_failed")
     counts = f"{sent} replies sent, {failed} could not be sent"
-    newest = store.events(1, kind="send_failed")
+    newest = store.events.recent(1, kind="send_failed")
     if newest and (now or time.time()) - newest[-1].at < RECENT_SECONDS:
         return Check("sending replies", Status.WARN, f"{counts}; the last failure ({_when(newest[-1].at)}): "
                      f"{newest[-1].detail}",
@@ -68,7 +68,7 @@ def _sending(store: Store, now: float | None = None) -> Check:
 def _last_error(store: Store) -> Check:
     newest = None
     for kind in ERROR_KINDS:
-        found = store.events(1, kind=kind)
+        found = store.events.recent(1, kind=kind)
         if found and (newest is None or found[-1].at > newest.at):
             newest = found[-1]
     if newest is None:

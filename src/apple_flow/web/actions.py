@@ -21,11 +21,11 @@ class WebDecisions:
         return [a for sender in self._senders() for a in self._approvals.pending(sender)]
 
     def _senders(self) -> list[str]:
-        return list(dict.fromkeys(a.sender for a in self._store.all_pending_approvals()))
+        return list(dict.fromkeys(a.sender for a in self._store.approvals.all_pending()))
 
     def approve(self, approval_id: str, notes: str = "") -> tuple[Approval | None, str]:
         """(the approved request, "") when it now runs; (None, why not) otherwise."""
-        found = self._store.approval(approval_id)
+        found = self._store.approvals.get(approval_id)
         if found is None:
             return None, f"No approval request {approval_id}."
         # A decision of its own for every click: "web:<approval>" alone would let a second click replay the first
@@ -39,7 +39,7 @@ class WebDecisions:
         return decision.approval, ""
 
     def deny(self, approval_id: str) -> tuple[bool, str]:
-        found = self._store.approval(approval_id)
+        found = self._store.approvals.get(approval_id)
         if found is None:
             return False, f"No approval request {approval_id}."
         decision = self._decide(lambda: self._approvals.deny(found.sender, found.id, _decided_by()))
@@ -50,9 +50,9 @@ class WebDecisions:
         ``queue_run``: an approval's run is recorded with it, so that a restart before the run ends redoes it."""
         decision = decide()
         with self._store.transaction():
-            recorded = self._store.decide_approvals(decision.decided)
+            recorded = self._store.approvals.decide(decision.decided)
             if recorded and queue_run and decision.approval is not None:
-                self._store.queue_web_run(decision.approval.id)
+                self._store.web_runs.queue(decision.approval.id)
         if recorded:
             return decision
         again = decide()

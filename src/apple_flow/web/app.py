@@ -125,7 +125,7 @@ def build_app(context: WebContext, token: str) -> Starlette:
         name = "runs_table.html" if request.query_params.get("fragment") is not None else "runs.html"
         approved = request.query_params.get("approved")
         notice = None
-        if approved and context.store.approval(approved) is not None:
+        if approved and context.store.approvals.get(approved) is not None:
             notice = f"Approved {approved}: it runs now; its run appears below."
         return render(request, name, rows=rows, notice=notice)
 

@@ -98,8 +98,8 @@ class RunDetail:
 
 
 def run_rows(store: Store, limit: int = RUNS_PER_PAGE, now: float | None = None) -> list[RunRow]:
-    runs = store.recent_runs(limit)
-    facts = store.run_facts([run.id for run in runs])
+    runs = store.runs.recent(limit)
+    facts = store.run_events.facts([run.id for run in runs])
     return [_row(run, facts.get(run.id, {}), now) for run in runs]
 
 
@@ -120,7 +120,7 @@ def _row(run: Run, facts: dict[str, dict[str, Any]], now: float | None) -> RunRo
 
 
 def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail | None:
-    run = store.run(run_id)
+    run = store.runs.get(run_id)
     if run is None:
         return None
     steps: dict[tuple[int | None, str], Step] = {}
@@ -128,7 +128,7 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
     notices: list[str] = []
     other: list[tuple[str, str]] = []
     facts: dict[str, dict[str, Any]] = {}
-    for stored in store.run_events(run_id):
+    for stored in store.run_events.of_run(run_id):
         try:
             event = json.loads(stored.body)
         except ValueError:
@@ -173,7 +173,7 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
     reply = reply_state = note = None
     if run.message:
         channel, _, rowid = run.message.rpartition(":")
-        record = store.message(channel, int(rowid)) if rowid.isdigit() else None
+        record = store.messages.get(channel, int(rowid)) if rowid.isdigit() else None
         if record is not None:
             reply, reply_state, note = record.reply, record.state, record.note
     return RunDetail(

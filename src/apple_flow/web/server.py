@@ -66,7 +66,7 @@ def start_page(
 ) -> WebServer:
     """The daemon's web page, serving; raises ``WebError`` when it cannot (no token can be had, address in use)."""
     token = ensure_token(settings, env_file)
-    decisions = WebDecisions(store, Approvals(store, settings.approval_ttl_minutes), run_approved)
+    decisions = WebDecisions(store, Approvals(store.approvals, settings.approval_ttl_minutes), run_approved)
     context = WebContext(settings=settings, store=store, decisions=decisions, state=state)
     server = WebServer(build_app(context, token), settings.web_host, settings.web_port)
     server.start()

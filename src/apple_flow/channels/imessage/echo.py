@@ -22,7 +22,7 @@ def normalise_text(text: str) -> str:
 
 
 class CopyRecord(Protocol):
-    """Where ``Copies`` keeps what it decided about each row: the daemon's store (``Store.copy_record``), so that
+    """Where ``Copies`` keeps what it decided about each row: the daemon's database (``copies.CopyTable``), so that
     a restart still knows, or memory (``MemoryCopyRecord``, for ``apple-flow inbox``)."""
 
     def verdict(self, rowid: int) -> tuple[bool, int | None]:

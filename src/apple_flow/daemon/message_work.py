@@ -1,0 +1,167 @@
+"""The messages of one channel, from taken to passed: a message's reply is recorded before it is sent, its files
+follow it, and only then may the cursor pass it (``CursorTracker``), so a restart after a crash anywhere in between
+reads it again and does what is left (``MessageReplies.replay``). ``MessageWork`` is a message's turn."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from apple_flow.channels.base import InboundMessage, Ingress
+from apple_flow.config import Settings
+from apple_flow.daemon.arrivals import FileLimits, describe, receive
+from apple_flow.daemon.cursor import CursorTracker
+from apple_flow.daemon.orchestrator import Turn
+from apple_flow.daemon.outbound import Outbound
+from apple_flow.daemon.store import Store, message_reply
+
+log = logging.getLogger(__name__)
+
+HANDLED_STATES = frozenset({"sent", "ignored", "send_failed"})  # a message in these has nothing left but its files
+
+
+class MessageReplies:
+    def __init__(
+        self, channel: str, store: Store, ingress: Ingress, outbound: Outbound, settings: Settings,
+        stop: threading.Event,
+    ) -> None:
+        self.channel = channel
+        self._store = store
+        self._ingress = ingress
+        self._outbound = outbound
+        self._settings = settings
+        self._stop = stop
+        self._tracker: CursorTracker | None = None
+
+    def start(self, position: int) -> None:
+        """The cursor starts at ``position`` (the ingress reads after it)."""
+        self._tracker = CursorTracker(position)
+
+    def key(self, message: InboundMessage) -> str:
+        """The message's name in the store's runs and approvals: "channel:rowid"."""
+        return f"{self.channel}:{message.rowid}"
+
+    def work(self, message: InboundMessage, turn: Turn) -> MessageWork:
+        return MessageWork(
+            turn, self, message, message.reply_target, self.key(message), message_reply(self.channel, message.rowid)
+        )
+
+    def opened(self, rowid: int) -> None:
+        """The message is read: the cursor cannot pass it until it is done."""
+        self._require_tracker().opened(rowid)
+
+    def done(self, rowid: int, skipped: bool = False) -> None:
+        """The message (or skipped row) is done: the cursor may pass it."""
+        tracker = self._require_tracker()
+        position = tracker.passed(rowid) if skipped else tracker.finished(rowid)
+        if position is not None:
+            self._store.cursors.advance(self.channel, position)
+
+    def replay(self, message: InboundMessage) -> bool:
+        """A message read again after a restart: does what was left (the reply recorded but not sent, the files
+        not sent). False when there was nothing recorded to go on from."""
+        record = self._store.messages.get(self.channel, message.rowid)
+        if record is not None and record.state in HANDLED_STATES:
+            self.complete(message)  # its reply's files that a crash left unsent go first
+            return True
+        if record is not None and record.state == "replied" and record.reply is not None:
+            if self._outbound.went_out(message.reply_target, record.reply, message.rowid):  # just before a crash
+                self._store.messages.mark_sent(self.channel, message.rowid)
+                self.complete(message)
+            else:
+                self.deliver(message, record.reply)  # recorded before a crash, never sent
+            return True
+        return False
+
+    def unsent(self, message: InboundMessage) -> bool:
+        return self._ingress.unsent(message.rowid)
+
+    def withdrawn(self, message: InboundMessage, turn: Turn) -> None:
+        """Not run; an approval it carried is pending again, and the sender, told it was approved, hears so."""
+        log.info("message %d of %s was unsent before its turn started: not run", message.rowid, message.sender)
+        self._store.events.log("unsent", f"not run: {message.text[:80]!r}", message.sender)
+        if turn.approval is None:
+            with self._store.transaction():
+                self._store.messages.record_reply(self.channel, message.rowid, None, "unsent before it ran")
+                self.done(message.rowid)
+            return
+        note = (f"Not run: you unsent `{message.text.strip()}` before it started. "
+                f"{turn.approval.id} is pending again.")
+        with self._store.transaction():
+            self._store.approvals.reopen(turn.approval.id)
+            self._store.messages.record_reply(self.channel, message.rowid, note)
+        self.deliver(message, note)
+
+    def receive_files(self, message: InboundMessage, workspace: Path) -> str:
+        """Copies the message's files into the turn's workspace; the note telling the agent about them."""
+        if not message.attachments:
+            return ""
+        attachments = self._ingress.settle_attachments(message, self._stop)
+        limits = FileLimits(self._settings.attachment_max_bytes, self._settings.attachment_max_message_bytes)
+        arrivals = receive(attachments, workspace, message.rowid, limits)
+        for arrival in arrivals:
+            if arrival.path is None:
+                log.info("message %d: %r not received (%s)", message.rowid, arrival.name, arrival.problem)
+        self._store.events.log(
+            "files", ", ".join(a.path or f"{a.name!r} missing" for a in arrivals)[:300], message.sender
+        )
+        return describe(arrivals)
+
+    def record_reply(self, message: InboundMessage, reply: str | None, note: str | None = None) -> None:
+        self._store.messages.record_reply(self.channel, message.rowid, reply, note)
+
+    def deliver(self, message: InboundMessage, reply: str) -> None:
+        """Sends the recorded reply, records how that went, then completes the message."""
+        failed = self._outbound.send(message.reply_target, reply)
+        with self._store.transaction():
+            self._store.messages.mark_sent(self.channel, message.rowid, failed=failed)
+            if failed is not None:
+                self._store.events.log("send_failed", failed, message.sender)
+        self.complete(message)
+
+    def complete(self, message: InboundMessage) -> None:
+        """Once its reply is out (or failed): the reply's files not sent yet, then the cursor may pass the message
+        (so a restart after a crash in between reads it again and sends the rest)."""
+        self._outbound.send_reply_files(message_reply(self.channel, message.rowid))
+        self.done(message.rowid)
+
+    def _require_tracker(self) -> CursorTracker:
+        if self._tracker is None:
+            raise RuntimeError("the daemon is not running")
+        return self._tracker
+
+
+@dataclass(frozen=True)
+class MessageWork:
+    """A message's turn; its answer goes where the message came from."""
+
+    turn: Turn
+    replies: MessageReplies
+    message: InboundMessage
+    recipient: str
+    run_message: str
+    reply_of: str
+
+    def withdrawn(self) -> bool:
+        if not self.replies.unsent(self.message):
+            return False
+        self.replies.withdrawn(self.message, self.turn)
+        return True
+
+    def files_note(self) -> str:
+        return self.replies.receive_files(self.message, self.turn.workspace)
+
+    def record_reply(self, reply: str | None) -> None:
+        self.replies.record_reply(self.message, reply, "cancelled" if reply is None else None)
+
+    def answer(self, reply: str | None) -> None:
+        if reply is None:
+            self.replies.done(self.message.rowid)
+        else:
+            self.replies.deliver(self.message, reply)
+
+    def dropped(self) -> None:
+        self.replies.record_reply(self.message, None, "cancelled before it ran")
+        self.replies.done(self.message.rowid)

@@ -1,0 +1,76 @@
+"""Tasks approved on the web page: no message carries them, so their run is recorded as queued with the approval
+(``store.web_runs``) and their answer before it is sent; a restart runs again what did not finish and sends what was
+recorded but not sent (``WebReplies.resume``)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from apple_flow.daemon.orchestrator import Turn
+from apple_flow.daemon.outbound import Outbound
+from apple_flow.daemon.store import WEB_REPLY_PREFIX, Approval, Store, web_reply
+
+log = logging.getLogger(__name__)
+
+
+class WebReplies:
+    def __init__(self, store: Store, outbound: Outbound) -> None:
+        self._store = store
+        self._outbound = outbound
+
+    def work(self, approval: Approval, turn: Turn) -> WebWork:
+        return WebWork(turn, self, approval, turn.sender, None, web_reply(approval.id))
+
+    def resume(self) -> list[Approval]:
+        """At start-up: sends the answers recorded but not sent (and the files a stop cut short); returns the
+        requests whose run did not finish, to run again."""
+        rerun = []
+        for approval, reply in self._store.web_runs.unfinished():
+            if reply is None:
+                log.info("%s was approved on the web page and did not finish: running it again", approval.id)
+                rerun.append(approval)
+            else:
+                self.send(approval, reply)
+        for reply_of in self._store.reply_files.replies_with_unsent(WEB_REPLY_PREFIX):  # answers sent, files not
+            self._outbound.send_reply_files(reply_of)
+        return rerun
+
+    def record(self, approval: Approval, reply: str | None) -> None:
+        self._store.web_runs.record_reply(approval.id, reply)
+
+    def send(self, approval: Approval, reply: str) -> None:
+        failed = self._outbound.send(approval.sender, reply)
+        with self._store.transaction():
+            self._store.web_runs.mark_sent(approval.id)
+            if failed is not None:
+                self._store.events.log("send_failed", failed, approval.sender)
+        self._outbound.send_reply_files(web_reply(approval.id))
+
+
+@dataclass(frozen=True)
+class WebWork:
+    """A task approved on the web page; its answer goes to the sender."""
+
+    turn: Turn
+    replies: WebReplies
+    approval: Approval
+    recipient: str
+    run_message: None
+    reply_of: str
+
+    def withdrawn(self) -> bool:
+        return False
+
+    def files_note(self) -> str:
+        return ""
+
+    def record_reply(self, reply: str | None) -> None:
+        self.replies.record(self.approval, reply)
+
+    def answer(self, reply: str | None) -> None:
+        if reply is not None:
+            self.replies.send(self.approval, reply)
+
+    def dropped(self) -> None:
+        self.replies.record(self.approval, None)

@@ -1,0 +1,50 @@
+"""The work a worker thread runs: one agent turn, and where its answer goes. Work comes from two origins, a message
+(``message_work``) and a task approved on the web page (``web_work``); each kind carries what differs, computed
+once where it is created, so the runtime runs either the same way."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from apple_flow.daemon.orchestrator import Turn
+
+
+class Work(Protocol):
+    @property
+    def turn(self) -> Turn: ...
+
+    @property
+    def recipient(self) -> str:
+        """Where the turn's progress and reply go (the sender, or e.g. the group chat the message came from)."""
+        ...
+
+    @property
+    def run_message(self) -> str | None:
+        """The message the run answers ("channel:rowid"), kept with the run."""
+        ...
+
+    @property
+    def reply_of(self) -> str:
+        """Names the reply, for the files it sends (``store.reply_files``)."""
+        ...
+
+    def withdrawn(self) -> bool:
+        """True when it must not run any more (e.g. the message was unsent while it waited); that is then
+        recorded and said."""
+        ...
+
+    def files_note(self) -> str:
+        """Receives the files that came with it into the turn's workspace: the note telling the agent about them."""
+        ...
+
+    def record_reply(self, reply: str | None) -> None:
+        """Records the answer before it is sent, in the caller's transaction (None: nothing to send)."""
+        ...
+
+    def answer(self, reply: str | None) -> None:
+        """Once recorded: sends the answer and its files (None: nothing to send), and lets the cursor pass."""
+        ...
+
+    def dropped(self) -> None:
+        """Dropped by `cancel` before it ran: recorded as finished, in the caller's transaction."""
+        ...
