@@ -158,10 +158,11 @@ def fake_apple_code(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def fake_cli_bin(tmp_path: Path) -> Path:
-    """A folder with fake ``codex``, ``claude`` and ``gemini`` executables (tests/support/fake_cli.py)."""
+    """A folder with fake ``codex``, ``claude``, ``gemini``, ``cline`` and ``kilo`` executables
+    (tests/support/fake_cli.py)."""
     folder = tmp_path / "fakes"
     folder.mkdir()
-    for name in ("codex", "claude", "gemini"):
+    for name in ("codex", "claude", "gemini", "cline", "kilo"):
         install_script(FAKE_CLI, folder / name)
     return folder
 

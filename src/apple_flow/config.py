@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # The connectors: apple_flow.connectors.registry maps each name to its class (a test keeps the two alike).
-ConnectorName = Literal["afm", "ollama", "codex-cli", "claude-cli", "gemini-cli"]
+ConnectorName = Literal["afm", "ollama", "codex-cli", "claude-cli", "gemini-cli", "cline", "kilo-cli"]
 ChannelName = Literal["auto", "imessage", "console"]
 AfmBackend = Literal["auto", "fm", "openai"]
 ProfileName = Literal["standard", "demo"]
@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     ollama_base_url: str = "http://127.0.0.1:11434/v1"  # Ollama's own default
     ollama_model: str = "qwen2.5-coder:7b"
 
-    # --- codex / claude / gemini CLIs --------------------------------------------------------------------
+    # --- codex / claude / gemini / cline / kilo CLIs -------------------------------------------------------
     codex_command: str = "codex"
     codex_context_window: int = Field(3, ge=0)
     codex_model: str | None = None
@@ -116,6 +116,12 @@ class Settings(BaseSettings):
     gemini_command: str = "gemini"
     gemini_context_window: int = Field(3, ge=0)
     gemini_model: str | None = None
+    cline_command: str = "cline"
+    cline_context_window: int = Field(3, ge=0)
+    cline_model: str | None = None
+    kilo_command: str = "kilo"
+    kilo_context_window: int = Field(3, ge=0)
+    kilo_model: str | None = None  # provider/model, e.g. anthropic/claude-sonnet-4
 
     # More variables of the daemon's environment passed to the agent (a proxy, a CA file); APPLE_FLOW_* never are.
     agent_environment: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -145,6 +151,8 @@ class Settings(BaseSettings):
     startup_catchup_window_seconds: int = Field(60, ge=0)
     max_startup_replay_rows: int = Field(50, ge=0)
     max_message_age_seconds: int = Field(300, ge=0)  # older rows are not answered (iCloud replays); 0: no limit
+    # Rows older than that but within these hours (a Mac that slept) are listed to their sender, run on `run`.
+    catch_up_hours: float = Field(12, ge=0)
     group_replies: bool = False  # answer allowed senders in group chats, into the group
     echo_window_seconds: int = Field(600, ge=0)
     osascript_command: str = "osascript"

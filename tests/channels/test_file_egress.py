@@ -132,3 +132,56 @@ def test_the_console_shows_which_file_it_would_send(workspace: Path) -> None:
     PlainConsoleEgress(out, io.StringIO()).send_file("console", file)
     assert out.getvalue() == f"[file] would send {file} (5 bytes)\n\n"
     assert os.path.exists(file)
+
+
+# --- a file is confirmed by its row in chat.db, as a text is -----------------------------------------------------
+
+
+def test_a_file_is_confirmed_by_its_row_in_chat_db(
+    channel_settings: Any, fake_osascript: FakeOsascript, attachments: Path, workspace: Path
+) -> None:
+    file = workspace / "report.txt"
+    file.write_text("numbers\n")
+    egress_for(channel_settings, attachments).send_file(OWNER, file)  # the fake leaves a row naming the file
+    assert len(fake_osascript.calls()) == 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "rows", "why", "calls"),
+    [
+        ("fail-participant", "none-for-buddy", r"no trace of it in .*chat\.db after 1 s", 2),
+        ("ok", "none", r"no trace of it in .*chat\.db after 1 s", 1),
+        ("ok", "error", r"Messages could not send report\.txt \(chat\.db row \d+ has error 22\)", 1),
+    ],
+    ids=["buddy-exits-0-without-a-row", "exit-0-without-a-row", "row-with-an-error"],
+)
+def test_a_file_send_without_a_good_row_did_not_go_out_and_is_not_resent(
+    channel_settings: Any, fake_osascript: FakeOsascript, attachments: Path, workspace: Path,
+    mode: str, rows: str, why: str, calls: int,
+) -> None:
+    file = workspace / "report.txt"
+    file.write_text("numbers\n")
+    fake_osascript.mode(mode)
+    fake_osascript.rows(rows)
+    with pytest.raises(SendError, match=why):
+        egress_for(channel_settings, attachments, send_retries=2).send_file(OWNER, file)
+    assert len(fake_osascript.calls()) == calls  # an exit 0 is never sent again
+
+
+def test_a_progress_line_whose_send_exits_0_without_a_row_fails_once(
+    channel_settings: Any, fake_osascript: FakeOsascript, attachments: Path
+) -> None:
+    fake_osascript.mode("fail-participant")
+    fake_osascript.rows("none-for-buddy")
+    with pytest.raises(SendError, match=r"no trace of it in .*chat\.db"):
+        egress_for(channel_settings, attachments, send_retries=2).send_progress(OWNER, "reading src/app.py")
+    assert len(fake_osascript.calls()) == 2  # participant refused, buddy exit 0: no third try
+
+
+def test_a_progress_line_is_not_waited_on_until_sent(
+    channel_settings: Any, fake_osascript: FakeOsascript, attachments: Path
+) -> None:
+    fake_osascript.rows("queued")  # Messages has the row but has not sent it: enough for a progress line
+    delivery = egress_for(channel_settings, attachments).deliver(OWNER, "reading src/app.py", until_sent=False)
+    assert delivery.note.startswith("Messages has it (chat.db row ") and "not sent it yet" not in delivery.note
+    assert len(delivery.guids) == 1

@@ -361,6 +361,21 @@ def test_doctor_says_how_to_install_a_missing_gemini_cli(cli: Any, inbox_db: Cha
     assert "FAIL" in row and "Gemini CLI not found" in row and "npm install -g @google/gemini-cli" in row
 
 
+@pytest.mark.parametrize(
+    ("connector", "variable", "install"),
+    [("cline", "APPLE_FLOW_CLINE_COMMAND", "npm install -g cline"),
+     ("kilo-cli", "APPLE_FLOW_KILO_COMMAND", "npm install -g @kilocode/cli")],
+)
+def test_doctor_says_how_to_install_a_missing_cline_or_kilo(
+    cli: Any, inbox_db: ChatDbWriter, monkeypatch: Any, tmp_path: Path, connector: str, variable: str, install: str
+) -> None:
+    monkeypatch.setenv("APPLE_FLOW_ALLOWED_SENDERS", "+15551234567")
+    monkeypatch.setenv("APPLE_FLOW_CONNECTOR", connector)
+    monkeypatch.setenv(variable, str(tmp_path / "not-installed"))
+    row = table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)[f"agent ({connector})"]
+    assert "FAIL" in row and "CLI not found" in row and install in row
+
+
 def test_only_a_missing_agent_binary_counts_as_missing(
     connector_settings: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -138,7 +138,7 @@ def test_the_wizard_refuses_bad_answers_with_a_sentence_and_asks_again(
     assert "The daemon will answer +442079460958" in out
     assert f"{project / 'notes.txt'} is a file, not a folder" in out
     assert f"{code} does not exist. Create it?" in out and code.is_dir()
-    known = "afm, ollama, codex-cli, claude-cli, gemini-cli"
+    known = "afm, ollama, codex-cli, claude-cli, gemini-cli, cline, kilo-cli"
     assert f"'gpt' is not an agent apple-flow knows; choose one of: {known}" in out
     assert "no model available" in out and "Use an OpenAI-compatible server instead" in out
     assert "'127.0.0.1:11434' is not a server URL" in out
@@ -304,3 +304,25 @@ def test_gemini_cli_is_offered_and_checked(project: Path, tmp_path: Path, monkey
     assert result.exit_code == 0, result.output
     assert dotenv_values(project / ".env")["APPLE_FLOW_CONNECTOR"] == "gemini-cli"
     assert "gemini-cli is ready" in flat(result.output)
+
+
+@pytest.mark.parametrize(
+    ("connector", "binary", "install"),
+    [("cline", "cline", "install Cline CLI (npm install -g cline), then run `cline auth`"),
+     ("kilo-cli", "kilo", "install Kilo CLI (npm install -g @kilocode/cli), then run `kilo` once and /connect a "
+                          "provider")],
+)
+def test_cline_and_kilo_are_offered_and_checked(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, connector: str, binary: str, install: str
+) -> None:
+    missing = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", connector, "--yes")
+    assert missing.exit_code == 2
+    assert f"To use {connector}, {install}" in flat(missing.output)
+    bin_dir = tmp_path / f"{binary}-bin"
+    bin_dir.mkdir()
+    install_script(FAKE_CLI, bin_dir / binary)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", connector, "--yes")
+    assert result.exit_code == 0, result.output
+    assert dotenv_values(project / ".env")["APPLE_FLOW_CONNECTOR"] == connector
+    assert f"{connector} is ready" in flat(result.output)

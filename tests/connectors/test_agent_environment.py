@@ -17,7 +17,7 @@ from apple_flow.connectors.registry import REGISTRY
 
 Runs = Callable[[], list[dict[str, Any]]]
 FAKES = {"afm": "apple-code", "ollama": "apple-code", "codex-cli": "codex", "claude-cli": "claude",
-         "gemini-cli": "gemini"}
+         "gemini-cli": "gemini", "cline": "cline", "kilo-cli": "kilo"}
 KEYS = {"ANTHROPIC_API_KEY": "claude-cli", "OPENAI_API_KEY": "codex-cli", "GEMINI_API_KEY": "gemini-cli",
         "APPLE_CODE_API_KEY": "afm"}
 
@@ -40,7 +40,8 @@ def test_each_connector_gets_only_its_allowlist(
     name: str, secrets_around: None, connector_settings: Callable[..., Settings], fake_cli_bin: Path,
     record: Runs,
 ) -> None:
-    command = {"codex-cli": "codex_command", "claude-cli": "claude_command", "gemini-cli": "gemini_command"}
+    command = {"codex-cli": "codex_command", "claude-cli": "claude_command", "gemini-cli": "gemini_command",
+               "cline": "cline_command", "kilo-cli": "kilo_command"}
     overrides = {command[name]: str(fake_cli_bin / FAKES[name])} if name in command else {}
     connector = build_connector(connector_settings(connector=name, **overrides))
     connector.ensure_started()

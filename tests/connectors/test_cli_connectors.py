@@ -1,4 +1,4 @@
-"""Codex, Claude and Gemini CLI connectors against fake binaries that record argv, cwd and stdin
+"""Codex, Claude, Gemini, Cline and Kilo CLI connectors against fake binaries that record argv, cwd and stdin
 (tests/support/fake_cli.py)."""
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import pytest
 from apple_flow.config import Settings
 from apple_flow.connectors import (
     ClaudeConnector,
+    ClineConnector,
     CodexConnector,
     Connector,
     ConnectorError,
     Exchange,
     GeminiConnector,
+    KiloConnector,
     Status,
     Usage,
     build_connector,
@@ -32,7 +34,8 @@ def cli_settings(connector_settings: MakeSettings, fake_cli_bin: Path) -> Callab
     def make(**overrides: Any) -> Settings:
         values = {
             "codex_command": str(fake_cli_bin / "codex"), "claude_command": str(fake_cli_bin / "claude"),
-            "gemini_command": str(fake_cli_bin / "gemini"),
+            "gemini_command": str(fake_cli_bin / "gemini"), "cline_command": str(fake_cli_bin / "cline"),
+            "kilo_command": str(fake_cli_bin / "kilo"),
         }
         return connector_settings(**(values | overrides))
 
@@ -240,4 +243,140 @@ def test_gemini_failure_empty_answer_and_missing_binary(
     gone = GeminiConnector(cli_settings(gemini_command=missing))
     assert reply(gone, "x") == f"Error: Gemini CLI not found at '{missing}'. Check apple_flow_gemini_command setting."
     with pytest.raises(ConnectorError, match="APPLE_FLOW_GEMINI_COMMAND"):
+        gone.ensure_started()
+
+
+# --- cline ---------------------------------------------------------------------------------------------------
+
+
+def test_cline_argv_cwd_prompt_and_progress(
+    cli_settings: Callable[..., Settings], workspace: Path, record: Runs
+) -> None:
+    connector = build_connector(
+        cli_settings(connector="cline", cline_model="claude-sonnet-4-5", soul_prompt="Be kind.")
+    )
+    assert isinstance(connector, ClineConnector)
+    assert isinstance(connector, Connector)
+    text, progress = with_progress(connector, "fix the test")
+    assert text == "cline answer"  # the completion_result; "Let me look." was said on the way
+    (run,) = record()
+    assert run["argv"] == [
+        "-y", "--json", "--act", "-m", "claude-sonnet-4-5", "-c", str(workspace), "Be kind.\n\nfix the test",
+    ]
+    assert run["cwd"] == str(workspace)
+    assert run["stdin"] == ""  # piped stdin would be prepended to the task
+    assert progress == ["reading src/app.py", "editing src/app.py", "running: pytest -q"]  # the partial: once
+
+
+def test_cline_outcome_carries_what_the_stream_reports(cli_settings: Callable[..., Settings]) -> None:
+    result = outcome(ClineConnector(cli_settings()), "fix it")
+    assert (result.status, result.agent, result.exit_code) == (Status.ANSWERED, "Cline", 0)
+    assert (result.files_changed, result.commands_run) == (("src/app.py",), 1)
+
+
+def test_cline_read_only_turn_plans_and_history_leads_the_prompt(
+    cli_settings: Callable[..., Settings], record: Runs
+) -> None:
+    connector = ClineConnector(cli_settings(cline_context_window=2))
+    assert connector.context_window == 2
+    reply(connector, "plan it", read_only=True, exchanges=(Exchange("first", "cline answer"),))
+    argv = record()[0]["argv"]
+    assert argv[:3] == ["-y", "--json", "--plan"] and "--act" not in argv
+    assert "-m" not in argv  # unset: the model `cline auth` chose
+    assert "User: first\nAssistant: cline answer" in argv[-1] and argv[-1].endswith("plan it")
+
+
+def test_cline_task_starting_with_a_dash_is_not_taken_for_an_option(
+    cli_settings: Callable[..., Settings], record: Runs
+) -> None:
+    reply(ClineConnector(cli_settings()), "-v is not a flag here")
+    assert record()[0]["argv"][-1] == " -v is not a flag here"
+
+
+def test_cline_prompt_is_capped_below_the_argument_limit(cli_settings: Callable[..., Settings], record: Runs) -> None:
+    reply(ClineConnector(cli_settings(soul_prompt="Be kind.")), "ü" * 200_000)
+    assert len(record()[0]["argv"][-1].encode()) < 128 * 1024  # Linux's MAX_ARG_STRLEN
+
+
+def test_cline_error_with_exit_zero_is_a_failure(
+    cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_CLI_MODE", "error-result")
+    result = outcome(ClineConnector(cli_settings()), "x")
+    assert (result.status, result.exit_code) == (Status.FAILED, 0)
+    assert result.as_text() == "Error: Cline execution failed (exit code 0). API request failed: 401 invalid x-api-key"
+
+
+def test_cline_failure_empty_answer_and_missing_binary(
+    cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    connector = ClineConnector(cli_settings())
+    monkeypatch.setenv("FAKE_CLI_MODE", "fail")
+    assert reply(connector, "x") == "Error: Cline execution failed (exit code 2). error: not logged in"
+    monkeypatch.setenv("FAKE_CLI_MODE", "empty")
+    assert reply(connector, "x") == "No response generated."
+    missing = str(tmp_path / "cline-missing")
+    gone = ClineConnector(cli_settings(cline_command=missing))
+    assert reply(gone, "x") == f"Error: Cline CLI not found at '{missing}'. Check apple_flow_cline_command setting."
+    with pytest.raises(ConnectorError, match="APPLE_FLOW_CLINE_COMMAND"):
+        gone.ensure_started()
+
+
+# --- kilo ----------------------------------------------------------------------------------------------------
+
+
+def test_kilo_argv_cwd_stdin_and_progress(cli_settings: Callable[..., Settings], workspace: Path, record: Runs) -> None:
+    connector = build_connector(
+        cli_settings(connector="kilo-cli", kilo_model="anthropic/claude-sonnet-4", soul_prompt="Be kind.")
+    )
+    assert isinstance(connector, KiloConnector)
+    assert isinstance(connector, Connector)
+    text, progress = with_progress(connector, "-v is not a flag here: fix the test")
+    assert text == "kilo answer"  # the text after the last tool call; "Let me look." came before
+    (run,) = record()
+    assert run["argv"] == ["run", "--format", "json", "--auto", "--model", "anthropic/claude-sonnet-4"]
+    assert run["cwd"] == str(workspace)
+    assert run["stdin"] == "Be kind.\n\n-v is not a flag here: fix the test"
+    assert progress == ["reading src/app.py", "editing src/app.py", "running: pytest -q"]
+
+
+def test_kilo_outcome_carries_what_the_stream_reports(cli_settings: Callable[..., Settings]) -> None:
+    result = outcome(KiloConnector(cli_settings()), "fix it")
+    assert (result.status, result.agent, result.exit_code) == (Status.ANSWERED, "Kilo", 0)
+    assert result.usage == Usage(input_tokens=1200, output_tokens=34)  # both steps'
+    assert (result.files_changed, result.commands_run) == (("src/app.py",), 1)
+
+
+def test_kilo_read_only_turn_uses_the_plan_agent_without_auto_approval(
+    cli_settings: Callable[..., Settings], record: Runs
+) -> None:
+    connector = KiloConnector(cli_settings(kilo_context_window=2))
+    assert connector.context_window == 2
+    reply(connector, "plan it", read_only=True, exchanges=(Exchange("first", "kilo answer"),))
+    (run,) = record()
+    assert run["argv"] == ["run", "--format", "json", "--agent", "plan"]  # no --auto: what it asks is refused
+    assert "User: first\nAssistant: kilo answer" in run["stdin"] and run["stdin"].endswith("plan it")
+
+
+def test_kilo_error_event_with_exit_zero_is_a_failure(
+    cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_CLI_MODE", "error-result")
+    result = outcome(KiloConnector(cli_settings()), "x")
+    assert (result.status, result.exit_code) == (Status.FAILED, 0)
+    assert result.as_text() == "Error: Kilo execution failed (exit code 0). Insufficient credits"
+
+
+def test_kilo_failure_empty_answer_and_missing_binary(
+    cli_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    connector = KiloConnector(cli_settings())
+    monkeypatch.setenv("FAKE_CLI_MODE", "fail")
+    assert reply(connector, "x") == "Error: Kilo execution failed (exit code 2). error: not logged in"
+    monkeypatch.setenv("FAKE_CLI_MODE", "empty")
+    assert reply(connector, "x") == "No response generated."
+    missing = str(tmp_path / "kilo-missing")
+    gone = KiloConnector(cli_settings(kilo_command=missing))
+    assert reply(gone, "x") == f"Error: Kilo CLI not found at '{missing}'. Check apple_flow_kilo_command setting."
+    with pytest.raises(ConnectorError, match="APPLE_FLOW_KILO_COMMAND"):
         gone.ensure_started()

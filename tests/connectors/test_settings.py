@@ -37,7 +37,7 @@ def test_environment_and_env_file_are_read(tmp_path: Path, monkeypatch: pytest.M
     ("field", "value", "expected"),
     [
         ("connector", "gemini", "APPLE_FLOW_CONNECTOR: unknown connector; accepted: afm, ollama, codex-cli, "
-                                "claude-cli, gemini-cli (got 'gemini')"),
+                                "claude-cli, gemini-cli, cline, kilo-cli (got 'gemini')"),
         ("afm_backend", "cloud", "APPLE_FLOW_AFM_BACKEND: Input should be 'auto', 'fm' or 'openai' (got 'cloud')"),
         ("afm_max_prompt_chars", "10", "APPLE_FLOW_AFM_MAX_PROMPT_CHARS: Input should be greater than or equal to 200"),
         ("afm_timeout_seconds", "0", "APPLE_FLOW_AFM_TIMEOUT_SECONDS: Input should be greater than 0"),

@@ -95,7 +95,7 @@ def test_runs_left_running_are_marked_interrupted(tmp_path: Path) -> None:
 def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> None:
     path = old_database(tmp_path / "relay.db", 1, "INSERT INTO cursor (channel, last_rowid) VALUES ('imessage', 7)")
     store = Store(path)
-    assert store.db.schema_version == SCHEMA_VERSION == 10
+    assert store.db.schema_version == SCHEMA_VERSION == 11
     assert store.cursors.get("imessage") == 7
     store.meta.set("child_token", "abc")
     assert store.meta.get("child_token") == "abc" and store.meta.get("other") is None
@@ -188,7 +188,7 @@ def test_a_version_9_database_gains_the_record_of_a_replys_files_keeping_its_mes
         "('imessage', 3, 'ana', 'send me the report', 'replied', 'Here it is.', 1, 1)",
     )
     store = Store(path)
-    assert store.db.schema_version == 10
+    assert store.db.schema_version == SCHEMA_VERSION
     old = store.messages.get("imessage", 3)
     assert old is not None and (old.state, old.reply) == ("replied", "Here it is.")  # its restart sends it as before
     assert store.reply_files.unsent(message_reply("imessage", 3)) == []

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from apple_flow.channels.base import Attachment, Egress, InboundMessage, Ingress, SendError, Skipped
+from apple_flow.channels.base import Attachment, Egress, InboundMessage, Ingress, SendError, Skipped, Tapback
 from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest
 
 Answer = Callable[[str, TurnRequest], "str | TurnOutcome"]
@@ -104,12 +104,13 @@ class ListIngress(Ingress):
 
     def add(
         self, sender: str, text: str, rowid: int | None = None, is_from_me: bool = False,
-        date: datetime | None = None, attachments: tuple[Attachment, ...] = (), forgeable: bool = False,
+        date: datetime | None = None, attachments: tuple[Attachment, ...] = (), tapback: Tapback | None = None,
+        late: bool = False, forgeable: bool = False,
     ) -> InboundMessage:
         with self._cond:
             number = rowid if rowid is not None else (self._messages[-1].rowid + 1 if self._messages else 1)
             message = InboundMessage(number, sender, text, date or datetime.now(UTC), is_from_me=is_from_me,
-                                     attachments=attachments, forgeable=forgeable)
+                                     attachments=attachments, tapback=tapback, late=late, forgeable=forgeable)
             self._messages.append(message)
             self._cond.notify_all()
             return message
@@ -158,7 +159,8 @@ class RecordingEgress(Egress):
         self.crash_for: set[str] = set()
         self._lock = threading.Lock()
 
-    def send(self, recipient: str, text: str) -> None:
+    def send(self, recipient: str, text: str) -> tuple[str, ...]:
+        """Records the text; its id (as a tapback names it) is ``guid-<n>``, n counting the texts sent."""
         if recipient in self.fail_for:
             raise SendError(f"Messages refused to send to {recipient}")
         if recipient in self.crash_for:
@@ -166,6 +168,12 @@ class RecordingEgress(Egress):
         with self._lock:
             self.sent.append((recipient, text))
             self.order.append(("text", recipient, text))
+            return (f"guid-{len(self.sent)}",)
+
+    def guid_of(self, starting: str) -> str:
+        """The id of the last text sent that starts with ``starting``."""
+        with self._lock:
+            return f"guid-{max(i for i, (_, t) in enumerate(self.sent, start=1) if t.startswith(starting))}"
 
     def send_progress(self, recipient: str, text: str) -> None:
         with self._lock:

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""A fake ``codex``, ``claude`` or ``gemini`` (chosen by the name it is installed under) for the CLI connector tests.
+"""A fake ``codex``, ``claude``, ``gemini``, ``cline`` or ``kilo`` (chosen by the name it is installed under) for the
+CLI connector tests.
 
 Every run appends ``{"argv", "cwd", "stdin", "env"}`` as one JSON line to ``$FAKE_CLI_RECORD``. ``$FAKE_CLI_MODE``:
 ok (default), fail (stderr + exit 2), empty (no answer), error-result (claude: exit 0 with is_error true; gemini:
 exit 0 with an error event and a result whose status is error), auth (gemini: not signed in, exit 41),
 broken-version (``--version`` fails). ``--version`` prints a version; it is recorded too. The gemini fake speaks
-Gemini CLI's headless stream-json (init, message, tool_use, tool_result, error, result; docs/cli/headless.md).
+Gemini CLI's headless stream-json (init, message, tool_use, tool_result, error, result; docs/cli/headless.md); the
+cline fake Cline CLI's ``--json`` ClineMessages (say text, tool, command, completion_result, error); the kilo fake
+``kilo run --format json`` events (text, tool_use, step_start, step_finish, error). error-result is, for cline and
+kilo, an error message and no answer with exit 0.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ stdin_text = "" if "--version" in sys.argv else sys.stdin.read()
 record = os.environ.get("FAKE_CLI_RECORD")
 if record:
     with open(record, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": stdin_text,
-                                 "env": dict(os.environ)}) + "\n")
+        handle.write(json.dumps(
+            {"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": stdin_text, "env": dict(os.environ)}
+        ) + "\n")
 mode = os.environ.get("FAKE_CLI_MODE", "ok")
 if "--version" in sys.argv:
     if mode == "broken-version":
@@ -69,6 +74,36 @@ elif name == "gemini":
     emit({"type": "result", "status": "error" if mode == "error-result" else "success",
           "stats": {"total_tokens": 1234, "input_tokens": 1200, "output_tokens": 34, "duration_ms": 4321,
                     "tool_calls": 3}})
+elif name == "cline":
+    # Cline CLI --json: one ClineMessage a line; partial messages come again whole.
+    emit({"type": "say", "say": "text", "text": "Let me look.", "ts": 1})
+    emit({"type": "say", "say": "tool", "text": json.dumps({"tool": "readFile", "path": "src/app.py"}), "ts": 2})
+    emit({"type": "say", "say": "tool", "text": json.dumps({"tool": "editedExistingFile", "path": "src/app.py"}),
+          "ts": 3})
+    emit({"type": "say", "say": "command", "text": "pytest -q", "partial": True, "ts": 4})
+    emit({"type": "say", "say": "command", "text": "pytest -q", "ts": 4})
+    if mode == "error-result":
+        emit({"type": "say", "say": "error", "text": "API request failed: 401 invalid x-api-key", "ts": 5})
+    elif answer:
+        emit({"type": "say", "say": "completion_result", "text": answer[:5], "partial": True, "ts": 5})
+        emit({"type": "say", "say": "completion_result", "text": answer, "ts": 5})
+elif name == "kilo":
+    # kilo run --format json: raw events, one a line, each with a part.
+    def part(kind: str, **fields: object) -> None:
+        emit({"type": kind, "timestamp": 1, "sessionID": "ses_1", "part": fields})
+
+    part("step_start")
+    part("text", type="text", text="Let me look.")
+    part("tool_use", tool="read", state={"status": "completed", "input": {"filePath": "src/app.py"}})
+    part("tool_use", tool="edit", state={"status": "completed", "input": {"filePath": "src/app.py"}})
+    part("tool_use", tool="bash", state={"status": "completed", "input": {"command": "pytest -q"}})
+    part("step_finish", tokens={"input": 1000, "output": 20})
+    if mode == "error-result":
+        emit({"type": "error", "timestamp": 2, "sessionID": "ses_1",
+              "error": {"name": "APIError", "data": {"message": "Insufficient credits"}}})
+    elif answer:
+        part("text", type="text", text=answer)
+    part("step_finish", tokens={"input": 200, "output": 14})
 else:
     emit({"type": "system", "subtype": "init", "cwd": os.getcwd()})
     emit({"type": "assistant", "message": {"content": [

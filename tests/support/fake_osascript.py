@@ -15,7 +15,8 @@ FAKE_OSASCRIPT_CHATDB a chat.db where each send that succeeds leaves its row, as
                       in the recipient's chat (the group's for ``chat id``; service SMS for the SMS account); a file
                       (``send POSIX file``) leaves U+FFFC and an attachment row naming the file
 FAKE_OSASCRIPT_ROW    that row: sent (default: is_sent = 1) | queued (not sent yet) | error (error = 22) | none
-                      (no row: exit 0, nothing delivered) | none-for-buddy (only the buddy form delivers nothing)
+                      (no row: exit 0, nothing delivered) | none-for-buddy (only the buddy form delivers nothing) |
+                      none-for-files (texts go, a file send exits 0 and delivers nothing)
 FAKE_OSASCRIPT_OWNER  the owner's address: the row's destination_caller_id
 FAKE_OSASCRIPT_SELF_COPY  "1": a send to the owner also stores the received copy (texting yourself, one device)
 """
@@ -80,7 +81,9 @@ if account_query:
     print(os.environ.get("FAKE_OSASCRIPT_ACCOUNT_ID", "8D5E0A7B-3F1C-4B9E-9C11-2A7E5D40F6B3"))
 chat_db = os.environ.get("FAKE_OSASCRIPT_CHATDB")
 row = os.environ.get("FAKE_OSASCRIPT_ROW", "sent")
-if chat_db and len(sys.argv) > 3 and row != "none" and not (row == "none-for-buddy" and "buddy" in script):
+dropped = (row == "none" or (row == "none-for-buddy" and "buddy" in script)
+           or (row == "none-for-files" and "POSIX file" in script))
+if chat_db and len(sys.argv) > 3 and not dropped:
     sys.path.insert(0, {tests!r})
     from pathlib import Path
     from support.chatdb import ChatDbWriter

@@ -8,7 +8,7 @@ from pathlib import Path
 
 SUPPORT = Path(__file__).resolve().parent
 FAKE_APPLE_CODE = SUPPORT / "fake_apple_code.py"  # follows apple_code/CONTRACT.md
-FAKE_CLI = SUPPORT / "fake_cli.py"  # codex, claude or gemini, by the name it is installed under
+FAKE_CLI = SUPPORT / "fake_cli.py"  # codex, claude, gemini, cline or kilo, by the name it is installed under
 
 
 def install_script(source: Path, target: Path) -> Path:

@@ -192,12 +192,14 @@ final class OneShotServer: @unchecked Sendable {
     }
 
     @Test func aServerThatNeverAnswersTimesOut() async throws {
-        let server = try OneShotServer([], holdOpen: 10)
+        // The server holds the connection for 30 s: a client that waited for it instead of its own 0.3 s timeout
+        // would take that long. The bound leaves a loaded machine (where this once took 9.7 s) room to spare.
+        let server = try OneShotServer([], holdOpen: 30)
         let started = ContinuousClock.now
         await #expect(throws: HTTPClient.Failure.timedOut) {
             _ = try await HTTPClient.send(url: url(server), method: "GET", body: nil, headers: [:], timeout: 0.3)
         }
-        #expect(ContinuousClock.now - started < .seconds(8))
+        #expect(ContinuousClock.now - started < .seconds(25))
         #expect(server.finished().clientClosed)
     }
 
@@ -205,20 +207,20 @@ final class OneShotServer: @unchecked Sendable {
         // A stream that goes on: the reader stops after the first piece and closes, as OpenAIChatModel does; the
         // server must see the close (a streaming model server stops generating then).
         let chunk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n"
-        let server = try OneShotServer([.send(chunk)], holdOpen: 10)
+        let server = try OneShotServer([.send(chunk)], holdOpen: 30)
         let started = ContinuousClock.now
         let streamed = try await HTTPClient.open(url: url(server), method: "POST", body: Data(), headers: [:],
-                                                 timeout: 30)
+                                                 timeout: 60)
         for try await _ in streamed.body { break }
         streamed.close()
         #expect(server.finished().clientClosed)
-        #expect(ContinuousClock.now - started < .seconds(8))
+        #expect(ContinuousClock.now - started < .seconds(25))
 
         // The reading task cancelled while it waits for the next piece.
-        let reading = try OneShotServer([.send(chunk)], holdOpen: 10)
+        let reading = try OneShotServer([.send(chunk)], holdOpen: 30)
         let task = Task {
             let streamed = try await HTTPClient.open(url: url(reading), method: "POST", body: Data(), headers: [:],
-                                                     timeout: 30)
+                                                     timeout: 60)
             for try await _ in streamed.body {}
             try Task.checkCancellation()  // a cancelled stream ends without an error
         }
@@ -228,9 +230,9 @@ final class OneShotServer: @unchecked Sendable {
         #expect(reading.finished().clientClosed)
 
         // Cancelled while waiting for the head.
-        let waiting = try OneShotServer([], holdOpen: 10)
+        let waiting = try OneShotServer([], holdOpen: 30)
         let request = Task {
-            try await HTTPClient.send(url: url(waiting), method: "GET", body: nil, headers: [:], timeout: 30)
+            try await HTTPClient.send(url: url(waiting), method: "GET", body: nil, headers: [:], timeout: 60)
         }
         try await Task.sleep(for: .milliseconds(100))
         request.cancel()

@@ -1,12 +1,13 @@
 """The channel interface: everything the daemon uses of a channel, declared here with its defaults. iMessage and the
 console channel implement it (subclassing the protocols, for the defaults); the daemon depends only on this module.
 
-- ``Ingress.messages`` yields inbound messages and the rows it skips (``Skipped``, with the reason), in order, so
-  the daemon's cursor passes skipped rows too; ``unsent`` says whether a message was withdrawn meanwhile;
-  ``settle_attachments`` waits (bounded) for files still arriving with a message.
-- ``Egress.send`` sends a reply, ``send_progress`` a progress line (by default: like a reply), ``went_out`` tells
-  whether a reply recorded before a crash was sent after all, ``send_file`` sends a file the daemon has checked (by
-  default: the channel cannot, and says so).
+- ``Ingress.messages`` yields inbound messages (among them a tapback that decides something, and a ``late``
+  request from while the Mac slept) and the rows it skips (``Skipped``, with the reason), in order, so the daemon's
+  cursor passes skipped rows too; ``caught_up`` says when a backlog has been read whole; ``unsent`` says whether a
+  message was withdrawn meanwhile; ``settle_attachments`` waits (bounded) for files still arriving with a message.
+- ``Egress.send`` sends a reply (returning the ids a tapback on it would name), ``send_progress`` a progress line
+  (by default: like a reply), ``went_out`` tells whether a reply recorded before a crash was sent after all,
+  ``send_file`` sends a file the daemon has checked (by default: the channel cannot, and says so).
 - ``Attachment``: a file that came with a message, as the channel found it (where it is, or why it cannot be taken).
 - ``SentTexts`` is the one record of what was sent (the daemon's store keeps it, across restarts): an egress notes
   each text it sends there, and an ingress that sees its own channel's texts come back takes their echoes from it.
@@ -38,6 +39,15 @@ class Attachment:
 
 
 @dataclass(frozen=True)
+class Tapback:
+    """A reaction on one of the daemon's messages that decides something: ``approves`` (a like or a love) or not
+    (a dislike). ``target`` is the id the channel gave the message reacted to (chat.db's guid)."""
+
+    approves: bool
+    target: str
+
+
+@dataclass(frozen=True)
 class InboundMessage:
     rowid: int  # ingress cursor position (chat.db ROWID; a line counter on the console)
     sender: str  # normalised handle: E.164 phone number or lower-case email; "console" on the console
@@ -47,6 +57,8 @@ class InboundMessage:
     is_from_me: bool = False
     reply_to: str | None = None  # where the reply goes when not to ``sender`` (the channel's own address form)
     attachments: tuple[Attachment, ...] = ()  # files sent with it, in the order they came
+    tapback: Tapback | None = None  # a like, love or dislike on a message (``text`` then only describes it)
+    late: bool = False  # older than the replay window but within the catch-up window: listed, not run
     #: Came by SMS or RCS (not iMessage), whose sender IDs can be forged: taken only with APPLE_FLOW_ALLOW_SMS, and
     #: then it can never approve, deny or cancel, and its turns only read.
     forgeable: bool = False
@@ -92,6 +104,10 @@ class Ingress(Protocol):
         """The newest rowid present now (to start a fresh install without replaying history)."""
         return 0
 
+    def caught_up(self) -> bool:
+        """Whether every message present has been yielded, i.e. a backlog (after sleep) has been read whole."""
+        return True
+
     def unsent(self, rowid: int) -> bool:
         """Whether the message was withdrawn after it was read (asked before its queued turn starts)."""
         return False
@@ -102,8 +118,9 @@ class Ingress(Protocol):
 
 
 class Egress(Protocol):
-    def send(self, recipient: str, text: str) -> None:
-        """Sends ``text`` (split into parts as needed). Raises ``SendError`` when delivery fails."""
+    def send(self, recipient: str, text: str) -> tuple[str, ...] | None:
+        """Sends ``text`` (split into parts as needed). Returns the ids the channel gave the parts, as a tapback
+        names them (chat.db guids), when it knows them. Raises ``SendError`` when delivery fails."""
         ...
 
     def send_progress(self, recipient: str, text: str) -> None:

@@ -52,9 +52,8 @@ def print_checks(checks: list[Check]) -> None:
 def inbox_rows(db: Path, limit: int, settings: Settings) -> list[dict[str, Any]]:
     allowed = {normalize_handle(s, settings.default_region) for s in settings.allowed_senders}
     rows = ChatDB(db).newest_rows(limit)
-    rules = ReadRules(
-        settings.default_region, settings.max_message_age_seconds, settings.group_replies, settings.allow_sms
-    )
+    rules = ReadRules(settings.default_region, settings.max_message_age_seconds, settings.group_replies,
+                      settings.catch_up_hours * 3600, settings.allow_sms)
     copies = Copies()  # a second copy of a listed message shows as such
     listing: list[dict[str, Any]] = []
     for row in rows:
@@ -72,6 +71,8 @@ def inbox_rows(db: Path, limit: int, settings: Settings) -> list[dict[str, Any]]
                 "skipped": skipped,
                 "allowed": sender in allowed if sender else False,
                 "reply_to": item.reply_target if isinstance(item, InboundMessage) else None,
+                "late": isinstance(item, InboundMessage) and item.late,
+                "tapback": isinstance(item, InboundMessage) and item.tapback is not None,
             }
         )
     return listing
@@ -87,6 +88,10 @@ def print_inbox(listing: list[dict[str, Any]]) -> None:
         text = text if len(text) <= 80 else text[:79] + "…"
         if entry["skipped"]:
             verdict = f"[dim]skipped: {escape(entry['skipped'])}[/dim]"
+        elif entry["allowed"] and entry["late"]:
+            verdict = "[yellow]late: listed to the sender, run on `run`[/yellow]"
+        elif entry["allowed"] and entry["tapback"]:
+            verdict = "[green]tapback: decides the plan it is on[/green]"
         elif entry["allowed"]:
             verdict = "[green]handled[/green]"
         else:

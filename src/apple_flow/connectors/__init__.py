@@ -17,8 +17,10 @@ from apple_flow.connectors.base import (
     outcome_of,
 )
 from apple_flow.connectors.claude import ClaudeConnector
+from apple_flow.connectors.cline import ClineConnector
 from apple_flow.connectors.codex import CodexConnector
 from apple_flow.connectors.gemini import GeminiConnector
+from apple_flow.connectors.kilo import KiloConnector
 from apple_flow.connectors.registry import REGISTRY
 
 
@@ -38,11 +40,13 @@ __all__ = [
     "AfmConnector",
     "AgentEvent",
     "ClaudeConnector",
+    "ClineConnector",
     "CodexConnector",
     "Connector",
     "ConnectorError",
     "Exchange",
     "GeminiConnector",
+    "KiloConnector",
     "OllamaConnector",
     "Status",
     "TurnEvents",

@@ -22,6 +22,9 @@ from apple_flow.connectors.prompt import fit_prompt
 from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
 
 VERSION_TIMEOUT_SECONDS = 15.0
+# For the CLIs whose prompt travels as one argument: Linux refuses an argument over 128 KiB (MAX_ARG_STRLEN);
+# 30,000 characters stay below it even at 4 bytes each.
+ARGUMENT_MAX_CHARS = 30_000
 
 
 @dataclass(frozen=True)

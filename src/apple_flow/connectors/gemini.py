@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from apple_flow.connectors.base import AgentEvent, Status, TurnOutcome, TurnRequest, Usage
-from apple_flow.connectors.cli import CliConnector, Invocation
+from apple_flow.connectors.cli import ARGUMENT_MAX_CHARS, CliConnector, Invocation
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.runner import RunResult
 
@@ -30,9 +30,6 @@ EXIT_HINTS = {
     52: "Gemini CLI's configuration is invalid: check ~/.gemini/settings.json.",
     53: "It reached its turn limit (maxSessionTurns): ask for less at a time.",
 }
-# The prompt travels as one argument (Gemini CLI takes stdin as extra context only). Linux refuses an argument over
-# 128 KiB (MAX_ARG_STRLEN); 30,000 characters stay below it even at 4 bytes each.
-ARGUMENT_MAX_CHARS = 30_000
 WRITE_TOOLS = frozenset({"write_file", "replace"})
 SHELL_TOOL = "run_shell_command"
 
@@ -103,6 +100,7 @@ class GeminiConnector(CliConnector):
         return self.settings.gemini_context_window
 
     def max_prompt_chars(self) -> int:
+        # The prompt travels as one argument: Gemini CLI takes stdin as extra context only.
         return max(1000, ARGUMENT_MAX_CHARS - len(self.soul_prompt) - 2)
 
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:

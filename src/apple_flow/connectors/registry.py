@@ -6,8 +6,10 @@ from __future__ import annotations
 from apple_flow.connectors.afm import AfmConnector, OllamaConnector
 from apple_flow.connectors.claude import ClaudeConnector
 from apple_flow.connectors.cli import CliConnector
+from apple_flow.connectors.cline import ClineConnector
 from apple_flow.connectors.codex import CodexConnector
 from apple_flow.connectors.gemini import GeminiConnector
+from apple_flow.connectors.kilo import KiloConnector
 
 REGISTRY: dict[str, type[CliConnector]] = {
     "afm": AfmConnector,
@@ -15,4 +17,7 @@ REGISTRY: dict[str, type[CliConnector]] = {
     "codex-cli": CodexConnector,
     "claude-cli": ClaudeConnector,
     "gemini-cli": GeminiConnector,
+    # The names upstream Apple Flow gives these two, so its .env works here.
+    "cline": ClineConnector,
+    "kilo-cli": KiloConnector,
 }

@@ -27,6 +27,8 @@ class ApprovalRecords(Protocol):
 
     def decided_by(self, sender: str, decided_by: str) -> list[Approval]: ...
 
+    def of_message(self, message_id: str) -> Approval | None: ...
+
 
 @dataclass(frozen=True)
 class Decision:

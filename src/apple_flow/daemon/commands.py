@@ -19,6 +19,7 @@ class Kind(StrEnum):
     CANCEL = "cancel"
     HISTORY = "history"
     USAGE = "usage"
+    RUN = "run"  # a message that came while the Mac slept: `run` the last one, `run <n>` another
     IDEA = "idea"
     PLAN = "plan"
     TASK = "task"
@@ -47,7 +48,9 @@ HELP_TEXT = """Commands:
 - idea: TOPIC — brainstorm (no changes)
 - plan: GOAL — a plan (no changes)
 - task: WORK — a plan first; you approve, then it runs with tools
-- approve ID [notes] / deny ID / deny all (ID may be left out when one request is pending)
+- approve ID [notes] / deny ID / deny all (ID may be left out when one request is pending); or like (or love)
+  the plan's message to approve it, dislike it to deny
+- run / run N — run a message that came while this Mac was asleep or offline (they are listed, not run)
 - status [ID] — what is running and queued, pending approvals
 - cancel [RUN] — stop your running request and drop your queued ones (with a run id: only that run)
 - history [WORDS] — your recent requests and replies, newest first; with words, those containing them
@@ -109,6 +112,8 @@ def _parse_plain(text: str) -> Command:
         return Command(Kind.DENY_ALL)
     if first == "deny" and len(words) <= 2:  # a bare `deny` denies the one pending request, as `approve` does
         return Command(Kind.DENY, target=words[1] if len(words) == 2 else None)
+    if first == "run" and (len(words) == 1 or (len(words) == 2 and words[1].isdigit())):
+        return Command(Kind.RUN, target=words[1] if len(words) == 2 else None)
     if first == "approve":
         target = words[1] if len(words) > 1 else None
         extra = text.split(None, 2)[2].strip() if len(words) > 2 else ""

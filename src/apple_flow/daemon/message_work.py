@@ -112,9 +112,9 @@ class MessageReplies:
     def record_reply(self, message: InboundMessage, reply: str | None, note: str | None = None) -> None:
         self._store.messages.record_reply(self.channel, message.rowid, reply, note)
 
-    def deliver(self, message: InboundMessage, reply: str) -> None:
+    def deliver(self, message: InboundMessage, reply: str, approval_id: str | None = None) -> None:
         """Sends the recorded reply, records how that went, then completes the message."""
-        failed = self._outbound.send(message.reply_target, reply)
+        failed = self._outbound.send(message.reply_target, reply, approval_id)
         with self._store.transaction():
             self._store.messages.mark_sent(self.channel, message.rowid, failed=failed)
             if failed is not None:
@@ -156,11 +156,11 @@ class MessageWork:
     def record_reply(self, reply: str | None) -> None:
         self.replies.record_reply(self.message, reply, "cancelled" if reply is None else None)
 
-    def answer(self, reply: str | None) -> None:
+    def answer(self, reply: str | None, approval_id: str | None = None) -> None:
         if reply is None:
             self.replies.done(self.message.rowid)
         else:
-            self.replies.deliver(self.message, reply)
+            self.replies.deliver(self.message, reply, approval_id)
 
     def dropped(self) -> None:
         self.replies.record_reply(self.message, None, "cancelled before it ran")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from apple_flow.channels.base import InboundMessage
+from apple_flow.channels.base import InboundMessage, Tapback
 from apple_flow.connectors.base import Exchange, TurnOutcome
 from apple_flow.daemon import failures
 from apple_flow.daemon.approvals import ApprovalRecords, Approvals
@@ -24,7 +24,7 @@ from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
 from apple_flow.daemon.outbox import ATTACH_HINT, asks_for_file, take_attach_lines
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.reports import HISTORY_ENTRIES, clip, duration_text, history_reply, usage_reply, usage_since
-from apple_flow.daemon.store import Approval, Event, FailedSend, FinishedTurn, Run
+from apple_flow.daemon.store import Approval, Event, FailedSend, FinishedTurn, Held, Run
 from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,18 @@ class RunReads(Protocol):
     def since(self, sender: str, since: float) -> list[Run]: ...
 
 
+class HeldReads(Protocol):
+    """What the orchestrator reads of the messages held from while the Mac slept."""
+
+    def listing(self, sender: str) -> list[Held]: ...
+
+
+class ReplyFileReads(Protocol):
+    """What the orchestrator reads of the files replies sent."""
+
+    def not_sent(self, sender: str, since: float) -> list[tuple[float, str, str]]: ...
+
+
 class StateView(Protocol):
     """What the orchestrator reads from the store (and all it may do with it)."""
 
@@ -91,6 +103,12 @@ class StateView(Protocol):
 
     @property
     def approvals(self) -> ApprovalRecords: ...
+
+    @property
+    def held(self) -> HeldReads: ...
+
+    @property
+    def reply_files(self) -> ReplyFileReads: ...
 
 
 @dataclass(frozen=True)
@@ -118,6 +136,11 @@ class Ignore:
 
 
 @dataclass(frozen=True)
+class Hold:
+    """A message from while the Mac slept: kept, not run; its sender hears of it once the backlog is read."""
+
+
+@dataclass(frozen=True)
 class Reply:
     text: str
     decided: tuple[Approval, ...] = ()  # requests this message decided (new state), recorded with the reply
@@ -142,7 +165,7 @@ class Turn:
     wants_file: bool = False  # the user asked to be sent a file: the files the agent changed go if it names none
 
 
-Decision = Ignore | Reply | Turn
+Decision = Ignore | Reply | Turn | Hold
 
 
 def new_run_id() -> str:
@@ -180,6 +203,8 @@ class Orchestrator:
     def decide(self, message: InboundMessage, message_key: str, view: View) -> Decision:
         if message.is_from_me:
             return Ignore("sent by this Mac")
+        if message.late:  # a backlog is not a flood: held whatever its size, listed once
+            return Hold() if self._policy.is_allowed(message.sender) else Ignore("unknown sender")
         verdict = self._policy.check(message.sender)
         if not verdict.allowed:
             if verdict.notify:
@@ -187,8 +212,19 @@ class Orchestrator:
             if verdict.reason == "unknown sender" and self._reply_to_unknown:
                 return Reply("Sorry, this Mac does not take requests from you. Ask its owner to add you.")
             return Ignore(verdict.reason)
+        if message.tapback is not None:
+            if message.forgeable:  # a like or dislike decides an approval: never by SMS or RCS
+                return Reply(FORGEABLE_REFUSAL.format(name="A tapback"))
+            return self._tapback(message.tapback, message.sender, message_key)
+        return self._decide_allowed(message, message_key, view)
+
+    def _decide_allowed(self, message: InboundMessage, message_key: str, view: View, held: bool = False) -> Decision:
         command = parse(message.text)
         sender = message.sender
+        if command.kind is Kind.RUN:
+            if held:
+                return Reply("That message was `run` itself: nothing to run.")
+            return self._run_held(message, command.target, message_key, view)
         if message.attachments and not command.body and command.kind not in FAST:
             command = Command(command.kind, FILES_ONLY_REQUEST, command.target, command.alias)
         if message.forgeable and command.kind in DECIDING:
@@ -205,6 +241,29 @@ class Orchestrator:
         turn = self._turn(command, sender, workspace)
         # By SMS or RCS (taken with APPLE_FLOW_ALLOW_SMS): the sender may be forged, so the agent only reads.
         return replace(turn, read_only=True) if message.forgeable else turn
+
+    def _tapback(self, tapback: Tapback, sender: str, message_key: str) -> Decision:
+        """A like or love on the message that presented the sender's plan approves it as `approve <id>` would; a
+        dislike denies it. On any other message, or from anyone else, it does nothing."""
+        approval = self._store.approvals.of_message(tapback.target)
+        if approval is None or approval.sender != sender:
+            return Ignore("tapback on no plan of the sender's")
+        if tapback.approves:
+            return self._approve(Command(Kind.APPROVE, target=approval.id), sender, message_key)
+        decision = self._approvals.deny(sender, approval.id, message_key)
+        return Reply(decision.message, decision.decided)
+
+    def _run_held(self, message: InboundMessage, target: str | None, message_key: str, view: View) -> Decision:
+        """`run`: the last of the messages listed after the Mac woke, as if it came now; `run <n>`: that one."""
+        held = self._store.held.listing(message.sender)
+        if not held:
+            return Reply("Nothing from while this Mac was asleep or offline is waiting to run.")
+        number = int(target) if target is not None else held[-1].number
+        chosen = next((item for item in held if item.number == number), None)
+        if chosen is None:
+            return Reply(f"There is no {number}: `run 1` to `run {held[-1].number}`, or `run` for the last one.")
+        again = replace(message, text=chosen.text, attachments=(), late=False, tapback=None)
+        return self._decide_allowed(again, message_key, view, held=True)
 
     def _turn(self, command: Command, sender: str, workspace: Path) -> Turn:
         if command.kind is Kind.TASK:
@@ -342,7 +401,8 @@ class Orchestrator:
             approval = self._approvals.create(turn.sender, turn.request, result.strip(), str(turn.workspace))
             reply = (
                 f"Plan ({approval.id}, in {turn.workspace}):\n{result.strip()}\n\n"
-                f"Reply `approve {approval.id}` to run it (optionally with notes), or `deny {approval.id}`. "
+                f"Reply `approve {approval.id}` to run it (optionally with notes), or `deny {approval.id}`; or like "
+                "this message to approve it, dislike it to deny. "
                 f"Expires in {self._approvals.ttl_minutes} minutes."
             )
             return FinishedTurn(reply, "done", result, outcome, exchange, approval)
@@ -400,6 +460,8 @@ class Orchestrator:
                 f"Not delivered at {_clock_time(undelivered.at)}: your reply to {clip(undelivered.request, 40)!r} "
                 f"({clip(undelivered.reason, 200)})"
             )
+        for at, shown, problem in self._store.reply_files.not_sent(sender, self._clock() - UNDELIVERED_WINDOW)[-3:]:
+            lines.append(f"File not sent at {_clock_time(at)}: {shown} ({clip(problem, 120)})")
         runs = self._store.runs.of_sender(sender, 3)
         if runs:
             lines.append("Recent: " + "; ".join(f"{r.id} {r.kind} {r.state}" for r in runs))

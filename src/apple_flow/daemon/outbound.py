@@ -25,17 +25,20 @@ class Outbound:
         self._settings = settings
         self._lock = threading.Lock()
 
-    def send(self, recipient: str, reply: str) -> str | None:
+    def send(self, recipient: str, reply: str, approval_id: str | None = None) -> str | None:
         """Sends a reply (the channel notes it in the store's record of sent texts, for echoes); returns why it
-        could not be sent, or None."""
+        could not be sent, or None. A reply presenting the plan of ``approval_id`` is noted with it by the ids the
+        channel gave its parts, so that a tapback on it decides the request."""
         try:
             with self._lock:
-                self._egress.send(recipient, reply)
+                ids = self._egress.send(recipient, reply)
         except Exception as exc:  # SendError, or a channel bug: recorded by the caller, never fatal
             if not isinstance(exc, SendError):
                 log.exception("the channel failed sending to %s", recipient)
             log.error("could not send the reply to %s: %s", recipient, exc)
             return str(exc)
+        if approval_id is not None and ids:
+            self._store.approvals.note_messages(approval_id, ids)
         return None
 
     def progress(self, recipient: str, text: str) -> None:

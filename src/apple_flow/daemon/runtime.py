@@ -48,10 +48,12 @@ from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.catch_up import listing
 from apple_flow.daemon.message_work import MessageReplies
 from apple_flow.daemon.orchestrator import (
     FORGEABLE_EVENT,
     Decision,
+    Hold,
     Ignore,
     Orchestrator,
     Queued,
@@ -139,6 +141,7 @@ class Daemon:
         self._outbound = Outbound(egress, store, settings)
         self._messages = MessageReplies(channel_key, store, ingress, self._outbound, settings, self._stop)
         self._web = WebReplies(store, self._outbound)
+        self._held_unlisted = True  # late messages may wait to be listed (checked once the backlog is read)
         self.ready = threading.Event()
 
     # ------------------------------------------------------------------------------------------- lifecycle
@@ -182,6 +185,7 @@ class Daemon:
             try:
                 item = self._inbox.get(timeout=0.2)
             except queue.Empty:
+                self._list_held()
                 continue
             if isinstance(item, _End):
                 while not self._scheduler.wait_idle(0.2) and not self._stop.is_set():
@@ -316,6 +320,14 @@ class Daemon:
                 store.messages.ignore(self._channel, message.rowid, sender, message.text, decision.reason)
                 store.events.log("ignored", f"{decision.reason}: {message.text[:80]!r}", sender)
                 self._messages.done(message.rowid)
+        elif isinstance(decision, Hold):
+            with store.transaction():
+                store.messages.ignore(self._channel, message.rowid, sender, message.text, "late: listed, runs on `run`")
+                store.held.hold(self._channel, message.rowid, sender, message.reply_target, message.text,
+                                message.date.timestamp())
+                store.events.log("held", f"came while offline: {message.text[:80]!r}", sender)
+                self._messages.done(message.rowid)
+            self._held_unlisted = True
         elif isinstance(decision, Reply):
             with store.transaction():
                 if not store.approvals.decide(decision.decided):
@@ -351,6 +363,18 @@ class Daemon:
         if turn.ack:
             self._outbound.progress(turn.sender, turn.ack)
         self._scheduler.submit(Job(turn.sender, self._web.work(approval, turn)))
+
+    def _list_held(self) -> None:
+        """Once a backlog (after sleep) has been read whole: each sender with late messages gets one listing of
+        them; `run` runs one."""
+        if not self._held_unlisted or not self._ingress.caught_up():
+            return
+        self._held_unlisted = False
+        for sender, reply_to in self._store.held.unlisted():
+            held = self._store.held.list_new(sender)  # recorded first: a crash does not list them twice
+            failed = self._outbound.send(reply_to, listing(held))
+            if failed is not None:
+                self._store.events.log("send_failed", failed, sender)
 
     def _stale(self, message: InboundMessage) -> Ignore | None:
         if self._catchup is None:
@@ -405,7 +429,7 @@ class Daemon:
                     work.reply_of, work.recipient, turn.sender, str(turn.workspace),
                     [(item.shown, str(item.path)) for item in outgoing if item.path is not None],
                 )
-        work.answer(finished.reply)
+        work.answer(finished.reply, finished.approval.id if finished.approval is not None else None)
 
     def _turn(self, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
         """Runs the connector's turn to its outcome, passing its progress on to ``recipient`` (throttled) and

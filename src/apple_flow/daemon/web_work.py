@@ -68,8 +68,8 @@ class WebWork:
     def record_reply(self, reply: str | None) -> None:
         self.replies.record(self.approval, reply)
 
-    def answer(self, reply: str | None) -> None:
-        if reply is not None:
+    def answer(self, reply: str | None, approval_id: str | None = None) -> None:
+        if reply is not None:  # an approved task's answer: it presents no new plan
             self.replies.send(self.approval, reply)
 
     def dropped(self) -> None:

@@ -41,8 +41,9 @@ class Work(Protocol):
         """Records the answer before it is sent, in the caller's transaction (None: nothing to send)."""
         ...
 
-    def answer(self, reply: str | None) -> None:
-        """Once recorded: sends the answer and its files (None: nothing to send), and lets the cursor pass."""
+    def answer(self, reply: str | None, approval_id: str | None = None) -> None:
+        """Once recorded: sends the answer and its files (None: nothing to send), and lets the cursor pass. A reply
+        presenting the plan of ``approval_id`` is noted with it, by the ids the channel gave it (tapbacks)."""
         ...
 
     def dropped(self) -> None:

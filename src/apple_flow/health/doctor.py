@@ -148,6 +148,8 @@ INSTALL = {
     "codex-cli": "install Codex CLI (npm install -g @openai/codex)",
     "claude-cli": "install Claude Code (npm install -g @anthropic-ai/claude-code)",
     "gemini-cli": "install Gemini CLI (npm install -g @google/gemini-cli)",
+    "cline": "install Cline CLI (npm install -g cline), then run `cline auth`",
+    "kilo-cli": "install Kilo CLI (npm install -g @kilocode/cli), then run `kilo` once and /connect a provider",
 }
 
 

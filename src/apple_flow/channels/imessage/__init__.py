@@ -53,6 +53,7 @@ def build_imessage_channel(
         sent=sent,
         poll_seconds=settings.poll_interval_seconds,
         max_message_age_seconds=settings.max_message_age_seconds,
+        catch_up_seconds=settings.catch_up_hours * 3600,
         group_replies=settings.group_replies,
         attachments_root=settings.messages_attachments_path,
         attachment_wait_seconds=settings.attachment_wait_seconds,

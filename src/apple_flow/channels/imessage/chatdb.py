@@ -32,7 +32,7 @@ SELECT m.ROWID, CAST(m.text AS BLOB), m.attributedBody, m.date, m.is_from_me, m.
        m.item_type, CAST(h.id AS BLOB), CAST(c.chat_identifier AS BLOB),
        CAST(m.guid AS BLOB), CAST(m.service AS BLOB), CAST(m.destination_caller_id AS BLOB), CAST(m.account AS BLOB),
        m.date_retracted, m.date_edited, m.message_summary_info, c.style, CAST(c.guid AS BLOB), m.error, m.is_sent,
-       m.is_delivered,
+       m.is_delivered, CAST(m.associated_message_guid AS BLOB),
        (SELECT COUNT(*) FROM message_attachment_join AS aj WHERE aj.message_id = m.ROWID),
        (SELECT CAST(group_concat(COALESCE(a.transfer_name, ''), char(31)) AS BLOB)
           FROM message_attachment_join AS aj JOIN attachment AS a ON a.ROWID = aj.attachment_id
@@ -79,6 +79,7 @@ class MessageRow:
     is_delivered: bool = False
     attachments: int = 0  # how many attachment rows the message has (message_attachment_join)
     attachment_names: tuple[str, ...] = ()  # their transfer_name, sorted ("" where it has none)
+    associated_guid: str | None = None  # a tapback's target: "p:0/<guid>", "bp:<guid>" or the bare guid
 
     @property
     def known_date(self) -> bool:
@@ -275,7 +276,8 @@ def _probe_access(path: Path) -> int | None:
 def _to_row(row: tuple[object, ...]) -> MessageRow:
     """Never raises: what cannot be read is decoded leniently, or named in ``problem``."""
     (rowid, text, body, date, from_me, assoc, item_type, handle, chat, guid, service, caller_id, account,
-     retracted, edited, summary, style, chat_guid, error, is_sent, is_delivered, attachments, names) = row
+     retracted, edited, summary, style, chat_guid, error, is_sent, is_delivered, associated, attachments,
+     names) = row
     problems: list[str] = []
     integers = {
         name: _integer(value, name, problems)
@@ -313,6 +315,7 @@ def _to_row(row: tuple[object, ...]) -> MessageRow:
         is_delivered=bool(integers["is_delivered"]),
         attachments=attachments if isinstance(attachments, int) else 0,
         attachment_names=tuple(sorted((decode_text(names)[0] or "").split("\x1f"))) if names is not None else (),
+        associated_guid=decode_text(associated)[0] or None,
     )
 
 

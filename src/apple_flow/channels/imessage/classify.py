@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from apple_flow.channels.base import InboundMessage, SentTexts, Skipped
+from apple_flow.channels.base import InboundMessage, SentTexts, Skipped, Tapback
 from apple_flow.channels.imessage.body import UndecodableBody, decode_attributed_body
 from apple_flow.channels.imessage.chatdb import GROUP_STYLE, MessageRow
 from apple_flow.channels.imessage.echo import Copies, normalise_text
@@ -21,9 +21,13 @@ log = logging.getLogger(__name__)
 
 OBJECT_REPLACEMENT = "\ufffc"  # Messages' attachment marker inside the text
 # associated_message_type: 0 a normal message, 2 and 3 app and sticker messages (normal too), 1000 a sticker placed
-# on a message, 2000-2005 tapbacks added, 3000-3005 removed.
+# on a message, 2000-2005 tapbacks added (love, like, dislike, laugh, emphasis, question; 2006 an emoji), 3000-3006
+# the same removed.
 NORMAL_TYPES = frozenset({0, 2, 3})
 STICKER_TYPE = 1000
+# The tapbacks that decide an approval request: love and like approve, dislike denies.
+APPROVING_TAPBACKS = frozenset({2000, 2001})
+DENYING_TAPBACK = 2002
 SMS_SERVICES = frozenset({"SMS", "RCS"})  # not reachable through the iMessage account
 TRUSTED_SERVICE = "iMessage"  # the only service whose sender IDs cannot be forged (SMS and RCS's can)
 
@@ -33,8 +37,11 @@ class ReadRules:
     """What the daemon takes from chat.db, from the settings."""
 
     default_region: str = "US"
-    max_age_seconds: float = 0  # rows older than this are not taken (0: no limit)
+    max_age_seconds: float = 0  # rows older than this are not run (0: no limit)
     group_replies: bool = False  # take group chat messages (and answer into the group)
+    # Rows older than max_age_seconds but not than this are taken as ``late`` (listed to the sender, run on request;
+    # a Mac that slept meets them daily); older ones are skipped. 0, or not above max_age_seconds: none are late.
+    catch_up_seconds: float = 0
     allow_sms: bool = False  # take SMS and RCS messages (read-only turns; never an approval, denial or cancel)
 
 
@@ -78,12 +85,18 @@ def classify(
         # The markers stand for the attachments, which go with the message on their own.
         text = text.replace(OBJECT_REPLACEMENT, "").strip()
     shown = text or ""  # skipped rows carry their text too, for `apple-flow inbox`
-    skip = _skip_reason(row, rules, text, sender, own_chat, group, now)
+    tapback = _tapback(row)
+    late, too_old = _age(row, rules, now, tapback is not None)
+    skip = _skip_reason(row, rules, text, sender, own_chat, group, tapback is not None, too_old)
     if skip is not None:
         return Skipped(row.rowid, skip, sender, shown)
     if is_forgeable(row) and not rules.allow_sms:
         return Skipped(row.rowid, forgeable_reason(row), sender, shown, forgeable=True)
     assert text is not None and sender is not None  # _skip_reason checked both
+    if tapback is not None:  # never an echo nor a copy: its guid is its own
+        return InboundMessage(rowid=row.rowid, sender=sender, text=text, date=row.date,
+                              chat_identifier=row.chat_identifier, reply_to=_reply_target(row, sender, group),
+                              tapback=tapback, forgeable=is_forgeable(row))
     # A message of files alone is known by their names (the daemon's own file sends come back that way).
     same = text if text.strip() else files_echo_text(row.attachment_names)
     # Your own text to yourself is a request unless it is a copy of the daemon's reply (either copy of it).
@@ -101,6 +114,7 @@ def classify(
         chat_identifier=row.chat_identifier,
         is_from_me=False,  # a text to yourself is a request like any other; the daemon's own texts never get here
         reply_to=_reply_target(row, sender, group),
+        late=late,
         forgeable=is_forgeable(row),
     )
 
@@ -115,9 +129,29 @@ def forgeable_reason(row: MessageRow) -> str:
     return f"{service}, not iMessage: its sender can be forged (APPLE_FLOW_ALLOW_SMS=true takes it, read-only)"
 
 
+def tapback_target(associated_guid: str | None) -> str | None:
+    """The guid a tapback reacts to: ``associated_message_guid`` is ``p:<part>/<guid>`` (a part of a message),
+    ``bp:<guid>`` (its body) or the bare guid."""
+    value = (associated_guid or "").strip()
+    if value.startswith("p:") and "/" in value:
+        value = value.split("/", 1)[1]
+    elif value.startswith("bp:"):
+        value = value[3:]
+    return value or None
+
+
+def _tapback(row: MessageRow) -> Tapback | None:
+    """The approval a row's tapback decides: a love, like or dislike with a target; None for any other row."""
+    kind = row.associated_message_type
+    if kind not in APPROVING_TAPBACKS and kind != DENYING_TAPBACK:
+        return None
+    target = tapback_target(row.associated_guid)
+    return Tapback(kind in APPROVING_TAPBACKS, target) if target else None
+
+
 def _skip_reason(
     row: MessageRow, rules: ReadRules, text: str | None, sender: str | None, own_chat: str | None, group: bool,
-    now: datetime | None,
+    tapback: bool, too_old: str | None,
 ) -> str | None:
     if row.retracted:
         return "unsent"
@@ -125,16 +159,16 @@ def _skip_reason(
         return "from me"
     if row.associated_message_type == STICKER_TYPE:
         return "sticker"
-    if row.associated_message_type not in NORMAL_TYPES:
+    if row.associated_message_type not in NORMAL_TYPES and not tapback:
         return "reaction"
     if row.item_type != 0:
         return "system event"
-    if rules.max_age_seconds and row.known_date:
-        age = ((now or datetime.now(UTC)) - row.date).total_seconds()
-        if age > rules.max_age_seconds:
-            return f"older than {_minutes(rules.max_age_seconds)}"
+    if too_old is not None:
+        return too_old
     if text is None:
         return "undecodable body"
+    if tapback:  # its text only describes it, and may be empty
+        text = text or "tapback"
     # U+FFFC alone without an attachment row (a file Messages has not recorded): nothing for the agent.
     if not text.replace(OBJECT_REPLACEMENT, "").strip() and not row.attachments:
         return "empty"
@@ -144,6 +178,21 @@ def _skip_reason(
     if group and not rules.group_replies:
         return "group chat"
     return None
+
+
+def _age(row: MessageRow, rules: ReadRules, now: datetime | None, tapback: bool) -> tuple[bool, str | None]:
+    """(late, why it is too old) by the row's age: within the replay window it runs; past it, a request within
+    the catch-up window is late (listed to its sender, not run), anything older is too old (a tapback has no
+    catch-up: a late approval is no approval)."""
+    if not rules.max_age_seconds or not row.known_date:
+        return False, None
+    age = ((now or datetime.now(UTC)) - row.date).total_seconds()
+    if age <= rules.max_age_seconds:
+        return False, None
+    limit = rules.max_age_seconds if tapback else max(rules.max_age_seconds, rules.catch_up_seconds)
+    if age <= limit:
+        return True, None
+    return False, f"older than {_minutes(limit)}"
 
 
 def files_echo_text(names: tuple[str, ...] | list[str]) -> str:
@@ -203,4 +252,6 @@ def _direct_chat_handle(chat_identifier: str | None) -> str | None:
 
 
 def _minutes(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:g} h"
     return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"

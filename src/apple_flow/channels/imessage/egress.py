@@ -1,6 +1,7 @@
 """The iMessage egress: replies sent through Messages with AppleScript, split into numbered parts, each part
 recorded for echo suppression before it is sent and confirmed from chat.db after (``delivery.py``); files sent as
-attachments from a staged copy (``staging.py``), their path an argument of the script like any text."""
+attachments from a staged copy (``staging.py``), their path an argument of the script like any text, and confirmed
+the same way. A progress line is checked too, but only for its row (not waited on until Messages sends it)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from apple_flow.channels.base import Egress, SendError, SentTexts
 from apple_flow.channels.imessage.attachments import MESSAGES_PREFIX
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
 from apple_flow.channels.imessage.classify import files_echo_text
-from apple_flow.channels.imessage.delivery import Evidence, Target, already_sent, confirm
+from apple_flow.channels.imessage.delivery import Evidence, Target, already_sent, confirm, confirm_file
 from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.channels.imessage.osascript import (
     OsascriptMissing,
@@ -98,6 +99,7 @@ class Delivery:
     parts: int
     confirmed: bool
     note: str
+    guids: tuple[str, ...] = ()  # chat.db's guid of each part found there
 
 
 class IMessageEgress(Egress):
@@ -132,24 +134,26 @@ class IMessageEgress(Egress):
         # One reply at a time: the daemon answers from several threads, and parts must not interleave.
         self._lock = threading.Lock()
 
-    def send(self, recipient: str, text: str) -> None:
+    def send(self, recipient: str, text: str) -> tuple[str, ...]:
         """Sends ``text`` to ``recipient`` (a handle, ``SMS;-;<handle>`` or a group chat's guid) and confirms each
-        part from chat.db. Raises ``SendError`` when a part did not go out."""
-        self.deliver(recipient, text)
+        part from chat.db; returns the parts' guids found there. Raises ``SendError`` when a part did not go out."""
+        return self.deliver(recipient, text).guids
 
     def send_progress(self, recipient: str, text: str) -> None:
-        """A progress line: best effort, not waited for in chat.db."""
-        self.deliver(recipient, text, confirm_parts=False)
+        """A progress line: its row is looked for in chat.db (an exit 0 without one is a failure, raised), but
+        Messages is not waited on to send it."""
+        self.deliver(recipient, text, until_sent=False)
 
-    def deliver(self, recipient: str, text: str, confirm_parts: bool = True) -> Delivery:
+    def deliver(self, recipient: str, text: str, until_sent: bool = True) -> Delivery:
         target = Target.parse(recipient, self._region)
         parts = split_reply(argv_safe(text), self._chunk_chars)
         with self._lock:
-            notes = [self._send_numbered(target, part, index, len(parts), confirm_parts)
+            notes = [self._send_numbered(target, part, index, len(parts), until_sent)
                      for index, part in enumerate(parts, start=1)]
         unconfirmed = [note for note in notes if not note.confirmed]
         shown = unconfirmed[0].note if unconfirmed else (notes[-1].note if notes else "nothing to send")
-        return Delivery(target.describe(), len(parts), not unconfirmed and bool(notes), shown)
+        return Delivery(target.describe(), len(parts), not unconfirmed and bool(notes), shown,
+                        tuple(note.guid for note in notes if note.guid))
 
     def went_out(self, recipient: str, text: str, after_rowid: int) -> bool:
         """Whether chat.db shows ``text`` sent to ``recipient`` after row ``after_rowid`` (a reply recorded before
@@ -164,12 +168,12 @@ class IMessageEgress(Egress):
             log.warning("cannot tell whether the reply to %s went out: %s", target.describe(), exc)
             return False
 
-    def _send_numbered(self, target: Target, part: str, index: int, total: int, confirm_part: bool) -> Evidence:
+    def _send_numbered(self, target: Target, part: str, index: int, total: int, until_sent: bool) -> Evidence:
         if self._sent is not None:
             # Before sending: the echo can land before osascript returns.
             self._sent.record(target.address, normalise_text(part))
         try:
-            return self._send_part(target, part, confirm_part)
+            return self._send_part(target, part, until_sent)
         except SendError as exc:
             if total > 1:
                 raise SendError(f"{exc} (part {index} of {total}; {index - 1} sent)") from exc
@@ -186,8 +190,8 @@ class IMessageEgress(Egress):
 
     def send_file(self, recipient: str, path: Path) -> None:
         """Sends the file at ``path`` (checked by the daemon) as an attachment: a copy staged where Messages can
-        read it, its path passed to the script as an argument. Raises ``SendError`` when it does not go.
-        Delivery is not confirmed from chat.db (the row holds the file, not text to compare)."""
+        read it, its path passed to the script as an argument, then confirmed from chat.db (a sent row with an
+        attachment of its name). Raises ``SendError`` when it does not go."""
         target = Target.parse(recipient, self._region)
         staged = stage(path, self._attachments_root, self._file_max_bytes)
         if self._sent is not None:
@@ -199,8 +203,11 @@ class IMessageEgress(Egress):
                 if attempt:
                     self._sleep(self._backoff * attempt)
                 for name, script, argv_target in self._forms(target, FILE_SCRIPTS):
+                    before = self._newest_rowid()
                     result = self._run(script, argv_target, str(staged))
                     if result.ok:
+                        # Never resent from here on (as a text): raises when chat.db has no row for it.
+                        self._file_evidence(target, staged.name, before)
                         return
                     if is_automation_denied(result):
                         raise SendError(f"Messages refused the script (Automation permission): {AUTOMATION_HINT}")
@@ -209,17 +216,17 @@ class IMessageEgress(Egress):
                                 failures[-1])
         raise SendError(f"Messages did not take {path.name} for {target.describe()} ({'; '.join(failures[-2:])})")
 
-    def _send_part(self, target: Target, text: str, confirm_part: bool) -> Evidence:
+    def _send_part(self, target: Target, text: str, until_sent: bool) -> Evidence:
         failures: list[str] = []
         for attempt in range(self._retries + 1):
             if attempt:
                 self._sleep(self._backoff * attempt)
             for name, script, argv_target in self._forms(target):
-                before = self._newest_rowid() if confirm_part else None
+                before = self._newest_rowid()
                 result = self._run(script, argv_target, text)
                 if result.ok:
                     # Never resent from here on: the text may be out, and a second send could deliver it twice.
-                    return self._evidence(target, text, before)
+                    return self._evidence(target, text, before, until_sent)
                 if is_automation_denied(result):
                     raise SendError(f"Messages refused the script (Automation permission): {AUTOMATION_HINT}")
                 failures.append(f"{name}: {result.stderr.strip() or f'exit {result.returncode}'}")
@@ -242,14 +249,29 @@ class IMessageEgress(Egress):
         except ChatDBError as exc:
             return exc
 
-    def _evidence(self, target: Target, text: str, before: int | ChatDBError | None) -> Evidence:
+    def _file_evidence(self, target: Target, name: str, before: int | ChatDBError | None) -> None:
+        if self._db is None or before is None:
+            return
+        if isinstance(before, ChatDBError):
+            log.warning("cannot confirm sending %s to %s: %s", name, target.describe(), before)
+            return
+        try:
+            evidence = confirm_file(self._db, target, name, before, self._confirm_seconds, self._region, self._sleep)
+        except ChatDBError as exc:
+            log.warning("cannot confirm sending %s to %s: %s", name, target.describe(), exc)
+            return
+        if not evidence.confirmed:
+            log.info("sending %s to %s: %s", name, target.describe(), evidence.note)
+
+    def _evidence(self, target: Target, text: str, before: int | ChatDBError | None, until_sent: bool) -> Evidence:
         if self._db is None or before is None:
             return Evidence(False, "sent by osascript; delivery not checked")
         if isinstance(before, ChatDBError):
             log.warning("cannot confirm the send to %s: %s", target.describe(), before)
             return Evidence(False, f"not confirmed: {before}")
         try:
-            evidence = confirm(self._db, target, text, before, self._confirm_seconds, self._region, self._sleep)
+            evidence = confirm(self._db, target, text, before, self._confirm_seconds, self._region, self._sleep,
+                               until_sent=until_sent)
         except ChatDBError as exc:
             log.warning("cannot confirm the send to %s: %s", target.describe(), exc)
             return Evidence(False, f"not confirmed: {exc}")

@@ -41,6 +41,7 @@ class IMessageIngress(Ingress):
         poll_seconds: float,
         on_error: ErrorListener | None = None,
         max_message_age_seconds: float = 0,
+        catch_up_seconds: float = 0,
         group_replies: bool = False,
         attachments_root: Path = Path(MESSAGES_PREFIX),
         attachment_wait_seconds: float = 0,
@@ -50,7 +51,7 @@ class IMessageIngress(Ingress):
         self.db = ChatDB(db_path)
         self._attachments_root = attachments_root
         self._attachment_wait = attachment_wait_seconds
-        self._rules = ReadRules(default_region, max_message_age_seconds, group_replies, allow_sms)
+        self._rules = ReadRules(default_region, max_message_age_seconds, group_replies, catch_up_seconds, allow_sms)
         self._sent = sent
         self._copies = Copies(copies)
         self._poll_seconds = poll_seconds
@@ -58,6 +59,11 @@ class IMessageIngress(Ingress):
         self.scanned_rowid = 0
         self.last_error: ChatDBError | None = None  # the current problem reading chat.db, None when healthy
         self.watching = False  # True while new rows are noticed by file events (else only the poll finds them)
+        self._caught_up = threading.Event()  # set while every row present has been yielded
+
+    def caught_up(self) -> bool:
+        """Whether every row chat.db held at the last read has been yielded (the ingress is waiting for more)."""
+        return self._caught_up.is_set()
 
     def latest_rowid(self) -> int:
         """The newest ROWID now. Raises ``ChatDBError`` (with the fix in its message) when chat.db is unreadable."""
@@ -100,6 +106,8 @@ class IMessageIngress(Ingress):
                 if rows is None:  # unreadable now: cursor kept, retry after the poll interval
                     stop.wait(self._poll_seconds)
                     continue
+                if rows:
+                    self._caught_up.clear()
                 for row in rows:
                     item = self._classify(row)
                     if isinstance(item, InboundMessage) and row.attachments:
@@ -116,12 +124,14 @@ class IMessageIngress(Ingress):
                         return
                 if len(rows) >= _BATCH:
                     continue
+                self._caught_up.set()
                 # After an event, look again shortly a few times (any new event re-arms), then wait long.
                 if waiter.wait(rechecks.pop(0) if rechecks else None):
                     rechecks = list(_RECHECK_AFTER_EVENT)
                 self.watching = waiter.watching
         finally:
             waiter.close()
+            self._caught_up.clear()
             self.watching = False
             self.db.close()
 

@@ -18,6 +18,7 @@ from apple_flow.daemon.store.approvals import ApprovalTable
 from apple_flow.daemon.store.cursors import CursorTable
 from apple_flow.daemon.store.database import Database, StoreError
 from apple_flow.daemon.store.events import EventTable
+from apple_flow.daemon.store.held import HeldTable
 from apple_flow.daemon.store.history import HISTORY_KEEP, HistoryTable
 from apple_flow.daemon.store.messages import MessageTable
 from apple_flow.daemon.store.meta import MetaTable
@@ -27,6 +28,7 @@ from apple_flow.daemon.store.records import (
     Event,
     FailedSend,
     FinishedTurn,
+    Held,
     MessageRecord,
     ReplyFile,
     Run,
@@ -40,7 +42,7 @@ from apple_flow.daemon.store.web_runs import WebRunTable
 
 __all__ = [
     "HISTORY_KEEP", "MIGRATIONS", "SCHEMA_VERSION", "WEB_REPLY_PREFIX", "Approval", "Database", "Event",
-    "FailedSend", "FinishedTurn", "MessageRecord", "ReplyFile", "Run", "RunEvent", "SentRecord", "Store",
+    "FailedSend", "FinishedTurn", "Held", "MessageRecord", "ReplyFile", "Run", "RunEvent", "SentRecord", "Store",
     "StoreError", "message_reply", "web_reply",
 ]
 
@@ -61,6 +63,7 @@ class Store:
         self.approvals = ApprovalTable(self.db)
         self.web_runs = WebRunTable(self.db)
         self.events = EventTable(self.db)
+        self.held = HeldTable(self.db)
         # All writes inside happen together or not at all; nests (inner blocks join the outer one).
         self.transaction = self.db.transaction
 

@@ -60,6 +60,23 @@ class ApprovalTable:
                 )
             return True
 
+    def note_messages(self, approval_id: str, message_ids: Sequence[str]) -> None:
+        """The channel's ids of the messages that presented ``approval_id`` (a tapback names one of them)."""
+        with self._db.transaction():
+            for message_id in message_ids:
+                self._db.write(
+                    "INSERT OR REPLACE INTO approval_messages (message_id, approval_id) VALUES (?, ?)",
+                    (message_id, approval_id),
+                )
+
+    def of_message(self, message_id: str) -> Approval | None:
+        """The request whose plan the message ``message_id`` presented, or None."""
+        rows = self._db.rows(
+            "SELECT a.* FROM approvals AS a JOIN approval_messages AS m ON m.approval_id = a.id "
+            "WHERE m.message_id = ?", (message_id,),
+        )
+        return Approval(**dict(rows[0])) if rows else None
+
     def reopen(self, approval_id: str) -> None:
         """An approval whose message was unsent before its task ran is pending again."""
         self._db.write(

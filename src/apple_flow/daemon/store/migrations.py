@@ -164,6 +164,27 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX reply_files_by_reply ON reply_files (reply_of, state);
     """,
+    # 11: the conversation on a phone. The channel's ids of the messages that presented a plan (chat.db guids),
+    # so a tapback on one decides its request, across restarts; and the messages that came while the Mac slept
+    # (late: listed to their sender, run on `run`), each in the listing it was in.
+    """
+    CREATE TABLE approval_messages (
+        message_id TEXT PRIMARY KEY,  -- the channel's id of (a part of) the reply presenting the plan
+        approval_id TEXT NOT NULL
+    );
+    CREATE TABLE held (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        channel TEXT NOT NULL,
+        rowid INTEGER NOT NULL,
+        sender TEXT NOT NULL,
+        reply_to TEXT NOT NULL,       -- where the listing goes
+        text TEXT NOT NULL,
+        sent_at REAL NOT NULL,        -- when the sender sent it
+        batch INTEGER,                -- NULL until listed; then the listing it was in (the sender's newest counts)
+        UNIQUE (channel, rowid)
+    );
+    CREATE INDEX held_by_sender ON held (sender, batch);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

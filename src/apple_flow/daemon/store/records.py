@@ -105,3 +105,12 @@ class Event:
     kind: str
     sender: str | None
     detail: str
+
+
+@dataclass(frozen=True)
+class Held:
+    """A message from while the Mac slept, kept for `run`: its number in its sender's listing (1 the oldest)."""
+
+    number: int
+    text: str
+    sent_at: float  # when the sender sent it (chat.db's date)

@@ -64,3 +64,12 @@ class ReplyFileTable:
             "UPDATE reply_files SET state = ?, problem = ?, updated_at = ? WHERE id = ?",
             ("not_sent" if problem is not None else "sent", problem, self._db.now(), file_id),
         )
+
+    def not_sent(self, sender: str, since: float) -> list[tuple[float, str, str]]:
+        """(when, the name the reply showed, why) of the sender's files that did not go out since ``since``, oldest
+        first."""
+        rows = self._db.rows(
+            "SELECT updated_at, shown, problem FROM reply_files WHERE sender = ? AND state = 'not_sent' "
+            "AND updated_at >= ? ORDER BY updated_at, id", (sender, since),
+        )
+        return [(float(row[0]), str(row[1]), str(row[2] or "")) for row in rows]

@@ -1,0 +1,39 @@
+"""Messages that came while the Mac slept or was offline: older than the replay window, younger than the catch-up
+window. None is run on arrival (a stale "deploy it" must not run hours later by surprise), and none is lost in
+silence: once the backlog has been read, each sender gets one reply listing theirs, numbered, and `run` runs the
+last one, `run <n>` another."""
+
+from __future__ import annotations
+
+import time
+
+from apple_flow.daemon.reports import clip
+from apple_flow.daemon.store import Held
+
+SHOWN = 5  # the listing shows the newest few; `run <n>` reaches any of them
+
+
+def listing(held: list[Held], now: float | None = None) -> str:
+    """The one reply telling a sender of their late messages, newest last, with their times."""
+    count = len(held)
+    shown = held[-SHOWN:]
+    if count == 1:
+        head = "While this Mac was asleep or offline you sent this; it was not run:"
+    else:
+        head = f"While this Mac was asleep or offline you sent {count} messages; none was run"
+        head += f". The last {len(shown)}:" if count > len(shown) else ":"
+    lines = [f"{item.number}. {_when(item.sent_at, now)} {clip(item.text, 60)}" for item in shown]
+    if count == 1:
+        tail = "Reply `run` to run it now."
+    else:
+        tail = f"Reply `run` to run the last one now, or `run <n>` for another (1 to {count})."
+    return "\n".join([head, *lines, tail])
+
+
+def _when(at: float, now: float | None) -> str:
+    """``09:14``, or ``Tue 23:50`` for another day."""
+    moment = time.localtime(at)
+    today = time.localtime(now if now is not None else time.time())
+    if moment.tm_yday == today.tm_yday and moment.tm_year == today.tm_year:
+        return time.strftime("%H:%M", moment)
+    return time.strftime("%a %H:%M", moment)
