@@ -69,6 +69,16 @@ def apple_code_bin() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def launcher_bin() -> Path:
+    """The debug build of apple-flow-launcher (the executable of Apple Flow.app), made with apple-code by
+    `scripts/setup.sh`. Missing is a failure, not a skip."""
+    path = APPLE_CODE_PACKAGE / ".build" / "debug" / "apple-flow-launcher"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"{path} is missing: run scripts/setup.sh (or `cd apple_code && swift build`) first")
+    return path
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """An empty folder for the agent to work in (tests that need files put them there)."""

@@ -53,6 +53,10 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+WEB_TOKEN_MIN_CHARS = 32
+SECRET_FIELDS = frozenset({"web_token"})  # never echoed in an error
+
+
 class SettingsError(ValueError):
     """Invalid configuration; the message names the variable and what it accepts."""
 
@@ -191,8 +195,12 @@ class Settings(BaseSettings):
     web_host: str = "127.0.0.1"
     web_port: int = Field(8787, ge=0, lt=65536)  # 0: any free port
     web_allow_remote: bool = False  # a web_host that is not loopback needs this set to true
-    web_token: str | None = Field(None, min_length=16)  # created in .env at first start when unset
+    web_token: str | None = None  # 32 characters or more; created in .env at first start when unset
     web_base_url: str | None = None  # e.g. https://mac.tailnet.ts.net: replies end with a link to their run
+    # The page's own host name on this Mac: its cookie then goes to no other local server (cookies ignore ports).
+    web_local_name: str = "apple-flow.localhost"  # "": served as 127.0.0.1 (see docs/web.md for what that costs)
+    web_session_days: int = Field(7, ge=1, le=30)  # a login lasts this long (logging out ends it at once)
+    web_link_minutes: int = Field(5, ge=1, le=60)  # a login link texted by `web` works once, for this long
 
     @field_validator("connector", mode="before")
     @classmethod
@@ -255,6 +263,25 @@ class Settings(BaseSettings):
             )
         return value
 
+    @field_validator("web_token", mode="after")
+    @classmethod
+    def _strong_token(cls, value: str | None) -> str | None:
+        if value is not None and len(value.strip()) < WEB_TOKEN_MIN_CHARS:
+            raise ValueError(
+                f"must be at least {WEB_TOKEN_MIN_CHARS} characters (it has {len(value.strip())}); remove it from .env "
+                "and the daemon makes a strong one at its next start"
+            )
+        return value
+
+    @field_validator("web_local_name", mode="after")
+    @classmethod
+    def _local_name(cls, value: str) -> str:
+        name = value.strip().lower().rstrip(".")
+        if name and (not name.endswith(".localhost") or not re.fullmatch(r"[a-z0-9.-]+", name)):
+            raise ValueError("must be a name under .localhost (browsers resolve those to this Mac), e.g. "
+                             "apple-flow.localhost, or empty")
+        return name
+
     @field_validator("web_base_url", mode="after")
     @classmethod
     def _base_url(cls, value: str | None) -> str | None:
@@ -304,7 +331,8 @@ def _describe(error: dict[str, Any]) -> str:
     if error.get("type") == "bool_parsing":
         message += "; accepted: true or false"
     got = error.get("input")
-    got_text = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
+    secret = field.split(".")[0] in SECRET_FIELDS
+    got_text = f" (got {got!r})" if got is not None and not isinstance(got, dict) and not secret else ""
     return f"{variable}: {message}{got_text}"
 
 

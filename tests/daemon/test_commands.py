@@ -34,6 +34,8 @@ from apple_flow.daemon.commands import FAST, Command, Kind, parse
         ("history: why did the deploy fail last night", Command(Kind.HISTORY, "why did the deploy fail last night")),
         ("history of rome in three short sentences", Command(Kind.CHAT, "history of rome in three short sentences")),
         ("usage", Command(Kind.USAGE)),
+        ("Web", Command(Kind.WEB)),
+        ("web page looks broken on my phone", Command(Kind.CHAT, "web page looks broken on my phone")),
         ("run", Command(Kind.RUN)),
         (" Run 2 ", Command(Kind.RUN, target="2")),
         ("run the tests", Command(Kind.CHAT, "run the tests")),

@@ -20,6 +20,7 @@ from apple_flow.connectors.environment import agent_environment
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.prompt import fit_prompt
 from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
+from apple_flow.filelimit import open_files_limit
 
 VERSION_TIMEOUT_SECONDS = 15.0
 # For the CLIs whose prompt travels as one argument: Linux refuses an argument over 128 KiB (MAX_ARG_STRLEN);
@@ -149,6 +150,14 @@ class CliConnector:
             return self.outcome(Status.BINARY_MISSING, f"{self.display_name} CLI not found at '{exc.command}'. {check}")
         if exc.reason == "bad_cwd":
             return self.outcome(Status.FAILED, f"{exc}. Check the workspace you asked for.")
+        if exc.reason == "no_files":
+            limit = open_files_limit()
+            return self.outcome(
+                Status.FAILED,
+                f"{self.display_name} could not start: apple-flow has too many files open (its limit is "
+                f"{limit if limit is not None else 'unlimited'}). Try again in a minute; if it repeats, restart "
+                "apple-flow and see its log for what holds them.",
+            )
         return self.outcome(
             Status.FAILED, f"{self.display_name} CLI at '{exc.command}' cannot be run ({exc.strerror or exc}). {check}"
         )

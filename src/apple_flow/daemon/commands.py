@@ -19,6 +19,7 @@ class Kind(StrEnum):
     CANCEL = "cancel"
     HISTORY = "history"
     USAGE = "usage"
+    WEB = "web"
     RUN = "run"  # a message that came while the Mac slept: `run` the last one, `run <n>` another
     IDEA = "idea"
     PLAN = "plan"
@@ -29,7 +30,7 @@ class Kind(StrEnum):
 # Answered at once, even while one of the sender's turns runs; everything else is a turn for the agent.
 FAST = frozenset({
     Kind.HELP, Kind.STATUS, Kind.HEALTH, Kind.CLEAR, Kind.APPROVE, Kind.DENY, Kind.DENY_ALL, Kind.CANCEL,
-    Kind.HISTORY, Kind.USAGE,
+    Kind.HISTORY, Kind.USAGE, Kind.WEB,
 })
 
 
@@ -57,6 +58,7 @@ HELP_TEXT = """Commands:
 - usage — your turns, time and tokens per day and backend, last 7 days
 - clear context (or new chat, reset context) — forget the conversation
 - health — is the daemon and its model working
+- web — a link that logs this phone in to the Mac's web page (works once, for a few minutes; iMessage only)
 - @alias at the start picks a configured workspace, e.g. `@site task: fix the tests`"""
 
 _ALIAS = re.compile(r"^@([A-Za-z0-9_.-]+)\s*(.*)$", re.DOTALL)
@@ -103,6 +105,8 @@ def _parse_plain(text: str) -> Command:
         return Command(Kind.CANCEL, target=f"run_{run.group(1).lower()}")
     if lowered == "usage":
         return Command(Kind.USAGE)
+    if lowered == "web":
+        return Command(Kind.WEB)
     history = _HISTORY.match(text)
     if history and (history.group(1) or len(history.group(2).split()) <= HISTORY_MAX_WORDS):
         return Command(Kind.HISTORY, " ".join(history.group(2).split()))

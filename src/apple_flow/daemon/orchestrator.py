@@ -40,7 +40,7 @@ READONLY_PLAN_PROMPT = "Make a step-by-step plan. Do not change any files.\n\n{b
 FILES_ONLY_REQUEST = "I sent you only files, no text. Look at them and tell me briefly what each one is."
 UNDELIVERED_WINDOW = 24 * 3600  # how far back `health` and `status` report replies that did not go out
 # What a message that came by SMS or RCS (APPLE_FLOW_ALLOW_SMS) can never do: anyone can send one under your number.
-DECIDING = frozenset({Kind.APPROVE, Kind.DENY, Kind.DENY_ALL, Kind.CANCEL})
+DECIDING = frozenset({Kind.APPROVE, Kind.DENY, Kind.DENY_ALL, Kind.CANCEL, Kind.WEB})  # WEB: a login link approves
 FORGEABLE_REFUSAL = (
     "{name} is not taken by SMS or RCS: anyone can send a text under your number. Send it by iMessage, or use the "
     "web page."
@@ -148,6 +148,7 @@ class Reply:
     cancel: bool = False  # stop the sender's running turn
     cancel_run: str | None = None  # with ``cancel``: only if the running turn is this run
     drop_queued: bool = False  # drop the sender's turns waiting to run (recorded as not run, with this reply)
+    login_link: str | None = None  # the secret of the web login link this reply holds, recorded with it
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,16 @@ class Turn:
 
 
 Decision = Ignore | Reply | Turn | Hold
+
+
+@dataclass(frozen=True)
+class LoginLinks:
+    """How `web` answers, once the web page serves: with a one-time login link to ``base_url``."""
+
+    base_url: str  # APPLE_FLOW_WEB_BASE_URL, else the page's address on this Mac
+    minutes: int  # how long a link works
+    mac_only: bool  # no base URL: the link opens on this Mac only
+    over_imessage: bool  # the channel is iMessage (a link is never printed on the console or sent another way)
 
 
 def new_run_id() -> str:
@@ -197,6 +208,7 @@ class Orchestrator:
         self._send_files = send_files  # the agent may send files back (ATTACH: lines)
         self._chat_read_only = chat_read_only  # plain chat only reads (the demo profile's small model)
         self._started = clock()
+        self.login_links: LoginLinks | None = None  # set once the web page serves
 
     # ------------------------------------------------------------------------------------------- decide
 
@@ -229,6 +241,8 @@ class Orchestrator:
             command = Command(command.kind, FILES_ONLY_REQUEST, command.target, command.alias)
         if message.forgeable and command.kind in DECIDING:
             return Reply(FORGEABLE_REFUSAL.format(name=f"`{command.kind.value.replace('_', ' ')}`"))
+        if command.kind is Kind.WEB:
+            return self._login_link(message)
         if command.kind in FAST:
             return self._fast(command, sender, message_key, view)
         try:
@@ -308,6 +322,23 @@ class Orchestrator:
             decision = self._approvals.deny(sender, command.target, message_key)
             return Reply(decision.message, decision.decided)
         return self._approve(command, sender, message_key)
+
+    def _login_link(self, message: InboundMessage) -> Reply:
+        """`web`: a link that logs the sender's phone in to the page, once, for a few minutes; only over iMessage,
+        only to the sender (never into a group)."""
+        links = self.login_links
+        if links is None:
+            return Reply("The web page is not running on this Mac (APPLE_FLOW_WEB_ENABLED, or its log says why).")
+        if not links.over_imessage:
+            return Reply("Login links are sent over iMessage only.")
+        if message.reply_to is not None:
+            return Reply("Text `web` to this Mac directly: a login link is never sent into a group.")
+        secret = secrets.token_urlsafe(32)
+        text = (f"Log in to apple-flow's page (the link works once, for {links.minutes} minutes): "
+                f"{links.base_url}/login/link/{secret}")
+        if links.mac_only:
+            text += "\nIt opens on this Mac only; for your phone set APPLE_FLOW_WEB_BASE_URL (docs/web.md says how)."
+        return Reply(text, login_link=secret)
 
     def _cancel(self, sender: str, target: str | None, view: View) -> Reply:
         """Plain `cancel` stops all the sender asked for and has not got yet: the running turn and the queued ones

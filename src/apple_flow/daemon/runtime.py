@@ -55,6 +55,7 @@ from apple_flow.daemon.orchestrator import (
     Decision,
     Hold,
     Ignore,
+    LoginLinks,
     Orchestrator,
     Queued,
     Reply,
@@ -336,6 +337,8 @@ class Daemon:
                 if decision.clear_history:
                     store.history.clear(sender)
                 store.messages.record_reply(self._channel, message.rowid, decision.text)
+                if decision.login_link is not None:
+                    store.web_logins.add_link(decision.login_link, sender, self._settings.web_link_minutes * 60)
                 # Recorded with the reply that tells of them: a restart neither runs them nor tells of them twice.
                 # (A turn that started since the reply was decided is not dropped here: the cancel below stops it.)
                 for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
@@ -352,6 +355,19 @@ class Daemon:
                 self._outbound.progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, self._messages.work(message, decision)))
         return True
+
+    def page_started(self, local_url: str) -> None:
+        """The web page serves at ``local_url``: `web` now answers with login links (to the base URL if set)."""
+        base = self._settings.web_base_url
+        self.orchestrator.login_links = LoginLinks(
+            base or local_url, self._settings.web_link_minutes, mac_only=base is None,
+            over_imessage=self._channel == "imessage",
+        )
+
+    def send_notice(self, recipient: str, text: str) -> str | None:
+        """A text of the daemon's own (not a reply: e.g. telling the owner it is ready), sent like a reply, under
+        the same lock; returns why it could not be sent, or None."""
+        return self._outbound.send(recipient, text)
 
     def run_approved(self, approval: Approval) -> None:
         """From the web page (any thread): a request approved there runs in the sender's queue, and its answer

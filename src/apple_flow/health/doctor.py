@@ -286,17 +286,32 @@ def check_sandbox(settings: Settings) -> Check:
     )
 
 
-def run_doctor(db: Path | None, env_file: Path = Path(".env"), sandbox: bool = True) -> list[Check]:
+SERVICE_CHECKS_ITSELF = "the service checks this itself, as Apple Flow (see the service line)"
+
+
+def run_doctor(db: Path | None, env_file: Path = Path(".env"), terminal_permissions: bool = True,
+               sandbox: bool = True) -> list[Check]:
+    """Every check. Without ``terminal_permissions`` (setup with a service: the terminal never reads messages)
+    chat.db and Messages are not tried from here, so macOS asks nothing about the terminal."""
     settings, settings_check = check_settings(env_file)
-    path = (db or settings.messages_db_path).expanduser()
-    chat_check, chat_error = check_chat_db(path, given=db is not None)
-    app = responsible_app()
+    if terminal_permissions:
+        path = (db or settings.messages_db_path).expanduser()
+        chat_check, chat_error = check_chat_db(path, given=db is not None)
+        app = responsible_app()
+        permissions = [
+            chat_check,
+            check_pickup(path, settings, chat_check),
+            check_full_disk_access(chat_error, chat_check, app),
+            check_automation(settings, app),
+        ]
+    else:
+        permissions = [
+            Check(name, Status.NA, SERVICE_CHECKS_ITSELF)
+            for name in ("chat.db", "new-message pickup", "Full Disk Access", "Messages automation")
+        ]
     return [
         settings_check,
-        chat_check,
-        check_pickup(path, settings, chat_check),
-        check_full_disk_access(chat_error, chat_check, app),
-        check_automation(settings, app),
+        *permissions,
         check_service_report(settings),
         check_agent(settings),
         check_workspaces(settings),

@@ -15,13 +15,14 @@ import uvicorn
 from starlette.applications import Starlette
 
 from apple_flow import envfile
-from apple_flow.config import Settings
+from apple_flow.config import Settings, is_loopback
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
 from apple_flow.health.running import DaemonState
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.app import WebContext, build_app
-from apple_flow.web.auth import new_token
+from apple_flow.web.auth import MIN_TOKEN_CHARS, new_token
+from apple_flow.web.limits import Limits, limited_protocol
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,9 @@ def ensure_token(settings: Settings, env_file: Path | None) -> str:
             log.warning("%s holds the web token and was readable by others: made it private (0600)", env_file)
         return settings.web_token
     if env_file is None:
-        raise WebError(f"No web token: set {TOKEN_VARIABLE} (16 characters or more), or start where a .env can be")
+        raise WebError(
+            f"No web token: set {TOKEN_VARIABLE} ({MIN_TOKEN_CHARS} characters or more), or start where a .env can be"
+        )
     token = new_token()
     try:
         envfile.set_value(env_file, TOKEN_VARIABLE, token)
@@ -68,16 +71,19 @@ def start_page(
     token = ensure_token(settings, env_file)
     decisions = WebDecisions(store, Approvals(store.approvals, settings.approval_ttl_minutes), run_approved)
     context = WebContext(settings=settings, store=store, decisions=decisions, state=state)
-    server = WebServer(build_app(context, token), settings.web_host, settings.web_port)
+    server = WebServer(build_app(context, token), settings.web_host, settings.web_port, settings.web_local_name)
     server.start()
     return server
 
 
 class WebServer:
-    def __init__(self, app: Starlette, host: str, port: int) -> None:
+    def __init__(self, app: Starlette, host: str, port: int, local_name: str = "",
+                 limits: Limits | None = None) -> None:
         self._app = app
         self._host = host
         self._port = port
+        self._local_name = local_name  # the page's own name, when it listens on loopback
+        self._limits = limits or Limits()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
@@ -95,10 +101,15 @@ class WebServer:
             ) from exc
         port = sock.getsockname()[1]
         host = f"[{self._host}]" if family == socket.AF_INET6 else self._host
+        if self._local_name and is_loopback(self._host):
+            host = self._local_name
         self.url = f"http://{host}:{port}"
+        limits = self._limits
         config = uvicorn.Config(
             self._app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2,
-            server_header=False,
+            server_header=False, http=limited_protocol(limits), limit_concurrency=limits.max_connections,
+            timeout_keep_alive=int(max(1, limits.keep_alive_seconds)),
+            h11_max_incomplete_event_size=limits.max_header_bytes, backlog=limits.accept_burst,
         )
         server = uvicorn.Server(config)
         self._server = server

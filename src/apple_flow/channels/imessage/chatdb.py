@@ -22,6 +22,8 @@ from enum import Enum
 from pathlib import Path
 from urllib.parse import quote
 
+from apple_flow.app_bundle import running_app
+
 APPLE_EPOCH = datetime(2001, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_MS = 250
 
@@ -138,6 +140,12 @@ def python_app_bundle() -> Path | None:
 
 
 def full_disk_access_hint() -> str:
+    app = running_app()
+    if app is not None:  # the service: macOS asks about Apple Flow.app, whose launcher started this Python
+        return (
+            f"switch on {app.stem} in System Settings > Privacy & Security > Full Disk Access (not listed? the + "
+            f"button, then Cmd+Shift+G and {app}); apple-flow tries again by itself"
+        )
     bundle = python_app_bundle()
     also = f" (and, for this framework build of Python, {bundle})" if bundle is not None else ""
     return (

@@ -23,7 +23,7 @@ from apple_flow.channels.imessage.watcher import DbChangeWaiter
 
 log = logging.getLogger(__name__)
 
-ErrorListener = Callable[[ChatDBError], None]
+ErrorListener = Callable[[ChatDBError | None], None]  # None: readable again
 _BATCH = 100  # rows per read: bounds memory when many large messages arrive at once
 # A WAL commit becomes visible only when SQLite updates the memory-mapped -shm index, which raises no file event;
 # the -wal write that does can come an fsync earlier. So after each event, look again shortly a few times before
@@ -148,6 +148,8 @@ class IMessageIngress(Ingress):
         if self.last_error is not None:
             log.info("iMessage: chat.db readable again")
             self.last_error = None
+            if self.on_error is not None:
+                self.on_error(None)
         return rows
 
     def _classify(self, row: MessageRow) -> InboundMessage | Skipped:
