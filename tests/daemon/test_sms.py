@@ -58,7 +58,7 @@ def test_an_sms_can_never_approve_deny_or_cancel(harness: MakeHarness) -> None:
     match = re.search(r"approve (req_[0-9a-f]{8})", plan)
     assert match
     rid = match.group(1)
-    for text in (f"approve {rid}", "approve", f"deny {rid}", "deny all", "cancel"):
+    for text in (f"approve {rid}", "approve", f"deny {rid}", "deny all", "cancel", "web"):
         assert "is not taken by SMS or RCS" in ask_by_sms(h, text), text
     approval = h.store.approvals.get(rid)
     assert approval is not None and approval.state == "pending"
