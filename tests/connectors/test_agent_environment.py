@@ -27,7 +27,7 @@ def secrets_around(monkeypatch: pytest.MonkeyPatch) -> None:
     """The daemon's environment as launchd gives it: every .env value, the web token among them, and the keys of
     every agent the owner has."""
     for name, value in {
-        "APPLE_FLOW_WEB_TOKEN": "web-token-must-not-leak", "APPLE_FLOW_ALLOWED_SENDERS": "+15551234567",
+        "APPLE_FLOW_WEB_TOKEN": "web-token-must-not-leak-0123456789abcdef", "APPLE_FLOW_ALLOWED_SENDERS": "+15551234567",
         "apple_flow_lower_case": "also-withheld", "AWS_SECRET_ACCESS_KEY": "aws-must-not-leak",
         "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "HTTPS_PROXY": "http://proxy:3128",
         RUN_MARKER: "run-token", **{key: f"{key}-value" for key in KEYS},
@@ -51,7 +51,7 @@ def test_each_connector_gets_only_its_allowlist(
     for run in runs:
         env: dict[str, str] = run["env"]
         assert not [key for key in env if key.upper().startswith("APPLE_FLOW_")]
-        assert "web-token-must-not-leak" not in repr(env)
+        assert "web-token-must-not-leak-0123456789abcdef" not in repr(env)
         assert "AWS_SECRET_ACCESS_KEY" not in env and "HTTPS_PROXY" not in env
         assert env["LC_ALL"] == "C.UTF-8" and env["LANG"] == "C.UTF-8" and env[RUN_MARKER] == "run-token"
         assert "PATH" in env and "HOME" in env
