@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The first thing to run on a Mac: builds apple-code in release mode, tests its command sandbox
-# (`apple-code --sandbox-check`: a write outside the workspace refused, `open` refused, `swift build` of a tiny
-# package inside the workspace works), asks whether Apple's on-device model is available (`apple-code --check`),
+# (`apple-code --sandbox-check`: a write outside the workspace refused, the hidden paths unreadable, `open`,
+# `osascript`, `launchctl` and a denied loopback port refused, `swift build` of a tiny package inside the workspace
+# works), asks whether Apple's on-device model is available (`apple-code --check`),
 # then runs one small real task on it in a temporary workspace and says what worked. Exit 0 when all of that
 # worked, 3 when the model is not available, 1 for anything else.
 #
@@ -122,6 +123,7 @@ while IFS= read -r line; do
     case $line in
         "ok    "*) pass "sandbox: ${line#ok    }" ;;
         "FAIL  "*) miss "sandbox: ${line#FAIL  }"; sandbox_failed=1 ;;
+        "skip  "*) printf '    sandbox: skipped %s\n' "${line#skip  }" >&2 ;;
         "exit 0") ;;
         "exit "*) [ $sandbox_failed = 1 ] || miss "sandbox: apple-code --sandbox-check ended with ${line}"
                   sandbox_failed=1 ;;

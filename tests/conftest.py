@@ -22,6 +22,10 @@ from support.fake_osascript import FakeOsascript
 from support.install import FAKE_APPLE_CODE, FAKE_CLI, install_script
 
 MakeSettings = Callable[..., Settings]
+FAKE_AGENT_VARIABLES = (
+    "FAKE_CLI_RECORD", "FAKE_CLI_MODE",
+    "FAKE_APPLE_CODE_RECORD", "FAKE_APPLE_CODE_MODE", "FAKE_APPLE_CODE_ANSWER", "FAKE_APPLE_CODE_REASON",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -35,6 +39,8 @@ def _no_developer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     # Daemons started by tests (in-process or as children) serve no web page unless the test asks for one: parallel
     # runs would all want port 8787, and a page wants a token in the test's .env.
     monkeypatch.setenv("APPLE_FLOW_WEB_ENABLED", "false")
+    # The fake agents of tests/support are told what to do by these; an agent gets no variable it is not given.
+    monkeypatch.setenv("APPLE_FLOW_AGENT_ENVIRONMENT", ",".join(FAKE_AGENT_VARIABLES))
 
 
 @pytest.fixture(autouse=True)

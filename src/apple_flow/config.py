@@ -38,6 +38,11 @@ DEMO_PROFILE: dict[str, Any] = {
 }
 
 
+# Where the daemon reads its settings, relative to the folder it runs in (and where a new web token is written).
+ENV_FILE = ".env"
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def is_loopback(host: str) -> bool:
     """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
     if host.strip().lower() == "localhost":
@@ -140,6 +145,9 @@ class Settings(BaseSettings):
     # `escalate <run>`; unset: nothing is offered.
     escalate_connector: ConnectorName | None = None
 
+    # More variables of the daemon's environment passed to the agent (a proxy, a CA file); APPLE_FLOW_* never are.
+    agent_environment: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
     # --- Agent persona -----------------------------------------------------------------------------------
     soul_prompt: str = ""
     soul_file: Path | None = None
@@ -155,6 +163,9 @@ class Settings(BaseSettings):
     allowed_senders: Annotated[list[str], NoDecode] = Field(default_factory=list)
     default_region: str = "US"
     reply_to_unknown_senders: bool = False
+    # SMS and RCS sender IDs can be forged: such messages are not acted on unless this is true, and then they can
+    # never approve, deny or cancel, and their turns only read.
+    allow_sms: bool = False
 
     # --- iMessage ------------------------------------------------------------------------------------------
     messages_db_path: Path = Path("~/Library/Messages/chat.db")
@@ -236,10 +247,20 @@ class Settings(BaseSettings):
     def _command_or_none(cls, value: str | None) -> str | None:
         return value.strip() if value is not None and value.strip() else None
 
-    @field_validator("allowed_senders", "allowed_workspaces", mode="before")
+    @field_validator("allowed_senders", "allowed_workspaces", "agent_environment", mode="before")
     @classmethod
     def _lists(cls, value: Any) -> Any:
         return _split_list(value)
+
+    @field_validator("agent_environment", mode="after")
+    @classmethod
+    def _variable_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _VARIABLE.fullmatch(name):
+                raise ValueError(f"{name!r} is not a variable name; accepted: names such as HTTPS_PROXY,NO_PROXY")
+            if name.upper().startswith("APPLE_FLOW_"):
+                raise ValueError(f"{name} is one of the daemon's own settings, which never reach the agent")
+        return value
 
     @field_validator(
         "default_workspace", "allowed_workspaces", "messages_db_path", "db_path", "log_dir", "soul_file",

@@ -103,10 +103,12 @@ def test_a_locked_database_keeps_the_cursor_and_is_read_when_released(tmp_path: 
     path = tmp_path / "chat.db"
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.executescript(SCHEMA.read_text())
-    conn.execute("INSERT INTO message (guid, text, handle_id) VALUES ('a', 'before the lock', 0)")
+    conn.execute("INSERT INTO message (guid, text, handle_id, service) VALUES ('a', 'before the lock', 0, 'iMessage')")
     conn.execute("BEGIN EXCLUSIVE")
     conn.execute("INSERT INTO handle (id, service) VALUES ('+15551234567', 'iMessage')")
-    conn.execute("INSERT INTO message (guid, text, handle_id) VALUES ('b', 'written under the lock', 1)")
+    conn.execute(
+        "INSERT INTO message (guid, text, handle_id, service) VALUES ('b', 'written under the lock', 1, 'iMessage')"
+    )
     errors: list[ChatDBError | None] = []
     ingress = ingress_at(path, on_error=errors.append)
 

@@ -188,6 +188,13 @@ def test_health_names_the_agent_the_channel_and_the_last_error(page: Page) -> No
 
 
 
+def test_health_counts_the_sms_and_rcs_messages_not_acted_on(page: Page) -> None:
+    assert "none refused" in page.logged_in().get("/health").text
+    page.store.events.log("sms_refused", "SMS, not iMessage: its sender can be forged", ANA)
+    html = page.logged_in().get("/health").text
+    assert "Not acted on: 1 SMS/RCS message" in html and "APPLE_FLOW_ALLOW_SMS=true" in html
+
+
 def test_health_names_the_model_and_server_the_ollama_connector_talks_to(make_page: Callable[..., Page]) -> None:
     """As it does for the afm connector on a server (the same words, from the settings the connector runs on)."""
     page = make_page(connector="ollama", ollama_base_url="http://10.0.0.7:11434/v1", ollama_model="llama3.2:3b")

@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from apple_flow.channels.base import Egress, Ingress
 from apple_flow.cli.common import err, print_error, settings_or_exit
-from apple_flow.config import Settings, SettingsError
+from apple_flow.config import ENV_FILE, Settings, SettingsError
 from apple_flow.daemon.lock import InstanceLock, LockError
 from apple_flow.daemon.runtime import Daemon, StartError
 from apple_flow.daemon.store import Store, StoreError
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from apple_flow.daemon.permissions import PermissionMonitor
     from apple_flow.web.server import WebServer
 
-ENV_FILE = ".env"  # where settings_or_exit reads them, and where a new web token is written
 
 
 class ChannelChoice(StrEnum):

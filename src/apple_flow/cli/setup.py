@@ -360,7 +360,7 @@ def _openai_server(
 
 def _doctor(env_file: Path, terminal_permissions: bool) -> None:
     with err.status("Checking the set-up (apple-flow doctor) ..."):
-        checks = run_doctor(None, env_file, terminal_permissions)
+        checks = run_doctor(None, env_file, terminal_permissions, sandbox=False)  # `apple-flow doctor` runs it
     print_checks(checks)
     failed = [check.name for check in checks if check.status is Status.FAIL]
     if failed:

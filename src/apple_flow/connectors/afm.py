@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from apple_flow.config import Settings
+from apple_flow.config import ENV_FILE, Settings
 from apple_flow.connectors.base import ConnectorError, Status, TurnOutcome, TurnRequest
 from apple_flow.connectors.cli import CliConnector, Invocation, check_report, format_seconds
 from apple_flow.connectors.events import EventStream, apple_code_tool_calls
@@ -52,6 +52,11 @@ class AfmConnector(CliConnector):
     display_name: ClassVar[str] = "apple-code"
     command_setting: ClassVar[str] = "afm_command"
     runs_checks: ClassVar[bool] = True  # --verify
+    # apple-code's own (CONTRACT.md): the server's key, endpoint and model when not given as options, how tool
+    # results travel, and more paths its commands must not read.
+    environment_variables: ClassVar[tuple[str, ...]] = (
+        "APPLE_CODE_API_KEY", "APPLE_CODE_BASE_URL", "APPLE_CODE_MODEL", "APPLE_CODE_TOOL_RESULTS", "APPLE_CODE_HIDE",
+    )
 
     def __init__(
         self,
@@ -84,6 +89,7 @@ class AfmConnector(CliConnector):
         if s.afm_max_turns is not None:
             argv += ["--max-turns", str(s.afm_max_turns)]
         argv += self._backend_flags()
+        argv += self.reach_flags()
         if request.read_only:
             argv.append("--read-only")
         if request.plan and s.afm_plan_tasks:
@@ -112,6 +118,19 @@ class AfmConnector(CliConnector):
             flags += ["--base-url", backend.base_url]
         if self.settings.afm_context_tokens:
             flags += ["--context-tokens", str(self.settings.afm_context_tokens)]
+        return flags
+
+    def reach_flags(self) -> list[str]:
+        """What apple-code's commands and tools must not reach besides its own list (~/.ssh, ~/.apple-flow ...):
+        the daemon's .env (read from the folder it runs in) and its state (the database, its folder), and the web
+        page's port, whose token would let a command approve its own work."""
+        s = self.settings
+        database = s.db_path.expanduser().absolute()
+        hidden = [Path(ENV_FILE).absolute(), database.parent, database,
+                  *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))]
+        flags = [flag for path in dict.fromkeys(hidden) for flag in ("--hide", str(path))]
+        if s.web_enabled and s.web_port:
+            flags += ["--deny-port", str(s.web_port)]
         return flags
 
     def new_stream(self) -> EventStream:

@@ -8,6 +8,7 @@ A concrete connector says how to build the command line (``invocation``) and how
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from apple_flow.connectors.base import (
     TurnRequest,
     Usage,
 )
+from apple_flow.connectors.environment import agent_environment
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.prompt import fit_prompt
 from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
@@ -56,6 +58,9 @@ class CliConnector:
     #: The agent runs a turn's check itself and reports how it went (apple-code --verify); otherwise the prompt
     #: asks it to run the check, and nothing is reported.
     runs_checks: ClassVar[bool] = False
+    #: The variables of the daemon's environment this agent needs besides the ones every process gets
+    #: (``connectors.environment``): its API key, its config folder. Nothing else of the daemon's reaches it.
+    environment_variables: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, settings: Settings, runner: ProcessRunner | None = None) -> None:
         self.settings = settings
@@ -98,6 +103,10 @@ class CliConnector:
         found = self.resolve_command()
         return str(Path(found).absolute()) if found else self.command
 
+    def environment(self) -> dict[str, str]:
+        """The environment of this agent's process: the allowlist, from the daemon's own environment."""
+        return agent_environment(os.environ, (*self.environment_variables, *self.settings.agent_environment))
+
     def ensure_started(self) -> None:
         self._require_version()
 
@@ -123,7 +132,8 @@ class CliConnector:
         stream = self.new_stream()
         try:
             child = self.runner.start(
-                invocation.argv, invocation.stdin, cwd=invocation.cwd, timeout=invocation.timeout, key=request.key
+                invocation.argv, invocation.stdin, cwd=invocation.cwd, timeout=invocation.timeout, key=request.key,
+                env=self.environment(),
             )
         except SpawnError as exc:
             yield self.spawn_outcome(exc)
@@ -205,7 +215,7 @@ class CliConnector:
 
     def _probe(self, argv: list[str]) -> RunResult:
         try:
-            return self.runner.run(argv, "", timeout=VERSION_TIMEOUT_SECONDS)
+            return self.runner.run(argv, "", timeout=VERSION_TIMEOUT_SECONDS, env=self.environment())
         except SpawnError as exc:
             outcome = self.spawn_outcome(exc)
             raise ConnectorError(outcome.detail, outcome.status) from exc

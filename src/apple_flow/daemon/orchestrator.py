@@ -26,7 +26,7 @@ from apple_flow.daemon.escalation import NOT_SET_UP, Escalation, request_key, ru
 from apple_flow.daemon.outbox import ATTACH_HINT, asks_for_file, take_attach_lines
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.reports import HISTORY_ENTRIES, clip, duration_text, history_reply, usage_reply, usage_since
-from apple_flow.daemon.store import Approval, FailedSend, FinishedTurn, Held, Run
+from apple_flow.daemon.store import Approval, Event, FailedSend, FinishedTurn, Held, Run
 from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,14 @@ READONLY_PLAN_PROMPT = "Make a step-by-step plan. Do not change any files.\n\n{b
 FILES_ONLY_REQUEST = "I sent you only files, no text. Look at them and tell me briefly what each one is."
 RECENT_FOR_ESCALATE = 10  # a bare `escalate` looks for the latest task run among the sender's last runs
 UNDELIVERED_WINDOW = 24 * 3600  # how far back `health` and `status` report replies that did not go out
+# What a message that came by SMS or RCS (APPLE_FLOW_ALLOW_SMS) can never do: anyone can send one under your number.
+DECIDING = frozenset({Kind.APPROVE, Kind.DENY, Kind.DENY_ALL, Kind.CANCEL, Kind.WEB})  # WEB: a login link approves
+FORGEABLE_REFUSAL = (
+    "{name} is not taken by SMS or RCS: anyone can send a text under your number. Send it by iMessage, or use the "
+    "web page."
+)
+# Events the runtime records for SMS and RCS messages it did not act on (counted in `health`).
+FORGEABLE_EVENT = "sms_refused"
 
 
 class MessageReads(Protocol):
@@ -50,6 +58,14 @@ class MessageReads(Protocol):
     def count(self, state: str | None = None) -> int: ...
 
     def failed_sends(self, since: float, sender: str | None = None) -> tuple[int, FailedSend | None]: ...
+
+
+class EventReads(Protocol):
+    """What the orchestrator (and the health checks) read of the store's events."""
+
+    def count(self, kind: str) -> int: ...
+
+    def recent(self, limit: int = 50, kind: str | None = None) -> list[Event]: ...
 
 
 class RunReads(Protocol):
@@ -88,6 +104,9 @@ class StateView(Protocol):
 
     @property
     def runs(self) -> RunReads: ...
+
+    @property
+    def events(self) -> EventReads: ...
 
     @property
     def approvals(self) -> ApprovalRecords: ...
@@ -222,6 +241,8 @@ class Orchestrator:
                 return Reply("Sorry, this Mac does not take requests from you. Ask its owner to add you.")
             return Ignore(verdict.reason)
         if message.tapback is not None:
+            if message.forgeable:  # a like or dislike decides an approval: never by SMS or RCS
+                return Reply(FORGEABLE_REFUSAL.format(name="A tapback"))
             return self._tapback(message.tapback, message.sender, message_key)
         return self._decide_allowed(message, message_key, view)
 
@@ -236,6 +257,8 @@ class Orchestrator:
             return self._run_held(message, command.target, message_key, view)
         if message.attachments and not command.body and command.kind not in FAST:
             command = Command(command.kind, FILES_ONLY_REQUEST, command.target, command.alias)
+        if message.forgeable and command.kind in DECIDING:
+            return Reply(FORGEABLE_REFUSAL.format(name=f"`{command.kind.value.replace('_', ' ')}`"))
         if command.kind is Kind.WEB:
             return self._login_link(message)
         if command.kind in FAST:
@@ -247,7 +270,9 @@ class Orchestrator:
         if not command.body:
             name = command.kind.value
             return Reply(f"{name}: needs some text, e.g. `{name}: add a test for the parser`.")
-        return self._turn(command, sender, workspace)
+        turn = self._turn(command, sender, workspace)
+        # By SMS or RCS (taken with APPLE_FLOW_ALLOW_SMS): the sender may be forged, so the agent only reads.
+        return replace(turn, read_only=True) if message.forgeable else turn
 
     def _tapback(self, tapback: Tapback, sender: str, message_key: str) -> Decision:
         """A like or love on the message that presented the sender's plan approves it as `approve <id>` would; a
@@ -561,6 +586,10 @@ class Orchestrator:
                 f"\nReplies not delivered in the last 24 h: {failed} (latest at {_clock_time(latest.at)} to "
                 f"{latest.sender}: {clip(latest.reason, 200)})"
             )
+        refused = self._store.events.count(FORGEABLE_EVENT)
+        if refused:
+            (newest,) = self._store.events.recent(1, FORGEABLE_EVENT)
+            text += f"\n{forgeable_line(refused, newest)}"
         return text
 
     def _status(self, sender: str, target: str | None, view: View, alias: str | None = None) -> str:
@@ -610,6 +639,15 @@ class Orchestrator:
                 state = "expired"
             return f"{approval.id} {state}: {clip(approval.task)}"
         return f"No run or request {target}. Send `status` for yours."
+
+
+def forgeable_line(count: int, newest: Event) -> str:
+    """`health`'s line on the SMS and RCS messages that were not acted on (also the doctor's and the web page's)."""
+    return (
+        f"Not acted on: {count} SMS/RCS message{'' if count == 1 else 's'} (the sender can be forged; latest "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(newest.at))} from {newest.sender or 'unknown'}). "
+        "APPLE_FLOW_ALLOW_SMS=true takes them read-only."
+    )
 
 
 def _requests(queued: tuple[Queued, ...]) -> str:

@@ -54,6 +54,7 @@ from apple_flow.daemon.checks import Checks
 from apple_flow.daemon.escalation import Escalation
 from apple_flow.daemon.message_work import MessageReplies
 from apple_flow.daemon.orchestrator import (
+    FORGEABLE_EVENT,
     Decision,
     Hold,
     Ignore,
@@ -273,6 +274,11 @@ class Daemon:
         try:
             for item in self._ingress.messages(after, self._stop):
                 if isinstance(item, Skipped):  # passed at once (an echo, a reaction): a restart must not re-read it
+                    if item.forgeable:  # counted for `health` (once: with the cursor), so the owner knows why
+                        with self._store.transaction():
+                            self._store.events.log(FORGEABLE_EVENT, item.reason, item.sender)
+                            self._messages.done(item.rowid, skipped=True)
+                        continue
                     self._messages.done(item.rowid, skipped=True)
                     continue
                 # Opened here, before the ingress moves on to later (maybe skipped) rows, so the cursor cannot

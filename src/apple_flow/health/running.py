@@ -13,7 +13,7 @@ from apple_flow.connectors.afm import AfmConnector
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.daemon.store import Store
 from apple_flow.health.check import Check, Status
-from apple_flow.health.doctor import check_chat_db, check_full_disk_access
+from apple_flow.health.doctor import check_chat_db, check_full_disk_access, check_sms
 
 ERROR_KINDS = ("ingress_error", "send_failed", "dispatch_error")
 RECENT_SECONDS = 3600  # a send failure this recent makes "sending replies" a warning
@@ -36,7 +36,7 @@ def health_checks(settings: Settings, store: Store, state: DaemonState) -> list[
         checks += [chat, check_full_disk_access(error, chat)]
     else:
         checks.append(Check("messages", Status.NA, f"{state.channel} channel (no chat.db)"))
-    checks += [_sending(store), _last_error(store)]
+    checks += [check_sms(settings, store.events), _sending(store), _last_error(store)]
     return checks
 
 

@@ -51,12 +51,13 @@ class IMessageIngress(Ingress):
         attachments_root: Path = Path(MESSAGES_PREFIX),
         attachment_wait_seconds: float = 0,
         copies: CopyRecord | None = None,
+        allow_sms: bool = False,
     ) -> None:
         self.db = ChatDB(db_path)
         self._checks_db = ChatDB(db_path)
         self._attachments_root = attachments_root
         self._attachment_wait = attachment_wait_seconds
-        self._rules = ReadRules(default_region, max_message_age_seconds, group_replies, catch_up_seconds)
+        self._rules = ReadRules(default_region, max_message_age_seconds, group_replies, catch_up_seconds, allow_sms)
         self._sent = sent
         self._copies = Copies(copies)
         self._poll_seconds = poll_seconds
