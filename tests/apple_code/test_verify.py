@@ -140,7 +140,8 @@ def test_text_output_of_a_failing_check_is_the_partial_answer(apple_code_bin: Pa
         done = run_apple_code(apple_code_bin, *args, "Check calc.py.")
     assert done.returncode == 5
     assert done.stdout == "All good.\n"
-    assert "apple-code: error_verify: the check `python3 -B test_calc.py` still fails after 0 repair rounds" in done.stderr
+    said = "apple-code: error_verify: the check `python3 -B test_calc.py` still fails after 0 repair rounds"
+    assert said in done.stderr
 
 
 def test_a_plan_runs_the_check_after_its_last_step_and_repairs_in_a_new_worker(apple_code_bin: Path,
