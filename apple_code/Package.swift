@@ -16,6 +16,7 @@ let package = Package(
     platforms: [.macOS(.v26)],
     products: [
         .executable(name: "apple-code", targets: ["AppleCodeCLI"]),
+        .executable(name: "apple-flow-launcher", targets: ["AppleFlowLauncher"]),
     ],
     targets: [
         // Shared vocabulary: options, tool protocol and parameter specs, budget, events, backend protocol.
@@ -52,6 +53,10 @@ let package = Package(
             dependencies: ["AppleCodeCore", "AppleCodeTools", "AppleCodeAgent", "AppleCodePlan", "AppleCodeFM"],
             path: "Sources/apple-code"
         ),
+        // The executable of `Apple Flow.app`, the app the launchd job runs: it starts the daemon's Python as its
+        // child, so that macOS holds "Apple Flow" responsible for its file access and Apple events. The C library
+        // only (its tests run the built binary with real processes: tests/launcher in the Python suite).
+        .executableTarget(name: "AppleFlowLauncher", path: "Sources/apple-flow-launcher"),
         .testTarget(name: "AppleCodeCoreTests", dependencies: ["AppleCodeCore"]),
         .testTarget(name: "AppleCodeToolsTests", dependencies: ["AppleCodeTools", "AppleCodeCore"]),
         .testTarget(name: "AppleCodeAgentTests", dependencies: ["AppleCodeAgent", "AppleCodeCore", "AppleCodeTools"]),

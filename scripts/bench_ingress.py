@@ -97,7 +97,7 @@ def main() -> int:
                     latencies.append((seen - float(committed_text)) * 1000)
                     progress.advance(task)
                     time.sleep(random.uniform(0.05, 0.25))
-            watching = "file events (watchfiles)" if ingress.watching else "NOT watching: poll only"
+            watching = "file events (inotify or kqueue)" if ingress.watching else "NOT watching: poll only"
             process = psutil.Process()
             with console.status(f"measuring idle CPU for {args.idle:.0f} s ..."):
                 cpu_before = sum(process.cpu_times()[:2])

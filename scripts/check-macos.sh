@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
 # The first thing to run on a Mac: builds apple-code in release mode, tests its command sandbox
-# (`apple-code --sandbox-check`: a write outside the workspace refused, `open` refused, `swift build` of a tiny
-# package inside the workspace works), asks whether Apple's on-device model is available (`apple-code --check`),
+# (`apple-code --sandbox-check`: a write outside the workspace refused, the hidden paths unreadable, `open`,
+# `osascript`, `launchctl` and a denied loopback port refused, `swift build` of a tiny package inside the workspace
+# works), asks whether Apple's on-device model is available (`apple-code --check`),
 # then runs one small real task on it in a temporary workspace and says what worked. Exit 0 when all of that
 # worked, 3 when the model is not available, 1 for anything else.
 #
-#   scripts/check-macos.sh [--timeout SECONDS] [--tests]
-#   --timeout: for the task (default 180); --tests: also run the backend's tests that use the real framework
+#   scripts/check-macos.sh [--timeout SECONDS] [--tests] [--bench]
+#   --timeout: for the task (default 180); --tests: also run the backend's tests that use the real framework;
+#   --bench: then run scripts/bench_tasks on Apple's model (its report: reports/bench_tasks-mac.md)
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 timeout=180
 run_tests=0
+run_bench=0
 tests_failed=0
 sandbox_failed=0
 while [ $# -gt 0 ]; do
     case $1 in
         --timeout) timeout=${2:?--timeout needs a number of seconds}; shift 2 ;;
         --tests) run_tests=1; shift ;;
-        -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --bench) run_bench=1; shift ;;
+        -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option $1 (see --help)" ;;
     esac
 done
@@ -119,6 +123,7 @@ while IFS= read -r line; do
     case $line in
         "ok    "*) pass "sandbox: ${line#ok    }" ;;
         "FAIL  "*) miss "sandbox: ${line#FAIL  }"; sandbox_failed=1 ;;
+        "skip  "*) printf '    sandbox: skipped %s\n' "${line#skip  }" >&2 ;;
         "exit 0") ;;
         "exit "*) [ $sandbox_failed = 1 ] || miss "sandbox: apple-code --sandbox-check ended with ${line}"
                   sandbox_failed=1 ;;
@@ -157,6 +162,17 @@ fi
 printf '    workspace kept for inspection: %s\n    events: %s (diagnostics: %s.stderr)\n' \
     "$workspace" "$events" "$events" >&2
 
+bench_failed=0
+if [ $run_bench = 1 ]; then
+    say "Running the task benchmark on Apple's model (scripts/bench_tasks; up to an hour)"
+    if "$ROOT/scripts/bench_tasks" --apple-code "$bin" --backend fm --report "$ROOT/reports/bench_tasks-mac.md" >&2; then
+        pass "task benchmark: reports/bench_tasks-mac.md"
+    else
+        miss "the task benchmark did not finish (see its output above)"
+        bench_failed=1
+    fi
+fi
+
 summary
-[ $task_status -eq 0 ] && [ $tests_failed = 0 ] && [ $sandbox_failed = 0 ] || exit 1
+[ $task_status -eq 0 ] && [ $tests_failed = 0 ] && [ $sandbox_failed = 0 ] && [ $bench_failed = 0 ] || exit 1
 exit 0

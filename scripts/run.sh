@@ -29,13 +29,20 @@ if [ "$(uname -s)" = Darwin ]; then
             die "no allowed sender yet (.env is missing or has no APPLE_FLOW_ALLOWED_SENDERS), so the daemon would answer nobody. Run .venv/bin/apple-flow setup in a terminal, or without questions: .venv/bin/apple-flow setup --sender <your phone number or Apple ID email> --workspace <folder> --yes; then ./scripts/run.sh again."
         fi
     fi
-    # Exit 0: running; 3: running but missing a permission (its status says which). A second daemon would only
-    # find the first one's lock.
+    # `service status`: 0 running; 3 running but missing a permission (it says which, and where to give it); else
+    # not running. A second daemon would only find the first one's lock, so a running service is the answer either
+    # way, and its status is shown as it is: never "runs" alone when it cannot read chat.db.
     status=0
-    "$VENV/bin/apple-flow" service status >/dev/null 2>&1 || status=$?
-    if [ "$status" = 0 ] || [ "$status" = 3 ]; then
-        say "The login service runs the daemon already: .venv/bin/apple-flow service status (or service logs -f) shows it"
+    report=$("$VENV/bin/apple-flow" service status 2>&1) || status=$?
+    if [ "$status" = 0 ]; then
+        printf '%s\n' "$report" >&2
+        say "The login service runs the daemon already (above). .venv/bin/apple-flow service logs -f follows it."
         exit 0
+    fi
+    if [ "$status" = 3 ]; then
+        printf '%s\n' "$report" >&2
+        say "The login service runs, but it cannot read or answer messages yet: give it what the fix lines above say (it tries again by itself and texts you when it is ready), then check with .venv/bin/apple-flow service status"
+        exit 3
     fi
     if "$apple_code" --check --backend fm >/dev/null 2>&1; then
         say "Apple Intelligence is available: running the iMessage daemon (Ctrl-C to stop)"

@@ -17,16 +17,33 @@ for arg in "$@"; do
 done
 
 # --- Toolchains ---------------------------------------------------------------------------------------------
+# Homebrew's Pythons, also when the shell profile lacks `brew shellenv` (Apple silicon, then Intel prefixes).
+brew_bins=${SETUP_BREW_BINS:-/opt/homebrew/bin /usr/local/bin}
 python=""
-for candidate in ${PYTHON:-} python3.13 python3.12 python3.11 python3; do
-    if command -v "$candidate" >/dev/null 2>&1 &&
-        "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-        python=$candidate
-        break
-    fi
+for name in ${PYTHON:-} python3.13 python3.12 python3.11 python3; do
+    for candidate in "$(command -v "$name" 2>/dev/null)" $(for dir in $brew_bins; do echo "$dir/$name"; done); do
+        if [ -n "$candidate" ] && [ -x "$candidate" ] &&
+            "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+            python=$candidate
+            break 2
+        fi
+    done
 done
-[ -n "$python" ] || die "Python 3.11 or newer is needed. macOS: brew install python@3.12; Debian/Ubuntu: apt-get install python3 python3-venv"
+[ -n "$python" ] || die "Python 3.11 or newer is needed (looked on PATH and in ${brew_bins// /, }). macOS: brew install python@3.12; Debian/Ubuntu: apt-get install python3 python3-venv"
+version() { "$1" -c 'import platform; print(platform.python_version())'; }
+if [ -x "$VENV/bin/python" ]; then
+    say "Using Python $(version "$VENV/bin/python") (.venv)"
+else
+    say "Using Python $(version "$python") ($python)"
+fi
 command -v swift >/dev/null 2>&1 || die "The Swift toolchain is needed to build apple-code. macOS: xcode-select --install (the Command Line Tools are enough); Linux: install Swift 6.2 or newer from swift.org and put its bin/ on PATH"
+# The package's first line names the Swift it needs; an older one fails with a confusing manifest error.
+needed=$(sed -n '1s/.*swift-tools-version: *\([0-9][0-9.]*\).*/\1/p' "$ROOT/apple_code/Package.swift" 2>/dev/null || true)
+found=$({ swift --version 2>/dev/null || true; } | sed -n 's/.*Swift version \([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' | head -n 1)
+if [ -n "$needed" ] && [ -n "$found" ] &&
+    [ "$(printf '%s\n%s\n' "$needed" "$found" | sort -t. -k1,1n -k2,2n | head -n 1)" != "$needed" ]; then
+    die "apple-code needs Swift $needed or newer; $(command -v swift) is Swift $found. macOS: update the Command Line Tools (System Settings > General > Software Update; or softwareupdate --list, then softwareupdate --install the \"Command Line Tools for Xcode\" it lists; if none is listed: sudo rm -rf /Library/Developer/CommandLineTools && xcode-select --install). Linux: install Swift $needed or newer from swift.org."
+fi
 
 # --- Python environment ---------------------------------------------------------------------------------------
 if [ ! -x "$VENV/bin/python" ]; then

@@ -25,6 +25,10 @@ from support.fake_osascript import FakeOsascript
 from support.install import FAKE_APPLE_CODE, FAKE_CLI, install_script
 
 MakeSettings = Callable[..., Settings]
+FAKE_AGENT_VARIABLES = (
+    "FAKE_CLI_RECORD", "FAKE_CLI_MODE",
+    "FAKE_APPLE_CODE_RECORD", "FAKE_APPLE_CODE_MODE", "FAKE_APPLE_CODE_ANSWER", "FAKE_APPLE_CODE_REASON",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +42,8 @@ def _no_developer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     # Daemons started by tests (in-process or as children) serve no web page unless the test asks for one: parallel
     # runs would all want port 8787, and a page wants a token in the test's .env.
     monkeypatch.setenv("APPLE_FLOW_WEB_ENABLED", "false")
+    # The fake agents of tests/support are told what to do by these; an agent gets no variable it is not given.
+    monkeypatch.setenv("APPLE_FLOW_AGENT_ENVIRONMENT", ",".join(FAKE_AGENT_VARIABLES))
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +67,16 @@ def apple_code_bin() -> Path:
     """The debug build of apple-code made by `scripts/setup.sh` (`swift build`). Missing is a failure, not a
     skip: the README's test command builds it first."""
     path = APPLE_CODE_PACKAGE / ".build" / "debug" / "apple-code"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"{path} is missing: run scripts/setup.sh (or `cd apple_code && swift build`) first")
+    return path
+
+
+@pytest.fixture(scope="session")
+def launcher_bin() -> Path:
+    """The debug build of apple-flow-launcher (the executable of Apple Flow.app), made with apple-code by
+    `scripts/setup.sh`. Missing is a failure, not a skip."""
+    path = APPLE_CODE_PACKAGE / ".build" / "debug" / "apple-flow-launcher"
     if not (path.is_file() and os.access(path, os.X_OK)):
         pytest.fail(f"{path} is missing: run scripts/setup.sh (or `cd apple_code && swift build`) first")
     return path

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -37,6 +38,11 @@ DEMO_PROFILE: dict[str, Any] = {
 }
 
 
+# Where the daemon reads its settings, relative to the folder it runs in (and where a new web token is written).
+ENV_FILE = ".env"
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def is_loopback(host: str) -> bool:
     """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
     if host.strip().lower() == "localhost":
@@ -45,6 +51,18 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+WEB_TOKEN_MIN_CHARS = 32
+SECRET_FIELDS = frozenset({"web_token"})  # never echoed in an error
+
+
+def _connector_name(value: Any) -> Any:
+    # Before the Literal's own check, whose message would not say "unknown connector".
+    names = get_args(ConnectorName)
+    if isinstance(value, str) and value not in names:
+        raise ValueError(f"unknown connector; accepted: {', '.join(names)}")
+    return value
 
 
 class SettingsError(ValueError):
@@ -118,6 +136,19 @@ class Settings(BaseSettings):
     kilo_context_window: int = Field(3, ge=0)
     kilo_model: str | None = None  # provider/model, e.g. anthropic/claude-sonnet-4
 
+    # --- Checking approved work, and escalating a stuck task ---------------------------------------------
+    # The command that says whether an approved task's work is done (apple-code --verify): unset, found from the
+    # workspace (daemon/checks.py) unless verify_detect is off.
+    verify_command: str | None = None
+    verify_detect: bool = True
+    verify_rounds: int = Field(2, ge=0)  # apple-code --verify-rounds: repair rounds after a failing check
+    # Another connector an approved task whose apple-code run failed may be run on again, when the owner says
+    # `escalate <run>`; unset: nothing is offered.
+    escalate_connector: ConnectorName | None = None
+
+    # More variables of the daemon's environment passed to the agent (a proxy, a CA file); APPLE_FLOW_* never are.
+    agent_environment: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
     # --- Agent persona -----------------------------------------------------------------------------------
     soul_prompt: str = ""
     soul_file: Path | None = None
@@ -133,6 +164,9 @@ class Settings(BaseSettings):
     allowed_senders: Annotated[list[str], NoDecode] = Field(default_factory=list)
     default_region: str = "US"
     reply_to_unknown_senders: bool = False
+    # SMS and RCS sender IDs can be forged: such messages are not acted on unless this is true, and then they can
+    # never approve, deny or cancel, and their turns only read.
+    allow_sms: bool = False
 
     # --- iMessage ------------------------------------------------------------------------------------------
     messages_db_path: Path = Path("~/Library/Messages/chat.db")
@@ -180,22 +214,54 @@ class Settings(BaseSettings):
     web_host: str = "127.0.0.1"
     web_port: int = Field(8787, ge=0, lt=65536)  # 0: any free port
     web_allow_remote: bool = False  # a web_host that is not loopback needs this set to true
-    web_token: str | None = Field(None, min_length=16)  # created in .env at first start when unset
+    web_token: str | None = None  # 32 characters or more; created in .env at first start when unset
     web_base_url: str | None = None  # e.g. https://mac.tailnet.ts.net: replies end with a link to their run
+    # The page's own host name on this Mac: its cookie then goes to no other local server (cookies ignore ports).
+    web_local_name: str = "apple-flow.localhost"  # "": served as 127.0.0.1 (see docs/web.md for what that costs)
+    web_session_days: int = Field(7, ge=1, le=30)  # a login lasts this long (logging out ends it at once)
+    web_link_minutes: int = Field(5, ge=1, le=60)  # a login link texted by `web` works once, for this long
 
     @field_validator("connector", mode="before")
     @classmethod
     def _known_connector(cls, value: Any) -> Any:
-        # Before the Literal's own check, whose message would not say "unknown connector".
-        names = get_args(ConnectorName)
-        if isinstance(value, str) and value not in names:
-            raise ValueError(f"unknown connector; accepted: {', '.join(names)}")
+        return _connector_name(value)
+
+    @field_validator("escalate_connector", mode="before")
+    @classmethod
+    def _known_escalate_connector(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None  # APPLE_FLOW_ESCALATE_CONNECTOR= (empty): nothing is offered
+        return _connector_name(value)
+
+    @field_validator("escalate_connector", mode="after")
+    @classmethod
+    def _escalate_elsewhere(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and value == info.data.get("connector"):
+            raise ValueError(
+                f"{value} is the connector every turn runs on already (APPLE_FLOW_CONNECTOR); name another one "
+                "(e.g. claude-cli), or unset it"
+            )
         return value
 
-    @field_validator("allowed_senders", "allowed_workspaces", mode="before")
+    @field_validator("verify_command", mode="after")
+    @classmethod
+    def _command_or_none(cls, value: str | None) -> str | None:
+        return value.strip() if value is not None and value.strip() else None
+
+    @field_validator("allowed_senders", "allowed_workspaces", "agent_environment", mode="before")
     @classmethod
     def _lists(cls, value: Any) -> Any:
         return _split_list(value)
+
+    @field_validator("agent_environment", mode="after")
+    @classmethod
+    def _variable_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _VARIABLE.fullmatch(name):
+                raise ValueError(f"{name!r} is not a variable name; accepted: names such as HTTPS_PROXY,NO_PROXY")
+            if name.upper().startswith("APPLE_FLOW_"):
+                raise ValueError(f"{name} is one of the daemon's own settings, which never reach the agent")
+        return value
 
     @field_validator(
         "default_workspace", "allowed_workspaces", "messages_db_path", "db_path", "log_dir", "soul_file",
@@ -233,6 +299,25 @@ class Settings(BaseSettings):
                 "docs/web.md says how to reach it over Tailscale without that)"
             )
         return value
+
+    @field_validator("web_token", mode="after")
+    @classmethod
+    def _strong_token(cls, value: str | None) -> str | None:
+        if value is not None and len(value.strip()) < WEB_TOKEN_MIN_CHARS:
+            raise ValueError(
+                f"must be at least {WEB_TOKEN_MIN_CHARS} characters (it has {len(value.strip())}); remove it from .env "
+                "and the daemon makes a strong one at its next start"
+            )
+        return value
+
+    @field_validator("web_local_name", mode="after")
+    @classmethod
+    def _local_name(cls, value: str) -> str:
+        name = value.strip().lower().rstrip(".")
+        if name and (not name.endswith(".localhost") or not re.fullmatch(r"[a-z0-9.-]+", name)):
+            raise ValueError("must be a name under .localhost (browsers resolve those to this Mac), e.g. "
+                             "apple-flow.localhost, or empty")
+        return name
 
     @field_validator("web_base_url", mode="after")
     @classmethod
@@ -283,7 +368,8 @@ def _describe(error: dict[str, Any]) -> str:
     if error.get("type") == "bool_parsing":
         message += "; accepted: true or false"
     got = error.get("input")
-    got_text = f" (got {got!r})" if got is not None and not isinstance(got, dict) else ""
+    secret = field.split(".")[0] in SECRET_FIELDS
+    got_text = f" (got {got!r})" if got is not None and not isinstance(got, dict) and not secret else ""
     return f"{variable}: {message}{got_text}"
 
 

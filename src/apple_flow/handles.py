@@ -7,6 +7,7 @@ approver of a request), so ``+1 (555) 123-4567``, ``15551234567`` and ``+1555123
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import phonenumbers
 
@@ -47,6 +48,9 @@ def parse_handle(raw: str, default_region: str = "US") -> str:
     return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
 
 
+# Remembered: the daemon normalises the same few handles several times per message (reading, policy, sending), and
+# parsing a phone number costs about 0.3 ms. A pure function of its arguments, so the cache cannot go stale.
+@lru_cache(maxsize=4096)
 def normalize_handle(raw: str, default_region: str = "US") -> str:
     """The normal form of ``raw``. Text that is neither an email nor a possible phone number (``console``, a
     group chat id) comes back stripped but otherwise unchanged."""

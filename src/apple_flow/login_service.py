@@ -1,8 +1,11 @@
 """Running the daemon at login: a launchd agent on macOS (plist + launchctl), and the equivalent systemd user unit
 to print elsewhere (launchd is macOS-only).
 
-launchd passes none of the shell's environment, so the agent gets an explicit PATH (with the folder of
-``apple-code``) and the project's ``.env`` values, and runs in the folder of that ``.env``.
+The launchd job runs ``Apple Flow.app`` (``app_bundle``), which starts the daemon's Python as its child, so that
+macOS asks about "Apple Flow" rather than about a Python binary. launchd passes none of the shell's environment, so
+the job gets an explicit PATH (with the folder of ``apple-code``) and runs in the folder of its ``.env``, whose path
+it passes to the daemon: the daemon reads the file itself at every start, so ``service restart`` runs with the
+current values (a plist holding them would keep a snapshot, and environment values win over the file's).
 """
 
 from __future__ import annotations
@@ -17,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dotenv import dotenv_values
-
 from apple_flow.config import Settings
 from apple_flow.paths import resolve_apple_code
 from apple_flow.privatefile import write_private
@@ -30,6 +31,11 @@ LAUNCHCTL_TIMEOUT = 30
 # seconds (~5 s measured on macOS 26.5). `bootout` of a job that is not loaded exits 3.
 BOOTOUT_NOT_LOADED = 3
 BOOTSTRAP_BUSY = frozenset({5, 37})
+# 5 that lasts is not the race: launchd refuses a job that is disabled (`launchctl disable`, which `enable` before
+# each bootstrap undoes) or whose "Allow in the Background" switch under Login Items is off.
+BOOTSTRAP_IO_ERROR = 5
+LOGIN_ITEMS_SETTINGS = "System Settings > General > Login Items & Extensions"
+EXIT_TIMEOUT_MARGIN = 10  # seconds launchd waits beyond the daemon's shutdown grace before SIGKILL
 LEAVE_TIMEOUT_SECONDS = 15.0  # how long a booted-out job may take to leave the domain
 BOOTSTRAP_RETRY_SECONDS = 20.0  # how long bootstrap is retried on 5 / 37
 POLL_SECONDS = 0.5
@@ -56,8 +62,17 @@ def service_files(settings: Settings, home: Path | None = None) -> ServiceFiles:
 
 
 def program_arguments() -> list[str]:
-    # The Python binary itself runs the daemon: it is the one that needs Full Disk Access for chat.db.
+    """The daemon's command: the Python of this environment running apple-flow."""
     return [sys.executable, "-m", "apple_flow", "run", "--channel", "imessage"]
+
+
+def launchd_arguments(launcher: Path, env_file: Path, installed_at: float) -> list[str]:
+    """The launchd job's command: the app's launcher, which starts the daemon as its child. ``--service`` has the
+    daemon act as the login service (it texts the owner); ``--installed-at`` starts its quick permission checks."""
+    return [
+        str(launcher), *program_arguments(), "--env-file", str(env_file), "--service",
+        "--installed-at", f"{installed_at:.0f}",
+    ]
 
 
 def service_path(settings: Settings) -> str:
@@ -70,20 +85,28 @@ def service_path(settings: Settings) -> str:
     return ":".join(dict.fromkeys(folders))
 
 
-def service_environment(settings: Settings, env_file: Path) -> dict[str, str]:
-    values = {k: v for k, v in dotenv_values(env_file).items() if v is not None} if env_file.is_file() else {}
-    return {**values, "PATH": service_path(settings), "PYTHONUNBUFFERED": "1"}
+def service_environment(settings: Settings) -> dict[str, str]:
+    """No value from ``.env``: the daemon reads it at each start (see the module docstring)."""
+    return {"PATH": service_path(settings), "PYTHONUNBUFFERED": "1"}
 
 
-def build_plist(settings: Settings, env_file: Path, files: ServiceFiles) -> dict[str, Any]:
+def exit_timeout(settings: Settings) -> int:
+    """How long launchd waits after SIGTERM before SIGKILL: the daemon's shutdown grace and then some."""
+    return int(settings.shutdown_grace_seconds) + EXIT_TIMEOUT_MARGIN
+
+
+def build_plist(
+    settings: Settings, env_file: Path, files: ServiceFiles, launcher: Path, installed_at: float
+) -> dict[str, Any]:
     return {
         "Label": settings.service_label,
-        "ProgramArguments": program_arguments(),
+        "ProgramArguments": launchd_arguments(launcher, env_file, installed_at),
         "WorkingDirectory": str(env_file.parent),
-        "EnvironmentVariables": service_environment(settings, env_file),
+        "EnvironmentVariables": service_environment(settings),
         "RunAtLoad": True,
         "KeepAlive": True,
         "ThrottleInterval": 10,
+        "ExitTimeOut": exit_timeout(settings),
         "StandardOutPath": str(files.stdout_log),
         "StandardErrorPath": str(files.stderr_log),
         "ProcessType": "Interactive",
@@ -105,7 +128,7 @@ def systemd_unit(settings: Settings, env_file: Path) -> str:
         f"{env_line}"
         "Restart=always\n"
         "RestartSec=10\n"
-        f"TimeoutStopSec={int(settings.shutdown_grace_seconds) + 10}\n\n"
+        f"TimeoutStopSec={exit_timeout(settings)}\n\n"
         "[Install]\n"
         "WantedBy=default.target\n"
     )
@@ -148,11 +171,14 @@ class Launchd:
         return done
 
     def install(self, plist: Path, content: dict[str, Any], log_dir: Path) -> None:
-        """Writes the plist (mode 0600: it holds the .env values) and loads it, replacing a loaded agent."""
+        """Writes the plist (mode 0600: its paths are nobody else's business) and loads it, replacing a loaded
+        agent. ``enable`` first: a job disabled once (``launchctl disable``) stays disabled across bootouts, and
+        bootstrap then fails with 5."""
         log_dir.mkdir(parents=True, exist_ok=True)
         plist.parent.mkdir(parents=True, exist_ok=True)
         self.bootout()
         write_private(plist, plistlib.dumps(content))
+        self._call("enable", self.target)
         self._bootstrap(plist)
 
     def uninstall(self, plist: Path) -> bool:
@@ -187,12 +213,7 @@ class Launchd:
             if done.returncode == 0:
                 return
             if done.returncode not in BOOTSTRAP_BUSY or self._clock() >= deadline:
-                hint = (
-                    f" launchd kept refusing for {BOOTSTRAP_RETRY_SECONDS:g} s: check the plist with "
-                    f"`plutil -lint {plist}`, then run the command again."
-                    if done.returncode in BOOTSTRAP_BUSY else ""
-                )
-                raise ServiceError(str(_failed(args, done)) + hint)
+                raise ServiceError(str(_failed(args, done)) + _bootstrap_hint(done.returncode))
             self._sleep(POLL_SECONDS)
 
     def is_loaded(self) -> bool:
@@ -212,6 +233,21 @@ class Launchd:
 
     def restart(self) -> None:
         self._call("kickstart", "-k", self.target)
+
+
+def _bootstrap_hint(code: int) -> str:
+    if code == BOOTSTRAP_IO_ERROR:
+        return (
+            f" launchd kept refusing for {BOOTSTRAP_RETRY_SECONDS:g} s: the service is disabled, or \u201cApple "
+            f"Flow\u201d is switched off under Allow in the Background. Open {LOGIN_ITEMS_SETTINGS}, switch on "
+            "\u201cApple Flow\u201d under Allow in the Background, then run `apple-flow service install` again."
+        )
+    if code in BOOTSTRAP_BUSY:
+        return (
+            f" launchd was still busy with the old job after {BOOTSTRAP_RETRY_SECONDS:g} s: wait a minute, then run "
+            "`apple-flow service install` again."
+        )
+    return ""
 
 
 def _failed(args: tuple[str, ...], done: subprocess.CompletedProcess[str]) -> ServiceError:

@@ -1,4 +1,4 @@
-"""Where things are: the project checkout, the built ``apple-code`` binary."""
+"""Where things are: the project checkout, the built ``apple-code`` binary, the daemon's state folder."""
 
 from __future__ import annotations
 
@@ -20,6 +20,13 @@ def built_apple_code() -> Path | None:
     return None
 
 
+def built_launcher() -> Path:
+    """Where ``scripts/setup.sh`` (``swift build``) puts ``apple-flow-launcher``, the executable of ``Apple Flow.app``.
+    Always the debug build, the one setup makes: a switch between builds would change the app's bytes, and macOS
+    would ask for its permissions again."""
+    return APPLE_CODE_PACKAGE / ".build" / "debug" / "apple-flow-launcher"
+
+
 def resolve_apple_code(command: str = "apple-code") -> Path | None:
     """Finds the binary for ``apple_flow_afm_command``: an explicit path as given; the bare name on PATH,
     else this checkout's build."""
@@ -30,3 +37,17 @@ def resolve_apple_code(command: str = "apple-code") -> Path | None:
     if found:
         return Path(found)
     return built_apple_code() if command == "apple-code" else None
+
+
+def state_folder() -> Path:
+    """apple-flow's own folder (``~/.apple-flow``): the database, its lock and the service's logs by default. It
+    holds every request, reply and diff: readable by its owner only (0700)."""
+    return Path.home() / ".apple-flow"
+
+
+def is_state_folder(folder: Path) -> bool:
+    """Whether ``folder`` is apple-flow's own state folder (tightened at every start), not one the user chose."""
+    try:
+        return folder.resolve() == state_folder().resolve()
+    except (OSError, RuntimeError):
+        return False

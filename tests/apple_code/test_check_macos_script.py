@@ -208,3 +208,21 @@ def test_tests_with_command_line_tools_lacking_swift_testing_say_xcode_is_needed
     assert "xcode-select -s /Applications/Xcode.app" in result.stderr
     # The rest of the check still ran: the model was asked and the task done.
     assert "ok    count.txt says 3" in result.stderr
+
+
+def test_bench_runs_the_task_benchmark_on_apples_model(
+    project_root: Path, fake_mac: dict[str, str], tmp_path: Path
+) -> None:
+    python = tmp_path / "python"  # scripts/bench_tasks runs $PYTHON: this one records what it was asked to run
+    python.write_text('#!/bin/sh\nprintf "%s\\n" "$@" >"$FAKE_LOG/bench.argv"\n')
+    python.chmod(0o755)
+    env = {**fake_mac, "PYTHON": str(python)}
+    assert run_script(project_root, env).returncode == 0
+    assert not (Path(fake_mac["FAKE_LOG"]) / "bench.argv").exists()  # only with --bench
+    result = run_script(project_root, env, "--bench")
+    assert result.returncode == 0, result.stderr
+    assert (Path(fake_mac["FAKE_LOG"]) / "bench.argv").read_text().splitlines() == [
+        str(project_root / "scripts" / "bench_tasks.py"), "--apple-code", f"{fake_mac['FAKE_BIN']}/apple-code",
+        "--backend", "fm", "--report", str(project_root / "reports" / "bench_tasks-mac.md"),
+    ]
+    assert "ok    task benchmark: reports/bench_tasks-mac.md" in result.stderr

@@ -13,7 +13,7 @@ import pytest
 from support.apple_code_run import run_apple_code, run_scripted, scripted_args
 from support.scripted_server import ScriptedServer, answer, http_error, tool_call
 
-CHECK = "python3 test_calc.py"
+CHECK = "python3 -B test_calc.py"  # -B: no .pyc, whose mtime+size key misses an edit within the same second
 GOOD = "def add(a, b):\n    return a + b\n"
 BAD = "def add(a, b):\n    return a - b\n"
 BREAK = {"path": "calc.py", "oldText": "return a + b", "newText": "return a - b"}
@@ -82,7 +82,7 @@ def test_a_model_that_never_fixes_it_ends_with_exit_5(apple_code_bin: Path, proj
     result = lines[-1]
     assert result["subtype"] == "error_verify" and result["is_error"] is True
     # The partial answer (the last one), then the message with the check's last line.
-    assert result["result"].startswith("It is fine.\n\n(the check `python3 test_calc.py` still fails after 2 repair "
+    assert result["result"].startswith("It is fine.\n\n(the check `python3 -B test_calc.py` still fails after 2 repair "
                                        "rounds, exit code 1: AssertionError: add(2, 3) returned -1, expected 5)")
     assert result["files_changed"] == ["calc.py"]
     assert result["verify"]["passed"] is False
@@ -94,7 +94,7 @@ def test_a_model_that_never_fixes_it_ends_with_exit_5(apple_code_bin: Path, proj
     assert last[-1].startswith(f"The check `{CHECK}` failed")
     assert last[-2] == f"The check `{CHECK}` failed (exit code 1). The end of its output: (its output is replaced " \
                        "by a newer run below)"
-    assert "apple-code: error_verify: the check `python3 test_calc.py` still fails" in done.stderr
+    assert "apple-code: error_verify: the check `python3 -B test_calc.py` still fails" in done.stderr
 
 
 def test_verify_rounds_0_checks_without_repairing(apple_code_bin: Path, project: Path) -> None:
@@ -130,7 +130,7 @@ def test_a_passing_check_ends_the_run_as_before(apple_code_bin: Path, project: P
         assert len(server.requests()) == 1
     assert done.returncode == 0
     assert done.stdout == "Nothing to do.\n"
-    assert "verify: `python3 test_calc.py` passed" in done.stderr
+    assert "verify: `python3 -B test_calc.py` passed" in done.stderr
 
 
 def test_text_output_of_a_failing_check_is_the_partial_answer(apple_code_bin: Path, project: Path) -> None:
@@ -140,7 +140,8 @@ def test_text_output_of_a_failing_check_is_the_partial_answer(apple_code_bin: Pa
         done = run_apple_code(apple_code_bin, *args, "Check calc.py.")
     assert done.returncode == 5
     assert done.stdout == "All good.\n"
-    assert "apple-code: error_verify: the check `python3 test_calc.py` still fails after 0 repair rounds" in done.stderr
+    said = "apple-code: error_verify: the check `python3 -B test_calc.py` still fails after 0 repair rounds"
+    assert said in done.stderr
 
 
 def test_a_plan_runs_the_check_after_its_last_step_and_repairs_in_a_new_worker(apple_code_bin: Path,
@@ -163,11 +164,11 @@ def test_a_plan_runs_the_check_after_its_last_step_and_repairs_in_a_new_worker(a
     assert "subtask" not in checks[0]
     result = lines[-1]
     assert result["verify"]["passed"] is True and result["verify"]["runs"] == 2
-    assert "make the check `python3 test_calc.py` pass (repair round 1)" in result["result"]
+    assert "make the check `python3 -B test_calc.py` pass (repair round 1)" in result["result"]
     assert result["result"].endswith("Summary: Fixed add().")
     # The repair worker started in a fresh window with the check's failure as its subtask.
     repair_task = user_texts(requests[3])[0]
-    assert "Your subtask: The check `python3 test_calc.py` failed (exit code 1)" in repair_task
+    assert "Your subtask: The check `python3 -B test_calc.py` failed (exit code 1)" in repair_task
     assert "returned -1, expected 5" in repair_task
     assert any(e["type"] == "tool_call" and e.get("subtask") == 2 for e in lines)
 

@@ -76,7 +76,7 @@ def test_a_folder_given_as_the_database_is_named_as_such(tmp_path: Path) -> None
 
 def test_a_missing_database_is_reported_retried_and_read_once_it_appears(tmp_path: Path) -> None:
     path = tmp_path / "Messages" / "chat.db"
-    errors: list[ChatDBError] = []
+    errors: list[ChatDBError | None] = []
     ingress = ingress_at(path, on_error=errors.append)
     with pytest.raises(ChatDBError) as caught:
         ingress.latest_rowid()
@@ -93,7 +93,8 @@ def test_a_missing_database_is_reported_retried_and_read_once_it_appears(tmp_pat
     got = take(ingress, after=0, count=1, timeout=10)
     timer.join()
     assert [m.text for m in got] == ["first ever"]
-    assert errors and errors[0].problem is ChatDBProblem.MISSING
+    assert errors and errors[0] is not None and errors[0].problem is ChatDBProblem.MISSING
+    assert errors[-1] is None  # the listener hears that it is readable again (the daemon's permission report)
     assert ingress.last_error is None  # healthy again
 
 
@@ -102,11 +103,13 @@ def test_a_locked_database_keeps_the_cursor_and_is_read_when_released(tmp_path: 
     path = tmp_path / "chat.db"
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.executescript(SCHEMA.read_text())
-    conn.execute("INSERT INTO message (guid, text, handle_id) VALUES ('a', 'before the lock', 0)")
+    conn.execute("INSERT INTO message (guid, text, handle_id, service) VALUES ('a', 'before the lock', 0, 'iMessage')")
     conn.execute("BEGIN EXCLUSIVE")
     conn.execute("INSERT INTO handle (id, service) VALUES ('+15551234567', 'iMessage')")
-    conn.execute("INSERT INTO message (guid, text, handle_id) VALUES ('b', 'written under the lock', 1)")
-    errors: list[ChatDBError] = []
+    conn.execute(
+        "INSERT INTO message (guid, text, handle_id, service) VALUES ('b', 'written under the lock', 1, 'iMessage')"
+    )
+    errors: list[ChatDBError | None] = []
     ingress = ingress_at(path, on_error=errors.append)
 
     timer = threading.Timer(0.8, lambda: conn.execute("COMMIT"))
@@ -115,7 +118,7 @@ def test_a_locked_database_keeps_the_cursor_and_is_read_when_released(tmp_path: 
     timer.join()
     conn.close()
 
-    assert errors and errors[0].problem is ChatDBProblem.LOCKED
+    assert errors and errors[0] is not None and errors[0].problem is ChatDBProblem.LOCKED
     assert [(m.rowid, m.text) for m in got] == [(2, "written under the lock")]
 
 

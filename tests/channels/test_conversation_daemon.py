@@ -229,6 +229,14 @@ def test_a_file_whose_send_exits_0_without_a_row_is_named_after_the_reply_and_in
     assert said == [f"Could not send report.csv: osascript said it sent report.csv to {ANA}, but there is no trace "
                     f"of it in {chat_db.path} after 1 s: Messages did not send it. Open Messages and check it is "
                     f"signed in and can reach {ANA}"]
+    # The line is said before the file is marked (a crash in between says it again rather than keep silent); a
+    # `status` read within milliseconds of it could come between the two.
+    wait_for(lambda: files_not_sent(daemon), 30, "the file to be recorded as not sent")
     chat_db.message("status", sender=ANA)
     status = wait_for(lambda: [t for t in texts_to(daemon, ANA) if "File not sent at " in t], 30, "status")[0]
     assert re.search(r"File not sent at \d\d:\d\d: report\.csv \(osascript said it sent report\.csv", status)
+
+
+def files_not_sent(daemon: DaemonProcess) -> list[tuple[str]]:
+    with sqlite3.connect(daemon.db_path) as db:
+        return db.execute("SELECT shown FROM reply_files WHERE state = 'not_sent'").fetchall()

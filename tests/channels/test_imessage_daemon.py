@@ -100,8 +100,16 @@ def test_a_group_message_is_skipped_or_answered_into_the_group(
     assert HELP_TEXT not in daemon.sends_to(ANA)  # not answered privately
 
 
-def test_an_sms_sender_is_answered_through_the_sms_account(daemon: DaemonProcess, chat_db: ChatDbWriter) -> None:
+def test_an_sms_is_not_acted_on_by_default_and_health_counts_it(daemon: DaemonProcess, chat_db: ChatDbWriter) -> None:
     daemon.start()
+    chat_db.message("help", sender=ANA, service="SMS")
+    assert "Not acted on: 1 SMS/RCS message" in reply_to(daemon, chat_db, "health", "apple-flow is running")
+    assert HELP_TEXT not in daemon.sends_to(ANA)
+    assert not [call for call in daemon.calls() if "service type = SMS" in call["stdin"]]
+
+
+def test_an_sms_sender_is_answered_through_the_sms_account(daemon: DaemonProcess, chat_db: ChatDbWriter) -> None:
+    daemon.start({"APPLE_FLOW_ALLOW_SMS": "true"})
     chat_db.message("help", sender=ANA, service="SMS")
     wait_for(lambda: daemon.sends_to(ANA), 20, "the answer")
     (call,) = daemon.calls()

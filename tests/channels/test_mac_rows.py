@@ -181,8 +181,26 @@ def test_a_sender_who_wrote_by_sms_or_rcs_is_answered_through_the_sms_account(ch
     chat_db.message("by sms", sender=FRIEND, service="SMS")
     chat_db.message("by rcs", sender="+15550001111", service="RCS")
     chat_db.message("by imessage", sender=ME)
-    messages = take(ingress_for(chat_db), after=0, count=3)
+    messages = take(ingress_for(chat_db, allow_sms=True), after=0, count=3)
     assert [m.reply_target for m in messages] == [f"SMS;-;{FRIEND}", "SMS;-;+15550001111", ME]
+    assert [m.forgeable for m in messages] == [True, True, False]
+
+
+def test_sms_rcs_and_rows_without_a_service_are_not_taken_by_default(chat_db: ChatDbWriter) -> None:
+    """Issue #24: SMS sender IDs can be forged; only iMessage rows are acted on unless APPLE_FLOW_ALLOW_SMS."""
+    sms = chat_db.message("approve req_12345678", sender=FRIEND, service="SMS")
+    rcs = chat_db.message("task: push to main", sender=FRIEND, service="RCS")
+    none = chat_db.message("hello", sender=FRIEND)
+    chat_db.conn.execute("UPDATE message SET service = NULL WHERE ROWID = ?", (none,))
+    chat_db.conn.commit()
+    trusted = chat_db.message("by imessage", sender=ME)
+    skipped: list[Skipped] = []
+    got = take(ingress_for(chat_db), after=0, count=1, skipped=skipped)
+    assert [m.rowid for m in got] == [trusted] and not got[0].forgeable
+    assert [(s.rowid, s.forgeable, s.sender) for s in skipped] == [(sms, True, FRIEND), (rcs, True, FRIEND),
+                                                                   (none, True, FRIEND)]
+    assert skipped[0].reason.startswith("SMS, not iMessage: its sender can be forged")
+    assert skipped[2].reason.startswith("no service, not iMessage")
 
 
 def test_asking_whether_rows_were_unsent_leaves_no_connection_open(chat_db: ChatDbWriter) -> None:

@@ -58,13 +58,45 @@ def settings_for(chat_db: Path, **overrides: Any) -> Settings:
         ({"TERM_PROGRAM": "iTerm.app"}, "iTerm", True),
         ({"TERM_PROGRAM": "vscode", "__CFBundleIdentifier": "com.microsoft.VSCode"}, "Visual Studio Code", True),
         ({"__CFBundleIdentifier": "com.jetbrains.pycharm"}, "com.jetbrains.pycharm", True),
-        ({"XPC_SERVICE_NAME": "com.apple-flow.daemon"}, str(python_binary()), False),  # a launchd job
+        ({"XPC_SERVICE_NAME": "com.apple-flow.daemon"}, str(python_binary()), False),  # a job running Python
     ],
 )
 def test_the_responsible_app_is_the_terminal_or_else_the_python_binary(
     environ: dict[str, str], name: str, terminal: bool
 ) -> None:
     assert responsible_app(environ) == Responsible(name, terminal)
+
+
+def test_under_the_launcher_the_responsible_app_is_apple_flow(tmp_path: Path) -> None:
+    bundle = tmp_path / "Library" / "Application Support" / "Apple Flow" / "Apple Flow.app"
+    launcher = str(bundle / "Contents" / "MacOS" / "Apple Flow")
+    # launchd may also set the bundle's identifier; the launcher's own variable says which app it is.
+    service = responsible_app({"APPLE_FLOW_LAUNCHER": launcher, "__CFBundleIdentifier": "com.apple-flow.launcher"})
+    assert service == Responsible("Apple Flow", False, str(bundle))
+    # Started from a terminal, the terminal is what macOS asks about.
+    assert responsible_app({"APPLE_FLOW_LAUNCHER": launcher, "TERM_PROGRAM": "Apple_Terminal"}).name == "Terminal"
+    # A launcher outside an app bundle is named by its path.
+    assert responsible_app({"APPLE_FLOW_LAUNCHER": "/opt/bin/apple-flow-launcher"}) == Responsible(
+        "/opt/bin/apple-flow-launcher", False
+    )
+
+
+def test_the_full_disk_access_fix_names_apple_flow_and_where_to_find_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    bundle = tmp_path / "Library" / "Application Support" / "Apple Flow" / "Apple Flow.app"
+
+    def denied() -> int:
+        raise ChatDBError(ChatDBProblem.NO_PERMISSION, "authorization denied", "grant Full Disk Access")
+
+    finding = chat_db_finding(denied, tmp_path / "chat.db", Responsible("Apple Flow", False, str(bundle)))
+    assert finding.state is State.DENIED and finding.detail == f"Apple Flow may not read {tmp_path / 'chat.db'}"
+    assert finding.fix == (
+        "switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access (not listed? the + button, "
+        "then Cmd+Shift+G and ~/Library/Application Support/Apple Flow/Apple Flow.app); apple-flow tries again by "
+        "itself, or run `apple-flow service restart`"
+    )
 
 
 def test_no_full_disk_access_names_the_app_and_where_to_grant_it(tmp_path: Path) -> None:
@@ -137,6 +169,54 @@ def test_waiting_for_chat_db_backs_off_and_ends_when_it_is_readable(
     monitor.close()
 
 
+class CountingStop(threading.Event):
+    """A stop event that records each pause asked of it and makes chat.db readable after ``readable_after``."""
+
+    def __init__(self, make_readable: Any, readable_after: int) -> None:
+        super().__init__()
+        self.pauses: list[float] = []
+        self._make_readable = make_readable
+        self._after = readable_after
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.pauses.append(timeout or 0)
+        if len(self.pauses) == self._after:
+            self._make_readable()
+        return False
+
+
+@pytest.mark.parametrize(("minutes_ago", "expected"), [
+    (1, [3.0] * 6),  # just installed: the owner is in System Settings now
+    (11, [0.1, 0.2, 0.4, 0.8, 1.6, 3.2]),  # later: the usual back-off
+])
+def test_just_after_an_install_a_missing_chat_db_is_checked_every_few_seconds(
+    tmp_path: Path, store: Store, minutes_ago: int, expected: list[float]
+) -> None:
+    path = tmp_path / "Messages" / "chat.db"
+    monitor = PermissionMonitor(settings_for(path), store.meta, app=SERVICE, installed_at=time.time() - minutes_ago * 60)
+    stop = CountingStop(lambda: ChatDbWriter(path).close(), readable_after=6)
+    assert monitor.wait_until_ready(stop) is True
+    assert stop.pauses == expected
+
+
+def test_the_readers_news_about_chat_db_reaches_the_report_and_the_listeners(
+    chat_db: ChatDbWriter, store: Store
+) -> None:
+    chat_db.message("hello", sender=ANA)
+    monitor = PermissionMonitor(settings_for(chat_db.path), store.meta, app=SERVICE)
+    heard: list[State] = []
+    monitor.listen(lambda report: heard.append({f.name: f.state for f in report.findings}[CHAT_DB]))
+    monitor.wait_until_ready(threading.Event())
+    monitor.chat_db_state(ChatDBError(ChatDBProblem.LOCKED, "locked", "wait"))  # Messages writing: not a permission
+    monitor.chat_db_state(ChatDBError(ChatDBProblem.NO_PERMISSION, "authorization denied", "grant it"))
+    report = read_report(store.path)
+    assert report is not None
+    chat = {f.name: f for f in report.findings}[CHAT_DB]
+    assert chat.state is State.DENIED and "System Settings > Privacy & Security > Full Disk Access" in chat.fix
+    monitor.chat_db_state(None)  # readable again
+    assert heard == [State.CHECKING, State.OK, State.DENIED, State.OK]
+
+
 def test_a_stop_request_ends_the_wait(tmp_path: Path, store: Store, probe_osascript: FakeOsascript) -> None:
     monitor = PermissionMonitor(settings_for(tmp_path / "nowhere.db"), store.meta, app=SERVICE)
     monitor.start()
@@ -173,3 +253,21 @@ def test_a_daemon_that_cannot_read_chat_db_stays_up_says_why_and_starts_once_it_
         assert "chat.db (Full Disk Access): ok" in reply and "Messages (Automation): ok" in reply
     finally:
         daemon.stop()
+
+
+def test_under_the_launcher_the_channels_own_hints_name_apple_flow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apple_flow.channels.imessage.chatdb import full_disk_access_hint
+    from apple_flow.channels.imessage.egress import automation_hint
+
+    assert "from a terminal" in automation_hint()  # run by hand: the terminal's app
+    bundle = tmp_path / "Apple Flow.app"
+    monkeypatch.setenv("APPLE_FLOW_LAUNCHER", str(bundle / "Contents" / "MacOS" / "Apple Flow"))
+    assert automation_hint() == (
+        "switch on Messages under Apple Flow in System Settings > Privacy & Security > Automation"
+    )
+    assert full_disk_access_hint().startswith(
+        "switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access"
+    )
+    assert str(bundle) in full_disk_access_hint() and "python" not in full_disk_access_hint()

@@ -4,6 +4,8 @@ reported as not applicable; the macOS paths run with a fake osascript)."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from apple_flow import host
 from apple_flow.channels.imessage.chatdb import python_binary
 from apple_flow.cli import app, diagnostics
 from apple_flow.config import Settings, load_settings
+from apple_flow.daemon.store import Store
 from apple_flow.health import doctor
 from support.chatdb import ChatDbWriter, make_body
 from support.daemon_process import wait_for
@@ -109,6 +112,20 @@ def test_doctor_on_linux_reports_macos_checks_as_not_applicable(
     assert "FAIL" in lines["agent (afm)"] and "no-apple-code" in result.stdout and "setup.sh" in result.stdout
     assert result.exit_code == 1  # the missing agent binary
     assert "1 check(s) failed: agent (afm)" in result.output
+
+
+def test_doctor_counts_the_sms_messages_the_daemon_did_not_act_on(
+    cli: Any, inbox_db: ChatDbWriter, monkeypatch: Any, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(tmp_path / "state" / "relay.db"))
+    fresh = cli("doctor", "--db", str(inbox_db.path))
+    assert "none refused" in fresh.stdout
+    assert not (tmp_path / "state").exists()  # the doctor creates no database
+    store = Store(tmp_path / "state" / "relay.db")
+    store.events.log("sms_refused", "SMS, not iMessage: its sender can be forged", "+15551234567")
+    store.close()
+    result = cli("doctor", "--db", str(inbox_db.path))
+    assert "Not acted on: 1 SMS/RCS message" in result.stdout and "APPLE_FLOW_ALLOW_SMS" in result.stdout
 
 
 def test_doctor_checks_the_workspaces(cli: Any, inbox_db: ChatDbWriter, monkeypatch: Any, tmp_path: Path) -> None:
@@ -225,10 +242,10 @@ def doctor_up_and_down(cli: Any, inbox_db: ChatDbWriter, apple_code_bin: Path, m
             monkeypatch.setenv(name, value)
         with ScriptedServer([]) as server:
             monkeypatch.setenv(base_url_setting, server.url)
-            up = cli("doctor", "--db", str(inbox_db.path))
+            up = cli("doctor", "--db", str(inbox_db.path), "--no-sandbox-check")  # that one has a test of its own
         assert up.exit_code == 0, up.output
         monkeypatch.setenv(base_url_setting, "http://127.0.0.1:9/v1")  # nothing listens there
-        return up, cli("doctor", "--db", str(inbox_db.path))
+        return up, cli("doctor", "--db", str(inbox_db.path), "--no-sandbox-check")
 
     return run
 
@@ -241,6 +258,29 @@ def test_doctor_runs_the_real_apple_code_check_against_a_server(doctor_up_and_do
     assert down.exit_code == 1
     assert "no model available" in down.stdout and "cannot connect" in down.stdout
     assert "setup.sh" not in down.stdout  # the binary is there: building it again is no fix
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="bwrap; on a Mac scripts/check-macos.sh runs it")
+def test_doctor_runs_apple_codes_sandbox_check_with_what_the_daemon_hides(
+    cli: Any, inbox_db: ChatDbWriter, apple_code_bin: Path, monkeypatch: Any, tmp_path: Path
+) -> None:
+    """Issue #24 item 5: the doctor shows `apple-code --sandbox-check`, run with the daemon's --hide and --deny-port
+    (the swift build check is left out here: no swift on PATH)."""
+    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code_bin))
+    monkeypatch.setenv("APPLE_FLOW_ALLOWED_SENDERS", "+15551234567")
+    monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(tmp_path / "state" / "relay.db"))
+    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                               if not (Path(p) / "swift").exists()))
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "relay.db").write_text("db")
+    (tmp_path / ".env").write_text("APPLE_FLOW_WEB_TOKEN=secret-token-0123456789\n")
+    row = table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)["command sandbox"]
+    assert "ok" in row and "bwrap" in row and "checks passed" in row and "not for this system" in row
+    skipped = table_rows(cli("doctor", "--db", str(inbox_db.path), "--no-sandbox-check").stdout)
+    assert "command sandbox" not in skipped
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap: the doctor says so and how to fix it
+    row = table_rows(cli("doctor", "--db", str(inbox_db.path)).stdout)["command sandbox"]
+    assert "FAIL" in row and "bwrap not installed" in row
 
 
 def table_rows(stdout: str) -> dict[str, str]:

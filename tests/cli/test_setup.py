@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,10 @@ from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.cli import setup as setup_cli
 from apple_flow.paths import PROJECT_ROOT
+from support.chatdb import ChatDbWriter
+from support.fake_codesign import FakeCodesign
 from support.fake_launchctl import FakeLaunchctl
+from support.fake_osascript import FakeOsascript
 from support.install import FAKE_CLI, install_script
 from support.scripted_server import MODEL_ID, ScriptedServer
 
@@ -227,8 +231,11 @@ def test_the_whole_home_folder_is_questioned(project: Path, fake_claude: Path) -
 
 
 @pytest.fixture
-def mac(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLaunchctl]:
+def mac(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher_bin: Path
+) -> Iterator[FakeLaunchctl]:
     launchctl = FakeLaunchctl(tmp_path, monkeypatch)
+    FakeCodesign(tmp_path / "codesign-bin", monkeypatch)
     monkeypatch.setattr(host, "is_macos", lambda: True)
     monkeypatch.setattr(launchd_module, "POLL_SECONDS", 0.05)
     monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 0)
@@ -245,14 +252,152 @@ def test_on_macos_it_offers_the_service_and_installs_it(
     assert "Install the service now" in result.output and "Installed and started" in result.output
     uid = os.getuid()
     plist = Path(os.environ["HOME"]) / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist"
-    assert mac.calls() == [f"bootout gui/{uid}/com.apple-flow.daemon", f"bootstrap gui/{uid} {plist}"]
-    assert "text yourself `help`" in result.output
+    assert mac.calls() == [
+        f"bootout gui/{uid}/com.apple-flow.daemon", f"enable gui/{uid}/com.apple-flow.daemon",
+        f"bootstrap gui/{uid} {plist}",
+    ]
+    # No service process ran here, so there is no report: not "text yourself help".
+    out = flat(result.output)
+    assert "Not ready yet: the service has not reported its permissions yet" in out
+    assert "text yourself `help`" not in out
 
     declined = setup(answers=["", "", "", "n"])
     assert declined.exit_code == 0 and "Later: apple-flow service install" in declined.output
-    assert len(mac.calls()) == 2
+    assert len(mac.calls()) == 3
     skipped = setup("--yes", "--no-service")
-    assert skipped.exit_code == 0 and len(mac.calls()) == 2
+    assert skipped.exit_code == 0 and len(mac.calls()) == 3
+
+
+def service_env(project: Path, tmp_path: Path, chat_db: Path, osascript: FakeOsascript) -> None:
+    """What the service (a separate process with launchd's bare environment) must read from .env: the same paths
+    the test gives this process in its environment."""
+    (project / ".env").write_text(
+        f"APPLE_FLOW_MESSAGES_DB_PATH={chat_db}\n"
+        f"APPLE_FLOW_DB_PATH={os.environ['APPLE_FLOW_DB_PATH']}\n"
+        f"APPLE_FLOW_OSASCRIPT_COMMAND={osascript.path}\n"
+        f"APPLE_FLOW_AFM_COMMAND={os.environ['APPLE_FLOW_AFM_COMMAND']}\n"
+        "APPLE_FLOW_POLL_INTERVAL_SECONDS=0.2\n"
+        f"FAKE_OSASCRIPT_LOG={osascript.log}\nFAKE_OSASCRIPT_CHATDB={chat_db}\n"
+    )
+
+
+def test_with_a_service_setup_asks_nothing_about_the_terminal_and_ends_with_the_services_report(
+    project: Path, fake_claude: Path, mac: FakeLaunchctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    osascript = FakeOsascript(tmp_path / "osascript", monkeypatch)
+    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+    out = flat(result.output)
+    assert result.exit_code == 3, result.output  # --yes: not ready is a failure a script can see
+    assert osascript.calls() == []  # no Automation prompt about the terminal
+    assert "the service checks this itself, as Apple Flow" in out
+    assert "quit and reopen" not in out and "Terminal" not in out
+    assert "Installed and started" in out
+    assert "Not ready yet:" in out and "Ready:" not in out.replace("Not ready yet:", "")
+
+
+def test_setup_says_ready_only_from_the_services_own_report(
+    project: Path, fake_claude: Path, mac: FakeLaunchctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The fake launchd runs the real service through Apple Flow.app's launcher: it reads chat.db and probes
+    # Messages itself, and setup's last line is what that report says.
+    mac.configure(run=True)
+    monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 60)
+    chat = ChatDbWriter(tmp_path / "Messages" / "chat.db")
+    chat.message("hi", sender="+15551234567")
+    osascript = FakeOsascript(tmp_path / "osascript", monkeypatch)
+    service_env(project, tmp_path, chat.path, osascript)
+    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+    chat.close()
+    out = flat(result.output)
+    assert result.exit_code == 0, result.output
+    assert "chat.db (Full Disk Access): ok" in out and "Messages (Automation): ok" in out
+    assert out.endswith("Ready: text yourself `help` from your phone.")
+
+
+def test_setup_names_each_missing_grant_and_where_to_give_it(
+    project: Path, fake_claude: Path, mac: FakeLaunchctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No Full Disk Access: macOS's refusal cannot happen here (TCC; and root reads every file), so the service's
+    # report is the one a service without the grant writes, from the same code (chat_db_finding).
+    import threading
+
+    from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem
+    from apple_flow.channels.imessage.permissions import (
+        REPORT_KEY,
+        Finding,
+        PermissionReport,
+        Responsible,
+        automation_finding,
+        chat_db_finding,
+    )
+    from apple_flow.channels.imessage.probe import ProbeResult, ProbeState
+    from apple_flow.daemon.store import Store
+
+    monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 10)
+    home = Path(os.environ["HOME"])
+    bundle = home / "Library" / "Application Support" / "Apple Flow" / "Apple Flow.app"
+    service = Responsible("Apple Flow", False, str(bundle))
+    plist = home / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist"
+    chat_path = Path(os.environ["APPLE_FLOW_MESSAGES_DB_PATH"])
+
+    def denied() -> int:
+        raise ChatDBError(ChatDBProblem.NO_PERMISSION, "authorization denied", "")
+
+    def fake_service() -> None:
+        while not plist.exists():
+            threading.Event().wait(0.05)
+        findings: tuple[Finding, ...] = (
+            chat_db_finding(denied, chat_path, service),
+            automation_finding(ProbeResult(ProbeState.OK, "Apple Flow may control Messages (iMessage account A1)")),
+        )
+        store = Store(Path(os.environ["APPLE_FLOW_DB_PATH"]))
+        store.meta.set(REPORT_KEY, PermissionReport("Apple Flow", 4242, time.time(), findings).to_json())
+        store.close()
+
+    writer = threading.Thread(target=fake_service)
+    writer.start()
+    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+    writer.join(10)
+    out = flat(result.output)
+    assert result.exit_code == 3, result.output
+    verdict = out[out.index("Not ready yet:"):]
+    assert f"chat.db (Full Disk Access): Apple Flow may not read {chat_path}" in verdict
+    assert ("fix: switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access (not listed? the "
+            "+ button, then Cmd+Shift+G and ~/Library/Application Support/Apple Flow/Apple Flow.app)") in verdict
+    assert "Messages (Automation)" not in verdict  # granted: not listed as missing
+    assert "texts you once it is ready" in verdict and "Ready:" not in verdict.replace("Not ready yet:", "")
+
+
+@pytest.mark.parametrize(("checkout", "workspace", "named"), [
+    ("Documents/apple-flow", "Developer/site", ["This checkout", "is in Documents, which macOS guards"]),
+    ("Developer/apple-flow", "Library/Mobile Documents/com~apple~CloudDocs/site", ["is in iCloud Drive"]),
+    ("Developer/apple-flow", "Desktop/site", ["The workspace", "is in Desktop"]),
+])
+def test_setup_names_a_checkout_or_workspace_in_a_folder_macos_guards(
+    project: Path, fake_claude: Path, mac: FakeLaunchctl, monkeypatch: pytest.MonkeyPatch,
+    checkout: str, workspace: str, named: list[str],
+) -> None:
+    home = Path(os.environ["HOME"])
+    monkeypatch.setattr(setup_cli, "PROJECT_ROOT", home / checkout)
+    folder = home / workspace
+    result = setup("--sender", "+15551234567", "--workspace", str(folder), "--connector", "claude-cli", "--yes",
+                   "--no-service")
+    assert result.exit_code == 0, result.output
+    out = flat(result.output)
+    for text in named:
+        assert text in out
+    assert "Full Disk Access" in out and out.count("Note:") == 1
+
+
+def test_setup_says_nothing_about_places_for_an_ordinary_layout(
+    project: Path, fake_claude: Path, mac: FakeLaunchctl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = Path(os.environ["HOME"])
+    monkeypatch.setattr(setup_cli, "PROJECT_ROOT", home / "Developer" / "apple-flow")
+    result = setup("--sender", "+15551234567", "--workspace", str(home / "code"), "--connector", "claude-cli",
+                   "--yes", "--no-service")
+    assert result.exit_code == 0, result.output
+    assert "Note:" not in result.output
 
 
 def test_elsewhere_no_service_is_offered(project: Path, fake_claude: Path, tmp_path: Path,

@@ -92,10 +92,30 @@ def test_exact_argv_with_cwd_system_and_timeout(
     connector = AppleCodeConnector(connector_settings(soul_prompt="You are terse.", afm_timeout_seconds=45))
     reply(connector, "hi")
     (run,) = record()
+    state = connector.settings.db_path.absolute()
     assert run["argv"] == [
-        "--cwd", str(workspace), "--system", "You are terse.", "--timeout", "45", "--output-format", "stream-json", "-",
+        "--cwd", str(workspace), "--system", "You are terse.", "--timeout", "45", "--output-format", "stream-json",
+        "--hide", str(Path(".env").absolute()), "--hide", str(state.parent), "--hide", str(state),
+        "--hide", f"{state}-wal", "--hide", f"{state}-shm", "-",
     ]
     assert run["cwd"] == str(workspace)  # the process runs in the workspace too
+
+
+def test_apple_code_is_told_to_hide_the_daemons_secrets_and_refuse_its_web_port(
+    connector_settings: MakeSettings, tmp_path: Path, record: Runs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #24: a command must not read the daemon's .env (the web token) or its database, nor reach its page."""
+    monkeypatch.chdir(tmp_path)
+    settings = connector_settings(db_path=tmp_path / "state" / "relay.db", web_enabled=True, web_port=8790)
+    reply(AppleCodeConnector(settings), "hi")
+    (run,) = record()
+    argv: list[str] = run["argv"]
+    hidden = [argv[i + 1] for i, flag in enumerate(argv) if flag == "--hide"]
+    assert str(tmp_path / ".env") in hidden and str(tmp_path / "state") in hidden
+    assert str(tmp_path / "state" / "relay.db") in hidden
+    assert argv[argv.index("--deny-port") + 1] == "8790"
+    reply(AppleCodeConnector(connector_settings(web_enabled=False)), "hi")
+    assert "--deny-port" not in record()[-1]["argv"]
 
 
 def test_the_demo_profile_limits_reach_apple_code(
@@ -167,7 +187,7 @@ def test_backend_settings_become_flags(connector_settings: MakeSettings, record:
     )
     reply(AppleCodeConnector(settings), "hi")
     argv = record()[0]["argv"]
-    flags = argv[argv.index("stream-json") + 1 : -1]
+    flags = argv[argv.index("stream-json") + 1 : argv.index("--hide")]
     assert flags == [
         "--backend", "openai", "--model", "qwen2.5:3b", "--base-url", "http://127.0.0.1:9/v1",
         "--context-tokens", "2048",
@@ -484,7 +504,8 @@ def test_ollama_is_apple_code_on_ollamas_default_url_with_the_model_setting(
     assert reply(connector, "hi") == "fake answer"
     assert record()[0]["argv"] == [
         "--cwd", str(workspace), "--timeout", "120", "--output-format", "stream-json",
-        "--backend", "openai", "--model", "qwen2.5-coder:7b", "--base-url", "http://127.0.0.1:11434/v1", "-",
+        "--backend", "openai", "--model", "qwen2.5-coder:7b", "--base-url", "http://127.0.0.1:11434/v1",
+        *connector.reach_flags(), "-",
     ]
 
 

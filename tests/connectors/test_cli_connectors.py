@@ -246,6 +246,23 @@ def test_gemini_failure_empty_answer_and_missing_binary(
         gone.ensure_started()
 
 
+# --- the check of an approved task ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["codex-cli", "claude-cli", "gemini-cli"])
+def test_a_cli_without_a_check_option_is_asked_in_the_prompt_to_run_the_check(
+    cli_settings: Callable[..., Settings], record: Runs, name: str
+) -> None:
+    connector = build_connector(cli_settings(connector=name))
+    reply(connector, "fix the parser", verify="make test")
+    reply(connector, "just chat")
+    checked, plain = record()
+    sent = checked["stdin"] or " ".join(checked["argv"])  # gemini takes the prompt as an argument
+    assert "fix the parser\n\nWhen the work is done, run `make test` in the workspace and fix what it reports until " \
+           "it passes." in sent
+    assert "make test" not in (plain["stdin"] or " ".join(plain["argv"]))
+
+
 # --- cline ---------------------------------------------------------------------------------------------------
 
 

@@ -122,3 +122,39 @@ def test_a_bad_profile_or_turn_limit_is_named(
     with pytest.raises(SettingsError) as caught:
         load_settings(env_file=None)
     assert expected in str(caught.value)
+
+
+def test_checking_and_escalation_default_to_a_found_check_and_no_escalation() -> None:
+    s = load_settings(env_file=None)
+    assert (s.verify_command, s.verify_detect, s.verify_rounds, s.escalate_connector) == (None, True, 2, None)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"APPLE_FLOW_ESCALATE_CONNECTOR": "gpt"}, "APPLE_FLOW_ESCALATE_CONNECTOR: unknown connector; accepted: afm, "
+                                                   "ollama, codex-cli, claude-cli, gemini-cli, cline, kilo-cli (got "
+                                                   "'gpt')"),
+        ({"APPLE_FLOW_ESCALATE_CONNECTOR": "afm"}, "APPLE_FLOW_ESCALATE_CONNECTOR: afm is the connector every turn "
+                                                   "runs on already (APPLE_FLOW_CONNECTOR); name another one"),
+        ({"APPLE_FLOW_CONNECTOR": "ollama", "APPLE_FLOW_ESCALATE_CONNECTOR": "ollama"}, "ollama is the connector"),
+        ({"APPLE_FLOW_VERIFY_ROUNDS": "-1"}, "APPLE_FLOW_VERIFY_ROUNDS: Input should be greater than or equal to 0"),
+        ({"APPLE_FLOW_VERIFY_DETECT": "perhaps"}, "APPLE_FLOW_VERIFY_DETECT: Input should be a valid boolean"),
+    ],
+)
+def test_bad_check_and_escalation_settings_are_named(
+    env: dict[str, str], expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError) as caught:
+        load_settings(env_file=None)
+    assert expected in str(caught.value)
+
+
+def test_an_escalation_connector_is_read_and_empty_means_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APPLE_FLOW_ESCALATE_CONNECTOR", "claude-cli")
+    assert load_settings(env_file=None).escalate_connector == "claude-cli"
+    monkeypatch.setenv("APPLE_FLOW_ESCALATE_CONNECTOR", "")
+    assert load_settings(env_file=None).escalate_connector is None
+    assert type(build_connector(load_settings(env_file=None), "claude-cli")).__name__ == "ClaudeConnector"

@@ -34,6 +34,13 @@ from apple_flow.daemon.commands import FAST, Command, Kind, parse
         ("history: why did the deploy fail last night", Command(Kind.HISTORY, "why did the deploy fail last night")),
         ("history of rome in three short sentences", Command(Kind.CHAT, "history of rome in three short sentences")),
         ("usage", Command(Kind.USAGE)),
+        ("escalate", Command(Kind.ESCALATE)),
+        ("Escalate run_a1b2c3", Command(Kind.ESCALATE, target="run_a1b2c3")),
+        ("escalate req_12345678", Command(Kind.ESCALATE, target="req_12345678")),
+        ("escalate this to the cloud please", Command(Kind.CHAT, "escalate this to the cloud please")),
+        ("@site status", Command(Kind.STATUS, alias="site")),
+        ("Web", Command(Kind.WEB)),
+        ("web page looks broken on my phone", Command(Kind.CHAT, "web page looks broken on my phone")),
         ("run", Command(Kind.RUN)),
         (" Run 2 ", Command(Kind.RUN, target="2")),
         ("run the tests", Command(Kind.CHAT, "run the tests")),
@@ -55,4 +62,4 @@ def test_parse(text: str, expected: Command) -> None:
 
 def test_only_commands_are_fast() -> None:
     assert Kind.CHAT not in FAST and Kind.TASK not in FAST and Kind.IDEA not in FAST and Kind.PLAN not in FAST
-    assert {Kind.STATUS, Kind.CANCEL, Kind.APPROVE, Kind.HELP, Kind.HISTORY, Kind.USAGE} <= FAST
+    assert {Kind.STATUS, Kind.CANCEL, Kind.APPROVE, Kind.HELP, Kind.HISTORY, Kind.USAGE, Kind.ESCALATE} <= FAST

@@ -1,8 +1,10 @@
-"""The run log: a run's agent events kept in the store, each event and each run bounded, old runs forgotten."""
+"""The run log: a run's agent events kept in the store, each event and each run bounded, old runs forgotten, written
+in batches (a transaction for many events, none waiting long)."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -58,7 +60,8 @@ def test_only_the_newest_runs_keep_their_events(store: Store, monkeypatch: pytes
     store.db._clock = lambda: float(next(clock))
     for name in ("r1", "r2", "r3"):
         store.runs.start(name, "+15551234567", "chat", "/ws", name)
-        RunLog(store, name)(parse_event({"type": "notice", "message": name}))
+        with RunLog(store, name) as record:
+            record(parse_event({"type": "notice", "message": name}))
     assert store.run_events.of_run("r1") == []
     assert [len(store.run_events.of_run(name)) for name in ("r2", "r3")] == [1, 1]
     assert [r.id for r in store.runs.recent()] == ["r3", "r2", "r1"]  # the runs themselves stay
@@ -78,7 +81,8 @@ def test_a_huge_event_is_cut_and_says_so() -> None:
 def test_a_store_that_cannot_be_written_does_not_stop_the_run(store: Store, tmp_path: Path) -> None:
     store.runs.start("run_c", "+15551234567", "chat", "/ws", "x")
     store.close()
-    RunLog(store, "run_c")(parse_event({"type": "notice", "message": "still fine"}))  # logged, not raised
+    with RunLog(store, "run_c") as record:
+        record(parse_event({"type": "notice", "message": "still fine"}))  # logged, not raised
 
 
 def test_the_migration_keeps_existing_runs(tmp_path: Path) -> None:
@@ -89,3 +93,30 @@ def test_the_migration_keeps_existing_runs(tmp_path: Path) -> None:
     )
     run = Store(path).runs.get("old")
     assert run is not None and run.message is None and run.events_dropped == 0 and run.request == "hi"
+
+
+def test_events_that_come_together_are_written_in_one_transaction(store: Store) -> None:
+    # Before: one transaction per event (and a query of the run's size before each).
+    store.runs.start("run_d", "+15551234567", "chat", "/ws", "read a lot")
+    statements: list[str] = []
+    store.db.trace(statements.append)
+    with RunLog(store, "run_d") as record:
+        for index in range(20):
+            record({"type": "tool_call", "id": f"c{index}", "name": "readFile", "arguments": {"path": f"{index}.py"}})
+        assert store.run_events.of_run("run_d") == []  # waiting to be written together
+    store.db.trace(None)
+    assert sum(1 for sql in statements if sql.startswith("COMMIT")) == 1
+    assert [e.seq for e in store.run_events.of_run("run_d")] == list(range(1, 21))
+
+
+def test_an_event_waits_at_most_the_flush_time_and_the_result_not_at_all(store: Store) -> None:
+    store.runs.start("run_e", "+15551234567", "chat", "/ws", "x")
+    record = RunLog(store, "run_e", flush_seconds=0.1)
+    record({"type": "tool_call", "id": "c1", "name": "runCommand", "arguments": {"command": "make test"}})
+    deadline = time.monotonic() + 5
+    while not store.run_events.of_run("run_e"):  # shown while the command runs: no later event needed
+        assert time.monotonic() < deadline, "the event was not written"
+        time.sleep(0.02)
+    record({"type": "result", "subtype": "success", "result": "done"})
+    assert [e.type for e in store.run_events.of_run("run_e")] == ["tool_call", "result"]
+    record.close()

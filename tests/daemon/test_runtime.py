@@ -30,11 +30,12 @@ def test_a_chat_message_is_answered_and_recorded(harness: Callable[..., Harness]
 
 
 def test_a_daemon_starts_its_threads_in_run_not_when_it_is_made(harness: Callable[..., Harness]) -> None:
-    before = {thread.ident for thread in threading.enumerate()}
+    # Thread objects, not idents: a thread of an earlier test that ends meanwhile frees its ident for a new one.
+    before = set(threading.enumerate())
     h = harness(max_concurrent_ai_calls=3)
-    assert not {thread.ident for thread in threading.enumerate()} - before  # made: nothing runs yet
+    assert not set(threading.enumerate()) - before  # made: nothing runs yet
     h.start()
-    names = sorted(t.name for t in threading.enumerate() if t.ident not in before and t.name != h._thread.name)
+    names = sorted(t.name for t in threading.enumerate() if t not in before and t.name != h._thread.name)
     assert names == ["ingress", "turn-0", "turn-1", "turn-2", "watchdog"]
     assert h.finish() == 0
 

@@ -21,7 +21,8 @@ printf '%s %s\\n' "$(basename "$0")" "$*" >> "$RUN_SH_CALLS"
 """
 APPLE_FLOW = RECORDER + """[ "$1" != run ] || printf 'profile=%s\\n' "${APPLE_FLOW_PROFILE:-}" >> "$RUN_SH_CALLS"
 case "$1" in
-  service) exit "${FAKE_SERVICE_STATUS:-1}" ;;
+  service) [ -z "${FAKE_SERVICE_REPORT:-}" ] || printf '%s\n' "$FAKE_SERVICE_REPORT" >&2
+           exit "${FAKE_SERVICE_STATUS:-1}" ;;
   setup) [ -z "${FAKE_SETUP_WRITES:-}" ] || printf '%s\\n' "$FAKE_SETUP_WRITES" > .env; exit "${FAKE_SETUP_EXIT:-0}" ;;
 esac
 """
@@ -148,15 +149,32 @@ def test_a_sender_in_the_environment_counts_too(project: Path, tmp_path: Path) -
     assert result.calls[-2:] == ["apple-flow run", "profile="]
 
 
-@pytest.mark.parametrize("status", ["0", "3"])
-def test_when_the_service_runs_the_daemon_it_starts_no_second_one(
-    project: Path, tmp_path: Path, status: str
+def test_when_the_service_runs_the_daemon_it_starts_no_second_one_and_shows_its_status(
+    project: Path, tmp_path: Path
 ) -> None:
     (project / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
-    result = run_sh(project, tmp_path, FAKE_FM_CHECK="0", FAKE_SERVICE_STATUS=status)
+    report = "gui/501/com.apple-flow.daemon: running, pid 812\n  chat.db (Full Disk Access): ok"
+    result = run_sh(project, tmp_path, FAKE_FM_CHECK="0", FAKE_SERVICE_STATUS="0", FAKE_SERVICE_REPORT=report)
     assert result.code == 0, result.output
     assert result.calls[-1] == "apple-flow service status"
+    assert report in result.output
     assert "The login service runs the daemon already" in " ".join(result.output.split())
+
+
+def test_a_service_without_its_permissions_is_never_called_running(project: Path, tmp_path: Path) -> None:
+    (project / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
+    report = (
+        "gui/501/com.apple-flow.daemon: running, pid 812\n"
+        "  chat.db (Full Disk Access): denied: Apple Flow may not read ~/Library/Messages/chat.db\n"
+        "    fix: switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access"
+    )
+    result = run_sh(project, tmp_path, FAKE_FM_CHECK="0", FAKE_SERVICE_STATUS="3", FAKE_SERVICE_REPORT=report)
+    assert result.code == 3, result.output
+    assert result.calls[-1] == "apple-flow service status"  # no second daemon
+    text = " ".join(result.output.split())
+    assert " ".join(report.split()) in text
+    assert "runs the daemon already" not in text
+    assert "cannot read or answer messages yet: give it what the fix lines above say" in text
 
 
 def test_a_mac_set_up_for_a_server_runs_the_imessage_daemon_on_it(project: Path, tmp_path: Path) -> None:

@@ -106,20 +106,20 @@ class ListIngress(Ingress):
     def add(
         self, sender: str, text: str, rowid: int | None = None, is_from_me: bool = False,
         date: datetime | None = None, attachments: tuple[Attachment, ...] = (), tapback: Tapback | None = None,
-        late: bool = False,
+        late: bool = False, forgeable: bool = False,
     ) -> InboundMessage:
         with self._cond:
             number = rowid if rowid is not None else (self._messages[-1].rowid + 1 if self._messages else 1)
             message = InboundMessage(number, sender, text, date or datetime.now(UTC), is_from_me=is_from_me,
-                                     attachments=attachments, tapback=tapback, late=late)
+                                     attachments=attachments, tapback=tapback, late=late, forgeable=forgeable)
             self._messages.append(message)
             self._cond.notify_all()
             return message
 
-    def skip(self, rowid: int, reason: str = "echo") -> Skipped:
+    def skip(self, rowid: int, reason: str = "echo", sender: str | None = None, forgeable: bool = False) -> Skipped:
         """A row the channel skips, as its ingress reports it."""
         with self._cond:
-            skipped = Skipped(rowid, reason)
+            skipped = Skipped(rowid, reason, sender, forgeable=forgeable)
             self._messages.append(skipped)
             self._cond.notify_all()
             return skipped

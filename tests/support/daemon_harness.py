@@ -29,13 +29,18 @@ def ask(h: Harness, sender: str, text: str, rowid: int | None = None) -> str:
 
 
 class Harness:
-    def __init__(self, settings: Settings, connector: FakeConnector | None = None, channel: str = "imessage") -> None:
+    def __init__(
+        self, settings: Settings, connector: FakeConnector | None = None, channel: str = "imessage",
+        escalation: FakeConnector | None = None,
+    ) -> None:
         self.settings = settings
         self.store = Store(settings.db_path)
         self.connector = connector or FakeConnector()
+        self.escalation = escalation  # the APPLE_FLOW_ESCALATE_CONNECTOR's connector
         self.ingress = ListIngress()
         self.egress = RecordingEgress()
-        self.daemon = Runtime(settings, self.store, self.connector, self.ingress, self.egress, channel)
+        self.daemon = Runtime(settings, self.store, self.connector, self.ingress, self.egress, channel,
+                              escalation_connector=escalation)
         self.status: int | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
 

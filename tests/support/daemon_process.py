@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import sqlite3
 import subprocess
@@ -64,14 +65,17 @@ class DaemonProcess:
         return self.root / f"daemon-{self.starts}.log"
 
     def start(
-        self, extra_env: dict[str, str] | None = None, timeout: float = 30, ready: str = READY
+        self, extra_env: dict[str, str] | None = None, timeout: float = 30, ready: str = READY,
+        open_files: tuple[int, int] | None = None,
     ) -> DaemonProcess:
-        """Starts the daemon and waits until its log shows ``ready``."""
+        """Starts the daemon and waits until its log shows ``ready``. ``open_files``: its (soft, hard) limit on
+        open files as it starts (launchd gives services 256)."""
         self.starts += 1
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "apple_flow", "run", "--channel", "imessage"],
             env={**self.env, **(extra_env or {})}, cwd=self.root, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            preexec_fn=None if open_files is None else lambda: resource.setrlimit(resource.RLIMIT_NOFILE, open_files),
         )
         log.close()
         wait_for(lambda: ready in self.log() or self.process is None or self.process.poll() is not None,

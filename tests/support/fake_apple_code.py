@@ -5,7 +5,7 @@ Options are parsed as the contract defines them (a bad option or a bad ``--cwd``
 prompt is read from stdin for ``-`` (or when absent). ``OPTIONS`` and ``VERSION`` must match the real binary: a test
 (tests/apple_code/test_fake_apple_code.py) compares ``--help`` and ``--version`` of both, so the fake cannot drift.
 Every run (``--version``, ``--help``, ``--check`` and ``--sandbox-check`` too) appends
-``{"argv", "cwd", "stdin"}`` as one JSON line to ``$FAKE_APPLE_CODE_RECORD`` when set. What the run does is
+``{"argv", "cwd", "stdin", "env"}`` as one JSON line to ``$FAKE_APPLE_CODE_RECORD`` when set. What the run does is
 chosen by ``$FAKE_APPLE_CODE_MODE``:
 
 answer (default)  a start event, two tool calls (readFile src/app.py, runCommand make test), a text delta, and a
@@ -42,7 +42,7 @@ OPTIONS: dict[str, str | None] = {
     "--backend": "auto|fm|openai", "--base-url": "URL", "--model": "NAME", "--api-key": "KEY",
     "--output-format": "text|json|stream-json", "--max-turns": "N", "--read-only": None, "--no-commands": None,
     "--context-tokens": "N", "--plan": None, "--max-subtasks": "N", "--parallel": None, "--verify": "CMD",
-    "--verify-rounds": "N", "--fallback-openai": None, "--check": None,
+    "--verify-rounds": "N", "--fallback-openai": None, "--hide": "PATH", "--deny-port": "PORT", "--check": None,
     "--sandbox-check": None, "--verbose": None, "--version": None, "--help": None,
 }
 ALIASES = {"-h": "--help"}
@@ -85,7 +85,8 @@ def record_run(stdin_text: str) -> None:
     record = os.environ.get("FAKE_APPLE_CODE_RECORD")
     if record:
         with open(record, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": stdin_text}) + "\n")
+            handle.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": stdin_text,
+                                 "env": dict(os.environ)}) + "\n")
 
 
 def parse(argv: list[str]) -> tuple[dict[str, str], set[str], str | None]:

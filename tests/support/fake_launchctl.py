@@ -6,7 +6,10 @@ with launchd's exit codes and error texts, and its timing edges made controllabl
   background), and a ``bootstrap`` of the same label meanwhile fails with "Bootstrap failed: 5: Input/output error";
 - the next ``busy`` bootstraps fail with ``busy_code`` (5 or 37) whatever the state;
 - with ``run`` on, ``bootstrap`` of a ``RunAtLoad`` job starts its ``ProgramArguments`` as launchd would (the
-  plist's environment only, its working folder and log files), and ``bootout`` stops it.
+  plist's environment only, its working folder and log files), ``bootout`` stops it and ``kickstart -k`` stops
+  and starts it again;
+- a target in ``disabled`` (``launchctl disable``, or "Allow in the Background" switched off) fails ``bootstrap``
+  with 5 until ``enable``; with ``background_off`` (the switch under Login Items) ``enable`` does not help.
 """
 
 from __future__ import annotations
@@ -47,6 +50,16 @@ def stop(job):
         except ProcessLookupError:
             pass
 
+def wait_gone(pid):
+    for _ in range(600):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except (OSError, IndexError):
+            return
+        time.sleep(0.05)
+
 def start(job, plist):
     if not (state["run"] and plist.get("RunAtLoad")):
         return
@@ -72,7 +85,7 @@ if command == "bootstrap":
         state["busy"] -= 1
         text = {{5: "Input/output error", 37: "Operation already in progress"}}.get(state["busy_code"], "Error")
         fail(state["busy_code"], "Bootstrap failed: %d: %s" % (state["busy_code"], text))
-    if state["leaving"].get(target, 0) > 0 or target in state["jobs"]:
+    if state["leaving"].get(target, 0) > 0 or target in state["jobs"] or target in state["disabled"]:
         fail(5, "Bootstrap failed: 5: Input/output error")
     job = {{"plist": plist_path, "mode": oct(os.stat(plist_path).st_mode & 0o777)}}
     start(job, plist)
@@ -99,6 +112,18 @@ elif command == "kickstart":
     target = sys.argv[-1]
     if target not in state["jobs"]:
         fail(113, "Could not find service")
+    job = state["jobs"][target]
+    if "-k" in sys.argv and job.get("pid"):
+        stop(job)
+        wait_gone(job["pid"])  # as launchd does: the new process starts once the old one has exited
+        with open(job["plist"], "rb") as f:
+            start(job, plistlib.load(f))
+elif command == "enable":
+    target = sys.argv[2]
+    if target in state["disabled"] and not state["background_off"]:
+        state["disabled"].remove(target)
+elif command == "disable":
+    state["disabled"].append(sys.argv[2])
 save()
 '''
 
@@ -114,6 +139,7 @@ class FakeLaunchctl:
         fake.chmod(0o755)
         self._state: dict[str, Any] = {
             "jobs": {}, "leaving": {}, "linger": 0, "busy": 0, "busy_code": 5, "run": False, "pids": [],
+            "disabled": [], "background_off": False,
         }
         self._save()
         monkeypatch.setenv("FAKE_LAUNCHCTL_HOME", str(self.home))
@@ -127,9 +153,11 @@ class FakeLaunchctl:
         return state
 
     def configure(self, *, linger: int | None = None, busy: int | None = None, busy_code: int | None = None,
-                  run: bool | None = None) -> None:
+                  run: bool | None = None, disabled: list[str] | None = None,
+                  background_off: bool | None = None) -> None:
         state = self._load()
-        for key, value in (("linger", linger), ("busy", busy), ("busy_code", busy_code), ("run", run)):
+        for key, value in (("linger", linger), ("busy", busy), ("busy_code", busy_code), ("run", run),
+                           ("disabled", disabled), ("background_off", background_off)):
             if value is not None:
                 state[key] = value
         self._state = state

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
+import phonenumbers
 import pytest
+from pytest_mock import MockerFixture
 
 from apple_flow.handles import HandleError, normalize_handle, parse_handle
 
@@ -56,3 +58,11 @@ def test_a_typed_handle_is_parsed_to_the_form_the_daemon_compares(raw: str, norm
 def test_a_handle_that_is_neither_is_refused_with_a_sentence(raw: str, says: str) -> None:
     with pytest.raises(HandleError, match=re.escape(says)):
         parse_handle(raw)
+
+
+def test_a_handle_is_parsed_once_however_often_it_is_normalised(mocker: MockerFixture) -> None:
+    # The daemon normalises the same handles several times per message; parsing one costs about 0.3 ms.
+    normalize_handle.cache_clear()
+    parse = mocker.spy(phonenumbers, "parse")
+    assert [normalize_handle("(555) 010-9999") for _ in range(3)] == ["+15550109999"] * 3
+    assert parse.call_count == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -21,8 +22,9 @@ from support.daemon_process import DaemonProcess, scripted_agent, wait_for
 from support.scripted_server import ScriptedServer, answer, tool_call
 
 ANA = "+15551234567"
-TOKEN = "browser-test-token-0123456789"
-WEB_LINE = re.compile(r"Web page: (http://127\.0\.0\.1:\d+)")
+TOKEN = "browser-test-token-0123456789-0123456789"
+WEB_LINE = re.compile(r"Web page: (http://apple-flow\.localhost:\d+)")
+LINK = re.compile(r"http://apple-flow\.localhost:\d+/login/link/\S+")
 SECONDS = 20_000  # Playwright waits in ms: seconds-scale margins on two busy cores
 
 
@@ -155,13 +157,17 @@ class _AttackerSite:
     """Another web page, on a port of its own, whose form posts to the apple-flow page as soon as it loads."""
 
     def __init__(self, target: str) -> None:
+        self.cookies: list[str]  # the Cookie header of each request it got
         form = (
             f'<form id="f" method="post" action="{target}"><input name="csrf" value="guessed"></form>'
             '<script>document.getElementById("f").submit()</script>'
         ).encode()
 
+        cookies = self.cookies = []
+
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                cookies.append(self.headers.get("Cookie", ""))
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html")
                 self.send_header("Content-Length", str(len(form)))
@@ -205,16 +211,124 @@ def test_a_wrong_token_and_a_cross_site_post_are_refused(
         page = owner.new_page()
         log_in(page, url, TOKEN)
         expect(page).to_have_url(f"{url}/runs")
-        # The same machine on another port is the same site to a browser: the session cookie goes along, and the
-        # Origin and CSRF checks refuse it. Under another host name (localhost) it is another site: no cookie.
-        for host, refusal in (("127.0.0.1", "Refused"), ("localhost", "Log in first")):
+        # Another local server, on 127.0.0.1 or localhost, any port: another site to the browser, which sends it
+        # no cookie of the page's (served under a name of its own) and no cookie with its forged form.
+        # The page's own name on another port is the same site: that server would get the cookie (docs/web.md
+        # says so), and the Origin and CSRF checks refuse its form.
+        for host, refusal, gets_cookie in (("127.0.0.1", "Log in first", False), ("localhost", "Log in first", False),
+                                           ("apple-flow.localhost", "Refused", True)):
             attacker = _AttackerSite(f"{url}/approvals/{request}/approve")
             try:
                 page.goto(f"http://{host}:{attacker.port}/")
                 page.wait_for_url(f"{url}/approvals/{request}/approve")
                 expect(page.locator("body")).to_contain_text(refusal)
+                assert any("apple_flow_session" in c for c in attacker.cookies) is gets_cookie, (host, attacker.cookies)
             finally:
                 attacker.close()
         with sqlite3.connect(daemon.db_path) as db:
             assert db.execute("SELECT state FROM approvals WHERE id = ?", (request,)).fetchone()[0] == "pending"
         owner.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_texted_link_logs_the_phone_in_once_and_login_returns_to_the_page_asked_for(
+    browser: Any, daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    from playwright.sync_api import expect
+
+    daemon.start()
+    url = web_url(daemon)
+    chat_db.message("web", sender=ANA)
+    text = wait_for(lambda: daemon.sends_to(ANA), 20, "the reply to `web`")[0]
+    found = LINK.search(text)
+    assert found is not None, text
+    link = found.group(0)
+
+    phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = phone.new_page()
+    page.goto(link)
+    page.reload()  # a second look (a link preview, say) uses nothing up
+    page.locator("#use-link").tap()
+    expect(page).to_have_url(f"{url}/runs")
+    expect(page.locator("nav")).to_contain_text("Approvals")
+    expect(page.locator("main")).to_contain_text("No runs yet")
+    phone.close()
+
+    other = browser.new_context()
+    page = other.new_page()
+    page.goto(link)
+    expect(page.locator("main")).to_contain_text("used already or has expired")
+    # A page asked for before logging in is the one shown after.
+    page.goto(f"{url}/approvals")
+    expect(page).to_have_url(re.compile(r"/login\?next=%2Fapprovals$"))
+    page.fill("#token", TOKEN)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(f"{url}/approvals")
+    other.close()
+
+
+def test_the_approvals_page_and_the_pending_count_update_live(
+    browser: Any, daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    from playwright.sync_api import expect
+
+    with ScriptedServer([answer("1. Add farewell.py.")]) as server:
+        daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url})
+        url = web_url(daemon)
+        page = browser.new_page()
+        log_in(page, url, TOKEN)
+        page.goto(f"{url}/approvals")
+        expect(page.locator("main")).to_contain_text("Nothing is waiting")
+        expect(page.locator("#pending .count")).to_have_count(0)
+
+        chat_db.message("task: add a farewell function", sender=ANA)
+        request = pending_approval(daemon)
+        card = page.locator(f"article#{request}")
+        expect(card).to_contain_text("Add farewell.py", timeout=SECONDS)  # no reload
+        expect(page.locator("#pending .count")).to_have_text("1")
+        page.fill(f"article#{request} input[name=notes]", "keep it short")
+        page.locator("h1").click()  # away from the field: the next refresh may swap the list, and keeps the words
+        page.wait_for_timeout(5000)
+        expect(card.locator("input[name=notes]")).to_have_value("keep it short")
+
+        chat_db.message(f"deny {request}", sender=ANA)
+        expect(card).to_have_count(0, timeout=SECONDS)
+        expect(page.locator("main")).to_contain_text("Nothing is waiting")
+        expect(page.locator("#pending .count")).to_have_count(0)
+
+
+def test_a_stopped_daemon_shows_as_stopped_and_the_page_comes_back_with_it(
+    browser: Any, daemon: DaemonProcess, chat_db: ChatDbWriter
+) -> None:
+    from playwright.sync_api import expect
+
+    port = free_port()
+    with ScriptedServer([answer("Done at last.", delay=60)]) as server:
+        env = {"APPLE_FLOW_AFM_BASE_URL": server.url, "APPLE_FLOW_WEB_PORT": str(port)}
+        daemon.start(env)
+        url = web_url(daemon)
+        page = browser.new_page()
+        log_in(page, url, TOKEN)
+        chat_db.message("take your time", sender=ANA)
+        row = page.locator("tr", has_text="take your time")
+        expect(row.locator(".state")).to_have_text("running", timeout=SECONDS)
+        row.locator("a").click()
+        expect(page.locator("h1 .state")).to_have_text("running")
+        expect(page.locator("#offline")).to_be_hidden()
+
+        daemon.kill9()
+        banner = page.locator("#offline")
+        expect(banner).to_be_visible(timeout=SECONDS)
+        expect(banner).to_contain_text("The daemon is not answering")
+        assert "not known" in page.evaluate(
+            "getComputedStyle(document.querySelector('h1 .state.running'), '::after').content"
+        )
+
+        daemon.start(env)  # the same port: the session was kept by the daemon, the page picks up again
+        expect(banner).to_be_hidden(timeout=SECONDS)
+        expect(page.locator("h1 .state")).not_to_have_text("running", timeout=SECONDS)

@@ -28,8 +28,10 @@ def test_another_interface_needs_allow_remote() -> None:
     with pytest.raises(SettingsError, match="APPLE_FLOW_WEB_BASE_URL"):
         load_settings(env_file=None, web_base_url="mac.example")
     assert load_settings(env_file=None, web_base_url="https://mac.ts.net/").web_base_url == "https://mac.ts.net"
-    with pytest.raises(SettingsError, match="APPLE_FLOW_WEB_TOKEN"):
-        load_settings(env_file=None, web_token="short")
+    with pytest.raises(SettingsError, match="APPLE_FLOW_WEB_TOKEN: must be at least 32 characters") as weak:
+        load_settings(env_file=None, web_token="a-sixteen-chars-token-0123456789"[:31])
+    assert "a-sixteen" not in str(weak.value)  # a secret is never echoed into a log
+    assert load_settings(env_file=None, web_token="x" * 32).web_token == "x" * 32
 
 
 def test_a_missing_token_is_created_in_env_keeping_every_other_line(tmp_path: Path) -> None:
@@ -49,9 +51,9 @@ def test_a_missing_token_is_created_in_env_keeping_every_other_line(tmp_path: Pa
 
 def test_a_token_in_a_readable_env_makes_it_private(tmp_path: Path) -> None:
     env = tmp_path / ".env"
-    env.write_text("APPLE_FLOW_WEB_TOKEN=an-old-token-of-mine-1234\n")
+    env.write_text("APPLE_FLOW_WEB_TOKEN=an-old-token-of-mine-0123456789-abcdef\n")
     env.chmod(0o644)
-    assert ensure_token(load_settings(env_file=env), env) == "an-old-token-of-mine-1234"
+    assert ensure_token(load_settings(env_file=env), env) == "an-old-token-of-mine-0123456789-abcdef"
     assert mode(env) == 0o600
 
 

@@ -73,7 +73,6 @@ private struct LoopRun {
     let loop: AgentLoop
     let request: AgentRequest
     let events: any EventSink
-    let budget: ContextBudget
     let specs: [ToolSpec]
     var style: ToolResultStyle
     var entries: [ChatEntry]
@@ -83,40 +82,34 @@ private struct LoopRun {
     var memory = CallMemory()
     var lastCallKey: String?
     var lastCallFollowedToolMessage = false
-    /// Set once tools are no longer offered (at most once a run): the reason.
+    /// Set once tools are no longer offered (at most once a run, and again after a `--verify` repair): the reason.
     var answerRequested: AnswerReason?
     var generatedIDs = 0
     /// The longest a model request has taken in this run: the time another tool round may need.
     var slowest: Duration = .zero
-    /// What the server's usage taught about our counts (exact and estimated), and the run's real tokens per
-    /// estimated token for the tools (which cut with the estimator).
-    var calibration = PromptCalibration()
-    var rate = TokenRate()
-    /// The kind of count the last request was figured with (for `--verbose` when it changes, and the usage).
-    var lastKind: CountKind = .estimated
-    /// Whether a figure of the usage so far came from the estimator: a turn's tokens, the fixed overhead.
-    var turnsEstimated = false
-    var fixedEstimated = false
+    /// How big requests are, what replies cost, what the server's counts taught (its own job: `RequestAccounting`).
+    var accounting: RequestAccounting
     /// `--verify`: the check each final answer must pass, and the history entry of its latest failure.
     var verification: Verification?
     var feedbackEntry: Int?
-    /// What requests are fitted to: `--context-tokens`, lowered each time the server refuses one for its context
-    /// length (its tool-call generation may not honour `max_tokens`: llama-cpp-python's).
-    var limit: Int
-    /// The server's context-length refusals so far, of requests with tools and of answer requests.
-    var toolOverflows = 0
-    var answerOverflows = 0
+    /// The server's context-length refusals and the limit requests are fitted to since.
+    var overflow: OverflowRecovery
+
+    var budget: ContextBudget { accounting.budget }
+    /// What requests are fitted to: `--context-tokens`, lower after a refusal.
+    var limit: Int { overflow.limit }
 
     init(loop: AgentLoop, request: AgentRequest, events: any EventSink) {
         self.loop = loop
         self.request = request
         self.events = events
         self.specs = request.tools.map(\.spec)
-        self.budget = ContextBudget(contextTokens: request.contextTokens, instructions: request.instructions, tools: specs)
+        let budget = ContextBudget(contextTokens: request.contextTokens, instructions: request.instructions, tools: specs)
+        self.accounting = RequestAccounting(budget: budget, counter: loop.counter)
         self.style = loop.style
         self.entries = [.user(request.prompt)]
         self.verification = request.verify
-        self.limit = budget.contextTokens
+        self.overflow = OverflowRecovery(limit: budget.contextTokens, floor: budget.answerReserve * 2)
     }
 
     mutating func run() async throws -> AgentAnswer {
@@ -202,7 +195,7 @@ private struct LoopRun {
             if answerRequested == nil, let reason = wrapUpReason() { requestAnswer(reason) }
             let (chat, figure) = try await fittedRequest()
             progress.turns += 1
-            await noteKind(figure, chat)
+            await accounting.noteKind(figure, chat, turn: progress.turns, log: request.log)
             request.log("request \(progress.turns): \(figure.total) of \(budget.contextTokens) \(figure.kind.rawValue) "
                 + "tokens (tools \(chat.tools.isEmpty ? 0 : budget.toolTokens) estimated, answer reserve "
                 + "\(chat.maxTokens)), \(style.rawValue) results")
@@ -237,18 +230,23 @@ private struct LoopRun {
         }
     }
 
-    /// A request the server refused for its context length, treated as the on-device model's overflow: the next
-    /// request is fitted to three quarters of the refused one (and of the limit before), sent again once, then
-    /// asked for a plain answer without tools (which honours `max_tokens`), shrunk again twice more if that is
-    /// refused too. After that the run ends: with an empty answer when it changed files or ran commands (that
-    /// work is done, and exit 1 would report it as failed), else as a backend error that says what to do.
-    private mutating func recover(from overflow: ContextOverflow, _ figure: RequestFigure) throws -> AgentAnswer? {
-        let asking = answerRequested != nil
-        if asking { answerOverflows += 1 } else { toolOverflows += 1 }
-        let server = "the server refused a request for its context length (\(overflow.message))"
+    /// A request the server refused for its context length (`OverflowRecovery` decides what follows): sent again
+    /// smaller, then asked for a plain answer without tools; after that the run ends, with an empty answer when it
+    /// changed files or ran commands (that work is done, and exit 1 would report it as failed), else as a backend
+    /// error that says what to do.
+    private mutating func recover(from refusal: ContextOverflow, _ figure: RequestFigure) throws -> AgentAnswer? {
+        let server = "the server refused a request for its context length (\(refusal.message))"
         request.log("request \(progress.turns): \(server); it was \(figure.total) \(figure.kind.rawValue) tokens of "
             + "a limit of \(limit)")
-        guard answerOverflows < 3 else {
+        switch overflow.refused(figure: figure.total, asking: answerRequested != nil) {
+        case .retry:
+            let message = "\(server); the history is condensed to \(limit) tokens and the request sent again"
+            request.log(message)
+            events.notice(message)
+        case .askForAnswer:
+            events.notice("\(server); the history is condensed to \(limit) tokens")
+            requestAnswer(.overflow)
+        case .giveUp:
             let message = "\(server); even a plain answer request, shrunk, was refused"
             guard progress.filesChanged.isEmpty && progress.commandsRun == 0 else {
                 request.log(message + "; the run ends without an answer (files were changed or commands run)")
@@ -257,15 +255,6 @@ private struct LoopRun {
             }
             throw AgentError(.backendError, message + ". Start the server with a larger context (llama.cpp: -c / "
                 + "--n_ctx; Ollama: num_ctx) or give apple-code a smaller --context-tokens")
-        }
-        limit = max(budget.answerReserve * 2, min(limit, figure.total) * 3 / 4)
-        if !asking, toolOverflows >= 2 {
-            events.notice("\(server); the history is condensed to \(limit) tokens")
-            requestAnswer(.overflow)
-        } else {
-            let message = "\(server); the history is condensed to \(limit) tokens and the request sent again"
-            request.log(message)
-            events.notice(message)
         }
         return nil
     }
@@ -279,7 +268,7 @@ private struct LoopRun {
         let started = ContinuousClock.now
         var reply = try await model.complete(chat) { piece in show(relay.pass(piece)) }
         slowest = max(slowest, ContinuousClock.now - started)
-        await account(chat, figure, reply)
+        await accounting.account(chat, figure, reply, turn: progress.turns, usage: &progress.usage, log: request.log)
         if reply.calls.isEmpty, let written = TextToolCall.parse(reply.text, tools: request.tools.map(\.name)) {
             request.log("reply \(progress.turns): the model wrote a \(written.name) call as text instead of a "
                 + "structured tool call; taken as that call")
@@ -334,91 +323,6 @@ private struct LoopRun {
             kept.append(character)
         }
         return kept
-    }
-
-    /// The reply's tokens into the run's usage: the server's figures where it reported them, else our exact count
-    /// (the server's tokenizer) where there is one, else the estimate. A reported prompt count also calibrates the
-    /// counts of later requests.
-    private mutating func account(_ chat: ChatRequest, _ figure: RequestFigure, _ reply: ChatReply) async {
-        let withTools = !chat.tools.isEmpty
-        if let reported = reply.promptTokens, reported > 0 {
-            request.log("reply \(progress.turns): the server counted \(reported) prompt tokens (figured "
-                + "\(figure.promptTokens), \(figure.kind.rawValue))")
-            calibration.learn(.init(exact: false, withTools: withTools), counted: chat.estimatedTokens - chat.maxTokens,
-                              reported: reported)
-            if let counted = await exactCount(chat) {
-                calibration.learn(.init(exact: true, withTools: withTools), counted: counted, reported: reported)
-            }
-        }
-        let callText = reply.calls.map { $0.name + $0.argumentsText }.joined()
-        let input = reply.promptTokens ?? (figure.kind == .exact ? figure.promptTokens : nil)
-        var output = reply.completionTokens
-        if output == nil, figure.kind == .exact, let counter = loop.counter {
-            output = await counter.count(reply.text + callText)
-        }
-        progress.usage.inputTokens += input ?? (chat.estimatedTokens - chat.maxTokens)
-        progress.usage.outputTokens += output ?? TokenEstimator.estimate(reply.text + callText)
-        turnsEstimated = turnsEstimated || input == nil || output == nil
-        if withTools {
-            let fixed = await fixedTokens(figure.kind, chat)
-            progress.usage.fixedTokens = fixed.tokens
-            fixedEstimated = !fixed.exact
-        }
-        progress.usage.estimated = turnsEstimated || fixedEstimated
-    }
-
-    /// What every request with tools pays before the conversation (instructions and tool definitions), counted as
-    /// `kind` says: exact (the server's tokenizer plus the learned template overhead), or estimated.
-    private func fixedTokens(_ kind: CountKind, _ chat: ChatRequest) async -> (tokens: Int, exact: Bool) {
-        let bare = ChatRequest(system: chat.system, entries: [], tools: chat.tools, maxTokens: 0, style: chat.style)
-        if kind == .exact, let counted = await exactCount(bare),
-           let offset = calibration.firstOffsets[.init(exact: true, withTools: true)] {
-            return (counted + offset, true)
-        }
-        return (budget.fixedTokens, false)
-    }
-
-    /// The request's texts counted by the server's tokenizer; nil without one, or when it cannot count now.
-    private func exactCount(_ chat: ChatRequest) async -> Int? {
-        guard let counter = loop.counter else { return nil }
-        return await RequestTexts.count(chat) { await counter.count($0) }
-    }
-
-    /// How big `chat` is for the budget: exact where the server counts and has reported once on a request of this
-    /// kind, else the estimate corrected by its reports, else the estimate.
-    private func figure(_ chat: ChatRequest) async -> RequestFigure {
-        let withTools = !chat.tools.isEmpty
-        let estimate = chat.estimatedTokens - chat.maxTokens
-        if calibration.offset(.init(exact: true, withTools: withTools)) != nil, let counted = await exactCount(chat),
-           let tokens = calibration.figure(.init(exact: true, withTools: withTools), counted: counted) {
-            return RequestFigure(promptTokens: tokens, maxTokens: chat.maxTokens, kind: .exact)
-        }
-        if let tokens = calibration.figure(.init(exact: false, withTools: withTools), counted: estimate) {
-            return RequestFigure(promptTokens: tokens, maxTokens: chat.maxTokens, kind: .calibrated)
-        }
-        return RequestFigure(promptTokens: estimate, maxTokens: chat.maxTokens, kind: .estimated)
-    }
-
-    /// `--verbose`: how requests are counted, each time that changes.
-    private mutating func noteKind(_ figure: RequestFigure, _ chat: ChatRequest) async {
-        guard figure.kind != lastKind else { return }
-        lastKind = figure.kind
-        let withTools = !chat.tools.isEmpty
-        switch figure.kind {
-        case .exact:
-            let offset = calibration.offset(.init(exact: true, withTools: withTools)) ?? 0
-            request.log("budget: exact tokens from request \(progress.turns) on (every text counted by "
-                + "\(loop.counter?.source ?? "a tokenizer"); the server's usage.prompt_tokens differs from that by "
-                + "\(offset) tokens\(withTools ? "" : " without tools"), its chat template's own share; margin 2%, at "
-                + "least 8): fixed overhead \(await fixedTokens(.exact, chat).tokens) tokens")
-        case .calibrated:
-            let offset = calibration.offset(.init(exact: false, withTools: withTools)) ?? 0
-            request.log("budget: estimated tokens corrected by \(offset) from request \(progress.turns) on (the "
-                + "server's usage.prompt_tokens; margin 2%, at least 8)")
-        case .estimated:
-            request.log("budget: estimated tokens from request \(progress.turns) on (the server has not reported on "
-                + "such a request)")
-        }
     }
 
     // MARK: tool calls
@@ -538,7 +442,7 @@ private struct LoopRun {
                                   deadline: request.deadline, log: request.log)
         guard kind == .exact, let counter = loop.counter else {
             var ran = await tool.call(raw: raw, context: context)
-            let cut = Self.cutForWire(ran.text, tokens: room)
+            let cut = HistoryLadder.cutForWire(ran.text, tokens: room)
             if cut.truncated {
                 ran.text = cut.text
                 ran.truncated = true
@@ -546,7 +450,8 @@ private struct LoopRun {
             return ran
         }
         let count: (String) async -> Int? = { await counter.count($0) }
-        var (result, tokens) = await ExactFit.run(tool, raw: raw, context: context, room: room, rate: rate, count: count)
+        var (result, tokens) = await ExactFit.run(tool, raw: raw, context: context, room: room, rate: accounting.rate,
+                                                  count: count)
         guard var counted = tokens else { return result }
         if result.truncated, ToolSpec.readOnlyNames.contains(tool.name), counted < room * 9 / 10 {
             let ratio = Double(counted) / Double(max(1, TokenEstimator.estimate(result.text)))
@@ -557,7 +462,7 @@ private struct LoopRun {
                 counted = recount
             }
         }
-        rate.record(counted: counted, text: result.text)
+        accounting.recordRate(counted: counted, text: result.text)
         return result
     }
 
@@ -565,70 +470,28 @@ private struct LoopRun {
     /// condensed and every call's long arguments are cut (as the fitter will do once the calls have run), shared
     /// among the calls still to run in this turn; in the kind of tokens the request is counted in.
     private func resultRoom(callsLeft: Int) async -> (room: Int, kind: CountKind) {
-        let lastAssistant = entries.lastIndex { if case .assistant = $0 { true } else { false } } ?? 0
-        let lean = entries.enumerated().map { index, entry in
-            (index < lastAssistant ? entry.condensed : entry).withLongArgumentsCut
-        }
-        let chat = ChatRequest(system: request.instructions, entries: lean, tools: specs,
+        let chat = ChatRequest(system: request.instructions, entries: HistoryLadder.lean(entries), tools: specs,
                                maxTokens: budget.answerReserve, style: style)
-        let figure = await figure(chat)
+        let figure = await accounting.figure(chat)
         let wrapper = 48  // the tool message's own JSON and the folded-result heading
         let room = limit - figure.total - wrapper * callsLeft
         return (max(16, room / max(1, callsLeft)), figure.kind)
     }
 
-    /// Cuts `text` so that its JSON-escaped form (as sent) fits `tokens`.
-    static func cutForWire(_ text: String, tokens: Int) -> (text: String, truncated: Bool) {
-        var limit = tokens
-        var cut = (text: text, truncated: false)
-        for _ in 0..<6 {
-            cut = TokenEstimator.cut(text, toTokens: limit)
-            let sent = TokenEstimator.estimate(JSONValue.string(cut.text).jsonText)
-            if sent <= tokens { return cut }
-            limit -= max(8, sent - tokens)
-            if limit < 8 { break }
-        }
-        return TokenEstimator.cut(text, toTokens: max(1, limit / 2))
-    }
-
     // MARK: budget
 
-    /// The next request, condensed until it fits: older tool results to one line each (oldest first), then the
-    /// long arguments of calls that have run cut to a placeholder (oldest message first: a 20 KB `writeFile`
-    /// content is on disk, and its result says so), then whole older exchanges dropped, then the newest results
-    /// cut, then the newest calls' arguments and text cut to a placeholder, then the newest exchange dropped.
-    /// The task is never touched.
+    /// The next request, taken down the history ladder (`HistoryLadder`) one rung at a time until it fits the
+    /// limit; a notice says what was cut. The task is never touched.
     private mutating func fittedRequest() async throws -> (ChatRequest, RequestFigure) {
-        var condensed = 0
-        var shortened = 0
-        var dropped = 0
+        var tally = (condensed: 0, shortened: 0, dropped: 0)
         var chat = makeRequest()
-        var size = await figure(chat)
+        var size = await accounting.figure(chat)
         while size.total > limit {
-            let lastAssistant = entries.lastIndex { if case .assistant = $0 { true } else { false } } ?? 0
-            if let index = entries.indices.first(where: { $0 < lastAssistant && entries[$0].isWholeResult }) {
-                entries[index] = entries[index].condensed
-                condensed += 1
-            } else if let index = entries.indices.first(where: { hasLongArgumentsThatRan(at: $0) }) {
-                entries[index] = entries[index].withLongArgumentsCut
-                shortened += 1
-            } else if let range = oldestExchange(before: lastAssistant) {
-                entries.removeSubrange(range)
-                dropped += 1
-            } else if let index = largestNewestResult(after: lastAssistant) {
-                let over = size.total - limit
-                guard case .toolResult(let id, let name, let text, let summary, _) = entries[index] else { break }
-                let current = TokenEstimator.estimate(JSONValue.string(text).jsonText)
-                let cut = Self.cutForWire(text, tokens: max(8, current - over - 8))
-                if cut.text == text { entries[index] = entries[index].condensed; condensed += 1 } else {
-                    entries[index] = .toolResult(id: id, name: name, text: cut.text, summary: summary, condensed: false)
-                }
-            } else if lastAssistant > 0, entries[lastAssistant].withEverythingCut != entries[lastAssistant] {
-                entries[lastAssistant] = entries[lastAssistant].withEverythingCut
-                shortened += 1
-            } else if let range = oldestExchange(before: entries.count) {
-                entries.removeSubrange(range)
-                dropped += 1
+            if let (lower, rung) = HistoryLadder.step(entries, over: size.total - limit) {
+                entries = lower
+                tally.condensed += rung.tally.condensed
+                tally.shortened += rung.tally.shortened
+                tally.dropped += rung.tally.dropped
             } else if size.total <= budget.contextTokens {
                 break  // below a limit lowered after a refusal nothing is left to cut; --context-tokens is met
             } else {
@@ -637,13 +500,15 @@ private struct LoopRun {
                     + "condensed")
             }
             chat = makeRequest()
-            size = await figure(chat)
+            size = await accounting.figure(chat)
         }
-        if condensed > 0 || shortened > 0 || dropped > 0 {
+        if tally.condensed > 0 || tally.shortened > 0 || tally.dropped > 0 {
             var parts: [String] = []
-            if condensed > 0 { parts.append("condensed \(condensed) older tool result(s) to one line each") }
-            if shortened > 0 { parts.append("cut the long arguments of \(shortened) earlier tool-call message(s)") }
-            if dropped > 0 { parts.append("dropped \(dropped) older exchange(s)") }
+            if tally.condensed > 0 { parts.append("condensed \(tally.condensed) older tool result(s) to one line each") }
+            if tally.shortened > 0 {
+                parts.append("cut the long arguments of \(tally.shortened) earlier tool-call message(s)")
+            }
+            if tally.dropped > 0 { parts.append("dropped \(tally.dropped) older exchange(s)") }
             let message = "context budget: " + parts.joined(separator: ", ")
             request.log(message)
             events.notice(message)
@@ -658,65 +523,6 @@ private struct LoopRun {
         let asking = answerRequested != nil
         return ChatRequest(system: request.instructions, entries: entries, tools: asking ? [] : specs,
                            maxTokens: budget.answerReserve, style: style, plainHistory: asking)
-    }
-
-    /// An assistant message with tool calls and the results after it, before `limit` (never the task at 0).
-    private func oldestExchange(before limit: Int) -> Range<Int>? {
-        guard let start = entries.indices.first(where: { index in
-            guard index > 0, index < limit, case .assistant = entries[index] else { return false }
-            return true
-        }) else { return nil }
-        var end = start + 1
-        while end < entries.count, case .toolResult = entries[end] { end += 1 }
-        return start..<end
-    }
-
-    /// An assistant message whose calls all have their results recorded and carry an argument worth cutting.
-    private func hasLongArgumentsThatRan(at index: Int) -> Bool {
-        guard case .assistant(_, let calls) = entries[index], calls.contains(where: \.hasLongArguments) else {
-            return false
-        }
-        let answered = Set(entries[(index + 1)...].compactMap { entry -> String? in
-            if case .toolResult(let id, _, _, _, _) = entry { id } else { nil }
-        })
-        return calls.allSatisfy { answered.contains($0.id) }
-    }
-
-    private func largestNewestResult(after index: Int) -> Int? {
-        entries.indices.filter { $0 > index && entries[$0].isWholeResult }
-            .max { entries[$0].resultLength < entries[$1].resultLength }
-    }
-}
-
-extension ChatEntry {
-    var isWholeResult: Bool {
-        if case .toolResult(_, _, _, _, let condensed) = self { !condensed } else { false }
-    }
-
-    var resultLength: Int {
-        if case .toolResult(_, _, let text, _, _) = self { text.utf8.count } else { 0 }
-    }
-
-    /// An assistant message with each call's long string arguments replaced by a placeholder (`ModelToolCall`).
-    var withLongArgumentsCut: ChatEntry {
-        guard case .assistant(let text, let calls) = self else { return self }
-        return .assistant(text: text, calls: calls.map(\.withLongArgumentsCut))
-    }
-
-    /// An assistant message as small as it can be while its calls keep their ids and names: every call's
-    /// arguments and a long text become a placeholder.
-    var withEverythingCut: ChatEntry {
-        guard case .assistant(let text, let calls) = self else { return self }
-        let shortText = text.utf8.count > ModelToolCall.longArgumentBytes
-            ? ModelToolCall.placeholder(text, what: "text") : text
-        return .assistant(text: shortText, calls: calls.map(\.withArgumentsCut))
-    }
-
-    var condensed: ChatEntry {
-        if case .toolResult(let id, let name, let text, let summary, _) = self {
-            return .toolResult(id: id, name: name, text: text, summary: summary, condensed: true)
-        }
-        return self
     }
 }
 

@@ -57,3 +57,30 @@ public struct ContextOverflow: Error, Sendable, Equatable, CustomStringConvertib
         return Int(String(digits))
     }
 }
+
+/// What the agent loop does about a server's context-length refusals (contract: treated as the fm backend's
+/// overflow): each lowers the limit requests are fitted to, to three quarters of the refused request's figure (and
+/// of the limit before it, never under `floor`). A request with tools is sent again once; refused again, the answer
+/// is asked for without tools (which honours `max_tokens`); that one is sent again twice; a third refusal of it
+/// ends the run.
+struct OverflowRecovery: Sendable, Equatable {
+    enum Next: Sendable, Equatable { case retry, askForAnswer, giveUp }
+
+    private(set) var limit: Int
+    let floor: Int
+    private(set) var toolRefusals = 0
+    private(set) var answerRefusals = 0
+
+    init(limit: Int, floor: Int) {
+        self.limit = limit
+        self.floor = floor
+    }
+
+    /// A request of `figure` tokens was refused; `asking`: it was an answer request (no tools).
+    mutating func refused(figure: Int, asking: Bool) -> Next {
+        if asking { answerRefusals += 1 } else { toolRefusals += 1 }
+        if answerRefusals >= 3 { return .giveUp }
+        limit = max(floor, min(limit, figure) * 3 / 4)
+        return !asking && toolRefusals >= 2 ? .askForAnswer : .retry
+    }
+}

@@ -41,6 +41,10 @@ public struct RunOptions: Sendable, Equatable {
     /// `--fallback-openai`: go on with the configured OpenAI-compatible server when Apple's model stays rate-limited.
     public var fallbackOpenAI = false
     public var verbose = false
+    /// `--hide` (in order), then `APPLE_CODE_HIDE`'s paths: more paths commands and tools may not read.
+    public var hide: [String] = []
+    /// `--deny-port`: loopback ports commands may not connect to (the daemon's web page).
+    public var deniedPorts: [Int] = []
 
     public static let defaultBaseURL = "http://127.0.0.1:11434/v1"
     public static let defaultMaxSubtasks = 5
@@ -54,8 +58,8 @@ public enum Command: Sendable, Equatable {
     case version
     /// `--check`: availability only, no prompt.
     case check(RunOptions)
-    /// `--sandbox-check`: the command sandbox's self-test, no prompt.
-    case sandboxCheck
+    /// `--sandbox-check`: the command sandbox's self-test, no prompt (with the run's `--hide` and `--deny-port`).
+    case sandboxCheck(RunOptions)
     case run(RunOptions)
 }
 
@@ -190,6 +194,16 @@ public enum OptionParser {
         OptionSpec("--fallback-openai", .flag(\.fallbackOpenAI),
                    help: "when Apple's model stays rate-limited after its retries, go on with the configured "
                        + "OpenAI-compatible server (--base-url / --model or their environment variables)"),
+        OptionSpec("--hide", .value("PATH") { value, options in
+            guard !value.isEmpty else { throw UsageError("--hide must not be empty") }
+            options.hide.append(value)
+        }, help: "a path commands and file tools may not read (repeatable; also env APPLE_CODE_HIDE, ':'-separated)"),
+        OptionSpec("--deny-port", .value("PORT") { value, options in
+            guard let port = Int(value), (1...65535).contains(port) else {
+                throw UsageError("--deny-port must be a port number (1-65535), got '\(value)'")
+            }
+            options.deniedPorts.append(port)
+        }, help: "a loopback port commands may not connect to, e.g. a web page's (repeatable)"),
         OptionSpec("--check", .command(.check), help: "print backend availability as JSON; exit 0 or 3"),
         OptionSpec("--sandbox-check", .command(.sandboxCheck), help: "test the command sandbox here; exit 0 or 1"),
         OptionSpec("--verbose", .flag(\.verbose), help: "diagnostics on stderr"),
@@ -283,7 +297,10 @@ public enum OptionParser {
 
         if commands.contains(.help) { return .help }
         if commands.contains(.version) { return .version }
-        if commands.contains(.sandboxCheck) { return .sandboxCheck }
+        if let hide = environment["APPLE_CODE_HIDE"] {
+            options.hide += hide.split(separator: ":").map(String.init).filter { !$0.isEmpty }
+        }
+        if commands.contains(.sandboxCheck) { return .sandboxCheck(options) }
 
         // Environment defaults for what the command line left open.
         if options.model == nil, let model = environment["APPLE_CODE_MODEL"], !model.isEmpty {

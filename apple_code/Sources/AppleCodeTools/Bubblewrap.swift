@@ -18,8 +18,9 @@ enum Bubblewrap {
     ///   kills everything it started, whatever session or group that moved to; `--die-with-parent` does the same
     ///   when bwrap (killed at a timeout) or apple-code goes. `--new-session`: no controlling terminal (TIOCSTI).
     /// - `hooksFolder`: the folder `core.hooksPath` names inside the workspace, read-only like `.git/hooks`.
-    static func arguments(executable: String, workspace: String, host: HostFiles, hooksFolder: String? = nil)
-        -> [String] {
+    /// - `hidden`: the owner's secrets, each covered by an empty read-only folder or file (`hiddenPaths`).
+    static func arguments(executable: String, workspace: String, host: HostFiles, hooksFolder: String? = nil,
+                          hidden: HiddenPaths = HiddenPaths(paths: [])) -> [String] {
         var arguments = [executable, "--ro-bind", "/", "/", "--tmpfs", "/tmp"]
         if host.kind("/run") == .directory {
             arguments += ["--tmpfs", "/run", "--ro-bind-try", "/run/current-system", "/run/current-system"]
@@ -29,6 +30,14 @@ enum Bubblewrap {
             }
         }
         if host.kind("/var/run") == .directory { arguments += ["--tmpfs", "/var/run"] }
+        let (holding, all) = hidden.split(for: workspace)
+        // What a covered folder holds is covered with it (and a mount point inside it could not be made).
+        let others = all.filter { path in
+            !all.contains { $0 != path && HiddenPaths.isWithin(path, $0) }
+                && !holding.contains { HiddenPaths.isWithin(path, $0) && !HiddenPaths.isWithin(path, workspace) }
+        }
+        // A hidden folder that holds the workspace is emptied first; the workspace is bound back inside it.
+        arguments += hiddenPaths(holding, workspace: workspace, host: host, holding: true)
         arguments += ["--bind", workspace, workspace]
         arguments += gitProtection(workspace: workspace, host: host)
         if let hooksFolder {
@@ -39,6 +48,7 @@ enum Bubblewrap {
             default: break
             }
         }
+        arguments += hiddenPaths(others, workspace: workspace, host: host)
         arguments += ["--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1",
                       "--new-session", "--die-with-parent", "--setenv", "TMPDIR", "/tmp", "--chdir", workspace]
         return arguments
@@ -46,6 +56,26 @@ enum Bubblewrap {
 }
 
 extension Bubblewrap {
+    /// An empty read-only folder over each hidden folder, /dev/null over each hidden file (read: nothing). A
+    /// missing path needs nothing (the rest of the file system is read-only: a command cannot make it), nor does
+    /// a symlink (its real path is in the list too), nor anything under the private /tmp and /run outside the
+    /// workspace (the command sees none of the host's there). A folder that holds the workspace stays writable
+    /// (writes there vanish with the command): the workspace is bound into it afterwards, which needs its mount point.
+    static func hiddenPaths(_ paths: [String], workspace: String, host: HostFiles, holding: Bool = false)
+        -> [String] {
+        var arguments: [String] = []
+        for path in paths {
+            let private_ = ["/tmp", "/run", "/var/run"].contains { HiddenPaths.isWithin(path, $0) }
+            if private_, !HiddenPaths.isWithin(path, workspace), !HiddenPaths.isWithin(workspace, path) { continue }
+            switch host.kind(path) {
+            case .directory: arguments += ["--tmpfs", path] + (holding ? [] : ["--remount-ro", path])
+            case .missing, .symlink: break
+            default: arguments += ["--ro-bind", "/dev/null", path]
+            }
+        }
+        return arguments
+    }
+
     /// git runs .git/hooks, and what .git/config names, later and outside any sandbox, so a command must not
     /// write them: they are bound read-only over themselves (a repository without hooks gets an empty read-only
     /// folder, left behind empty), and so are those of submodules (.git/modules/...) and worktrees

@@ -304,13 +304,22 @@ public enum CommandRunner {
 }
 
 extension CommandRunner {
-    /// Variables a command does not inherit: apple-code's own secret, which a model could otherwise print.
-    static let withheldVariables: Set<String> = ["APPLE_CODE_API_KEY"]
+    /// The variables a command inherits, and nothing else: what any program needs. apple-code's own (its API key)
+    /// and whatever its caller had (a daemon's tokens, other agents' keys) stay out, so a command cannot print them.
+    static let passedVariables: Set<String> = ["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TMPDIR", "TERM"]
 
-    /// `environment` as `NAME=value` entries, without the withheld variables (default: this process's).
+    /// Set for every command whatever the caller had. Python keys a cached .pyc on the source's mtime in whole
+    /// seconds and its size, so a test run, then an edit of the same size in the same second (what an agent does),
+    /// then a second test run imported the old code; with no cache written that cannot happen, and the user's
+    /// repository gets no __pycache__ folders from the agent either.
+    static let fixedVariables = ["PYTHONDONTWRITEBYTECODE=1"]
+
+    /// `environment` as `NAME=value` entries: `passedVariables`, the locale's `LC_*` (default: this process's),
+    /// and `fixedVariables`.
     static func commandEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
         -> [String] {
-        environment.filter { !withheldVariables.contains($0.key) }.map { "\($0.key)=\($0.value)" }.sorted()
+        (environment.filter { passedVariables.contains($0.key) || $0.key.hasPrefix("LC_") }
+            .map { "\($0.key)=\($0.value)" } + fixedVariables).sorted()
     }
 }
 

@@ -21,16 +21,20 @@ public enum CommandSandbox: Sendable, Equatable {
     /// refused rather than run without it.
     case broken(reason: String)
 
-    /// The argv that runs `command` with `sh -c` inside this sandbox; `workspace` is a real path.
-    public func argv(command: String, workspace: String) -> [String] {
+    /// The argv that runs `command` with `sh -c` inside this sandbox; `workspace` is a real path; `hidden`: the
+    /// paths the command must not read; `deniedPorts`: loopback ports it may not connect to (nil: this run's; under
+    /// bwrap the host's loopback is out of reach anyway).
+    public func argv(command: String, workspace: String, hidden: HiddenPaths = .current,
+                     deniedPorts: [Int]? = nil) -> [String] {
         switch self {
         case .bubblewrap(let executable):
             return Bubblewrap.arguments(executable: executable, workspace: workspace, host: .live,
-                                        hooksFolder: GitInternals.hooksFolder(root: workspace))
+                                        hooksFolder: GitInternals.hooksFolder(root: workspace), hidden: hidden)
                 + ["/bin/sh", "-c", command]
         case .seatbelt(let executable, let folders):
             return SeatbeltProfile.argv(executable: executable, workspace: workspace, folders: folders,
-                                        hooksFolder: GitInternals.hooksFolder(root: workspace))
+                                        hooksFolder: GitInternals.hooksFolder(root: workspace), hidden: hidden,
+                                        deniedPorts: deniedPorts)
                 + ["/bin/sh", "-c", command]
         case .none:
             return ["/bin/sh", "-c", command]
@@ -64,7 +68,9 @@ public enum CommandSandbox: Sendable, Equatable {
         }
         // bwrap may be installed yet unable to start (no user namespaces in a container): try it once.
         let sandbox = CommandSandbox.bubblewrap(executable: executable)
-        let (status, output) = runBlocking(sandbox.argv(command: "true", workspace: "/"), seconds: 10)
+        // No hidden paths: covering them is not what is probed (and under "/" there is no workspace to keep).
+        let probe = sandbox.argv(command: "true", workspace: "/", hidden: HiddenPaths(paths: []))
+        let (status, output) = runBlocking(probe, seconds: 10)
         guard status == 0 else {
             return .none(reason: "bwrap is installed but cannot start a sandbox here (\(firstLine(output)))")
         }

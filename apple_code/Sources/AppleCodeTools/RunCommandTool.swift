@@ -50,7 +50,8 @@ public struct RunCommandTool: WorkspaceTool {
             throw ToolFailure("the command sandbox does not work here (\(reason)), so commands are not run. "
                               + "Tell the user; `apple-code --check` shows the sandbox")
         }
-        let outcome = try await CommandRunner.run(sandbox.argv(command: command, workspace: workspace.root),
+        let outcome = try await CommandRunner.run(sandbox.argv(command: command, workspace: workspace.root,
+                                                               hidden: workspace.hidden),
                                                   in: workspace.root, timeout: .seconds(seconds),
                                                   deadline: context.deadline)
         var notes: [String] = []

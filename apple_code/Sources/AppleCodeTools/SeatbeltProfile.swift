@@ -3,75 +3,179 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
-/// apple-code's sandbox-exec profile (macOS). The text is a constant: every path comes in as a parameter
-/// (`sandbox-exec -D WORKSPACE=/path`, read by `(param "WORKSPACE")`), so no path is ever written into it and
-/// none needs escaping. Its text, parameters and argv are pure values, tested on Linux.
+/// apple-code's sandbox-exec profile (macOS), written from `(deny default)`: everything a command may do is allowed
+/// below, by name, with the reason. Every path comes in as a parameter (`sandbox-exec -D WORKSPACE=/path`, read by
+/// `(param "WORKSPACE")`), so no path is ever written into it and none needs escaping; the text only varies in how
+/// many hidden paths it names and which loopback ports it refuses. Its text, parameters and argv are pure values,
+/// tested on Linux (SeatbeltProfileTests); `apple-code --sandbox-check` runs it on a Mac.
+///
+/// In SBPL the last rule that matches an operation wins: the allows come first, the denies that carve exceptions
+/// out of them last.
 public enum SeatbeltProfile {
     /// Only this one: a `sandbox-exec` earlier on PATH could be anything.
     public static let executable = "/usr/bin/sandbox-exec"
 
-    public static let text = #"""
-        (version 1)
-        (allow default)
+    /// The Mach services a command may look up, each with the reason; every other one is denied (LaunchServices,
+    /// Apple events, the pasteboard, the keychain's SecurityServer, DNS ...). Enough for the shell, git, python3,
+    /// make, xcrun and swift.
+    public static let machServices: [(name: String, reason: String)] = [
+        ("com.apple.system.opendirectoryd.libinfo", "user and group names (getpwuid): the shell, git, python3, ls"),
+        ("com.apple.system.notification_center", "notify(3), which libc and Foundation use (time zone changes)"),
+        ("com.apple.cfprefsd.daemon", "reading system preferences (xcrun and swift: the selected developer folder)"),
+        ("com.apple.cfprefsd.agent", "reading the user's preferences (writing them is denied below)"),
+        ("com.apple.bsd.dirhelper", "confstr: the per-user temp and cache folders (clang's module cache, xcrun)"),
+        ("com.apple.logd", "os_log of the toolchain (without it only their log lines are lost)"),
+    ]
 
-        ; Ways out: a program started through LaunchServices (open), an Apple event (osascript), a launchd job
-        ; (launchctl submit) or another program's preferences runs outside this profile.
-        (deny lsopen)
-        (deny appleevent-send)
-        (deny job-creation)
-        (deny user-preference-write)
-        (deny mach-lookup
-            (global-name "com.apple.coreservices.launchservicesd")
-            (global-name "com.apple.launchservicesd")
-            (global-name "com.apple.coreservices.appleevents"))
+    /// Loopback ports refused whatever the caller says: Remote Login and Screen Sharing act as the user.
+    public static let alwaysDeniedPorts = [22, 5900]
 
-        ; Network: loopback only, as under bwrap; Unix-domain sockets only inside the workspace. The Mac's loopback
-        ; is shared with its own services: Remote Login and Screen Sharing act as the user, so they stay closed.
-        (deny network*)
-        (allow network-bind (local ip "*:*"))
-        (allow network-inbound (local ip "localhost:*"))
-        (allow network-outbound (remote ip "localhost:*"))
-        (allow network-bind (local unix-socket (subpath (param "WORKSPACE"))))
-        (allow network-outbound (remote unix-socket (subpath (param "WORKSPACE"))))
-        (deny network-outbound (remote ip "localhost:22") (remote ip "localhost:5900"))
+    /// The profile for a workspace that `holding` hidden folders hold (everything in them but the workspace is
+    /// hidden) with `others` further hidden paths, refusing `deniedPorts` on loopback besides `alwaysDeniedPorts`.
+    public static func text(holding: Int = 0, others: Int = 0, deniedPorts: [Int] = []) -> String {
+        var lines = [
+            "(version 1)",
+            "(deny default)",
+            "",
+            "; Programs: any may run; the sandbox goes with them. Signals and process inspection only inside it.",
+            "(allow process-exec)",
+            "(allow process-fork)",
+            "(allow signal (target same-sandbox))",
+            "(allow process-info* (target same-sandbox))",
+            "; Hardware and OS facts (CPU count, OS version) that toolchains read.",
+            "(allow sysctl-read)",
+            "; POSIX semaphores: python3's multiprocessing locks.",
+            "(allow ipc-posix-sem)",
+            "; The shared memory notify(3) reads.",
+            #"(allow ipc-posix-shm-read* (ipc-posix-name "apple.shm.notification_center"))"#,
+            "; Preferences may be read, not written (below).",
+            "(allow user-preference-read)",
+            "; Creating a socket does nothing until it binds or connects: the network rules decide that.",
+            "(allow system-socket)",
+            "; JIT compilers (node's V8) map memory as code.",
+            "(allow dynamic-code-generation)",
+            "",
+        ]
+        for service in machServices {
+            lines.append("; \(service.reason)")
+            lines.append(#"(allow mach-lookup (global-name ""# + service.name + #""))"#)
+        }
+        lines += [
+            "",
+            "; Reads: everywhere but the hidden paths (at the end). dyld maps programs and their libraries (and a",
+            "; build runs what it links); a test of whether a path exists tells nothing more.",
+            "(allow file-read*)",
+            "(allow file-map-executable)",
+            "(allow file-test-existence)",
+            "",
+            "; Writes: the workspace, the temp and per-user temp and cache folders, a few devices, and pseudo-terminals",
+            "; made inside the sandbox (not the terminal apple-code runs in).",
+            "(allow file-write*",
+            #"    (subpath (param "WORKSPACE"))"#,
+            #"    (subpath (param "TMP"))"#,
+            #"    (subpath (param "VAR_TMP"))"#,
+            #"    (subpath (param "TMPDIR"))"#,
+            #"    (subpath (param "USER_TEMP"))"#,
+            #"    (subpath (param "USER_CACHE"))"#,
+            #"    (literal "/dev/null")"#,
+            #"    (literal "/dev/zero")"#,
+            #"    (literal "/dev/dtracehelper")"#,
+            ##"    (regex #"^/dev/fd/"))"##,
+            "(allow pseudo-tty)",
+            #"(allow file-read* file-write* file-ioctl (literal "/dev/ptmx"))"#,
+            "(allow file-read* file-write* file-ioctl",
+            ##"    (require-all (regex #"^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty")))"##,
+            "",
+            "; Network: loopback only, as under bwrap; Unix-domain sockets only inside the workspace.",
+            #"(allow network-bind (local ip "*:*"))"#,
+            #"(allow network-inbound (local ip "localhost:*"))"#,
+            #"(allow network-outbound (remote ip "localhost:*"))"#,
+            #"(allow network-bind (local unix-socket (subpath (param "WORKSPACE"))))"#,
+            #"(allow network-outbound (remote unix-socket (subpath (param "WORKSPACE"))))"#,
+            "; The Mac's loopback is shared with its own services: those that act as the user, and the daemon's web",
+            "; page (a command must not approve its own work), stay closed.",
+        ]
+        let ports = alwaysDeniedPorts + deniedPorts.filter { !alwaysDeniedPorts.contains($0) }
+        lines.append("(deny network-outbound " + ports.map { #"(remote ip "localhost:\#($0)")"# }
+            .joined(separator: " ") + ")")
+        lines += [
+            "",
+            "; Code git runs later, outside any sandbox: inside the workspace no .git is made, replaced or removed, and",
+            "; no repository's hooks or config (or a submodule's or worktree's) are written, in any letter case (the",
+            "; Mac's file system does not tell .GIT/Hooks from .git/hooks).",
+            #"(deny file-write* (require-all (subpath (param "WORKSPACE")) (regex #""# + gitFolderPattern + #"")))"#,
+            #"(deny file-write* (require-all (subpath (param "WORKSPACE"))"#,
+            #"    (regex #""# + gitInternalsPattern + #"")))"#,
+            "; Nor the folder core.hooksPath names inside the workspace (.git/hooks when it names none there).",
+            #"(deny file-write* (subpath (param "GIT_HOOKS_PATH")))"#,
+            "",
+            "; The owner's secrets. A hidden folder that holds the workspace: all of it but the workspace (its own",
+            "; entry stays visible, so paths through it resolve).",
+        ]
+        for index in 0..<holding {
+            lines.append(#"(deny file-read-data file-read-xattr file-map-executable file-write* (require-all (subpath (param ""#
+                         + hiddenParameter(index) + #"")) (require-not (subpath (param "WORKSPACE")))))"#)
+        }
+        for index in holding..<(holding + others) {
+            lines.append(#"(deny file-read* file-map-executable file-write* (subpath (param ""#
+                         + hiddenParameter(index) + #"")))"#)
+        }
+        lines += [
+            "",
+            "; Ways out: a program started through LaunchServices (open), an Apple event (osascript), a launchd job",
+            "; (launchctl submit) or another program's preferences runs outside this profile. Denied by default",
+            "; already; named so that no allow above can ever open them.",
+            "(deny lsopen)",
+            "(deny appleevent-send)",
+            "(deny job-creation)",
+            "(deny user-preference-write)",
+            "(deny mach-lookup",
+            #"    (global-name "com.apple.coreservices.launchservicesd")"#,
+            #"    (global-name "com.apple.launchservicesd")"#,
+            #"    (global-name "com.apple.coreservices.appleevents"))"#,
+        ]
+        return lines.joined(separator: "\n") + "\n"
+    }
 
-        ; Writes: the workspace, the temp and per-user temp and cache folders, a few devices, and pseudo-terminals
-        ; made inside the sandbox (not the terminal apple-code runs in).
-        (deny file-write*)
-        (allow file-write*
-            (subpath (param "WORKSPACE"))
-            (subpath (param "TMP"))
-            (subpath (param "VAR_TMP"))
-            (subpath (param "TMPDIR"))
-            (subpath (param "USER_TEMP"))
-            (subpath (param "USER_CACHE"))
-            (literal "/dev/null")
-            (literal "/dev/zero")
-            (literal "/dev/dtracehelper")
-            (regex #"^/dev/fd/"))
-        (allow pseudo-tty)
-        (allow file-read* file-write* file-ioctl (literal "/dev/ptmx"))
-        (allow file-read* file-write* file-ioctl
-            (require-all (regex #"^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty")))
+    /// `.git` itself, as the last name of a path, in any letter case.
+    static let gitFolderPattern = "/" + anyCase(".git") + "$"
+    /// hooks, config and config.worktree of a repository, a submodule or a worktree, in any letter case.
+    static let gitInternalsPattern = "/" + anyCase(".git") + "/((" + anyCase("modules") + "|" + anyCase("worktrees")
+        + ")/[^/]+/)*(" + anyCase("hooks") + "|" + anyCase("config") + "|" + anyCase("config.worktree") + ")(/.*)?$"
 
-        ; Code git runs later, outside any sandbox: inside the workspace no .git is made, replaced or removed, and
-        ; no repository's hooks or config (or a submodule's or worktree's) are written.
-        (deny file-write* (require-all (subpath (param "WORKSPACE")) (regex #"/\.git$")))
-        (deny file-write* (require-all (subpath (param "WORKSPACE"))
-            (regex #"/\.git/((modules|worktrees)/[^/]+/)*(hooks|config|config\.worktree)(/.*)?$")))
-        ; Nor the folder core.hooksPath names inside the workspace (.git/hooks when it names none there).
-        (deny file-write* (subpath (param "GIT_HOOKS_PATH")))
-        """#
+    /// A regex that matches `text` in any letter case: each letter as `[xX]`, a dot as `\.`.
+    static func anyCase(_ text: String) -> String {
+        text.map { character -> String in
+            if character == "." { return "\\." }
+            let lower = character.lowercased(), upper = character.uppercased()
+            return lower == upper ? String(character) : "[\(lower)\(upper)]"
+        }.joined()
+    }
+
+    static func hiddenParameter(_ index: Int) -> String { "HIDDEN_\(index)" }
 
     /// `executable -p <profile> -DKEY=value ... --`; the command follows. `hooksFolder`: the folder
-    /// `core.hooksPath` names inside the workspace, if any.
-    static func argv(executable: String, workspace: String, folders: SeatbeltFolders, hooksFolder: String? = nil)
-        -> [String] {
+    /// `core.hooksPath` names inside the workspace, if any; `hidden`: the paths commands may not read;
+    /// `deniedPorts`: loopback ports they may not connect to (default: what this run was given).
+    static func argv(executable: String, workspace: String, folders: SeatbeltFolders, hooksFolder: String? = nil,
+                     hidden: HiddenPaths = HiddenPaths(paths: []), deniedPorts: [Int]? = nil) -> [String] {
         let hooks = hooksFolder ?? (workspace == "/" ? "" : workspace) + "/.git/hooks"
+        let (holding, others) = hidden.split(for: workspace)
+        let hiddenParameters = (holding + others).enumerated().map { (hiddenParameter($0.offset), $0.element) }
         let parameters = [("WORKSPACE", workspace)] + folders.parameters + [("GIT_HOOKS_PATH", hooks)]
-        return [executable, "-p", text] + parameters.map { "-D\($0.0)=\($0.1)" } + ["--"]
+            + hiddenParameters
+        let profile = text(holding: holding.count, others: others.count, deniedPorts: deniedPorts ?? configuredPorts)
+        return [executable, "-p", profile] + parameters.map { "-D\($0.0)=\($0.1)" } + ["--"]
     }
+
+    private static let ports = Mutex<[Int]>([])
+
+    /// The loopback ports this run's commands may not connect to (`--deny-port`).
+    public static var configuredPorts: [Int] { ports.withLock { $0 } }
+
+    public static func configure(deniedPorts: [Int]) { ports.withLock { $0 = deniedPorts } }
 }
 
 /// The folders besides the workspace that commands may write under sandbox-exec, as real paths (the profile

@@ -54,13 +54,16 @@ struct TreeWalker {
                     stats.skipped.insert(name)
                     continue
                 }
+                let absolute = (current == "/" ? "/" : current + "/") + name
+                if workspace.isHidden(absolute) {  // the owner's secrets: not even named
+                    continue
+                }
                 if stats.visited >= Self.maxVisits {
                     stats.capped = true
                     keepGoing = false
                     break
                 }
                 stats.visited += 1
-                let absolute = (current == "/" ? "/" : current + "/") + name
                 let entry = Entry(absolute: absolute, relative: workspace.relative(absolute), name: name,
                                   kind: Workspace.fileKind(absolute))
                 if !visit(entry) {

@@ -18,18 +18,21 @@ struct ToolFailure: Error, Sendable, Equatable {
 public struct Workspace: Sendable, Equatable {
     /// The real path of the workspace (no symlinks, no trailing slash unless it is `/`).
     public let root: String
+    /// The owner's secrets: refused by every file tool, skipped by listings and searches (`HiddenPaths`).
+    public let hidden: HiddenPaths
 
     /// Longest path text accepted from the model; real paths are bounded by PATH_MAX anyway.
     static let maxPathBytes = 1024
     /// Longest single path component most file systems accept.
     static let maxComponentBytes = 255
 
-    public init(_ path: String) throws {
+    public init(_ path: String, hidden: HiddenPaths = .current) throws {
         guard let real = Self.realPath(path) else {
             throw ToolFailure("the workspace \(path) does not exist or cannot be resolved")
         }
         guard Self.fileKind(real) == .directory else { throw ToolFailure("the workspace \(path) is not a folder") }
         root = real
+        self.hidden = hidden
     }
 
     /// A path inside the workspace: its real path and the workspace-relative form shown to the model.
@@ -50,8 +53,15 @@ public struct Workspace: Sendable, Equatable {
         guard contains(real) else {
             throw ToolFailure("\(path) is outside the workspace; only paths inside \(root) are allowed")
         }
+        if isHidden(real) {
+            throw ToolFailure("\(path) is hidden: it holds the owner's secrets, which no tool or command may read. "
+                              + "Do without it, or tell the user what you need from it")
+        }
         return Resolved(absolute: real, relative: relative(real), kind: Self.fileKind(real))
     }
+
+    /// Whether a real path inside the workspace is one of the hidden paths (or inside one).
+    public func isHidden(_ realPath: String) -> Bool { hidden.hides(realPath, workspace: root) }
 
     /// Whether a real path lies inside (or is) the workspace root.
     public func contains(_ realPath: String) -> Bool {

@@ -33,11 +33,20 @@ case .success(.check(let options)):
     report["sandbox"] = .string(CommandSandbox.detected.label)  // what runCommand would run commands in
     Output(format: .json, verbose: false).stdout(JSONValue.object(report).jsonText)
     exit(availability.available ? 0 : RunOutcome.modelUnavailable.exitCode)
-case .success(.sandboxCheck):
-    let checks = await SandboxSelfTest.run()
+case .success(.sandboxCheck(let options)):
+    limitCommands(options)
+    let checks = await SandboxSelfTest.run(deniedPorts: options.deniedPorts)
     print(SandboxSelfTest.report(checks, sandbox: CommandSandbox.detected))
     exit(checks.allSatisfy(\.passed) ? 0 : 1)
 case .success(.run(let options)):
+    limitCommands(options)
     let code = await Runner(options: options, environment: environment, started: started).run()
     exit(code)
+}
+
+/// What commands and file tools may not reach in this process: the hidden paths (relative ones against the current
+/// folder) and the loopback ports the caller named.
+func limitCommands(_ options: RunOptions) {
+    HiddenPaths.configure(extra: options.hide, current: FileManager.default.currentDirectoryPath)
+    SeatbeltProfile.configure(deniedPorts: options.deniedPorts)
 }

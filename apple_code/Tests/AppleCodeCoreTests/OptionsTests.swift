@@ -38,6 +38,20 @@ import Testing
         #expect(try options(["--verify=make test", "task"]).verifyRounds == 2)
     }
 
+    /// More hidden paths from the command line (repeatable) and APPLE_CODE_HIDE (`:`-separated),
+    /// for runs and the sandbox check alike; the daemon's web port for --deny-port.
+    @Test func hiddenPathsAndDeniedPorts() throws {
+        let o = try options(["--hide", "/a/.env", "--hide=/b state", "--deny-port", "8787", "go"],
+                            env: ["APPLE_CODE_HIDE": "/c::/d"])
+        #expect(o.hide == ["/a/.env", "/b state", "/c", "/d"] && o.deniedPorts == [8787])
+        guard case .sandboxCheck(let check) = try parse(["--sandbox-check", "--hide", "/x"], env: ["APPLE_CODE_HIDE": "/y"]).get()
+        else { Issue.record("not a sandbox check"); return }
+        #expect(check.hide == ["/x", "/y"])
+        #expect(usageError(["--hide", "", "go"]) == "--hide must not be empty")
+        #expect(usageError(["--deny-port", "0", "go"])?.hasPrefix("--deny-port must be a port number") == true)
+        #expect(usageError(["--deny-port", "http", "go"])?.hasPrefix("--deny-port must be a port number") == true)
+    }
+
     @Test func everyOptionIsParsedInBothSpellings() throws {
         let o = try options(["--cwd", "/w", "--system=be brief", "--system-file", "s.txt", "--timeout", "2.5",
                              "--backend=openai", "--base-url", "http://h:1/v1", "--model", "m", "--api-key", "k",
@@ -107,7 +121,7 @@ import Testing
             return
         }
         #expect(o.backend == .openai)
-        #expect(try parse(["--sandbox-check"], tty: true).get() == .sandboxCheck)
+        #expect(try parse(["--sandbox-check"], tty: true).get() == .sandboxCheck(RunOptions()))
         #expect(OptionParser.usage.contains("--sandbox-check"))
     }
 

@@ -109,13 +109,29 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         #expect(result.text == "exit code 0\ndone\n")
     }
 
-    @Test func apiKeyIsNotPassedToCommands() async throws {
+    @Test func commandsGetOnlyTheAllowlistedEnvironment() async throws {
         // A pure check: setenv here would race with commands other tests start concurrently.
-        let entries = CommandRunner.commandEnvironment(["PATH": "/bin", "APPLE_CODE_API_KEY": "sk-x", "HOME": "/h"])
-        #expect(entries == ["HOME=/h", "PATH=/bin"])
+        let entries = CommandRunner.commandEnvironment([
+            "PATH": "/bin", "APPLE_CODE_API_KEY": "sk-x", "HOME": "/h", "APPLE_FLOW_WEB_TOKEN": "t",
+            "ANTHROPIC_API_KEY": "a", "LC_ALL": "C", "LANG": "C.UTF-8", "TMPDIR": "/t", "XDG_RUNTIME_DIR": "/run/u",
+        ])
+        #expect(entries == ["HOME=/h", "LANG=C.UTF-8", "LC_ALL=C", "PATH=/bin", "PYTHONDONTWRITEBYTECODE=1", "TMPDIR=/t"])
         let ws = try TempWorkspace()
         let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "echo \"$PATH\""])
         #expect(result.text == "exit code 0\n\(ProcessInfo.processInfo.environment["PATH"] ?? "")\n")
+    }
+
+    @Test func aSameSizeEditInTheSameSecondIsWhatTheNextPythonRunImports() async throws {
+        // Python's .pyc cache is keyed on whole-second mtime and size: with a cache, the second run printed 1.
+        let ws = try TempWorkspace()
+        let runs = JSONValue.string("python3 -c 'import m; print(m.v)'")
+        try ws.write("m.py", "v = 1\n")
+        let first = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": runs])
+        try ws.write("m.py", "v = 2\n")
+        let second = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": runs])
+        #expect(first.text == "exit code 0\n1\n")
+        #expect(second.text == "exit code 0\n2\n")
+        #expect(!FileManager.default.fileExists(atPath: ws.path + "/__pycache__"))
     }
 
     @Test func commandRunsInItsOwnProcessGroup() async throws {

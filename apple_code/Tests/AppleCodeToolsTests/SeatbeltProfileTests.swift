@@ -118,7 +118,7 @@ struct SBPLReader {
 /// The profile's top-level rules as read, and questions about them.
 struct ReadProfile {
     let forms: [SExpr]
-    init() throws { forms = try SExpr.read(SeatbeltProfile.text) }
+    init(_ text: String = SeatbeltProfile.text()) throws { forms = try SExpr.read(text) }
 
     /// The top-level rules `(action operation ...)` for one action, in order, with their position.
     func rules(_ action: String) -> [(index: Int, rule: SExpr)] {
@@ -149,10 +149,54 @@ struct ReadProfile {
                                          userCache: "/private/var/folders/xy/abc/C")
 
     @Test func profileReadsAsRulesAfterItsVersion() throws {
-        let profile = try ReadProfile()
-        #expect(profile.forms.first == .list([.atom("version"), .atom("1")]))
-        for form in profile.forms.dropFirst() {
-            #expect(["allow", "deny"].contains(form.head ?? ""), "\(form)")
+        let texts = [SeatbeltProfile.text(), SeatbeltProfile.text(holding: 2, others: 3, deniedPorts: [8787, 22])]
+        for text in texts {
+            let profile = try ReadProfile(text)
+            #expect(profile.forms.first == .list([.atom("version"), .atom("1")]))
+            for form in profile.forms.dropFirst() {
+                #expect(["allow", "deny"].contains(form.head ?? ""), "\(form)")
+            }
+        }
+    }
+
+    /// Closed by default; only the operations named here are ever allowed, signals and process
+    /// inspection only inside the sandbox, and nothing is allowed by default again.
+    @Test func everythingIsDeniedButWhatIsNamed() throws {
+        let profile = try ReadProfile(SeatbeltProfile.text(holding: 1, others: 2, deniedPorts: [8787]))
+        #expect(profile.forms.dropFirst().first == .list([.atom("deny"), .atom("default")]))
+        #expect(profile.firstIndex("allow", "default") == nil)
+        let allowed = Set(profile.rules("allow").flatMap { rule in
+            rule.rule.items.dropFirst().prefix { if case .atom = $0 { true } else { false } }
+                .compactMap { if case .atom(let a) = $0 { a } else { nil } }
+        })
+        #expect(allowed == ["process-exec", "process-fork", "signal", "process-info*", "sysctl-read", "ipc-posix-sem",
+                            "ipc-posix-shm-read*", "user-preference-read", "system-socket", "dynamic-code-generation",
+                            "mach-lookup", "file-read*", "file-map-executable", "file-test-existence", "file-write*",
+                            "file-ioctl", "pseudo-tty", "network-bind",
+                            "network-inbound", "network-outbound"])
+        let descriptions = profile.rules("allow").map(\.rule.description)
+        #expect(descriptions.contains("(allow signal (target same-sandbox))"))
+        #expect(descriptions.contains("(allow process-info* (target same-sandbox))"))
+        #expect(descriptions.filter { $0.contains("signal") || $0.contains("process-info") }.count == 2)
+    }
+
+    /// Mach services only those a toolchain needs, each with its reason written above it.
+    @Test func machLookupsAreTheListedServicesEachWithAReason() throws {
+        let text = SeatbeltProfile.text()
+        let profile = try ReadProfile(text)
+        let looked = profile.rules("allow").filter { $0.rule.operation == "mach-lookup" }.flatMap { $0.rule.all }
+            .compactMap { expr -> String? in
+                guard expr.head == "global-name", case .string(let name)? = expr.items.last else { return nil }
+                return name
+            }
+        #expect(looked == SeatbeltProfile.machServices.map(\.name))
+        for service in SeatbeltProfile.machServices {
+            #expect(!service.reason.isEmpty)
+            #expect(text.contains("; \(service.reason)\n(allow mach-lookup (global-name \"\(service.name)\"))"))
+        }
+        for refused in ["com.apple.coreservices.launchservicesd", "com.apple.coreservices.appleevents",
+                        "com.apple.pasteboard.1", "com.apple.SecurityServer", "com.apple.dnssd.service"] {
+            #expect(!looked.contains(refused))
         }
     }
 
@@ -161,8 +205,8 @@ struct ReadProfile {
     @Test func pathsArePassedAsParametersNeverWrittenIntoTheProfile() throws {
         let workspace = "/Users/me/we\"ird\\dir\u{1}x(y) ;z"
         let argv = CommandSandbox.seatbelt(executable: SeatbeltProfile.executable, folders: Self.folders)
-            .argv(command: "make test", workspace: workspace)
-        #expect(Array(argv.prefix(3)) == [SeatbeltProfile.executable, "-p", SeatbeltProfile.text])
+            .argv(command: "make test", workspace: workspace, hidden: HiddenPaths(paths: []))
+        #expect(Array(argv.prefix(3)) == [SeatbeltProfile.executable, "-p", SeatbeltProfile.text()])
         #expect(Array(argv.suffix(4)) == ["--", "/bin/sh", "-c", "make test"])
         let definitions = Array(argv.dropFirst(3).dropLast(4))
         #expect(definitions == ["-DWORKSPACE=\(workspace)", "-DTMP=/private/tmp", "-DVAR_TMP=/private/var/tmp",
@@ -173,22 +217,66 @@ struct ReadProfile {
         #expect(profile.parameters == defined)
         // The only literal paths left are devices.
         #expect(profile.strings.filter { $0.hasPrefix("/") && !$0.hasPrefix("/dev/") } == [])
-        #expect(!SeatbeltProfile.text.contains("/Users/"))
+        #expect(!SeatbeltProfile.text().contains("/Users/"))
     }
 
-    @Test func writesAreDeniedBeforeTheAllowedPlaces() throws {
+    /// Every hidden path is a parameter the profile denies reading and writing, after the allowed
+    /// reads and writes (the last matching rule wins); a hidden folder that holds the workspace is denied all but
+    /// the workspace.
+    @Test func hiddenPathsAreUnreadableAfterEverythingAllowed() throws {
+        let workspace = "/Users/me/.apple-flow/demo"
+        let hidden = HiddenPaths(paths: ["/Users/me/.ssh", "/Users/me/.apple-flow", "/Users/me/.apple-flow/demo/.env",
+                                         "/Users/me/Library/Messages"])
+        let argv = SeatbeltProfile.argv(executable: SeatbeltProfile.executable, workspace: workspace,
+                                        folders: Self.folders, hidden: hidden, deniedPorts: [])
+        let definitions = argv.filter { $0.hasPrefix("-DHIDDEN_") }
+        #expect(definitions == ["-DHIDDEN_0=/Users/me/.apple-flow", "-DHIDDEN_1=/Users/me/.ssh",
+                                "-DHIDDEN_2=/Users/me/.apple-flow/demo/.env", "-DHIDDEN_3=/Users/me/Library/Messages"])
+        let profile = try ReadProfile(argv[2])
+        #expect(profile.parameters.isSuperset(of: ["HIDDEN_0", "HIDDEN_1", "HIDDEN_2", "HIDDEN_3"]))
+        let lastAllow = try #require(profile.rules("allow").map(\.index).max())
+        let denies = profile.rules("deny").filter { $0.rule.description.contains("HIDDEN_") }
+        #expect(denies.count == 4 && denies.allSatisfy { $0.index > lastAllow })
+        #expect(denies[0].rule.description == #"(deny file-read-data file-read-xattr file-map-executable file-write* (require-all (subpath (param "HIDDEN_0")) (require-not (subpath (param "WORKSPACE")))))"#)
+        for (offset, index) in (1...3).enumerated() {
+            #expect(denies[offset + 1].rule.description == #"(deny file-read* file-map-executable file-write* (subpath (param "HIDDEN_\#(index)")))"#)
+        }
+    }
+
+    /// Loopback only, as under bwrap (a test that starts a local server runs alike), Unix-domain
+    /// sockets inside the workspace too; the Mac's Remote Login, Screen Sharing and the daemon's web page are
+    /// refused after the loopback is allowed.
+    @Test func networkIsLoopbackOnlyAndNeverTheWebPort() throws {
+        let profile = try ReadProfile(SeatbeltProfile.text(deniedPorts: [8787, 22]))
+        let allowed = profile.rules("allow").filter { $0.rule.operation?.hasPrefix("network") == true }
+        #expect(Set(allowed.map(\.rule.description)) == [
+            #"(allow network-bind (local ip "*:*"))"#,
+            #"(allow network-inbound (local ip "localhost:*"))"#,
+            #"(allow network-outbound (remote ip "localhost:*"))"#,
+            #"(allow network-bind (local unix-socket (subpath (param "WORKSPACE"))))"#,
+            #"(allow network-outbound (remote unix-socket (subpath (param "WORKSPACE"))))"#,
+        ])
+        let refused = profile.rules("deny").filter { $0.rule.operation == "network-outbound" }
+        #expect(refused.map(\.rule.description) == [
+            #"(deny network-outbound (remote ip "localhost:22") (remote ip "localhost:5900") (remote ip "localhost:8787"))"#,
+        ])
+        #expect(refused.allSatisfy { $0.index > (allowed.map(\.index).max() ?? 99) })
+        let argv = SeatbeltProfile.argv(executable: SeatbeltProfile.executable, workspace: "/w", folders: Self.folders,
+                                        deniedPorts: [8787])
+        #expect(argv[2].contains(#"(remote ip "localhost:8787")"#))
+    }
+
+    @Test func writesAreTheAllowedPlacesOnly() throws {
         let profile = try ReadProfile()
-        // In SBPL the last matching rule wins: the blanket deny must come first.
-        let deny = try #require(profile.firstIndex("deny", "file-write*"))
-        let allow = try #require(profile.firstIndex("allow", "file-write*"))
-        #expect(deny < allow)
-        let allowed = profile.forms[allow].items.dropFirst(2).map(\.description)
+        let allows = profile.rules("allow").filter { $0.rule.items.contains(.atom("file-write*")) }
+        let allowed = allows.flatMap { $0.rule.items.dropFirst(2).map(\.description) }
         #expect(allowed.contains(#"(subpath (param "WORKSPACE"))"#))
         #expect(allowed.contains(#"(subpath (param "TMPDIR"))"#))
         // The compiler's module cache lives under the per-user cache folder (clang/ModuleCache),
         // Apple's tools write the per-user temp folder whatever $TMPDIR says.
         #expect(allowed.contains(#"(subpath (param "USER_TEMP"))"#))
         #expect(allowed.contains(#"(subpath (param "USER_CACHE"))"#))
+        #expect(!allowed.contains { $0.contains("HOME") || $0 == "(subpath \"/\")" })
     }
 
     /// No terminal is writable (commands also run in a session of their own, without one).
@@ -204,80 +292,61 @@ struct ReadProfile {
         }
         #expect(ttyRegexes.count == extensionOnly.count)
         #expect(extensionOnly.allSatisfy { rule in ttyRegexes.contains { rule.all.contains($0) } })
+        // TIOCSTI is an ioctl: none is allowed on any other terminal.
+        let ioctls = profile.rules("allow").filter { $0.rule.items.contains(.atom("file-ioctl")) }
+        #expect(ioctls.count == 2)
     }
 
     /// Programs started through LaunchServices (`open`), Apple events (`osascript`), launchd
-    /// jobs (`launchctl submit`) or another program's preferences run outside the profile: all denied, after
-    /// `(allow default)` and never allowed again further down (the last matching rule wins).
+    /// jobs (`launchctl submit`) or another program's preferences run outside the profile: never allowed, and
+    /// named in denies at the end so that no allow can open them.
     @Test func waysOutAreDenied() throws {
         let profile = try ReadProfile()
-        let allowDefault = try #require(profile.firstIndex("allow", "default"))
+        let lastAllow = try #require(profile.rules("allow").map(\.index).max())
         for operation in ["lsopen", "appleevent-send", "job-creation", "user-preference-write"] {
             let deny = try #require(profile.firstIndex("deny", operation), "\(operation) is not denied")
-            #expect(deny > allowDefault)
-            #expect(profile.firstIndex("allow", operation) == nil, "\(operation) is allowed again")
+            #expect(deny > lastAllow)
+            #expect(profile.firstIndex("allow", operation) == nil, "\(operation) is allowed")
         }
-        let lookups = profile.rules("deny").filter { $0.rule.items.dropFirst().first == .atom("mach-lookup") }
+        let lookups = profile.rules("deny").filter { $0.rule.operation == "mach-lookup" }
         let services = lookups.flatMap { $0.rule.all }.compactMap { expr -> String? in
             guard expr.head == "global-name", case .string(let name)? = expr.items.last else { return nil }
             return name
         }
-        #expect(Set(services).isSuperset(of: ["com.apple.coreservices.launchservicesd", "com.apple.launchservicesd",
-                                              "com.apple.coreservices.appleevents"]))
-        #expect(lookups.allSatisfy { $0.index > allowDefault })
-        #expect(profile.firstIndex("allow", "mach-lookup") == nil)
-    }
-
-    /// Loopback works as under bwrap (a test that starts a local server runs alike), Unix-domain
-    /// sockets inside the workspace too; every other address stays denied.
-    @Test func networkIsLoopbackOnly() throws {
-        let profile = try ReadProfile()
-        let deny = try #require(profile.firstIndex("deny", "network*"))
-        let allowed = profile.rules("allow").filter { $0.rule.operation?.hasPrefix("network") == true }
-        #expect(allowed.allSatisfy { $0.index > deny })
-        let texts = Set(allowed.map(\.rule.description))
-        #expect(texts == [
-            #"(allow network-bind (local ip "*:*"))"#,
-            #"(allow network-inbound (local ip "localhost:*"))"#,
-            #"(allow network-outbound (remote ip "localhost:*"))"#,
-            #"(allow network-bind (local unix-socket (subpath (param "WORKSPACE"))))"#,
-            #"(allow network-outbound (remote unix-socket (subpath (param "WORKSPACE"))))"#,
-        ])
-        // The Mac's loopback is shared with its own services: the two that act as the user are refused.
-        let refused = profile.rules("deny").map(\.rule.description)
-        #expect(refused.contains(#"(deny network-outbound (remote ip "localhost:22") (remote ip "localhost:5900"))"#))
-        #expect((profile.firstIndex("deny", "network-outbound") ?? 0) > (allowed.map(\.index).max() ?? 99))
+        #expect(Set(services) == ["com.apple.coreservices.launchservicesd", "com.apple.launchservicesd",
+                                  "com.apple.coreservices.appleevents"])
+        #expect(lookups.allSatisfy { $0.index > lastAllow })
     }
 
     /// Inside the workspace no `.git` is made, replaced or removed and no repository's hooks or
-    /// config are written (git runs them later, outside any sandbox); these denies come after the allowed writes.
-    @Test func gitHooksAndConfigAreNotWritable() throws {
+    /// config are written (git runs them later, outside any sandbox), in any letter case; these denies come after
+    /// the allowed writes.
+    @Test func gitHooksAndConfigAreNotWritableInAnyLetterCase() throws {
         let profile = try ReadProfile()
-        let allow = try #require(profile.firstIndex("allow", "file-write*"))
-        let all = profile.rules("deny").filter { $0.index > allow && $0.rule.operation == "file-write*" }
+        let lastAllow = try #require(profile.rules("allow").map(\.index).max())
+        let all = profile.rules("deny").filter { $0.index > lastAllow && $0.rule.operation == "file-write*" }
+            .filter { !$0.rule.description.contains("HIDDEN_") }
         // The folder core.hooksPath names inside the workspace is denied too (GitInternalsTests, SandboxTests).
-        let hooksPath = all.filter { $0.rule.description.contains(#"(subpath (param "GIT_HOOKS_PATH"))"#) }
-        #expect(hooksPath.count == 1)
+        #expect(all.filter { $0.rule.description.contains(#"(subpath (param "GIT_HOOKS_PATH"))"#) }.count == 1)
         let denies = all.filter { !$0.rule.description.contains("GIT_HOOKS_PATH") }
-        let regexes = denies.map { rule in
-            rule.rule.all.compactMap { if case .regex(let r) = $0 { r } else { nil } }
-        }
         #expect(denies.allSatisfy { $0.rule.description.contains(#"(require-all (subpath (param "WORKSPACE"))"#) })
-        #expect(regexes.flatMap { $0 }.sorted() == [
-            #"/\.git$"#,
-            #"/\.git/((modules|worktrees)/[^/]+/)*(hooks|config|config\.worktree)(/.*)?$"#,
-        ])
-        let git = try Regex(#"/\.git/((modules|worktrees)/[^/]+/)*(hooks|config|config\.worktree)(/.*)?$"#)
+        let regexes = denies.flatMap { rule in rule.rule.all.compactMap { if case .regex(let r) = $0 { r } else { nil } } }
+        #expect(regexes == [SeatbeltProfile.gitFolderPattern, SeatbeltProfile.gitInternalsPattern])
+        #expect(SeatbeltProfile.anyCase(".git") == #"\.[gG][iI][tT]"#)
+        let git = try Regex(SeatbeltProfile.gitInternalsPattern)
         for path in ["/w/.git/hooks", "/w/.git/hooks/pre-commit", "/w/.git/config", "/w/sub/.git/config",
-                     "/w/.git/modules/lib/hooks/post-checkout", "/w/.git/worktrees/b/config.worktree"] {
+                     "/w/.git/modules/lib/hooks/post-checkout", "/w/.git/worktrees/b/config.worktree",
+                     "/w/.GIT/hooks/pre-commit", "/w/.Git/Hooks", "/w/.git/CONFIG", "/w/.gIt/MODULES/x/HOOKS/a",
+                     "/w/.git/WorkTrees/b/Config.Worktree"] {
             #expect(path.contains(git), "\(path)")
         }
         for path in ["/w/.git/index", "/w/.git/objects/ab/cd", "/w/.git/refs/heads/config2", "/w/hooks/x",
-                     "/w/.gitconfig", "/w/.git/info/config-notes"] {
+                     "/w/.gitconfig", "/w/.git/info/config-notes", "/w/.GITX/hooks"] {
             #expect(!path.contains(git), "\(path)")
         }
-        #expect("/w/sub/.git".contains(try Regex(#"/\.git$"#)))
-        #expect(!"/w/.gitignore".contains(try Regex(#"/\.git$"#)))
+        let folder = try Regex(SeatbeltProfile.gitFolderPattern)
+        #expect("/w/sub/.git".contains(folder) && "/w/.GIT".contains(folder) && "/w/a/.Git".contains(folder))
+        #expect(!"/w/.gitignore".contains(folder))
     }
 
     /// Programs that open a pseudo-terminal (`script`, expect-style tests) work as under bwrap's own /dev: the

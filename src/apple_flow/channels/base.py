@@ -59,6 +59,9 @@ class InboundMessage:
     attachments: tuple[Attachment, ...] = ()  # files sent with it, in the order they came
     tapback: Tapback | None = None  # a like, love or dislike on a message (``text`` then only describes it)
     late: bool = False  # older than the replay window but within the catch-up window: listed, not run
+    #: Came by SMS or RCS (not iMessage), whose sender IDs can be forged: taken only with APPLE_FLOW_ALLOW_SMS, and
+    #: then it can never approve, deny or cancel, and its turns only read.
+    forgeable: bool = False
 
     @property
     def reply_target(self) -> str:
@@ -73,6 +76,7 @@ class Skipped:
     reason: str  # short, for logs and `apple-flow inbox`: "from me", "reaction", "empty", "echo", ...
     sender: str | None = None
     text: str = ""
+    forgeable: bool = False  # skipped because it came by SMS or RCS (counted, and shown in health)
 
 
 class SentTexts(Protocol):

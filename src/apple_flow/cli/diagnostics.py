@@ -53,7 +53,7 @@ def inbox_rows(db: Path, limit: int, settings: Settings) -> list[dict[str, Any]]
     allowed = {normalize_handle(s, settings.default_region) for s in settings.allowed_senders}
     rows = ChatDB(db).newest_rows(limit)
     rules = ReadRules(settings.default_region, settings.max_message_age_seconds, settings.group_replies,
-                      settings.catch_up_hours * 3600)
+                      settings.catch_up_hours * 3600, settings.allow_sms)
     copies = Copies()  # a second copy of a listed message shows as such
     listing: list[dict[str, Any]] = []
     for row in rows:
@@ -133,10 +133,14 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def doctor(
         db: Path = typer.Option(None, "--db", help="Check this chat.db instead of APPLE_FLOW_MESSAGES_DB_PATH."),  # noqa: B008
+        sandbox: bool = typer.Option(
+            True, "--sandbox-check/--no-sandbox-check",
+            help="Test apple-code's command sandbox (apple-code --sandbox-check; a minute: it builds a tiny package).",
+        ),
     ) -> None:
         """Check everything the daemon needs and say how to fix what is missing (exit 1 when something fails)."""
-        with err.status("Checking the set-up ..."):
-            checks = run_doctor(db)
+        with err.status("Checking the set-up (the command sandbox takes a minute) ..."):
+            checks = run_doctor(db, sandbox=sandbox)
         print_checks(checks)
         failed = [c.name for c in checks if c.status is CheckStatus.FAIL]
         if failed:

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from apple_flow import host
-from apple_flow.channels.imessage.chatdb import python_binary
+from apple_flow.app_bundle import AppBundleError, InstalledApp, app_path, install_app, shown
 from apple_flow.channels.imessage.permissions import (
     AUTOMATION,
     CHAT_DB,
@@ -19,12 +19,14 @@ from apple_flow.channels.imessage.permissions import (
     Responsible,
     State,
     full_disk_access_fix,
+    launcher_app,
     read_report,
 )
 from apple_flow.channels.imessage.probe import AUTOMATION_SETTINGS
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings
 from apple_flow.login_service import Launchd, ServiceError, build_plist, service_files, systemd_unit
+from apple_flow.paths import built_launcher
 from apple_flow.times import moment
 
 service_app = typer.Typer(help="Run the daemon at login (a launchd agent on macOS).", no_args_is_help=True)
@@ -63,38 +65,83 @@ def install(
         help="Seconds to wait for the service to report its permissions (0: do not wait).",
     ),
 ) -> None:
-    """Write ~/Library/LaunchAgents/<label>.plist and load it (starts now and at every login); the service then
-    checks its own permissions (macOS asks you about it now) and this command shows what it found."""
+    """Install Apple Flow.app (the app macOS asks about) in ~/Library/Application Support/Apple Flow, write
+    ~/Library/LaunchAgents/<label>.plist and load it (starts now and at every login); the service then checks its
+    own permissions (macOS asks you about Apple Flow now) and this command shows what it found."""
+    install_service(env_file, REPORT_WAIT_SECONDS if wait is None else wait)
+
+
+def install_service(env_file: Path, wait: float) -> PermissionReport | None:
+    """``service install``: returns the service's own permission report (None when it has not reported within
+    ``wait`` seconds); raises ``typer.Exit`` when the service could not be installed."""
     settings = settings_or_exit(env_file)  # the same .env the service will read
     launchd = _launchd_or_exit(settings, env_file)
     files = service_files(settings)
     env_path = env_file.resolve()
     if not env_path.is_file():
         err.print(f"[yellow]No {env_path}: the service runs with default settings.[/yellow]")
+    try:
+        app = install_app(built_launcher(), Path.home())
+    except AppBundleError as exc:
+        print_error(f"Apple Flow.app was not installed: {exc}")
+        raise typer.Exit(1) from exc
+    _say_app(app)
     since = time.time()
     try:
-        launchd.install(files.plist, build_plist(settings, env_path, files), settings.log_dir)
+        launchd.install(files.plist, build_plist(settings, env_path, files, app.executable, since), settings.log_dir)
     except ServiceError as exc:
         raise _fail(exc) from exc
     err.print(f"[green]Installed and started[/green] {launchd.target} ({files.plist}). Logs: {files.stderr_log}")
-    _explain_permissions(Responsible(str(python_binary()), terminal=False))
-    wait = REPORT_WAIT_SECONDS if wait is None else wait
+    _explain_permissions(launcher_app(str(app.executable)))
     if wait <= 0:
-        return
+        return None
     report = _wait_for_report(settings, since, wait)
     if report is None:
         err.print(
             f"[yellow]The service has not reported its permissions yet.[/yellow] Run `apple-flow service status` "
             f"in a minute, or look at its log: {files.stderr_log}", soft_wrap=True,
         )
-        return
-    _print_report(report, report.pid)
+        return None
+    _print_report(report, report.job_pid)
     if not report.settled:
         err.print("Still checking (is a macOS prompt waiting for you?): `apple-flow service status` shows the rest.")
+    return report
+
+
+def print_readiness(report: PermissionReport | None) -> bool:
+    """The last word on a first run, from the service's own report: "Ready" only when it can read chat.db and
+    Messages lets it send (which also says iMessage is signed in); else each missing grant and where to give it.
+    True when ready."""
+    if report is not None and report.ok:
+        err.print("[bold green]Ready:[/bold green] text yourself `help` from your phone.")
+        return True
+    err.print("[bold yellow]Not ready yet:[/bold yellow]")
+    if report is None:
+        err.print("  the service has not reported its permissions yet: `apple-flow service status` shows them.")
+    else:
+        for finding in report.findings:
+            if finding.ok:
+                continue
+            err.print(f"  {escape(finding.name)}: {escape(finding.detail)}", soft_wrap=True)
+            if finding.fix:
+                err.print(f"    [bold]fix:[/bold] {escape(finding.fix)}", soft_wrap=True)
+    err.print(
+        "The service keeps checking by itself and texts you once it is ready; `apple-flow service status` shows "
+        "where it stands.", soft_wrap=True,
+    )
+    return False
+
+
+def _say_app(app: InstalledApp) -> None:
+    where = shown(app.path)
+    if app.changed:
+        err.print(f"Installed {escape(where)} (new or updated: macOS asks about its permissions).", soft_wrap=True)
+    else:
+        err.print(f"{escape(where)} is unchanged: the permissions you gave it stay.", soft_wrap=True)
 
 
 def _explain_permissions(app: Responsible) -> None:
-    """What the user must allow for the service, and where: macOS asks about the service's own binary."""
+    """What the user must allow for the service, and where: macOS asks about the service's own app."""
     name = Path(app.name).name
     err.print(f"The service runs as {app.name}: macOS asks about it, not about this terminal.", soft_wrap=True)
     err.print(
@@ -129,7 +176,7 @@ _MARK = {State.OK: "[green]ok[/green]", State.CHECKING: "[yellow]checking[/yello
 
 def _print_report(report: PermissionReport, service_pid: int | None) -> None:
     started = moment(report.started_at)
-    whose = "this service process" if report.pid == service_pid else "an earlier run"
+    whose = "this service process" if report.job_pid == service_pid else "an earlier run"
     err.print(f"Permissions of {escape(report.app)} ({whose}, pid {report.pid}, started {started}):", soft_wrap=True)
     for finding in report.findings:
         mark = _MARK.get(finding.state, f"[red]{finding.state.value}[/red]")
@@ -149,6 +196,12 @@ def uninstall(env_file: Path = EnvOption) -> None:
     except ServiceError as exc:
         raise _fail(exc) from exc
     err.print(f"Removed {launchd.target}." if removed else "The service was not installed.")
+    bundle = app_path(Path.home())
+    if bundle.exists():
+        err.print(
+            f"{escape(shown(bundle))} stays, with the permissions you gave it, for the next install; delete "
+            f"{escape(shown(bundle.parent))} to remove it too.", soft_wrap=True,
+        )
 
 
 @service_app.command()
@@ -175,7 +228,7 @@ def status(env_file: Path = EnvOption) -> None:
         _print_report(report, running)
     if state.get("state") != "running":
         raise typer.Exit(1)
-    if report is not None and report.pid == running and any(
+    if report is not None and report.job_pid == running and any(
         f.state in (State.DENIED, State.PROBLEM) for f in report.findings
     ):
         raise typer.Exit(EXIT_MISSING_PERMISSION)
@@ -183,7 +236,7 @@ def status(env_file: Path = EnvOption) -> None:
 
 @service_app.command()
 def restart(env_file: Path = EnvOption) -> None:
-    """Restart the running agent (e.g. after changing .env: reinstall to pick up new values)."""
+    """Restart the running agent (e.g. after changing .env: the daemon reads it again as it starts)."""
     settings = settings_or_exit(env_file)  # the same .env the service will read
     launchd = _launchd_or_exit(settings, env_file)
     try:

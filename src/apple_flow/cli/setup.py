@@ -23,6 +23,7 @@ from apple_flow import host
 from apple_flow.cli import common
 from apple_flow.cli.common import err
 from apple_flow.cli.diagnostics import print_checks
+from apple_flow.cli.mac_places import checkout_note, local_network_note, workspace_note
 from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.envfile import EnvEdit, EnvFileError
@@ -229,8 +230,26 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1) from exc
         changed = ", ".join(edit.changed) or "nothing (it already said all this)"
         err.print(f"[green]Wrote {escape(str(env_file))}[/green] (mode 0600): {changed}; every other line kept.")
-        _doctor(env_file)
-        _service(questions, env_file, service)
+        if not host.is_macos():
+            _doctor(env_file, terminal_permissions=True)
+            err.print(
+                "Run the daemon with ./scripts/run.sh (or apple-flow run); the service that starts it at login is "
+                "macOS-only (launchd)."
+            )
+            return
+        _places(env_file)
+        wanted = service and questions.confirm(
+            "Install the service now (the daemon runs now and at every login, as Apple Flow)?", default=True
+        )
+        # With a service, the terminal never reads messages: its own permissions are not checked (macOS would ask
+        # about Terminal for nothing); the service checks its own.
+        _doctor(env_file, terminal_permissions=not (wanted or _service_installed(env_file)))
+        if not wanted:
+            err.print("Later: apple-flow service install (or ./scripts/run.sh to run it in this terminal).")
+            return
+        code = _service(env_file)
+        if code and not questions.interactive:
+            raise typer.Exit(code)
 
 
 def _current(edit: EnvEdit, name: str) -> str | None:
@@ -339,35 +358,50 @@ def _openai_server(
         edit.set(server.model_var, name)
 
 
-def _doctor(env_file: Path) -> None:
+def _doctor(env_file: Path, terminal_permissions: bool) -> None:
     with err.status("Checking the set-up (apple-flow doctor) ..."):
-        checks = run_doctor(None, env_file)
+        checks = run_doctor(None, env_file, terminal_permissions, sandbox=False)  # `apple-flow doctor` runs it
     print_checks(checks)
     failed = [check.name for check in checks if check.status is CheckStatus.FAIL]
     if failed:
         err.print(f"[yellow]{len(failed)} check(s) need attention: {', '.join(failed)}; each says how above.[/yellow]")
     else:
-        err.print("[green]All checks passed[/green] (n/a: not needed on this system).")
+        why = "not needed on this system" if terminal_permissions else "the service's business, or not needed here"
+        err.print(f"[green]All checks passed[/green] (n/a: {why}).")
 
 
-def _service(questions: Questions, env_file: Path, offer: bool) -> None:
-    if not host.is_macos():
-        err.print(
-            "Run the daemon with ./scripts/run.sh (or apple-flow run); the service that starts it at login is "
-            "macOS-only (launchd)."
-        )
-        return
-    if not offer or not questions.confirm(
-        "Install the service now (the daemon runs now and at every login)?", default=True
-    ):
-        err.print("Later: apple-flow service install (or ./scripts/run.sh to run it in this terminal).")
-        return
+def _service_installed(env_file: Path) -> bool:
+    from apple_flow.login_service import service_files
+
+    return service_files(current_settings(env_file)).plist.is_file()
+
+
+def _places(env_file: Path) -> None:
+    """Notes on where the checkout, the workspace and the model server are, and what that means for a service."""
+    settings = current_settings(env_file)
+    home = Path.home()
+    urls = [settings.ollama_base_url] if settings.connector == "ollama" else []
+    if settings.connector == "afm" and settings.afm_base_url:
+        urls.append(settings.afm_base_url)
+    notes = [
+        checkout_note(PROJECT_ROOT, home),
+        workspace_note(settings.default_workspace.expanduser(), home),
+        *(local_network_note(url) for url in urls),
+    ]
+    for note in notes:
+        if note is not None:
+            err.print(f"[yellow]Note:[/yellow] {escape(note)}", soft_wrap=True)
+
+
+def _service(env_file: Path) -> int:
+    """Installs the service and ends with what its own report says: 0 ready, 3 not ready yet, 1 not installed."""
     from apple_flow.cli import service
 
     try:
-        service.install(env_file=env_file, wait=None)
+        report = service.install_service(env_file, service.REPORT_WAIT_SECONDS)
     except typer.Exit as exc:
         if exc.exit_code:
             err.print("[red]The service was not installed[/red] (see above); run `apple-flow service install` again.")
-            return
-    err.print("Now text yourself `help` from your phone.")
+            return 1
+        report = None
+    return 0 if service.print_readiness(report) else service.EXIT_MISSING_PERMISSION

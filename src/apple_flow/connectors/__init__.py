@@ -24,14 +24,13 @@ from apple_flow.connectors.kilo import KiloConnector
 from apple_flow.connectors.registry import REGISTRY
 
 
-def build_connector(settings: Settings) -> Connector:
-    """The connector ``settings.connector`` names."""
+def build_connector(settings: Settings, name: str | None = None) -> Connector:
+    """The connector ``name`` names (default: ``settings.connector``)."""
+    name = name or settings.connector
     try:
-        cls = REGISTRY[settings.connector]
+        cls = REGISTRY[name]
     except KeyError:
-        raise ConnectorError(
-            f"APPLE_FLOW_CONNECTOR: unknown connector {settings.connector!r}; accepted: {', '.join(REGISTRY)}"
-        ) from None
+        raise ConnectorError(f"unknown connector {name!r}; accepted: {', '.join(REGISTRY)}") from None
     return cls(settings)
 
 

@@ -12,15 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from apple_flow.config import Settings
+from apple_flow.config import ENV_FILE, Settings
 from apple_flow.connectors.base import ConnectorError, Status, TurnOutcome, TurnRequest
-from apple_flow.connectors.cli import CliConnector, Invocation, format_seconds
+from apple_flow.connectors.cli import CliConnector, Invocation, check_report, format_seconds
 from apple_flow.connectors.events import EventStream, apple_code_tool_calls
 from apple_flow.connectors.prompt import cut_end
 from apple_flow.connectors.runner import ProcessRunner, RunResult
 from apple_flow.paths import resolve_apple_code
 
 EXIT_MODEL_UNAVAILABLE = 3
+EXIT_CHECK_FAILED = 5  # --verify: the check still fails after the repair rounds (subtype error_verify)
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
 # apple-code enforces --timeout itself and reports a partial answer; the runner's own wall clock is this much
@@ -50,6 +51,12 @@ class Backend:
 class AppleCodeConnector(CliConnector):
     display_name: ClassVar[str] = "apple-code"
     command_setting: ClassVar[str] = "afm_command"
+    runs_checks: ClassVar[bool] = True  # --verify
+    # apple-code's own (CONTRACT.md): the server's key, endpoint and model when not given as options, how tool
+    # results travel, and more paths its commands must not read.
+    environment_variables: ClassVar[tuple[str, ...]] = (
+        "APPLE_CODE_API_KEY", "APPLE_CODE_BASE_URL", "APPLE_CODE_MODEL", "APPLE_CODE_TOOL_RESULTS", "APPLE_CODE_HIDE",
+    )
 
     def __init__(
         self,
@@ -82,10 +89,13 @@ class AppleCodeConnector(CliConnector):
         if s.afm_max_turns is not None:
             argv += ["--max-turns", str(s.afm_max_turns)]
         argv += self._backend_flags()
+        argv += self.reach_flags()
         if request.read_only:
             argv.append("--read-only")
         if request.plan and s.afm_plan_tasks:
             argv.append("--plan")
+        if request.verify:
+            argv += ["--verify", request.verify, "--verify-rounds", str(s.verify_rounds)]
         argv.append("-")
         return Invocation(argv, prompt, cwd, s.afm_timeout_seconds + self.kill_margin_seconds)
 
@@ -110,6 +120,19 @@ class AppleCodeConnector(CliConnector):
             flags += ["--context-tokens", str(self.settings.afm_context_tokens)]
         return flags
 
+    def reach_flags(self) -> list[str]:
+        """What apple-code's commands and tools must not reach besides its own list (~/.ssh, ~/.apple-flow ...):
+        the daemon's .env (read from the folder it runs in) and its state (the database, its folder), and the web
+        page's port, whose token would let a command approve its own work."""
+        s = self.settings
+        database = s.db_path.expanduser().absolute()
+        hidden = [Path(ENV_FILE).absolute(), database.parent, database,
+                  *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))]
+        flags = [flag for path in dict.fromkeys(hidden) for flag in ("--hide", str(path))]
+        if s.web_enabled and s.web_port:
+            flags += ["--deny-port", str(s.web_port)]
+        return flags
+
     def new_stream(self) -> EventStream:
         return EventStream(apple_code_tool_calls)
 
@@ -125,6 +148,12 @@ class AppleCodeConnector(CliConnector):
         if code == EXIT_MODEL_UNAVAILABLE:
             reason = _sentence(said or result.last_stderr_line or "no reason given")
             return self.outcome(Status.NO_MODEL, f"{reason} {self._model_hint()}", code, report=report)
+        if code == EXIT_CHECK_FAILED:  # the result: the last answer, then the message in parentheses
+            answer, message = _answer_and_message(said)
+            if not message:
+                check = check_report(report.verify if report is not None else None)
+                message = f"the check `{check.command}` still fails" if check is not None else "the check still fails"
+            return self.outcome(Status.CHECK_FAILED, _sentence(message), code, text=answer, report=report)
         if code == EXIT_INTERRUPTED:
             return self.outcome(
                 Status.CANCELLED, f"{self.display_name} was interrupted (exit code {code}). {detail}".rstrip(), code,
@@ -167,6 +196,17 @@ class AppleCodeConnector(CliConnector):
 def _sentence(text: str) -> str:
     """``text`` ending in exactly one full stop (apple-code's reasons usually end with one, the fake's not)."""
     return text.rstrip().rstrip(".") + "."
+
+
+def _answer_and_message(result: str) -> tuple[str, str]:
+    """An error result's partial answer and its message: ``answer\n\n(message)``, or only ``(message)``."""
+    text = result.strip()
+    if not text.endswith(")"):
+        return text, ""
+    start = text.rfind("\n\n(")
+    if start >= 0:
+        return text[:start].strip(), text[start + 3:-1].strip()
+    return ("", text[1:-1].strip()) if text.startswith("(") else (text, "")
 
 
 def _parse_check(stdout: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ keeps no conversation: the daemon's store does.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -37,6 +38,8 @@ class TurnRequest:
     sender: str = ""  # whose turn this is: ``cancel(sender)`` stops it
     #: What files came with the message and where they are; kept whole after the message when the prompt is fitted.
     files_note: str = ""
+    #: The command that says whether the work is done (approved tasks): the agent must make it pass.
+    verify: str | None = None
 
 
 class Status(StrEnum):
@@ -48,6 +51,7 @@ class Status(StrEnum):
     NO_MODEL = "no_model"
     BINARY_MISSING = "binary_missing"
     CANCELLED = "cancelled"
+    CHECK_FAILED = "check_failed"  # the agent answered, but the check (``TurnRequest.verify``) still fails
     FAILED = "failed"
 
 
@@ -56,6 +60,46 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     estimated: bool = False  # counted by apple-code's estimator rather than by the model
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What became of a turn's check (apple-code's ``verify`` object): the command, whether it passed at the end,
+    the repair rounds it took, and the end of its last output."""
+
+    command: str
+    passed: bool
+    rounds: int = 0  # how many times a failure went back to the model
+    output_tail: str = ""
+    runs: int | None = None  # how many times it ran (0: never: the run ended before a final answer)
+    exit_code: int | None = None  # the last run's, when it exited
+
+    @property
+    def ran(self) -> bool:
+        return self.runs is None or self.runs > 0
+
+    def failing_line(self) -> str:
+        """The line of the output that best says what failed: a test runner's own failure line (pytest's
+        ``FAILED path::test - why``, unittest's ``FAIL: test``, ``--- FAIL:`` of go, ``test x ... FAILED`` of
+        cargo), else an error or assertion line, else any line that mentions a failure, else the last line; the
+        first of its kind. Empty without output."""
+        lines = [line.strip() for line in self.output_tail.splitlines() if line.strip()]
+        lines = [line for line in lines if not _DECORATION.match(line)]
+        for pattern in _FAILING:
+            for line in lines:
+                if pattern.search(line):
+                    return line
+        return lines[-1] if lines else ""
+
+
+# What a failing line looks like, most telling first.
+_FAILING = (
+    re.compile(r"^(FAILED\b|FAIL:|--- FAIL:|ERROR:|ERROR\b)|\.\.\. FAILED$|^not ok\b"),
+    re.compile(r"^E\s|\b\w*(Error|Exception)\b:|\berror(\[\w+\])?:|panicked|assert", re.IGNORECASE),
+    re.compile(r"\bfail(ed|ure|ures|s)?\b", re.IGNORECASE),
+)
+# Lines that only frame the output: rules, section titles, how the check ended ("exit code 1").
+_DECORATION = re.compile(r"^(={3,}|_{3,}|-{3,}(?! FAIL)|exit code -?\d+$|\[\.\.\. )")
 
 
 @dataclass(frozen=True)
@@ -79,6 +123,7 @@ class TurnOutcome:
     duration_ms: int = 0
     backend: str = ""  # the backend the agent reported it ran on (apple-code: "fm" or "openai")
     model: str = ""  # the model the agent reported
+    check: CheckReport | None = None  # the check the agent ran (apple-code --verify), when it ran one
 
     @property
     def answered(self) -> bool:
@@ -93,7 +138,7 @@ class TurnOutcome:
         if self.status is Status.NO_MODEL:
             code = "killed" if self.exit_code is None else str(self.exit_code)
             return f"Error: {self.agent} execution failed (exit code {code}). No model available: {self.detail}"
-        if self.status is Status.TIMED_OUT and self.text:
+        if self.status in (Status.TIMED_OUT, Status.CHECK_FAILED) and self.text:
             return f"Error: {self.detail}\nPartial answer: {self.text}"
         return f"Error: {self.detail}"
 

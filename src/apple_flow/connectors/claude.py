@@ -14,6 +14,10 @@ from apple_flow.connectors.runner import RunResult
 class ClaudeConnector(CliConnector):
     display_name: ClassVar[str] = "Claude"
     command_setting: ClassVar[str] = "claude_command"
+    # Its key or token, a gateway, its own config folder.
+    environment_variables: ClassVar[tuple[str, ...]] = (
+        "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR",
+    )
 
     def _context_window(self) -> int:
         return self.settings.claude_context_window

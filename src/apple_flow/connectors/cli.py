@@ -8,19 +8,32 @@ A concrete connector says how to build the command line (``invocation``) and how
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from apple_flow.config import Settings
-from apple_flow.connectors.base import ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest, Usage
+from apple_flow.connectors.base import (
+    CheckReport,
+    ConnectorError,
+    Status,
+    TurnEvents,
+    TurnOutcome,
+    TurnRequest,
+    Usage,
+)
+from apple_flow.connectors.environment import agent_environment
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.prompt import fit_prompt
 from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
-from apple_flow.connectors.stream_events import Result
+from apple_flow.connectors.stream_events import Result, VerifyReport
+from apple_flow.filelimit import open_files_limit
 
 VERSION_TIMEOUT_SECONDS = 15.0
+# For an agent that cannot be given the check to run itself (its CLI has no such option): the prompt names it.
+CHECK_REQUEST = "When the work is done, run `{command}` in the workspace and fix what it reports until it passes."
 # For the CLIs whose prompt travels as one argument: Linux refuses an argument over 128 KiB (MAX_ARG_STRLEN);
 # 30,000 characters stay below it even at 4 bytes each.
 ARGUMENT_MAX_CHARS = 30_000
@@ -43,6 +56,12 @@ class CliConnector:
     display_name: ClassVar[str]
     #: The Settings field holding the command, named in "CLI not found" errors.
     command_setting: ClassVar[str]
+    #: The agent runs a turn's check itself and reports how it went (apple-code --verify); otherwise the prompt
+    #: asks it to run the check, and nothing is reported.
+    runs_checks: ClassVar[bool] = False
+    #: The variables of the daemon's environment this agent needs besides the ones every process gets
+    #: (``connectors.environment``): its API key, its config folder. Nothing else of the daemon's reaches it.
+    environment_variables: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, settings: Settings, runner: ProcessRunner | None = None) -> None:
         self.settings = settings
@@ -85,6 +104,10 @@ class CliConnector:
         found = self.resolve_command()
         return str(Path(found).absolute()) if found else self.command
 
+    def environment(self) -> dict[str, str]:
+        """The environment of this agent's process: the allowlist, from the daemon's own environment."""
+        return agent_environment(os.environ, (*self.environment_variables, *self.settings.agent_environment))
+
     def ensure_started(self) -> None:
         self._require_version()
 
@@ -102,12 +125,16 @@ class CliConnector:
             fix = "Check APPLE_FLOW_DEFAULT_WORKSPACE." if cwd == default else "Check the workspace you asked for."
             yield self.outcome(Status.FAILED, f"workspace '{cwd}' does not exist or is not a folder. {fix}")
             return
-        prompt = fit_prompt(request.message, request.exchanges, self.max_prompt_chars(), request.files_note)
+        message = request.message
+        if request.verify and not self.runs_checks:
+            message += "\n\n" + CHECK_REQUEST.format(command=request.verify)
+        prompt = fit_prompt(message, request.exchanges, self.max_prompt_chars(), request.files_note)
         invocation = self.invocation(prompt, cwd, request)
         stream = self.new_stream()
         try:
             child = self.runner.start(
-                invocation.argv, invocation.stdin, cwd=invocation.cwd, timeout=invocation.timeout, owner=request.sender
+                invocation.argv, invocation.stdin, cwd=invocation.cwd, timeout=invocation.timeout, owner=request.sender,
+                env=self.environment(),
             )
         except SpawnError as exc:
             yield self.spawn_outcome(exc)
@@ -140,6 +167,14 @@ class CliConnector:
             return self.outcome(Status.BINARY_MISSING, f"{self.display_name} CLI not found at '{exc.command}'. {check}")
         if exc.reason == "bad_cwd":
             return self.outcome(Status.FAILED, f"{exc}. Check the workspace you asked for.")
+        if exc.reason == "no_files":
+            limit = open_files_limit()
+            return self.outcome(
+                Status.FAILED,
+                f"{self.display_name} could not start: apple-flow has too many files open (its limit is "
+                f"{limit if limit is not None else 'unlimited'}). Try again in a minute; if it repeats, restart "
+                "apple-flow and see its log for what holds them.",
+            )
         return self.outcome(
             Status.FAILED, f"{self.display_name} CLI at '{exc.command}' cannot be run ({exc.strerror or exc}). {check}"
         )
@@ -181,7 +216,7 @@ class CliConnector:
 
     def _probe(self, argv: list[str]) -> RunResult:
         try:
-            return self.runner.run(argv, "", timeout=VERSION_TIMEOUT_SECONDS)
+            return self.runner.run(argv, "", timeout=VERSION_TIMEOUT_SECONDS, env=self.environment())
         except SpawnError as exc:
             outcome = self.spawn_outcome(exc)
             raise ConnectorError(outcome.detail, outcome.status) from exc
@@ -199,7 +234,18 @@ def reported(report: Result) -> dict[str, Any]:
         tokens = {k: v for k, v in (("input_tokens", usage.input_tokens), ("output_tokens", usage.output_tokens))
                   if v is not None}
         fields["usage"] = Usage(**tokens, estimated=usage.estimated)
+    check = check_report(report.verify)
+    if check is not None:
+        fields["check"] = check
     return fields
+
+
+def check_report(value: VerifyReport | None) -> CheckReport | None:
+    """apple-code's ``verify`` object as a ``CheckReport``, or None when it is missing or names no command."""
+    if value is None or not value.command:
+        return None
+    return CheckReport(value.command, value.passed, value.rounds, value.output_tail, runs=value.runs,
+                       exit_code=value.exit_code)
 
 
 def format_seconds(value: float) -> str:

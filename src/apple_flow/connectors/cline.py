@@ -88,7 +88,8 @@ class ClineStream(EventStream):
 
     def _note(self, event: Mapping[str, Any]) -> None:
         kind = _settled_say(event)
-        text = event.get("text") if isinstance(event.get("text"), str) else ""
+        said = event.get("text")
+        text = said if isinstance(said, str) else ""
         if kind == "completion_result":
             self.completion = text.strip()
         elif kind == "text" and text.strip():

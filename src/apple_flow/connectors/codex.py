@@ -14,6 +14,7 @@ from apple_flow.connectors.runner import RunResult
 class CodexConnector(CliConnector):
     display_name: ClassVar[str] = "Codex"
     command_setting: ClassVar[str] = "codex_command"
+    environment_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
 
     def _context_window(self) -> int:
         return self.settings.codex_context_window

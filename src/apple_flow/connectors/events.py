@@ -13,7 +13,7 @@ from typing import Any
 
 from apple_flow.connectors.base import AgentEvent
 from apple_flow.connectors.prompt import cut_end
-from apple_flow.connectors.stream_events import Other, Result, StreamEvent, Text, ToolCall, parse_line
+from apple_flow.connectors.stream_events import Other, Result, StreamEvent, Text, ToolCall, Verify, parse_line
 
 PROGRESS_MAX_CHARS = 80
 
@@ -55,6 +55,16 @@ def describe_tool_call(name: str, arguments: Mapping[str, Any] | None) -> str:
     return cut_end(f"{verb} {target}" if target else verb, PROGRESS_MAX_CHARS)
 
 
+def describe_check(event: Verify) -> str:
+    """A progress line for apple-code's ``verify`` event (each run of the ``--verify`` check): passed, or failed and
+    gone back to the model for repair round N."""
+    command = " ".join((event.command or "the check").split())
+    if event.passed:
+        return cut_end(f"check passed: {command}", PROGRESS_MAX_CHARS)
+    repair = f" (repair round {event.rounds})" if event.rounds > 0 else ""
+    return cut_end(f"check failed{repair}: {command}", PROGRESS_MAX_CHARS)
+
+
 class EventStream:
     """Reads one run's JSON-lines stream: parses each line once (``stream_events``), keeps the ``result`` event,
     and turns each line into the event it carries, with the progress line of its tool calls.
@@ -85,6 +95,8 @@ class EventStream:
             if event.subtask is not None:
                 line_text = f"[{event.subtask}] {line_text}"
             progress.append(line_text)
+        if isinstance(event, Verify):
+            progress.append(describe_check(event))
         if isinstance(event, Text) and event.subtask is None and isinstance(event.raw.get("delta"), str):
             self._answer_chars += len(event.delta)
             progress.append(f"writing the answer ({self._answer_chars} characters so far)")

@@ -95,6 +95,11 @@ class GeminiStream(EventStream):
 class GeminiConnector(CliConnector):
     display_name: ClassVar[str] = "Gemini"
     command_setting: ClassVar[str] = "gemini_command"
+    # An API key, or Vertex AI with a project and its credentials file.
+    environment_variables: ClassVar[tuple[str, ...]] = (
+        "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_APPLICATION_CREDENTIALS",
+    )
 
     def _context_window(self) -> int:
         return self.settings.gemini_context_window

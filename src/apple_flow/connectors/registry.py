@@ -21,3 +21,6 @@ REGISTRY: dict[str, type[CliConnector]] = {
     "cline": ClineConnector,
     "kilo-cli": KiloConnector,
 }
+
+# The connectors that run apple-code: a failed approved task of theirs may be escalated to another connector.
+APPLE_CODE_CONNECTORS = frozenset({"afm", "ollama"})

@@ -11,6 +11,7 @@ sender) so they can be cancelled one conversation at a time, or all at shutdown.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import queue
 import signal
@@ -43,7 +44,8 @@ _EOF = object()
 
 
 class SpawnError(OSError):
-    """The command could not be started; ``reason`` is ``"not_found"`` or ``"not_executable"``."""
+    """The command could not be started; ``reason`` is ``"not_found"``, ``"not_executable"``, ``"bad_cwd"`` or
+    ``"no_files"`` (the daemon is out of file descriptors)."""
 
     def __init__(self, command: str, reason: str, detail: str) -> None:
         super().__init__(f"{command}: {detail}")
@@ -314,6 +316,8 @@ class ProcessRunner:
         except PermissionError as exc:
             raise SpawnError(command, "not_executable", "not executable (permission denied)") from exc
         except OSError as exc:  # e.g. ENOEXEC: a file that is no program
+            if exc.errno in (errno.EMFILE, errno.ENFILE):  # the daemon's own limit, not the command's fault
+                raise SpawnError(command, "no_files", exc.strerror or "too many open files") from exc
             raise SpawnError(command, "not_executable", exc.strerror or str(exc)) from exc
 
     def _collect(

@@ -76,7 +76,7 @@ class VerifyReport:
     command: str = ""
     passed: bool = False
     rounds: int = 0  # how many times a failure went back to the model
-    runs: int = 0  # how many times the check ran
+    runs: int | None = None  # how many times the check ran (0: never; None: not said)
     exit_code: int | None = None  # the last run's (absent when it was killed or timed out)
     output_tail: str = ""
 
@@ -208,7 +208,7 @@ def _result(data: Mapping[str, Any], subtask: int | None) -> Result:
 def _verify(data: Mapping[str, Any]) -> VerifyReport:
     return VerifyReport(
         _str(data.get("command")), data.get("passed") is True, _int(data.get("rounds")) or 0,
-        _int(data.get("runs")) or 0, _int(data.get("exit_code")), _str(data.get("output_tail")),
+        _int(data.get("runs")), _int(data.get("exit_code")), _str(data.get("output_tail")),
     )
 
 

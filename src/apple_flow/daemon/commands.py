@@ -17,8 +17,10 @@ class Kind(StrEnum):
     DENY = "deny"
     DENY_ALL = "deny_all"
     CANCEL = "cancel"
+    ESCALATE = "escalate"
     HISTORY = "history"
     USAGE = "usage"
+    WEB = "web"
     RUN = "run"  # a message that came while the Mac slept: `run` the last one, `run <n>` another
     IDEA = "idea"
     PLAN = "plan"
@@ -29,7 +31,7 @@ class Kind(StrEnum):
 # Answered at once, even while one of the sender's turns runs; everything else is a turn for the agent.
 FAST = frozenset({
     Kind.HELP, Kind.STATUS, Kind.HEALTH, Kind.CLEAR, Kind.APPROVE, Kind.DENY, Kind.DENY_ALL, Kind.CANCEL,
-    Kind.HISTORY, Kind.USAGE,
+    Kind.HISTORY, Kind.USAGE, Kind.WEB, Kind.ESCALATE,
 })
 
 
@@ -51,12 +53,14 @@ HELP_TEXT = """Commands:
 - approve ID [notes] / deny ID / deny all (ID may be left out when one request is pending); or like (or love)
   the plan's message to approve it, dislike it to deny
 - run / run N — run a message that came while this Mac was asleep or offline (they are listed, not run)
-- status [ID] — what is running and queued, pending approvals
+- status [ID] — what is running and queued, pending approvals, the check approved tasks must pass
+- escalate RUN — run an approved task whose run failed again on the other connector the owner set up
 - cancel [RUN] — stop your running request and drop your queued ones (with a run id: only that run)
 - history [WORDS] — your recent requests and replies, newest first; with words, those containing them
 - usage — your turns, time and tokens per day and backend, last 7 days
 - clear context (or new chat, reset context) — forget the conversation
 - health — is the daemon and its model working
+- web — a link that logs this phone in to the Mac's web page (works once, for a few minutes; iMessage only)
 - @alias at the start picks a configured workspace, e.g. `@site task: fix the tests`"""
 
 _ALIAS = re.compile(r"^@([A-Za-z0-9_.-]+)\s*(.*)$", re.DOTALL)
@@ -101,8 +105,12 @@ def _parse_plain(text: str) -> Command:
         return Command(Kind.CANCEL)
     if first == "cancel" and len(words) == 2 and (run := _RUN_ID.match(words[1])):
         return Command(Kind.CANCEL, target=f"run_{run.group(1).lower()}")
+    if first == "escalate" and len(words) <= 2:  # the run (or request) may be left out: the latest failed one
+        return Command(Kind.ESCALATE, target=words[1] if len(words) == 2 else None)
     if lowered == "usage":
         return Command(Kind.USAGE)
+    if lowered == "web":
+        return Command(Kind.WEB)
     history = _HISTORY.match(text)
     if history and (history.group(1) or len(history.group(2).split()) <= HISTORY_MAX_WORDS):
         return Command(Kind.HISTORY, " ".join(history.group(2).split()))

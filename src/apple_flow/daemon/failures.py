@@ -28,6 +28,8 @@ def explain(outcome: TurnOutcome) -> str:
         return f"Sorry, the agent cannot start: {_first_lines(outcome.detail)}"
     if status is Status.NO_MODEL:
         return f"Sorry, no model is available: {_cause_and_fix(outcome.detail)}"
+    if status is Status.CHECK_FAILED:
+        return f"The work is not done: {_first_lines(outcome.detail)}"
     if status is Status.CANCELLED:
         return f"Sorry, the agent was stopped before it finished: {_first_lines(outcome.detail)}"
     return f"Sorry, the agent failed: {_first_lines(outcome.detail)}"

@@ -7,6 +7,9 @@ import os
 from pathlib import Path
 from types import TracebackType
 
+from apple_flow.paths import is_state_folder
+from apple_flow.privatefile import private_folder
+
 
 class LockError(RuntimeError):
     """Another daemon holds the lock, or it cannot be made; the message says what to do."""
@@ -19,8 +22,9 @@ class InstanceLock:
 
     def acquire(self) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(self.path.parent, tighten=is_state_folder(self.path.parent))
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            os.fchmod(fd, 0o600)  # one an older apple-flow left readable
         except OSError as exc:
             raise LockError(
                 f"Cannot create {self.path} ({exc.strerror}). Check that folder, or set APPLE_FLOW_DB_PATH to a "

@@ -11,9 +11,11 @@ import secrets
 
 import psutil
 
+from apple_flow.connectors.environment import RUN_MARKER
+
 log = logging.getLogger(__name__)
 
-TOKEN_VARIABLE = "APPLE_FLOW_DAEMON_RUN"
+TOKEN_VARIABLE = RUN_MARKER  # the one variable of the daemon every agent is given
 GRACE_SECONDS = 3.0
 
 

@@ -46,11 +46,26 @@ from typing import Protocol
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, Skipped
 from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
+from apple_flow.connectors.registry import APPLE_CODE_CONNECTORS
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.catch_up import listing
+from apple_flow.daemon.checks import Checks
+from apple_flow.daemon.escalation import Escalation
 from apple_flow.daemon.message_work import MessageReplies
-from apple_flow.daemon.orchestrator import Decision, Hold, Ignore, Orchestrator, Queued, Reply, View, new_run_id
+from apple_flow.daemon.orchestrator import (
+    FORGEABLE_EVENT,
+    Decision,
+    Hold,
+    Ignore,
+    LoginLinks,
+    Orchestrator,
+    Queued,
+    Reply,
+    Turn,
+    View,
+    new_run_id,
+)
 from apple_flow.daemon.outbound import Outbound
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.progress import ProgressThrottle
@@ -77,6 +92,10 @@ class _WebApproval:
 
 class _End:
     """The ingress ran out (end of piped input)."""
+
+
+class _Wake:
+    """A stop was requested: the main loop, blocked waiting for the next item, looks at it."""
 
 
 class StartError(RuntimeError):
@@ -106,10 +125,17 @@ class Runtime:
         channel_key: str,
         local_senders: Iterable[str] = (),
         checks: StartupChecks | None = None,
+        escalation_connector: Connector | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
         self._connector = connector
+        # APPLE_FLOW_ESCALATE_CONNECTOR's: runs only the tasks the owner escalates (`escalate <run>`).
+        self._escalation_connector = escalation_connector
+        escalation = None
+        if escalation_connector is not None and settings.escalate_connector is not None \
+                and settings.connector in APPLE_CODE_CONNECTORS:
+            escalation = Escalation(settings.escalate_connector, settings.approval_ttl_minutes * 60.0)
         self._ingress = ingress
         self._channel = channel_key
         self._checks = checks
@@ -121,12 +147,17 @@ class Runtime:
             connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
             run_links=settings.web_base_url if settings.web_enabled else None,
             send_files=settings.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
+            checks=Checks(settings), escalation=escalation,
         )
         self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
         self._stop = threading.Event()
+        self._stopping = False
         self._abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
-        self._inbox: queue.Queue[InboundMessage | _WebApproval | _End | BaseException] = queue.Queue()
+        # A SimpleQueue: its put() may be called from a signal handler (request_stop) while the main thread waits.
+        self._inbox: queue.SimpleQueue[InboundMessage | _WebApproval | _End | _Wake | BaseException] = (
+            queue.SimpleQueue()
+        )
         self._catchup: tuple[int, float] | None = None  # first start: (up to this rowid, skip if older than)
         self._outbound = Outbound(egress, store, settings)
         self._messages = MessageReplies(channel_key, store, ingress, self._outbound, settings, self._stop)
@@ -138,7 +169,13 @@ class Runtime:
 
     def request_stop(self) -> None:
         """From a signal handler or another thread: stop reading, finish or kill running turns, return."""
+        # A second signal can arrive while the handler of the first is inside Event.set, whose lock is not
+        # reentrant: the nested call must not take it again (that hung the daemon on launchd's double SIGTERM).
+        if self._stopping:
+            return
+        self._stopping = True
         self._stop.set()
+        self._inbox.put(_Wake())
 
     def run(self) -> int:
         """Runs until the input ends (then drains every pending turn) or a stop is requested. Returns the exit
@@ -173,9 +210,13 @@ class Runtime:
         status = 0
         while not self._stop.is_set():
             try:
-                item = self._inbox.get(timeout=0.2)
+                # Blocks: every producer, and request_stop, puts something. Only while late messages wait to be
+                # listed does it look every 0.2 s whether the ingress has caught up.
+                item = self._inbox.get(timeout=0.2 if self._held_unlisted else None)
             except queue.Empty:
                 self._list_held()
+                continue
+            if isinstance(item, _Wake):
                 continue
             if isinstance(item, _End):
                 while not self._scheduler.wait_idle(0.2) and not self._stop.is_set():
@@ -233,6 +274,11 @@ class Runtime:
         try:
             for item in self._ingress.messages(after, self._stop):
                 if isinstance(item, Skipped):  # passed at once (an echo, a reaction): a restart must not re-read it
+                    if item.forgeable:  # counted for `health` (once: with the cursor), so the owner knows why
+                        with self._store.transaction():
+                            self._store.events.log(FORGEABLE_EVENT, item.reason, item.sender)
+                            self._messages.done(item.rowid, skipped=True)
+                        continue
                     self._messages.done(item.rowid, skipped=True)
                     continue
                 # Opened here, before the ingress moves on to later (maybe skipped) rows, so the cursor cannot
@@ -252,6 +298,24 @@ class Runtime:
             log.warning("the connector is not ready: %s", exc)
         else:
             self.connector_status = "ready"
+        if self._escalation_connector is not None:
+            try:
+                self._escalation_connector.ensure_started()
+            except ConnectorError as exc:  # offered anyway: the escalated turn's reply says what is wrong
+                self.connector_status += f"; escalation to {self._settings.escalate_connector} not ready: {exc}"
+                log.warning("the escalation connector is not ready: %s", exc)
+            else:
+                self.connector_status += f"; escalation to {self._settings.escalate_connector} ready"
+
+    @property
+    def _connectors(self) -> list[Connector]:
+        return [self._connector] + ([self._escalation_connector] if self._escalation_connector is not None else [])
+
+    def _connector_for(self, turn: Turn) -> Connector:
+        """The daemon's connector, or for an escalated task the escalation's."""
+        if turn.connector is not None and self._escalation_connector is not None:
+            return self._escalation_connector
+        return self._connector
 
     def _shutdown(self) -> None:
         self._scheduler.close()
@@ -260,10 +324,12 @@ class Runtime:
             log.warning("turns still running after %.0f s: stopping them (their messages are redone next start)",
                         grace)
             self._abandon.set()
-            self._connector.cancel()
+            for connector in self._connectors:
+                connector.cancel()
             self._scheduler.wait_idle(KILL_WAIT_SECONDS)
         try:
-            self._connector.shutdown()
+            for connector in self._connectors:
+                connector.shutdown()
         finally:
             self._store.events.log("stop", f"channel {self._channel}")
 
@@ -281,7 +347,7 @@ class Runtime:
     def _decide(self, message: InboundMessage) -> Decision:
         ref = self._messages.ref(message)
         try:
-            return self._stale(message) or self.orchestrator.decide(message, ref, self._view(message.sender))
+            return self._stale(message) or self.orchestrator.decide(message, ref, lambda: self._view(message.sender))
         except Exception as exc:
             log.exception("handling message %s failed", ref)
             return Reply(failures.explain_exception(exc))
@@ -321,6 +387,8 @@ class Runtime:
                 if decision.clear_history:
                     store.history.clear(sender)
                 store.messages.record_reply(self._channel, message.rowid, decision.text)
+                if decision.login_link is not None:
+                    store.web_logins.add_link(decision.login_link, sender, self._settings.web_link_minutes * 60)
                 # Recorded with the reply that tells of them: a restart neither runs them nor tells of them twice.
                 # (A turn that started since the reply was decided is not dropped here: the cancel below stops it.)
                 for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
@@ -337,6 +405,19 @@ class Runtime:
                 self._outbound.progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, self._messages.work(message, decision)))
         return True
+
+    def page_started(self, local_url: str) -> None:
+        """The web page serves at ``local_url``: `web` now answers with login links (to the base URL if set)."""
+        base = self._settings.web_base_url
+        self.orchestrator.login_links = LoginLinks(
+            base or local_url, self._settings.web_link_minutes, mac_only=base is None,
+            over_imessage=self._channel == "imessage",
+        )
+
+    def send_notice(self, recipient: str, text: str) -> str | None:
+        """A text of the daemon's own (not a reply: e.g. telling the owner it is ready), sent like a reply, under
+        the same lock; returns why it could not be sent, or None."""
+        return self._outbound.send(recipient, text)
 
     def run_approved(self, approval: Approval) -> None:
         """From the web page (any thread): a request approved there runs in the sender's queue, and its answer
@@ -388,16 +469,19 @@ class Runtime:
             return
         run_id = new_run_id()
         self._store.runs.start(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request,
-                               work.run_message)
+                               work.run_message, turn.approval.id if turn.approval is not None else None,
+                               turn.escalates)
         job.run_id = run_id  # from now on `cancel <run id>` finds it
-        window = self._connector.context_window
+        connector = self._connector_for(turn)
+        window = connector.context_window
         request = TurnRequest(
             turn.prompt, turn.workspace, tuple(self._store.history.recent(turn.sender, window)), turn.read_only,
-            turn.plan, sender=turn.sender, files_note=work.files_note(),
+            turn.plan, sender=turn.sender, files_note=work.files_note(), verify=turn.verify,
         )
         outcome: TurnOutcome | Exception
         try:
-            outcome = self._turn(request, work.recipient, RunLog(self._store, run_id))
+            with RunLog(self._store, run_id) as record:  # its last events are written before the run's end
+                outcome = self._turn(connector, request, work.recipient, record)
         except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
             log.exception("turn %s failed", run_id)
             outcome = exc
@@ -416,11 +500,11 @@ class Runtime:
                 )
         work.answer(finished.reply, finished.approval.id if finished.approval is not None else None)
 
-    def _turn(self, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
+    def _turn(self, connector: Connector, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
         """Runs the connector's turn to its outcome, passing its progress on to ``recipient`` (throttled) and
         keeping the agent's events with the run (for the web page)."""
         throttle = ProgressThrottle(self._settings.progress_interval_seconds)
-        with contextlib.closing(self._connector.run(request)) as items:
+        with contextlib.closing(connector.run(request)) as items:
             for item in items:
                 if isinstance(item, TurnOutcome):
                     return item
@@ -450,20 +534,31 @@ class Runtime:
         if job is None or job.started_at is None or (run_id is not None and job.run_id != run_id):
             return False
         job.cancelled.set()
-        self._connector.cancel(sender)
+        for connector in self._connectors:
+            connector.cancel(sender)
         return True
 
     def _watch_timeouts(self) -> None:
-        """A turn past ``turn_timeout_seconds`` is killed here even if the connector's own timeout failed."""
+        """A turn past ``turn_timeout_seconds`` is killed here even if the connector's own timeout failed. Sleeps
+        until the first running turn's time is up: a turn that starts later ends no sooner than ``limit`` from now,
+        so with none running the next look is that far away (an idle daemon does not wake for it)."""
         limit = self._settings.turn_timeout_seconds
-        while not self._stop.wait(0.5):
+        pause = limit
+        while not self._stop.wait(pause):
             now = time.time()
+            pause = limit
             for job in self._scheduler.running():
-                if job.started_at is not None and now - job.started_at > limit and not job.cancelled.is_set():
+                if job.started_at is None or job.cancelled.is_set():
+                    continue
+                if now - job.started_at > limit:
                     log.warning("a turn of %s exceeded %g s: stopping it", job.sender, limit)
                     job.stop_reply = failures.timed_out(limit)
                     job.cancelled.set()
-                    self._connector.cancel(job.sender)
+                    for connector in self._connectors:
+                        connector.cancel(job.sender)
+                else:
+                    pause = min(pause, job.started_at + limit - now)
+            pause = max(pause, 0.01) + 0.01  # just past the time, so the turn counts as over it
 
     def _store_event_quietly(self, kind: str, detail: str) -> None:
         try:

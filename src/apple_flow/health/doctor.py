@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from apple_flow import host
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem
@@ -14,6 +17,11 @@ from apple_flow.channels.imessage.permissions import Responsible, full_disk_acce
 from apple_flow.channels.imessage.probe import probe_messages_automation
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 from apple_flow.config import Settings, SettingsError, load_settings
+from apple_flow.connectors.apple_code import AppleCodeConnector
+from apple_flow.connectors.registry import REGISTRY
+from apple_flow.connectors.runner import SpawnError
+from apple_flow.daemon.orchestrator import FORGEABLE_EVENT, EventReads, forgeable_line
+from apple_flow.daemon.store import Event
 from apple_flow.handles import normalize_handle
 from apple_flow.health.check import Check, CheckStatus
 from apple_flow.times import moment
@@ -203,19 +211,113 @@ def check_workspaces(settings: Settings) -> Check:
     return Check(name, CheckStatus.OK, f"default {default}; {aliases}")
 
 
-def run_doctor(db: Path | None, env_file: Path = Path(".env")) -> list[Check]:
+def check_sms(settings: Settings, log: EventReads | None) -> Check:
+    """The SMS and RCS messages the daemon did not act on (their sender IDs can be forged), from its database."""
+    name = "SMS and RCS"
+    policy = (
+        "taken, read-only (APPLE_FLOW_ALLOW_SMS=true; they never approve, deny or cancel)"
+        if settings.allow_sms
+        else "not acted on: their senders can be forged (APPLE_FLOW_ALLOW_SMS=false)"
+    )
+    count = log.count(FORGEABLE_EVENT) if log is not None else 0
+    if not count:
+        return Check(name, CheckStatus.OK, f"{policy}; none refused")
+    assert log is not None
+    (newest,) = log.recent(1, FORGEABLE_EVENT)
+    return Check(
+        name, CheckStatus.WARN, forgeable_line(count, newest),
+        "ask the sender to turn on iMessage, or set APPLE_FLOW_ALLOW_SMS=true to take them read-only",
+    )
+
+
+class ReadOnlyEvents:
+    """The events of the daemon's database (``EventReads``), opened read-only: the doctor changes nothing, creates
+    nothing."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def _query(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        try:
+            with contextlib.closing(sqlite3.connect(f"{self._path.absolute().as_uri()}?mode=ro", uri=True)) as db:
+                return db.execute(sql, args).fetchall()
+        except sqlite3.Error:
+            return []  # no database yet, or not one of ours: nothing recorded
+
+    def count(self, kind: str) -> int:
+        rows = self._query("SELECT COUNT(*) FROM events WHERE kind = ?", (kind,))
+        return int(rows[0][0]) if rows else 0
+
+    def recent(self, limit: int = 50, kind: str | None = None) -> list[Event]:
+        rows = self._query(
+            "SELECT at, kind, sender, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?", (kind, limit)
+        )
+        return [Event(*row) for row in reversed(rows)]
+
+
+SANDBOX_CHECK_TIMEOUT = 900.0  # its swift build of a tiny package takes a minute or more the first time
+
+
+def check_sandbox(settings: Settings) -> Check:
+    """`apple-code --sandbox-check` with what the daemon hides and refuses: each of the sandbox's checks on this
+    machine (escapes, the hidden paths, the web port, and on a Mac Apple events and launchd)."""
+    name = "command sandbox"
+    connector_class = REGISTRY.get(settings.connector)
+    if connector_class is None or not issubclass(connector_class, AppleCodeConnector):
+        return Check(name, CheckStatus.NA, f"{settings.connector} runs its commands in its own sandbox")
+    connector = connector_class(settings)
+    if connector.resolve_command() is None:
+        return Check(name, CheckStatus.NA, "no apple-code to check it with (see the agent check)")
+    argv = [connector.executable(), "--sandbox-check", *connector.reach_flags()]
+    try:
+        result = connector.runner.run(argv, "", timeout=SANDBOX_CHECK_TIMEOUT, env=connector.environment())
+    except SpawnError as exc:
+        return Check(name, CheckStatus.FAIL, f"cannot run {argv[0]}: {exc}", "run ./scripts/setup.sh")
+    lines = result.stdout_lines
+    sandbox = lines[0].removeprefix("sandbox: ") if lines and lines[0].startswith("sandbox: ") else "unknown"
+    passed = [line for line in lines if line.startswith("ok    ")]
+    skipped = [line for line in lines if line.startswith("skip  ")]
+    failed = [line.removeprefix("FAIL  ") for line in lines if line.startswith("FAIL  ")]
+    counts = f"{len(passed)} checks passed" + (f", {len(skipped)} not for this system" if skipped else "")
+    if result.exit_code == 0 and not failed:
+        return Check(name, CheckStatus.OK, f"{sandbox}: {counts}")
+    why = "; ".join(failed) or result.last_stderr_line or f"exit code {result.exit_code}"
+    return Check(
+        name, CheckStatus.FAIL, f"{sandbox}: {why}",
+        "Linux: install bubblewrap (apt-get install bubblewrap); `apple-code --sandbox-check` shows every check",
+    )
+
+
+SERVICE_CHECKS_ITSELF = "the service checks this itself, as Apple Flow (see the service line)"
+
+
+def run_doctor(db: Path | None, env_file: Path = Path(".env"), terminal_permissions: bool = True,
+               sandbox: bool = True) -> list[Check]:
+    """Every check. Without ``terminal_permissions`` (setup with a service: the terminal never reads messages)
+    chat.db and Messages are not tried from here, so macOS asks nothing about the terminal."""
     settings, settings_check = check_settings(env_file)
-    path = (db or settings.messages_db_path).expanduser()
-    chat_check, chat_error = check_chat_db(path, given=db is not None)
-    app = responsible_app()
+    if terminal_permissions:
+        path = (db or settings.messages_db_path).expanduser()
+        chat_check, chat_error = check_chat_db(path, given=db is not None)
+        app = responsible_app()
+        permissions = [
+            chat_check,
+            check_pickup(path, settings, chat_check),
+            check_full_disk_access(chat_error, chat_check, app),
+            check_automation(settings, app),
+        ]
+    else:
+        permissions = [
+            Check(name, CheckStatus.NA, SERVICE_CHECKS_ITSELF)
+            for name in ("chat.db", "new-message pickup", "Full Disk Access", "Messages automation")
+        ]
     return [
         settings_check,
-        chat_check,
-        check_pickup(path, settings, chat_check),
-        check_full_disk_access(chat_error, chat_check, app),
-        check_automation(settings, app),
+        *permissions,
         check_service_report(settings),
         check_agent(settings),
         check_workspaces(settings),
         check_allowlist(settings),
+        check_sms(settings, ReadOnlyEvents(settings.db_path)),
+        *([check_sandbox(settings)] if sandbox else []),
     ]

@@ -13,7 +13,7 @@ from apple_flow.connectors.apple_code import AppleCodeConnector
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.daemon.store import Store
 from apple_flow.health.check import Check, CheckStatus
-from apple_flow.health.doctor import check_chat_db, check_full_disk_access
+from apple_flow.health.doctor import check_chat_db, check_full_disk_access, check_sms
 from apple_flow.times import moment
 
 ERROR_KINDS = ("ingress_error", "send_failed", "dispatch_error")
@@ -37,7 +37,7 @@ def health_checks(settings: Settings, store: Store, state: DaemonState) -> list[
         checks += [chat, check_full_disk_access(error, chat)]
     else:
         checks.append(Check("messages", CheckStatus.NA, f"{state.channel} channel (no chat.db)"))
-    checks += [_sending(store), _last_error(store)]
+    checks += [check_sms(settings, store.events), _sending(store), _last_error(store)]
     return checks
 
 

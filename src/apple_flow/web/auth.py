@@ -1,21 +1,27 @@
-"""Who may see the page and change anything: the token, the session cookie it buys, the CSRF check.
+"""Who may see the page and change anything: the token or a one-time link, the session they buy, the CSRF check,
+and which Host names the page answers to.
 
-- The token (``APPLE_FLOW_WEB_TOKEN``) is asked once, on the login page. Without a valid session nothing else is
-  served: no run, no title, no count.
-- The session cookie holds no token: it is ``<issued>.<HMAC(token, issued)>``, so it dies when the token changes
-  and after ``SESSION_SECONDS``. It is HttpOnly, SameSite=Strict, Path=/ and Secure when the page is reached over
-  https (e.g. through ``tailscale serve``).
-- Every POST needs a form field ``csrf`` = HMAC(token, session) and, when the browser says where it came from
-  (``Origin``, else ``Sec-Fetch-Site``), the page's own origin. A form on another site, or on another port of this
-  machine (same site to a browser, so SameSite alone would let the cookie through), is refused.
-- Wrong tokens are slowed down: after ``LOGIN_FAILURES`` misses in ``LOGIN_WINDOW_SECONDS`` logins are refused for
-  the rest of the window.
+- The token (``APPLE_FLOW_WEB_TOKEN``, 32 characters or more) is asked once, on the login page; a login link texted
+  by `web` does the same in one tap. Without a live session nothing else is served: no run, no title, no count.
+- The session cookie holds a random secret; the server keeps its digest (``daemon.store.web_logins``), so
+  logging out ends it for good, and it lasts days, not a month. It is HttpOnly, SameSite=Strict, Path=/ and Secure
+  over https. Browsers send a cookie to every port of the host that set it, so on this Mac the page is served
+  under a name of its own (``APPLE_FLOW_WEB_LOCAL_NAME``, apple-flow.localhost): another program listening on
+  127.0.0.1 or localhost never receives it.
+- Every POST needs the page's own origin (``Origin``, else ``Sec-Fetch-Site``), checked before its body is read,
+  and, once logged in, a form field ``csrf`` = HMAC(token, session).
+- Only known Host names are answered (DNS rebinding): IP addresses, ``localhost``, the page's own name and the host
+  of ``APPLE_FLOW_WEB_BASE_URL``.
+- Wrong tokens are counted: past ``LOGIN_FAILURES`` in ``LOGIN_WINDOW_SECONDS`` a wrong token is told to wait. The
+  right token always logs in: a local process sending wrong tokens cannot lock the owner out, and a token of 32
+  characters or more cannot be guessed at any rate.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import secrets
 import threading
 import time
@@ -23,10 +29,13 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
+from apple_flow.config import WEB_TOKEN_MIN_CHARS
+from apple_flow.daemon.store.web_logins import Session, WebLoginTable
+
 COOKIE = "apple_flow_session"
-SESSION_SECONDS = 30 * 24 * 3600
 LOGIN_FAILURES = 10
 LOGIN_WINDOW_SECONDS = 60.0
+MIN_TOKEN_CHARS = WEB_TOKEN_MIN_CHARS
 
 
 def new_token() -> str:
@@ -34,42 +43,34 @@ def new_token() -> str:
 
 
 class Guard:
-    def __init__(self, token: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, token: str, logins: WebLoginTable, clock: Callable[[], float] = time.monotonic) -> None:
         self._key = token.encode()
+        self.logins = logins
         self._clock = clock
-        self._failures: deque[float] = deque()
+        self._failures: deque[float] = deque(maxlen=LOGIN_FAILURES + 1)
         self._lock = threading.Lock()
 
     # --- login -----------------------------------------------------------------------------------------------
 
-    def login_allowed(self) -> bool:
-        now = self._clock()
-        with self._lock:
-            while self._failures and self._failures[0] < now - LOGIN_WINDOW_SECONDS:
-                self._failures.popleft()
-            return len(self._failures) < LOGIN_FAILURES
-
     def check_token(self, given: str) -> bool:
+        """Whether ``given`` is the token. A wrong one is counted (see ``too_many_wrong``)."""
         ok = hmac.compare_digest(given.strip().encode(), self._key)
         if not ok:
             with self._lock:
                 self._failures.append(self._clock())
         return ok
 
+    def too_many_wrong(self) -> bool:
+        """Whether more than ``LOGIN_FAILURES`` wrong tokens came within a window: a wrong one is then told to wait.
+        Asked after the token was checked, so the right token is never refused."""
+        with self._lock:
+            return (len(self._failures) > LOGIN_FAILURES
+                    and self._failures[0] > self._clock() - LOGIN_WINDOW_SECONDS)
+
     # --- session ---------------------------------------------------------------------------------------------
 
-    def new_session(self) -> str:
-        issued = str(int(self._clock()))
-        return f"{issued}.{self._sign('session', issued)}"
-
-    def session_valid(self, cookie: str | None) -> bool:
-        if not cookie or "." not in cookie:
-            return False
-        issued, _, signature = cookie.partition(".")
-        if not issued.isdigit() or not hmac.compare_digest(signature, self._sign("session", issued)):
-            return False
-        age = self._clock() - int(issued)
-        return -60 <= age <= SESSION_SECONDS
+    def session(self, cookie: str | None) -> Session | None:
+        return self.logins.session(cookie)
 
     # --- CSRF --------------------------------------------------------------------------------------------------
 
@@ -94,3 +95,36 @@ def same_origin(headers: Mapping[str, str], allowed: set[str]) -> bool:
         return urlsplit(origin).netloc.lower() in allowed
     site = headers.get("sec-fetch-site")
     return site is None or site in ("same-origin", "none")
+
+
+def split_host(host: str) -> tuple[str, int | None]:
+    """``name[:port]`` of a Host header, the name lower-case and without brackets; ("", None) when malformed."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        name, _, rest = host[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+        if rest and not rest.startswith(":"):
+            return "", None
+    else:
+        name, _, port = host.partition(":")
+    if port and not port.isdigit():
+        return "", None
+    return name.rstrip("."), int(port) if port else None
+
+
+def is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def is_loopback_name(name: str) -> bool:
+    """127.0.0.0/8, ::1 or ``localhost``: the names every local program shares (and with it, cookies)."""
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False

@@ -58,5 +58,6 @@ def build_imessage_channel(
         attachments_root=settings.messages_attachments_path,
         attachment_wait_seconds=settings.attachment_wait_seconds,
         copies=copies,
+        allow_sms=settings.allow_sms,
     )
     return ingress, build_imessage_egress(settings, sent)

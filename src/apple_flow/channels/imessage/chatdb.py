@@ -16,11 +16,14 @@ import os
 import sqlite3
 import sys
 import sysconfig
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from pathlib import Path
 from urllib.parse import quote
+
+from apple_flow.app_bundle import running_app
 
 APPLE_EPOCH = datetime(2001, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_MS = 250
@@ -138,6 +141,12 @@ def python_app_bundle() -> Path | None:
 
 
 def full_disk_access_hint() -> str:
+    app = running_app()
+    if app is not None:  # the service: macOS asks about Apple Flow.app, whose launcher started this Python
+        return (
+            f"switch on {app.stem} in System Settings > Privacy & Security > Full Disk Access (not listed? the + "
+            f"button, then Cmd+Shift+G and {app}); apple-flow tries again by itself"
+        )
     bundle = python_app_bundle()
     also = f" (and, for this framework build of Python, {bundle})" if bundle is not None else ""
     return (
@@ -156,12 +165,14 @@ def apple_date(value: int | None) -> datetime:
 
 
 class ChatDB:
-    """A read-only connection to chat.db, opened lazily and reopened after any failure."""
+    """A read-only connection to chat.db, opened lazily and reopened after any failure. Safe to share between
+    threads (the ingress's check of unsent messages runs on the turns' threads): one query at a time."""
 
     def __init__(self, path: Path, platform: str = sys.platform) -> None:
         self.path = path
         self._platform = platform
         self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
 
     def rows_after(self, rowid: int, limit: int = 200) -> list[MessageRow]:
         """Up to ``limit`` rows with ``ROWID > rowid``, in ROWID order."""
@@ -195,17 +206,23 @@ class ChatDB:
         return newest if isinstance(newest, int) else 0
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
 
     def _query(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
-        try:
-            conn = self._connect()
-            return conn.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            self.close()  # the next call reopens: the file may have been replaced, unlocked or granted meanwhile
-            raise self._diagnose(exc) from exc
+        with self._lock:
+            try:
+                conn = self._connect()
+                return conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                self._close()  # the next call reopens: the file may have been replaced, unlocked or granted meanwhile
+                error = exc
+        raise self._diagnose(error) from error
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:

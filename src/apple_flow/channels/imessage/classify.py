@@ -29,6 +29,7 @@ STICKER_TYPE = 1000
 APPROVING_TAPBACKS = frozenset({2000, 2001})
 DENYING_TAPBACK = 2002
 SMS_SERVICES = frozenset({"SMS", "RCS"})  # not reachable through the iMessage account
+TRUSTED_SERVICE = "iMessage"  # the only service whose sender IDs cannot be forged (SMS and RCS's can)
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class ReadRules:
     # Rows older than max_age_seconds but not than this are taken as ``late`` (listed to the sender, run on request;
     # a Mac that slept meets them daily); older ones are skipped. 0, or not above max_age_seconds: none are late.
     catch_up_seconds: float = 0
+    allow_sms: bool = False  # take SMS and RCS messages (read-only turns; never an approval, denial or cancel)
 
 
 def message_text(row: MessageRow) -> str:
@@ -88,11 +90,13 @@ def classify(
     skip = _skip_reason(row, rules, text, sender, own_chat, group, tapback is not None, too_old)
     if skip is not None:
         return Skipped(row.rowid, skip, sender, shown)
+    if is_forgeable(row) and not rules.allow_sms:
+        return Skipped(row.rowid, forgeable_reason(row), sender, shown, forgeable=True)
     assert text is not None and sender is not None  # _skip_reason checked both
     if tapback is not None:  # never an echo nor a copy: its guid is its own
         return InboundMessage(rowid=row.rowid, sender=sender, text=text, date=row.date,
                               chat_identifier=row.chat_identifier, reply_to=_reply_target(row, sender, group),
-                              tapback=tapback)
+                              tapback=tapback, forgeable=is_forgeable(row))
     # A message of files alone is known by their names (the daemon's own file sends come back that way).
     same = text if text.strip() else files_echo_text(row.attachment_names)
     # Your own text to yourself is a request unless it is a copy of the daemon's reply (either copy of it).
@@ -111,7 +115,18 @@ def classify(
         is_from_me=False,  # a text to yourself is a request like any other; the daemon's own texts never get here
         reply_to=_reply_target(row, sender, group),
         late=late,
+        forgeable=is_forgeable(row),
     )
+
+
+def is_forgeable(row: MessageRow) -> bool:
+    """Whether the row came by anything but iMessage (SMS, RCS, or no service recorded): its sender can be forged."""
+    return (row.service or "").casefold() != TRUSTED_SERVICE.casefold()
+
+
+def forgeable_reason(row: MessageRow) -> str:
+    service = row.service or "no service"
+    return f"{service}, not iMessage: its sender can be forged (APPLE_FLOW_ALLOW_SMS=true takes it, read-only)"
 
 
 def tapback_target(associated_guid: str | None) -> str | None:

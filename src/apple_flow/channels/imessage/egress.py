@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from apple_flow.app_bundle import running_app
 from apple_flow.channels.base import Egress, SendError, SentTexts
 from apple_flow.channels.imessage.attachments import MESSAGES_PREFIX
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
@@ -85,6 +86,14 @@ AUTOMATION_HINT = (
     "allow the app running apple-flow to control Messages in System Settings > Privacy & Security > Automation "
     "(run `apple-flow send <your handle> test` once from a terminal to get the prompt)"
 )
+
+
+def automation_hint() -> str:
+    """What to switch on: for the service, Messages under its own app (it probes, so macOS asks, by itself)."""
+    app = running_app()
+    if app is not None:
+        return f"switch on Messages under {app.stem} in System Settings > Privacy & Security > Automation"
+    return AUTOMATION_HINT
 
 
 def is_automation_denied(result: ScriptResult) -> bool:
@@ -210,7 +219,7 @@ class IMessageEgress(Egress):
                         self._file_evidence(target, staged.name, before)
                         return
                     if is_automation_denied(result):
-                        raise SendError(f"Messages refused the script (Automation permission): {AUTOMATION_HINT}")
+                        raise SendError(f"Messages refused the script (Automation permission): {automation_hint()}")
                     failures.append(f"{name}: {result.stderr.strip() or f'exit {result.returncode}'}")
                     log.warning("sending %s to %s with the %s form failed: %s", path.name, target.describe(), name,
                                 failures[-1])
@@ -228,7 +237,7 @@ class IMessageEgress(Egress):
                     # Never resent from here on: the text may be out, and a second send could deliver it twice.
                     return self._evidence(target, text, before, until_sent)
                 if is_automation_denied(result):
-                    raise SendError(f"Messages refused the script (Automation permission): {AUTOMATION_HINT}")
+                    raise SendError(f"Messages refused the script (Automation permission): {automation_hint()}")
                 failures.append(f"{name}: {result.stderr.strip() or f'exit {result.returncode}'}")
                 log.warning("iMessage send to %s with the %s form failed: %s", target.describe(), name, failures[-1])
         hint = (
@@ -287,6 +296,6 @@ class IMessageEgress(Egress):
         except ScriptTimeout as exc:
             # Not retried: a hang usually means an Automation prompt waiting for the user, and the message may
             # have gone out already (a retry could send it twice).
-            raise SendError(f"{exc}; if macOS is asking for permission, answer it, or {AUTOMATION_HINT}") from exc
+            raise SendError(f"{exc}; if macOS is asking for permission, answer it, or {automation_hint()}") from exc
         except (OSError, ValueError) as exc:  # ValueError: an argument the OS cannot take (argv_safe prevents it)
             raise SendError(f"could not run {self._command}: {exc}") from exc

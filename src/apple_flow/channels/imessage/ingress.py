@@ -23,12 +23,17 @@ from apple_flow.channels.imessage.watcher import DbChangeWaiter
 
 log = logging.getLogger(__name__)
 
-ErrorListener = Callable[[ChatDBError], None]
+ErrorListener = Callable[[ChatDBError | None], None]  # None: readable again
 _BATCH = 100  # rows per read: bounds memory when many large messages arrive at once
 # A WAL commit becomes visible only when SQLite updates the memory-mapped -shm index, which raises no file event;
-# the -wal write that does can come an fsync earlier. So after each event, look again shortly a few times before
-# going back to the long wait (without this, about one row in a hundred waited for the 2 s poll).
-_RECHECK_AFTER_EVENT = (0.02, 0.05, 0.1, 0.25, 0.5)
+# the -wal write that does can come an fsync earlier. So after each event the rows are read at once, then again
+# shortly a few times before going back to the long wait (without this, about one row in a hundred waited for the
+# 2 s poll). Each look is one indexed query.
+_RECHECK_AFTER_EVENT = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5)
+# After a read that found rows (a burst may be under way), a short pause before the next, so that a burst is read in
+# batches rather than a query per commit competing with the writer (and the just-read message on its way to its agent);
+# the first row of a burst is read at once.
+_BURST_PAUSE = 0.01
 
 
 class IMessageIngress(Ingress):
@@ -46,11 +51,13 @@ class IMessageIngress(Ingress):
         attachments_root: Path = Path(MESSAGES_PREFIX),
         attachment_wait_seconds: float = 0,
         copies: CopyRecord | None = None,
+        allow_sms: bool = False,
     ) -> None:
         self.db = ChatDB(db_path)
+        self._checks_db = ChatDB(db_path)
         self._attachments_root = attachments_root
         self._attachment_wait = attachment_wait_seconds
-        self._rules = ReadRules(default_region, max_message_age_seconds, group_replies, catch_up_seconds)
+        self._rules = ReadRules(default_region, max_message_age_seconds, group_replies, catch_up_seconds, allow_sms)
         self._sent = sent
         self._copies = Copies(copies)
         self._poll_seconds = poll_seconds
@@ -71,16 +78,13 @@ class IMessageIngress(Ingress):
     def unsent(self, rowid: int) -> bool:
         """Whether the message was unsent after it was read (asked before a queued turn starts). False when
         chat.db cannot tell now."""
-        # Its own connection (the reading loop has one), closed here: left to the garbage collector (sqlite3's
-        # statement cache makes a cycle) it stays open with its page cache, one per queued turn.
-        db = ChatDB(self.db.path)
+        # One connection for these checks, kept open (a connection per check cost about 1 ms per turn), besides
+        # the reading loop's: a check never waits for a read of 100 rows. ChatDB runs one query at a time.
         try:
-            return db.is_retracted(rowid)
+            return self._checks_db.is_retracted(rowid)
         except ChatDBError as exc:
             log.warning("cannot tell whether row %d was unsent: %s", rowid, exc)
             return False
-        finally:
-            db.close()
 
     def settle_attachments(self, message: InboundMessage, stop: threading.Event) -> tuple[Attachment, ...]:
         """The message's attachments once those still downloading have finished, or
@@ -98,6 +102,7 @@ class IMessageIngress(Ingress):
         self.scanned_rowid = after_rowid
         waiter = DbChangeWaiter(self.db.path, self._poll_seconds, stop)
         waiter.start()  # before the first read, so no commit falls between reading and watching
+        self.watching = waiter.watching
         rechecks: list[float] = []
         try:
             while not stop.is_set():
@@ -124,6 +129,9 @@ class IMessageIngress(Ingress):
                 if len(rows) >= _BATCH:
                     continue
                 self._caught_up.set()
+                if rows:
+                    stop.wait(_BURST_PAUSE)
+                    continue
                 # After an event, look again shortly a few times (any new event re-arms), then wait long.
                 if waiter.wait(rechecks.pop(0) if rechecks else None):
                     rechecks = list(_RECHECK_AFTER_EVENT)
@@ -133,6 +141,7 @@ class IMessageIngress(Ingress):
             self._caught_up.clear()
             self.watching = False
             self.db.close()
+            self._checks_db.close()
 
     def _read(self, cursor: int) -> list[MessageRow] | None:
         try:
@@ -147,6 +156,8 @@ class IMessageIngress(Ingress):
         if self.last_error is not None:
             log.info("iMessage: chat.db readable again")
             self.last_error = None
+            if self.on_error is not None:
+                self.on_error(None)
         return rows
 
     def _classify(self, row: MessageRow) -> InboundMessage | Skipped:

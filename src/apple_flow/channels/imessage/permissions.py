@@ -2,13 +2,17 @@
 (Automation), checked by the daemon itself.
 
 macOS charges both to the process's *responsible* app: run from a terminal, the terminal app; run by launchd, the
-job's own executable (the virtualenv's resolved ``python3``). A check made from a terminal says nothing about the
+job's own executable: ``Apple Flow.app``, whose launcher starts the daemon (``app_bundle``), or the virtualenv's
+resolved ``python3`` for a job that runs Python directly. A check made from a terminal says nothing about the
 service, so every result names the app it applies to, and the daemon checks for itself at start. Its findings go
 to its log, to ``health``, and to the store, where ``apple-flow service status`` (another process) reads them.
 
 While chat.db cannot be read the daemon waits and tries again with a growing pause, instead of exiting into
 launchd's KeepAlive restart every 10 s. Automation is probed in the background, because the first probe waits on
-the permission prompt until the user answers it, and again later while Messages refuses.
+the permission prompt until the user answers it, and again later while Messages refuses. For the first minutes
+after ``service install`` both are checked every few seconds (the owner is in System Settings right then).
+
+Listeners (``listen``) get the report at every change, e.g. ``OwnerNotices``, which texts the owner.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
+from apple_flow.app_bundle import LAUNCHER_VARIABLE, app_of_executable, shown
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_app_bundle, python_binary
 from apple_flow.channels.imessage.probe import ProbeResult, ProbeState, probe_messages_automation
 from apple_flow.config import Settings
@@ -38,6 +43,8 @@ FULL_DISK_ACCESS_SETTINGS = "System Settings > Privacy & Security > Full Disk Ac
 # The first probe may wait on the permission prompt; AppleScript itself gives up on an event after 120 s (-1712).
 PROBE_TIMEOUT_SECONDS = 150.0
 MAX_PAUSE_SECONDS = 300.0
+QUICK_WINDOW_SECONDS = 600.0  # after `service install`: the owner is granting permissions right now
+QUICK_PAUSE_SECONDS = 3.0
 
 # TERM_PROGRAM of the terminal apps people use, and the name System Settings lists them under.
 TERMINAL_APPS = {
@@ -58,6 +65,15 @@ class Responsible:
 
     name: str
     terminal: bool  # a terminal app (GUI), rather than this process's own binary (a launchd job)
+    app: str = ""  # the .app to add with the + button when System Settings does not list it yet
+
+
+def launcher_app(executable: str) -> Responsible:
+    """The app whose launcher started this process (``APPLE_FLOW_LAUNCHER``): named as System Settings lists it."""
+    bundle = app_of_executable(executable)
+    if bundle is None:
+        return Responsible(executable, False)
+    return Responsible(bundle.stem, False, str(bundle))
 
 
 def responsible_app(environ: Mapping[str, str] | None = None) -> Responsible:
@@ -65,6 +81,9 @@ def responsible_app(environ: Mapping[str, str] | None = None) -> Responsible:
     program = env.get("TERM_PROGRAM", "")
     if program:
         return Responsible(TERMINAL_APPS.get(program, program), True)
+    launcher = env.get(LAUNCHER_VARIABLE, "")  # the service: Apple Flow.app started this Python
+    if launcher:
+        return launcher_app(launcher)
     bundle = env.get("__CFBundleIdentifier", "")  # set by macOS for everything an app (e.g. an IDE) starts
     if bundle:
         return Responsible(bundle, True)
@@ -100,6 +119,12 @@ class PermissionReport:
     pid: int
     started_at: float
     findings: tuple[Finding, ...]
+    service_pid: int = 0  # the launchd job's process (Apple Flow.app's launcher, the daemon's parent); 0: ``pid``
+
+    @property
+    def job_pid(self) -> int:
+        """The pid launchd reports for the job that made this report."""
+        return self.service_pid or self.pid
 
     @property
     def ok(self) -> bool:
@@ -116,14 +141,21 @@ class PermissionReport:
     def from_json(cls, text: str) -> PermissionReport:
         data = json.loads(text)
         findings = tuple(Finding(f["name"], State(f["state"]), f["detail"], f["fix"]) for f in data["findings"])
-        return cls(data["app"], int(data["pid"]), float(data["started_at"]), findings)
+        return cls(
+            data["app"], int(data["pid"]), float(data["started_at"]), findings, int(data.get("service_pid", 0))
+        )
 
 
 def full_disk_access_fix(app: Responsible) -> str:
     if app.terminal:
         return (
             f"grant Full Disk Access to {app.name} in {FULL_DISK_ACCESS_SETTINGS}, then quit and reopen {app.name} "
-            "(a terminal's grant does not cover the service: it is checked as its own Python)"
+            "(a terminal's grant does not cover the service: it is checked as itself, Apple Flow)"
+        )
+    if app.app:
+        return (
+            f"switch on {app.name} in {FULL_DISK_ACCESS_SETTINGS} (not listed? the + button, then Cmd+Shift+G and "
+            f"{shown(Path(app.app))}); apple-flow tries again by itself, or run `apple-flow service restart`"
         )
     bundle = python_app_bundle()
     also = f" (and {bundle}, for this framework build of Python)" if bundle is not None else ""
@@ -180,15 +212,19 @@ class PermissionMonitor:
         record: ReportRecord,
         app: Responsible | None = None,
         clock: Callable[[], float] = time.time,
+        installed_at: float | None = None,
     ) -> None:
         self._settings = settings
         self._record_to = record
         self.app = app or responsible_app()
         self._path = settings.messages_db_path
         self._first_pause = settings.poll_interval_seconds
+        self._clock = clock
         self._started_at = clock()
+        self._quick_until = (installed_at + QUICK_WINDOW_SECONDS) if installed_at is not None else 0.0
         self._lock = threading.Lock()
         self._closed = threading.Event()
+        self._listeners: list[Callable[[PermissionReport], None]] = []
         self._findings = {
             CHAT_DB: Finding(CHAT_DB, State.CHECKING, f"not read yet by {self.app.name}"),
             AUTOMATION: Finding(
@@ -206,22 +242,49 @@ class PermissionMonitor:
     def close(self) -> None:
         self._closed.set()
 
+    def listen(self, listener: Callable[[PermissionReport], None]) -> None:
+        """``listener`` gets the report now and at every change (on the thread that made it)."""
+        self._listeners.append(listener)
+        listener(self.report())
+
+    def chat_db_state(self, error: ChatDBError | None) -> None:
+        """The reader's news: chat.db unreadable (``error``) or readable again (None), e.g. Full Disk Access
+        switched off while the daemon runs. Only a refusal is a permission's business: a passing lock is not."""
+        if error is None:
+            if not self._findings[CHAT_DB].ok:
+                self._check_chat_db()
+            return
+        if error.problem is not ChatDBProblem.NO_PERMISSION:
+            return
+
+        def failed() -> int:
+            raise error
+
+        self._record(chat_db_finding(failed, self._path, self.app))
+
     def wait_until_ready(self, stop: threading.Event) -> bool:
         """Returns once chat.db can be read (True), or when ``stop`` is set (False). Tries again after a pause
-        that doubles up to five minutes."""
+        that doubles up to five minutes (every few seconds just after an install)."""
         pause = self._first_pause
         while not self._findings[CHAT_DB].ok:
-            log.warning("cannot read messages yet; trying again in %g s", pause)
-            if stop.wait(pause):
+            wait = self._pause(pause)
+            log.warning("cannot read messages yet; trying again in %g s", wait)
+            if stop.wait(wait):
                 return False
             pause = min(pause * 2, MAX_PAUSE_SECONDS)
             self._check_chat_db()
         return True
 
+    def _pause(self, backoff: float) -> float:
+        """``backoff``, or the quick pause while the install's first minutes last."""
+        return QUICK_PAUSE_SECONDS if self._clock() < self._quick_until else backoff
+
     def report(self) -> PermissionReport:
         with self._lock:
             findings = tuple(self._findings.values())
-        return PermissionReport(self.app.name, os.getpid(), self._started_at, findings)
+        # Under Apple Flow.app the job launchd runs is the launcher, this process's parent.
+        job = os.getppid() if os.environ.get(LAUNCHER_VARIABLE) else os.getpid()
+        return PermissionReport(self.app.name, os.getpid(), self._started_at, findings, job)
 
     def summary(self) -> str:
         """One paragraph for ``health``."""
@@ -241,7 +304,7 @@ class PermissionMonitor:
         while not self._closed.is_set():
             result = probe_messages_automation(self._settings.osascript_command, PROBE_TIMEOUT_SECONDS, self.app.name)
             self._record(automation_finding(result))
-            if result.ok or result.state is ProbeState.UNAVAILABLE or self._closed.wait(pause):
+            if result.ok or result.state is ProbeState.UNAVAILABLE or self._closed.wait(self._pause(pause)):
                 return
             pause = min(pause * 2, MAX_PAUSE_SECONDS)
 
@@ -251,7 +314,13 @@ class PermissionMonitor:
             self._findings[finding.name] = finding
         if changed:
             (log.info if finding.state in (State.OK, State.CHECKING) else log.error)("%s", finding.line())
+        report = self.report()
         try:
-            self._record_to.set(REPORT_KEY, self.report().to_json())
+            self._record_to.set(REPORT_KEY, report.to_json())
         except Exception:  # the report is for people; it must not stop the daemon
             log.exception("could not record the permission report")
+        for listener in list(self._listeners) if changed else []:
+            try:
+                listener(report)
+            except Exception:  # a listener's failure (e.g. a text not sent) must not stop the check
+                log.exception("a permission listener failed")

@@ -1,9 +1,10 @@
-"""Waiting for chat.db to change: file events on the database and its ``-wal``/``-shm`` (inotify on Linux,
-FSEvents on macOS, via watchfiles' Rust notifier), with a slow poll as the safety net for missed or unsupported
-events.
+"""Waiting for chat.db to change: file events on the database and its ``-wal``/``-shm`` (inotify on Linux, kqueue
+on macOS: ``fileevents``), with a slow poll as the safety net for missed or unsupported events.
 
-``RustNotify`` is used directly (it is watchfiles' documented backend) rather than the ``watch()`` generator,
-because the wait needs a different timeout per call: long when idle, short while re-checking after an event.
+The wait blocks until an event, the timeout or ``stop``: nothing wakes the process while no message arrives (the
+watchfiles notifier used before returned to Python every 20 ms to check ``stop``). ``stop`` is a plain
+``threading.Event``, which cannot wake a blocked wait by itself, so a thread of the waiter's own blocks on it and
+wakes the wait when it is set.
 """
 
 from __future__ import annotations
@@ -13,14 +14,9 @@ import threading
 import time
 from pathlib import Path
 
-from watchfiles._rust_notify import RustNotify
+from apple_flow.channels.imessage.fileevents import Notifier, watch_names
 
 log = logging.getLogger(__name__)
-
-# Events are grouped until none arrive for STEP ms (at most DEBOUNCE ms). STEP is also how often the notifier
-# wakes to check ``stop``: small enough for fast pickup, large enough for < 1 % idle CPU.
-_STEP_MS = 20
-_DEBOUNCE_MS = 200
 
 
 class DbChangeWaiter:
@@ -30,10 +26,12 @@ class DbChangeWaiter:
 
     def __init__(self, db_path: Path, poll_seconds: float, stop: threading.Event) -> None:
         self._folder = db_path.parent
-        self._names = {db_path.name, f"{db_path.name}-wal", f"{db_path.name}-shm"}
+        self._names = (db_path.name, f"{db_path.name}-wal", f"{db_path.name}-shm")
         self._poll_seconds = poll_seconds
         self._stop = stop
-        self._notify: RustNotify | None = None
+        self._notify: Notifier | None = None
+        self._lock = threading.Lock()  # guards _notify against the stop relay
+        self._relay: threading.Thread | None = None
 
     @property
     def watching(self) -> bool:
@@ -43,37 +41,52 @@ class DbChangeWaiter:
         """Starts watching now (events from here on are kept until the next ``wait``)."""
         if self._notify is None and self._folder.is_dir():
             try:
-                self._notify = RustNotify([str(self._folder)], False, False, 300, False, False)
-            except Exception as exc:  # e.g. out of inotify watches: the poll still works
+                notify = watch_names(self._folder, self._names)
+            except OSError as exc:  # e.g. out of inotify watches: the poll still works
                 log.warning("cannot watch %s (%s); polling every %.1fs", self._folder, exc, self._poll_seconds)
+                return
+            with self._lock:
+                self._notify = notify
 
     def wait(self, timeout: float | None = None) -> bool:
         seconds = self._poll_seconds if timeout is None else timeout
         if self._stop.is_set():
             return False
         self.start()
-        if self._notify is None:
+        notify = self._notify
+        if notify is None:
             self._stop.wait(seconds)
             return False
+        self._relay_stop()
         deadline = time.monotonic() + seconds
         while not self._stop.is_set():
-            remaining_ms = int((deadline - time.monotonic()) * 1000)
-            if remaining_ms <= 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 return False
             try:
-                result = self._notify.watch(_DEBOUNCE_MS, _STEP_MS, remaining_ms, self._stop)
-            except Exception as exc:  # e.g. the folder vanished: keep going by polling
+                if notify.wait(remaining):
+                    return True
+            except OSError as exc:  # e.g. the folder vanished: keep going by polling
                 log.warning("watching %s failed (%s); polling instead", self._folder, exc)
                 self.close()
                 self._stop.wait(max(deadline - time.monotonic(), 0))
                 return False
-            if isinstance(result, str):  # "timeout", "stop" or "signal"
-                return False
-            if any(Path(path).name in self._names for _, path in result):
-                return True
         return False
 
+    def _relay_stop(self) -> None:
+        """Once per waiter: a thread that wakes the blocked wait when ``stop`` is set."""
+        if self._relay is None:
+            self._relay = threading.Thread(target=self._wake_on_stop, name="chatdb-stop", daemon=True)
+            self._relay.start()
+
+    def _wake_on_stop(self) -> None:
+        self._stop.wait()
+        with self._lock:
+            if self._notify is not None:
+                self._notify.wake()
+
     def close(self) -> None:
-        if self._notify is not None:
-            self._notify.close()
-            self._notify = None
+        with self._lock:
+            if self._notify is not None:
+                self._notify.close()
+                self._notify = None

@@ -39,6 +39,7 @@ from apple_flow.daemon.store.reply_files import WEB_REPLY_PREFIX, ReplyFileTable
 from apple_flow.daemon.store.run_events import RunEventTable
 from apple_flow.daemon.store.runs import RunTable
 from apple_flow.daemon.store.sent import SentRecord, SentTable
+from apple_flow.daemon.store.web_logins import WebLoginTable
 from apple_flow.daemon.store.web_runs import WebRunTable
 
 __all__ = [
@@ -64,6 +65,7 @@ class Store:
         self.run_events = RunEventTable(self.db)
         self.approvals = ApprovalTable(self.db)
         self.web_runs = WebRunTable(self.db)
+        self.web_logins = WebLoginTable(self.db, self.meta)
         self.events = EventTable(self.db)
         self.held = HeldTable(self.db)
         # All writes inside happen together or not at all; nests (inner blocks join the outer one).

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from apple_flow.daemon.store.migrations import MIGRATIONS, SCHEMA_VERSION, statements
+from apple_flow.paths import is_state_folder
+from apple_flow.privatefile import private_files, private_folder
 
 
 class StoreError(RuntimeError):
@@ -28,7 +30,10 @@ class Database:
         self._lock = threading.RLock()
         self._depth = 0
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # Every request, reply and diff is in here: the folder 0700 and the files 0600, whatever the umask, and
+            # those an older apple-flow left readable tightened.
+            private_folder(path.parent, tighten=is_state_folder(path.parent))
+            private_files(path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-journal")))
             self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")

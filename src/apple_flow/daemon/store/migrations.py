@@ -185,6 +185,29 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX held_by_sender ON held (sender, batch);
     """,
+    # 12: the web page's logins (web_logins.py): sessions the server can end, and one-time login links texted by
+    # `web`. Only SHA-256 digests of the secrets are kept; the browser and the text hold the secrets themselves.
+    """
+    CREATE TABLE web_sessions (
+        id TEXT PRIMARY KEY,          -- sha256 of the cookie's value
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        via TEXT NOT NULL             -- token | link:<sender>
+    );
+    CREATE TABLE web_links (
+        id TEXT PRIMARY KEY,          -- sha256 of the link's secret
+        sender TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        used_at REAL
+    );
+    """,
+    # 13: `escalate <run>`: the approval an approved task's run carried out, and the run an escalation runs again.
+    """
+    ALTER TABLE runs ADD COLUMN approval TEXT;          -- req_... for kind approve and escalate
+    ALTER TABLE runs ADD COLUMN escalated_from TEXT;    -- kind escalate: the failed run it runs again
+    CREATE INDEX runs_by_escalated_from ON runs (escalated_from);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -49,6 +49,8 @@ class Run:
     output_tokens: int | None = None
     backend: str | None = None  # what answered: the connector, with the backend and model the agent reported
     tokens_estimated: int | None = None  # 1: the token counts are the agent's estimate, not the model's count
+    approval: str | None = None  # the approval request an approved task's run (or its escalation) carried out
+    escalated_from: str | None = None  # an escalation: the failed run it runs again on another connector
 
 
 @dataclass(frozen=True)

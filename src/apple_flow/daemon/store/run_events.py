@@ -3,6 +3,7 @@ those of the newest runs only."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from apple_flow.connectors.stream_events import Result, Start, parse_line
@@ -14,28 +15,27 @@ class RunEventTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def add(self, run_id: str, event_type: str, body: str, budget: int, keep_runs: int) -> bool:
-        """Keeps one event of a run unless the run's events already take ``budget`` bytes (then it is counted as
-        dropped). The first event of a run also forgets the events of runs older than the newest ``keep_runs``,
-        so the table stays bounded. Returns whether the event was kept."""
+    def add(self, run_id: str, events: Sequence[tuple[str, str]], first_seq: int, dropped: int = 0,
+            keep_runs: int | None = None) -> None:
+        """Keeps a batch of a run's events, (type, body) numbered from ``first_seq``, and counts ``dropped`` more
+        as dropped (over the run's budget, which ``daemon.run_log`` keeps), in one transaction. With ``keep_runs``
+        (the run's first batch) it also forgets the events of runs older than the newest ``keep_runs``, so the
+        table stays bounded."""
         with self._db.transaction():
-            used, count = self._db.rows(
-                "SELECT COALESCE(SUM(LENGTH(body)), 0), COUNT(*) FROM run_events WHERE run_id = ?", (run_id,)
-            )[0]
-            if count == 0:
+            if keep_runs is not None:
                 self._db.write(
                     "DELETE FROM run_events WHERE run_id IN (SELECT id FROM runs ORDER BY started_at DESC, "
                     "rowid DESC LIMIT -1 OFFSET ?)",
                     (keep_runs,),
                 )
-            if used + len(body) > budget:
-                self._db.write("UPDATE runs SET events_dropped = events_dropped + 1 WHERE id = ?", (run_id,))
-                return False
-            self._db.write(
-                "INSERT INTO run_events (run_id, seq, at, type, body) VALUES (?, ?, ?, ?, ?)",
-                (run_id, count + 1, self._db.now(), event_type, body),
-            )
-            return True
+            at = self._db.now()
+            for seq, (event_type, body) in enumerate(events, start=first_seq):
+                self._db.write(
+                    "INSERT INTO run_events (run_id, seq, at, type, body) VALUES (?, ?, ?, ?, ?)",
+                    (run_id, seq, at, event_type, body),
+                )
+            if dropped:
+                self._db.write("UPDATE runs SET events_dropped = events_dropped + ? WHERE id = ?", (dropped, run_id))
 
     def facts(self, run_ids: list[str]) -> dict[str, RunFacts]:
         """The ``start`` and ``result`` events of these runs (the figures a list of runs shows: backend, model,

@@ -15,13 +15,15 @@ class RunTable:
         self._db = db
 
     def start(
-        self, run_id: str, sender: str, kind: str, workspace: str, request: str, message: str | None = None
+        self, run_id: str, sender: str, kind: str, workspace: str, request: str, message: str | None = None,
+        approval: str | None = None, escalated_from: str | None = None,
     ) -> None:
-        """A run begins (``message``: "channel:rowid" of the message it answers)."""
+        """A run begins (``message``: "channel:rowid" of the message it answers; ``approval``: the request an
+        approved task carries out; ``escalated_from``: the failed run an escalation runs again)."""
         self._db.write(
-            "INSERT INTO runs (id, sender, kind, workspace, request, state, started_at, message) "
-            "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-            (run_id, sender, kind, workspace, request, self._db.now(), message),
+            "INSERT INTO runs (id, sender, kind, workspace, request, state, started_at, message, approval, "
+            "escalated_from) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+            (run_id, sender, kind, workspace, request, self._db.now(), message, approval, escalated_from),
         )
 
     def finish(self, run_id: str, turn: FinishedTurn) -> None:
@@ -70,6 +72,20 @@ class RunTable:
         """The sender's runs started at or after ``since``, oldest first."""
         rows = self._db.rows(
             "SELECT * FROM runs WHERE sender = ? AND started_at >= ? ORDER BY started_at, rowid", (sender, since)
+        )
+        return [Run(**dict(row)) for row in rows]
+
+    def escalation_of(self, run_id: str) -> Run | None:
+        """The latest run that escalated ``run_id`` (ran it again on another connector), or None."""
+        rows = self._db.rows(
+            "SELECT * FROM runs WHERE escalated_from = ? ORDER BY started_at DESC, rowid DESC LIMIT 1", (run_id,)
+        )
+        return Run(**dict(rows[0])) if rows else None
+
+    def of_approval(self, approval_id: str) -> list[Run]:
+        """The runs that carried out an approval request (and escalated it), newest first."""
+        rows = self._db.rows(
+            "SELECT * FROM runs WHERE approval = ? ORDER BY started_at DESC, rowid DESC", (approval_id,)
         )
         return [Run(**dict(row)) for row in rows]
 

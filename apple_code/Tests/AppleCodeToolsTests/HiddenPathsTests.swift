@@ -1,0 +1,121 @@
+import AppleCodeCore
+import Foundation
+import Testing
+@testable import AppleCodeTools
+
+/// The owner's secrets are hidden from commands (bwrap: an empty folder or file over each) and
+/// from the file tools; the workspace wins over a hidden folder that holds it.
+@Suite struct HiddenPathsTests {
+    @Test func theStandardListNamesTheSecretsOfEachSystem() {
+        let linux = HiddenPaths.standard(home: "/home/me/", extra: [], macOS: false, realPath: { _ in nil })
+        #expect(linux.paths == [".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".netrc",
+                                ".git-credentials", ".docker/config.json", ".kube", ".npmrc", ".pypirc", ".apple-flow"]
+            .map { "/home/me/" + $0 })
+        let mac = HiddenPaths.standard(home: "/Users/me", extra: ["/srv/app/.env", "state/", ""], macOS: true,
+                                       current: "/srv/app", realPath: { $0 == "/Users/me/.ssh" ? "/keys/ssh" : nil })
+        for path in ["/Users/me/Library/Messages", "/Users/me/Library/Mail", "/Users/me/Library/Safari",
+                     "/Users/me/Library/Cookies", "/Users/me/Library/Keychains",
+                     "/Users/me/Library/Application Support/AddressBook", "/Users/me/.ssh", "/keys/ssh",
+                     "/srv/app/.env", "/srv/app/state"] {
+            #expect(mac.paths.contains(path), "\(path)")
+        }
+        #expect(HiddenPaths.standard(home: nil, extra: [], macOS: true).paths == [])
+        #expect(HiddenPaths.standard(home: nil, extra: ["/", "//"], macOS: false).paths == [])
+    }
+
+    @Test func theWorkspaceWinsOverAHiddenFolderThatHoldsIt() {
+        let hidden = HiddenPaths(paths: ["/h/.apple-flow", "/h/.ssh", "/h/.apple-flow/demo/.env"])
+        let workspace = "/h/.apple-flow/demo"
+        #expect(!hidden.hides("/h/.apple-flow/demo", workspace: workspace))
+        #expect(!hidden.hides("/h/.apple-flow/demo/src/a.py", workspace: workspace))
+        #expect(hidden.hides("/h/.apple-flow/demo/.env", workspace: workspace))
+        #expect(hidden.hides("/h/.apple-flow/relay.db", workspace: workspace))
+        #expect(hidden.hides("/h/.ssh/id_ed25519", workspace: workspace))
+        #expect(!hidden.hides("/h/.sshx", workspace: workspace))
+        // Elsewhere, the whole folder is hidden.
+        #expect(hidden.hides("/h/.apple-flow/demo/src/a.py", workspace: "/h/code"))
+        #expect(hidden.split(for: workspace) == (["/h/.apple-flow"], ["/h/.ssh", "/h/.apple-flow/demo/.env"]))
+    }
+
+    @Test func bubblewrapCoversEachHiddenPathWithSomethingEmpty() {
+        let kinds: [String: Workspace.FileKind] = [
+            "/h/.apple-flow": .directory, "/h/.ssh": .directory, "/h/.netrc": .file, "/h/.kube": .symlink,
+            "/h/.apple-flow/ws/.env": .file, "/tmp/elsewhere/.env": .file, "/h/.ssh/id_rsa": .file,
+            "/h/.apple-flow/relay.db": .file,
+        ]
+        let host = HostFiles(kind: { kinds[$0] ?? .missing }, entries: { _ in [] }, runtimeDirectory: nil)
+        let hidden = HiddenPaths(paths: ["/h/.apple-flow", "/h/.ssh", "/h/.netrc", "/h/.kube", "/h/.aws",
+                                         "/h/.apple-flow/ws/.env", "/tmp/elsewhere/.env", "/h/.ssh/id_rsa",
+                                         "/h/.apple-flow/relay.db"])
+        let argv = Bubblewrap.arguments(executable: "bwrap", workspace: "/h/.apple-flow/ws", host: host,
+                                        hidden: hidden)
+        let joined = argv.joined(separator: " ")
+        // The folder that holds the workspace is emptied before the workspace is bound back into it.
+        #expect(joined.contains("--tmpfs /h/.apple-flow --bind /h/.apple-flow/ws /h/.apple-flow/ws"))
+        #expect(joined.contains("--tmpfs /h/.ssh --remount-ro /h/.ssh --ro-bind /dev/null /h/.netrc "
+                                + "--ro-bind /dev/null /h/.apple-flow/ws/.env --dev /dev"))
+        // A symlink (its real path is listed too), a missing path, and anything in the private /tmp: nothing.
+        #expect(!argv.contains("/h/.kube") && !argv.contains("/h/.aws") && !argv.contains("/tmp/elsewhere/.env"))
+        // Inside a covered folder: covered with it (a mount point there could not even be made).
+        #expect(!argv.contains("/h/.ssh/id_rsa") && !argv.contains("/h/.apple-flow/relay.db"))
+    }
+
+    /// The file tools refuse a hidden path inside the workspace; listings and searches do not show it.
+    @Test func theFileToolsRefuseAndSkipHiddenPaths() async throws {
+        let ws = try TempWorkspace()
+        try ws.write(".env", "APPLE_FLOW_WEB_TOKEN=hunter2-secret\n")
+        try ws.write("state/relay.db", "hunter2-secret\n")
+        try ws.write("app.py", "print('hello')\n")
+        let workspace = try Workspace(ws.path, hidden: HiddenPaths(paths: [ws.path + "/.env", ws.path + "/state"]))
+        let context = ws.context()
+        func run(_ tool: some WorkspaceTool, _ arguments: [String: JSONValue]) async -> String {
+            do { return try await tool.perform(ToolArguments(arguments), in: workspace, context: context).text }
+            catch let failure as ToolFailure { return "Error: " + failure.message }
+            catch { return "Error: \(error)" }
+        }
+        #expect(await run(ReadFileTool(), ["path": ".env"]).hasPrefix("Error: .env is hidden"))
+        #expect(await run(ReadFileTool(), ["path": "state/relay.db"]).contains("is hidden"))
+        #expect(await run(WriteFileTool(), ["path": ".env", "content": "x"]).contains("is hidden"))
+        #expect(await run(ReadFileTool(), ["path": "app.py"]).contains("print('hello')"))
+        let listing = await run(ListDirectoryTool(), ["path": ".", "recursive": true])
+        #expect(listing.contains("app.py") && !listing.contains(".env") && !listing.contains("relay.db"))
+        #expect(!(await run(SearchContentTool(), ["pattern": "hunter2"])).contains("hunter2-secret"))
+        #expect(!(await run(SearchFilesTool(), ["pattern": "**/*.db"])).contains("relay.db"))
+        #expect(ws.read(".env") == "APPLE_FLOW_WEB_TOKEN=hunter2-secret\n")
+    }
+
+    /// A command cannot read a hidden folder or file, outside the workspace or inside it; a hidden folder that
+    /// holds the workspace shows nothing but the workspace, which stays writable. The folders are made by the test
+    /// under /var/tmp (the sandbox's /tmp is its own, so hiding there proves nothing).
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapHidesThemFromCommands() async throws {
+        let base = "/var/tmp/apple-code-hidden-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let state = base + "/state"
+        let workspacePath = state + "/ws"
+        for folder in [base + "/keys", workspacePath] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        for (path, text) in [(base + "/keys/id_ed25519", "key-secret"), (base + "/token", "token-secret"),
+                             (state + "/relay.db", "db-secret"), (workspacePath + "/.env", "env-secret"),
+                             (workspacePath + "/app.py", "print(1)")] {
+            try text.write(toFile: path, atomically: false, encoding: .utf8)
+        }
+        let hidden = HiddenPaths(paths: [base + "/keys", base + "/token", state, workspacePath + "/.env"])
+        let workspace = try Workspace(workspacePath, hidden: hidden)
+        let command = "cat \(base)/keys/id_ed25519 \(base)/token ../relay.db .env; "
+            + "echo \"keys=$(ls -A \(base)/keys | wc -l) state=$(ls -A .. | tr '\\n' ,)\"; "
+            + "cat app.py; echo made > new.txt; echo end"
+        let result = try await RunCommandTool(sandbox: .detected)
+            .perform(ToolArguments(["command": .string(command)]), in: workspace,
+                     context: ToolContext(workspace: workspacePath, maxResultTokens: 3000))
+        #expect(result.text.contains("keys=0 state=ws,"), "\(result.text)")
+        for secret in ["key-secret", "token-secret", "db-secret", "env-secret"] {
+            #expect(!result.text.contains(secret), "\(secret): \(result.text)")
+        }
+        #expect(result.text.contains("print(1)") && result.text.contains("end"), "\(result.text)")
+        #expect((try? String(contentsOfFile: workspacePath + "/new.txt", encoding: .utf8)) == "made\n")
+        // Untouched on the host.
+        #expect((try? String(contentsOfFile: workspacePath + "/.env", encoding: .utf8)) == "env-secret")
+    }
+}

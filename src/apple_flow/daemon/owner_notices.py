@@ -1,0 +1,83 @@
+"""The service tells the owner on the phone what it would otherwise only write to its log: that it is ready (the
+first time its permissions are complete), and that it can no longer read messages (Full Disk Access gone, while
+Messages still lets it send), once, with what to grant.
+
+It listens to the permission report (``PermissionMonitor.listen``) and sends through the daemon's own send, under
+the lock that its replies use. What it said is kept in the store, so a restart neither repeats the welcome nor the
+warning; the warning may come again only after chat.db was readable in between.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from apple_flow.channels.imessage.permissions import AUTOMATION, CHAT_DB, PermissionReport, State
+from apple_flow.daemon.store import Store
+
+log = logging.getLogger(__name__)
+
+READY_KEY = "owner_told_ready"
+CHAT_DB_LOST_KEY = "owner_told_chat_db_lost"
+
+# Returns why the text could not be sent, or None (the daemon's ``send_notice``).
+Send = Callable[[str, str], "str | None"]
+
+
+def ready_text(app: str) -> str:
+    return (
+        f"{app} is ready on your Mac: it reads the texts you send here and answers them. Text `help` to see what it "
+        "can do, or just ask, e.g. `what is in my workspace?`"
+    )
+
+
+def chat_db_lost_text(app: str, fix: str) -> str:
+    return f"{app} can no longer read your messages (Full Disk Access is off for it). On the Mac: {fix}."
+
+
+class OwnerNotices:
+    """See the module docstring. ``owner`` None (no allowed sender): nobody to tell, nothing sent."""
+
+    def __init__(self, store: Store, owner: str | None) -> None:
+        self._store = store
+        self._owner = owner
+        self._send: Send | None = None
+        self._lock = threading.Lock()
+        self._last: PermissionReport | None = None
+
+    def attach(self, send: Send) -> None:
+        """From now on texts go through ``send``; what the last report called for goes now."""
+        with self._lock:
+            self._send = send
+            last = self._last
+        if last is not None:
+            self.update(last)
+
+    def update(self, report: PermissionReport) -> None:
+        """A permission report changed (any thread)."""
+        with self._lock:
+            self._last = report
+            send, owner = self._send, self._owner
+            if send is None or owner is None:
+                return
+            states = {finding.name: finding for finding in report.findings}
+            chat_db, automation = states.get(CHAT_DB), states.get(AUTOMATION)
+            if chat_db is None or automation is None or automation.state is not State.OK:
+                return  # it cannot send (or does not know yet): nothing to say, nothing to remember
+            if chat_db.state is State.OK:
+                self._store.meta.set(CHAT_DB_LOST_KEY, "")
+                if not self._store.meta.get(READY_KEY):
+                    self._tell(send, owner, READY_KEY, ready_text(report.app))
+            elif chat_db.state is State.DENIED and self._store.meta.get(READY_KEY) and not self._store.meta.get(
+                CHAT_DB_LOST_KEY
+            ):
+                self._tell(send, owner, CHAT_DB_LOST_KEY, chat_db_lost_text(report.app, chat_db.fix))
+
+    def _tell(self, send: Send, owner: str, key: str, text: str) -> None:
+        problem = send(owner, text)
+        if problem is not None:
+            log.warning("could not text the owner (%s): %s", key, problem)
+            return  # not remembered: the next change tries again
+        self._store.meta.set(key, "sent")
+        self._store.events.log("owner_notice", key, owner)
