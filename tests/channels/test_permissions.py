@@ -193,7 +193,8 @@ def test_just_after_an_install_a_missing_chat_db_is_checked_every_few_seconds(
     tmp_path: Path, store: Store, minutes_ago: int, expected: list[float]
 ) -> None:
     path = tmp_path / "Messages" / "chat.db"
-    monitor = PermissionMonitor(settings_for(path), store.meta, app=SERVICE, installed_at=time.time() - minutes_ago * 60)
+    monitor = PermissionMonitor(settings_for(path), store.meta, app=SERVICE,
+                                installed_at=time.time() - minutes_ago * 60)
     stop = CountingStop(lambda: ChatDbWriter(path).close(), readable_after=6)
     assert monitor.wait_until_ready(stop) is True
     assert stop.pauses == expected

@@ -13,7 +13,7 @@ from apple_flow.channels.base import InboundMessage, Ingress
 from apple_flow.config import Settings
 from apple_flow.daemon.arrivals import FileLimits, describe, receive
 from apple_flow.daemon.cursor import CursorTracker
-from apple_flow.daemon.orchestrator import Turn
+from apple_flow.daemon.decisions import Turn
 from apple_flow.daemon.outbound import Outbound
 from apple_flow.daemon.store import Store, message_reply
 

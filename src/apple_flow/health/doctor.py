@@ -20,7 +20,8 @@ from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.connectors.apple_code import AppleCodeConnector
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.connectors.runner import SpawnError
-from apple_flow.daemon.orchestrator import FORGEABLE_EVENT, EventReads, forgeable_line
+from apple_flow.daemon.state_view import EventReads
+from apple_flow.daemon.status_replies import FORGEABLE_EVENT, forgeable_line
 from apple_flow.daemon.store import Event
 from apple_flow.handles import normalize_handle
 from apple_flow.health.check import Check, CheckStatus
