@@ -102,7 +102,8 @@ def test_events_that_come_together_are_written_in_one_transaction(store: Store) 
     store.db.trace(statements.append)
     with RunLog(store, "run_d") as record:
         for index in range(20):
-            record({"type": "tool_call", "id": f"c{index}", "name": "readFile", "arguments": {"path": f"{index}.py"}})
+            record(parse_event({"type": "tool_call", "id": f"c{index}", "name": "readFile",
+                                "arguments": {"path": f"{index}.py"}}))
         assert store.run_events.of_run("run_d") == []  # waiting to be written together
     store.db.trace(None)
     assert sum(1 for sql in statements if sql.startswith("COMMIT")) == 1
@@ -112,11 +113,11 @@ def test_events_that_come_together_are_written_in_one_transaction(store: Store) 
 def test_an_event_waits_at_most_the_flush_time_and_the_result_not_at_all(store: Store) -> None:
     store.runs.start("run_e", "+15551234567", "chat", "/ws", "x")
     record = RunLog(store, "run_e", flush_seconds=0.1)
-    record({"type": "tool_call", "id": "c1", "name": "runCommand", "arguments": {"command": "make test"}})
+    record(parse_event({"type": "tool_call", "id": "c1", "name": "runCommand", "arguments": {"command": "make test"}}))
     deadline = time.monotonic() + 5
     while not store.run_events.of_run("run_e"):  # shown while the command runs: no later event needed
         assert time.monotonic() < deadline, "the event was not written"
         time.sleep(0.02)
-    record({"type": "result", "subtype": "success", "result": "done"})
+    record(parse_event({"type": "result", "subtype": "success", "result": "done"}))
     assert [e.type for e in store.run_events.of_run("run_e")] == ["tool_call", "result"]
     record.close()
