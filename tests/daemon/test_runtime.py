@@ -6,10 +6,12 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from apple_flow.channels.base import InboundMessage
 from apple_flow.config import Settings
 from apple_flow.connectors.base import Exchange, Status, TurnOutcome
 from apple_flow.daemon.store import Store
@@ -516,3 +518,11 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
     assert not runner.is_alive()
     assert [exchange.user for exchange in store.history.recent(ANA, 10)] == ["second"]
     assert egress.to(ANA) == ["fake answer"]
+
+
+def test_only_the_commands_that_show_what_runs_have_it_looked_up(harness: Callable[..., Harness]) -> None:
+    # In a burst a sender's queue is long: the view of it is built for the commands that show it, not per message.
+    orchestrator = harness().daemon.orchestrator
+    texts = ("status", "health", "cancel", "escalate", "run 2", "hi", "task: add a test", "approve req_1", "help")
+    wanted = [orchestrator.needs_view(InboundMessage(1, ANA, text, datetime.now(UTC))) for text in texts]
+    assert wanted == [True] * 5 + [False] * 4

@@ -45,6 +45,8 @@ FILES_ONLY_REQUEST = "I sent you only files, no text. Look at them and tell me b
 RECENT_FOR_ESCALATE = 10  # a bare `escalate` looks for the latest task run among the sender's last runs
 # What a message that came by SMS or RCS (APPLE_FLOW_ALLOW_SMS) can never do: anyone can send one under your number.
 DECIDING = frozenset({Kind.APPROVE, Kind.DENY, Kind.DENY_ALL, Kind.CANCEL, Kind.WEB})  # WEB: a login link approves
+# The commands whose answer reads what runs now (``View``).
+VIEWING = frozenset({Kind.STATUS, Kind.HEALTH, Kind.CANCEL, Kind.ESCALATE, Kind.RUN})
 FORGEABLE_REFUSAL = (
     "{name} is not taken by SMS or RCS: anyone can send a text under your number. Send it by iMessage, or use the "
     "web page."
@@ -84,9 +86,14 @@ class Orchestrator:
 
     # ------------------------------------------------------------------------------------------- decide
 
-    def decide(self, message: InboundMessage, message_ref: str, view: Callable[[], View]) -> Decision:
-        """What to do with ``message``. ``view`` gives what runs now; it is asked only by the commands that show
-        it (``status``, ``health``, ``cancel``), since a sender's queue can be long (a burst)."""
+    def needs_view(self, message: InboundMessage) -> bool:
+        """Whether deciding ``message`` reads what runs now (``status``, ``health``, ``cancel``, ``escalate``, and
+        ``run``, whose held message may be one of them): the runtime builds the ``View`` only then, since a
+        sender's queue can be long (a burst)."""
+        return message.tapback is None and parse(message.text).kind in VIEWING
+
+    def decide(self, message: InboundMessage, message_ref: str, view: View) -> Decision:
+        """What to do with ``message``. ``view``: what runs now (an empty one unless ``needs_view``)."""
         if message.is_from_me:
             return Ignore("sent by this Mac")
         if message.late:  # a backlog is not a flood: held whatever its size, listed once
@@ -105,7 +112,7 @@ class Orchestrator:
         return self._decide_allowed(message, message_ref, view)
 
     def _decide_allowed(
-        self, message: InboundMessage, message_ref: str, view: Callable[[], View], held: bool = False
+        self, message: InboundMessage, message_ref: str, view: View, held: bool = False
     ) -> Decision:
         command = parse(message.text)
         sender = message.sender
@@ -120,7 +127,7 @@ class Orchestrator:
         if command.kind is Kind.WEB:
             return self._login_link(message)
         if command.kind in FAST:
-            return self._fast(command, sender, message_ref, view())
+            return self._fast(command, sender, message_ref, view)
         try:
             workspace = self._workspaces.resolve(command.alias)
         except WorkspaceError as exc:
@@ -144,7 +151,7 @@ class Orchestrator:
         return Reply(decision.message, decision.decided)
 
     def _run_held(
-        self, message: InboundMessage, target: str | None, message_ref: str, view: Callable[[], View]
+        self, message: InboundMessage, target: str | None, message_ref: str, view: View
     ) -> Decision:
         """`run`: the last of the messages listed after the Mac woke, as if it came now; `run <n>`: that one."""
         held = self._store.held.listing(message.sender)

@@ -300,7 +300,8 @@ class Runtime:
     def _decide(self, message: InboundMessage) -> Decision:
         ref = self._messages.ref(message)
         try:
-            return self._stale(message) or self.orchestrator.decide(message, ref, lambda: self._view(message.sender))
+            view = self._view(message.sender) if self.orchestrator.needs_view(message) else View()
+            return self._stale(message) or self.orchestrator.decide(message, ref, view)
         except Exception as exc:
             log.exception("handling message %s failed", ref)
             return Reply(failures.explain_exception(exc))
