@@ -309,8 +309,10 @@ import Testing
             throw AgentError(.timeout, "timed out", partialAnswer: "partly done", progress: RunProgress(turns: 1))
         }
         let backend = ScriptedBackend([answer(#"["a", "b", "c"]"#), answer("did a"), honoursDeadline, honoursDeadline])
+        var runner = PlanRunner(backend: backend)
+        runner.watchdogGrace = .seconds(60)  // the workers' own timeouts are under test (see the time-share test)
         let error = await #expect(throws: AgentError.self) {
-            _ = try await PlanRunner(backend: backend).run(makeRequest(deadline: deadline), events: EventLog())
+            _ = try await runner.run(makeRequest(deadline: deadline), events: EventLog())
         }
         let failure = try #require(error)
         #expect(failure.outcome == .timeout)
