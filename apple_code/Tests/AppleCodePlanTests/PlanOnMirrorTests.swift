@@ -44,12 +44,14 @@ import Testing
                                    instructions: "You are a coding agent.",
                                    tools: standardTools(readOnly: false, allowCommands: false),
                                    workspace: workspace, maxTurns: 16, contextTokens: 4096,
-                                   deadline: .now + .seconds(60))
+                                   // Far: the run's time is not under test, and on a loaded machine the
+                                   // planner's quarter of a minute was gone before it was read.
+                                   deadline: .now + .seconds(600))
         let events = EventLog()
         let result = try await PlanRunner(backend: backend).run(request, events: events)
 
         let sent = script.requests
-        #expect(sent.count == 5)
+        try #require(sent.count == 5)
         #expect(Set(sent[0].toolNames) == ["readFile", "listDirectory", "searchFiles", "searchContent"])
         for (position, name) in ["a.py", "b.py", "c.py"].enumerated() {
             let worker = sent[position + 1]

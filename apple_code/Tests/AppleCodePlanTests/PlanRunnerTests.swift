@@ -129,26 +129,31 @@ import Testing
             try await Task.sleep(until: end, clock: .continuous)
             throw AgentError(.timeout, "timed out", progress: RunProgress(turns: 1))
         }
-        // Its quarter of 8 s runs out: the task runs directly in the time left (6 s: plenty on a loaded machine).
+        // Its quarter of 40 s runs out: the task runs directly in the time left (30 s: on a machine loaded enough
+        // that the other suites hold both cores, the tests' own steps have waited over 12 s for a thread).
         let share = ScriptedBackend([honoursDeadline, answer("direct")])
         let events = EventLog()
         // The backend's own timeout is under test, not the watchdog's: on a loaded machine (parallel tests on two
         // cores) the watchdog, 2 s after the same deadline, could be resumed first and drop the planner's progress.
         var runner = PlanRunner(backend: share)
         runner.watchdogGrace = .seconds(60)
-        let result = try await runner.run(makeRequest(deadline: .now + .seconds(8)), events: events)
+        let result = try await runner.run(makeRequest(deadline: .now + .seconds(40)), events: events)
         #expect(result.text == "direct")
         #expect(result.progress.turns == 2)
         #expect(events.notices.contains { $0.hasPrefix("plan: the planner failed (error_timeout") })
 
         // The run's own time is gone (the CLI cancels the run at --timeout): no direct run, a timeout.
-        let deadline = ContinuousClock.now + .seconds(1)
+        let deadline = ContinuousClock.now + .seconds(5)
         let hangs: ScriptedBackend.Step = { _, _ in
             try await Task.sleep(for: .seconds(30))
             return AgentAnswer(text: "never", progress: RunProgress())
         }
         let out = ScriptedBackend([hangs, answer("direct")])
-        let run = Task { try await PlanRunner(backend: out).run(makeRequest(deadline: deadline), events: EventLog()) }
+        var outRunner = PlanRunner(backend: out)
+        outRunner.watchdogGrace = .seconds(60)  // the CLI's cancel is under test: the watchdog must not come first
+        let run = Task { [outRunner] in try await outRunner.run(makeRequest(deadline: deadline), events: EventLog()) }
+        // Cancelled once the planner runs (polled: a busy machine may start the run late) and its time is gone.
+        for _ in 0..<6000 where out.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         try await Task.sleep(until: deadline + .milliseconds(200), clock: .continuous)
         run.cancel()
         let error = await #expect(throws: AgentError.self) { _ = try await run.value }
@@ -236,11 +241,11 @@ import Testing
         #expect(twenty.requests[20].prompt.contains("Your subtask: s20; then s21"))
     }
 
-    // Deadlines in these tests are seconds, not milliseconds: the suite runs in parallel with the others on
-    // two cores, and a planner share of 100 ms was already gone before the first worker started.
+    // Deadlines in these tests are tens of seconds: the suite runs in parallel with the others on two cores, and
+    // under load (load average 20) the steps before the one under test waited over 12 s for a thread.
     @Test func timeoutInTheMiddleOfAWorkerReportsThePartialCombinedAnswer() async throws {
-        // 12 s: the run must reach the second worker before its deadline even when the machine stalls for seconds.
-        let deadline = ContinuousClock.now + .seconds(12)
+        // 30 s: the run must reach the second worker before its deadline even when the machine stalls for seconds.
+        let deadline = ContinuousClock.now + .seconds(30)
         let hangsUntilTheRunsDeadline: ScriptedBackend.Step = { _, _ in
             try await Task.sleep(until: deadline, clock: .continuous)
             throw AgentError(.timeout, "timed out", partialAnswer: "b.py half edited",
@@ -251,7 +256,7 @@ import Testing
             hangsUntilTheRunsDeadline,
         ])
         var runner = PlanRunner(backend: backend)
-        runner.watchdogGrace = .seconds(30)  // longer than the worker's share: the run's own deadline comes first
+        runner.watchdogGrace = .seconds(60)  // longer than the worker's share: the run's own deadline comes first
         let error = await #expect(throws: AgentError.self) {
             _ = try await runner.run(makeRequest(deadline: deadline), events: EventLog())
         }
@@ -301,8 +306,8 @@ import Testing
     }
 
     @Test func theRunTimesOutInTheLastWorkerThatHonoursItsDeadline() async throws {
-        // 12 s: subtask 2's share (half of what is left) must run out well before the run's own deadline.
-        let deadline = ContinuousClock.now + .seconds(12)
+        // 30 s: subtask 2's share (half of what is left) must run out well before the run's own deadline.
+        let deadline = ContinuousClock.now + .seconds(30)
         let honoursDeadline: ScriptedBackend.Step = { request, _ in
             let end = try #require(request.deadline)
             try await Task.sleep(until: end, clock: .continuous)
@@ -325,9 +330,9 @@ import Testing
     }
 
     @Test func aWorkerThatIgnoresItsDeadlineIsCancelled() async throws {
-        let deadline = ContinuousClock.now + .seconds(8)
+        let deadline = ContinuousClock.now + .seconds(30)
         let hangs: ScriptedBackend.Step = { _, _ in
-            try await Task.sleep(for: .seconds(30))
+            try await Task.sleep(for: .seconds(3600))
             return AgentAnswer(text: "never", progress: RunProgress())
         }
         let backend = ScriptedBackend([answer(#"["only"]"#), hangs])
@@ -339,20 +344,21 @@ import Testing
         }
         #expect(error?.outcome == .timeout)
         #expect(error?.partialAnswer.contains("1. only\nFAILED (error_timeout)") == true)
-        #expect(ContinuousClock.now - started < .seconds(25))  // the worker would sleep 30 s
+        #expect(ContinuousClock.now - started < .seconds(600))  // the worker would sleep an hour
     }
 
     @Test(arguments: [true, false])
     func cancellingTheRunIsATimeoutOnlyOnceTheDeadlinePassed(atDeadline: Bool) async throws {
         // The CLI cancels the run when --timeout expires or a signal arrives; the worker's backend then stops.
-        let deadline = ContinuousClock.now + .seconds(atDeadline ? 8 : 60)
+        let deadline = ContinuousClock.now + .seconds(atDeadline ? 30 : 60)
         let stopsWhenCancelled: ScriptedBackend.Step = { _, _ in
             try await Task.sleep(for: .seconds(30))
             return AgentAnswer(text: "never", progress: RunProgress())
         }
         let backend = ScriptedBackend([answer(#"["a", "b"]"#), answer("did a"), stopsWhenCancelled])
-        let runner = PlanRunner(backend: backend)
-        let run = Task { try await runner.run(makeRequest(deadline: deadline), events: EventLog()) }
+        var runner = PlanRunner(backend: backend)
+        runner.watchdogGrace = .seconds(60)  // the CLI's cancel is under test (see the time-share test)
+        let run = Task { [runner] in try await runner.run(makeRequest(deadline: deadline), events: EventLog()) }
         // Cancelled once subtask 2 runs (polled: a fixed pause was sometimes too short on a loaded machine), and
         // for the timeout case after the deadline.
         for _ in 0..<3000 where backend.requests.count < 3 { try await Task.sleep(for: .milliseconds(10)) }
