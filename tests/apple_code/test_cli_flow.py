@@ -92,8 +92,8 @@ def test_list_read_edit_run_answer(apple_code_bin: Path, workspace: Path) -> Non
 
 def test_large_files_are_condensed_so_every_request_fits(apple_code_bin: Path, workspace: Path) -> None:
     for n in range(4):
-        body = "".join(f"line {i}: value_{n} = compute({i}, 'some text to make it long')\n" for i in range(300))
-        (workspace / f"big{n}.py").write_text(body)
+        text = "".join(f"line {i}: value_{n} = compute({i}, 'some text to make it long')\n" for i in range(300))
+        (workspace / f"big{n}.py").write_text(text)
     script = [tool_call("readFile", {"path": f"big{n}.py"}) for n in range(4)] + [answer("read them")]
     with ScriptedServer(script) as server:
         done = run_apple_code(apple_code_bin, *openai_args(server.url, workspace, "--context-tokens", "1800"), "read")

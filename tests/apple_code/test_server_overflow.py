@@ -27,7 +27,9 @@ OPENAI = {"error": {
     "message": "This model's maximum context length is 4096 tokens. However, your messages resulted in 4702 tokens "
                "(4420 in the messages, 282 in the functions). Please reduce the length of the messages or functions.",
     "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
-SHAPES = {"llama-cpp-python": LLAMA_CPP_PYTHON, "llama.cpp": LLAMA_CPP, "ollama": OLLAMA, "openai": OPENAI}
+SHAPES: dict[str, dict[str, Any]] = {
+    "llama-cpp-python": LLAMA_CPP_PYTHON, "llama.cpp": LLAMA_CPP, "ollama": OLLAMA, "openai": OPENAI,
+}
 
 
 def refused(shape: dict[str, Any]) -> dict[str, Any]:

@@ -129,7 +129,7 @@ def test_a_restart_from_the_persisted_cursor_neither_repeats_nor_answers_an_echo
     stopper.start()
     rest = list(messages)
     stopper.cancel()
-    assert [(s.rowid, s.reason) for s in rest] == [(echo - 1, "from me"), (echo, "echo")]  # both yielded, skipped
+    assert [(s.rowid, isinstance(s, Skipped) and s.reason) for s in rest] == [(echo - 1, "from me"), (echo, "echo")]
     for item in rest:
         persist(item.rowid)
     assert persisted["cursor"] == echo > request

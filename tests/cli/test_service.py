@@ -299,8 +299,11 @@ def test_install_has_the_service_check_its_permissions_at_once_and_says_what_to_
     assert report is not None and psutil.Process(report.pid).ppid() == pid  # the launcher's child
     assert CliRunner().invoke(app, ["service", "uninstall"]).exit_code == 0
     for process in (pid, report.pid):  # the launcher passed launchd's stop on, and ended with its child
-        wait_for(lambda p=process: not psutil.pid_exists(p) or psutil.Process(p).status() == psutil.STATUS_ZOMBIE,
-                 60, "the service to stop")
+
+        def gone(p: int = process) -> bool:
+            return not psutil.pid_exists(p) or psutil.Process(p).status() == psutil.STATUS_ZOMBIE
+
+        wait_for(gone, 60, "the service to stop")
 
 
 def test_install_says_when_the_service_has_not_reported_in_time(mac: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from apple_flow.channels.base import InboundMessage
+from apple_flow.config import Settings
 from apple_flow.daemon.decisions import LoginLinks, Reply, View
 from apple_flow.daemon.store.web_logins import WebLoginTable, digest
 from support.daemon_harness import ANA, Harness, ask, wait_until
@@ -45,7 +46,7 @@ def test_the_link_goes_to_the_base_url_when_one_is_set(harness: Callable[..., Ha
 
 
 def test_no_link_without_the_page_or_over_another_channel_or_to_a_stranger(
-    harness: Callable[..., Harness], daemon_settings: Callable[..., object]
+    harness: Callable[..., Harness], daemon_settings: Callable[..., Settings]
 ) -> None:
     h = harness().start()
     assert "web page is not running" in ask(h, ANA, "web")  # the page never started

@@ -137,7 +137,7 @@ def test_a_store_failure_while_handling_a_message_stops_the_daemon_with_status_1
 ) -> None:
     h = harness()
 
-    def full_disk(*args: Any) -> None:
+    def full_disk(channel: str, rowid: int, sender: str, text: str) -> None:
         import sqlite3
 
         raise sqlite3.OperationalError("database or disk is full")

@@ -4,7 +4,7 @@ apple-code run of one may be escalated to another connector on the owner's word.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,8 +94,8 @@ def test_a_failing_check_ends_the_reply_with_its_first_failing_line(
         f"Not done ({request}, {run}): the check still fails after 2 repair rounds.\nI changed parser.py.\n\n"
         "Check failed: `make test`: FAILED tests/test_parser.py::test_empty - assert parse('') == []"
     )  # no escalation is set up: none is offered
-    assert h.store.runs.get(run).state == "failed"
-    assert h.store.runs.get(run).outcome == "check_failed"
+    stored = h.store.runs.get(run)
+    assert stored is not None and (stored.state, stored.outcome) == ("failed", "check_failed")
     assert ask(h, ANA, f"escalate {run}") == NOT_SET_UP
 
 
@@ -192,7 +192,7 @@ def test_other_ways_of_getting_stuck_offer_escalation_too(
 def test_a_missing_model_or_a_done_task_is_not_offered_nor_escalated(
     start: Callable[..., Harness], workspace: Path
 ) -> None:
-    answers = iter([
+    answers: Iterator[str | TurnOutcome] = iter([
         TurnOutcome(Status.NO_MODEL, detail="Apple Intelligence is not enabled.", agent="apple-code", exit_code=3),
         "All done.",
     ])

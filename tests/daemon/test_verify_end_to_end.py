@@ -10,6 +10,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,7 +45,7 @@ def daemon(tmp_path: Path, chat_db: ChatDbWriter, project: Path, apple_code_bin:
     process.stop()
 
 
-def claude_runs(folder: Path) -> list[dict[str, object]]:
+def claude_runs(folder: Path) -> list[dict[str, Any]]:
     """The fake claude's runs, without the start-up check's `claude --version`."""
     log = folder / "claude.jsonl"
     runs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []

@@ -4,6 +4,7 @@ leaving nothing behind."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import sys
 import time
@@ -127,9 +128,7 @@ def test_the_commands_without_a_port_find_the_server_started_on_another(
 
 
 def test_missing_model_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import apple_flow.localmodel as localmodel
-
-    monkeypatch.setattr(localmodel.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # what localmodel asks
     with pytest.raises(LocalModelError, match=r"scripts/local-model\.sh install"):
         LocalModelServer(port=free_port(), state_dir=tmp_path).start()
 

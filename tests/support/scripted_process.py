@@ -126,7 +126,7 @@ def serve(script: Path, log: Path) -> None:
             with lock:
                 while steps and steps[0]["kind"] == "empty_stream" and not stream:
                     steps.pop(0)
-                step = steps.pop(0) if steps else {"kind": "answer", "text": EXHAUSTED}
+                step: Step = steps.pop(0) if steps else {"kind": "answer", "text": EXHAUSTED}
             kind = step["kind"]
             if kind == "hang":
                 stop.wait()
