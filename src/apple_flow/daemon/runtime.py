@@ -327,6 +327,10 @@ class Daemon:
             for connector in self._connectors:
                 connector.cancel()
             self._scheduler.wait_idle(KILL_WAIT_SECONDS)
+        # Replies sent and being confirmed: recorded as sent or failed before the process ends (else the next start
+        # asks chat.db whether they went out).
+        if not self._outbound.wait_confirmations(self._settings.send_confirm_seconds + 1):
+            log.warning("replies still unconfirmed at shutdown: the next start checks whether they went out")
         try:
             for connector in self._connectors:
                 connector.shutdown()
