@@ -3,7 +3,7 @@ OpenAI-compatible server (GET /models, two chat requests, one listDirectory), pe
 prompt overhead (built-in instructions + all seven tool definitions, estimated tokens, as apple-code reports them
 in --verbose). Medians over --runs runs (at least 20). Targets: --version < 50 ms, overhead <= 600 tokens.
 
-Then (issue 17) estimated against exact token counts, side by side: one task that reads files until the window is
+Then estimated against exact token counts, side by side: one task that reads files until the window is
 full, run with a server that reports no counts (apple-code's estimator budgets) and with one that reports
 ``usage.prompt_tokens`` and tokenizes (exact budgets). The tokens are the local model's: SmolLM2-135M's tokenizer
 over the prompt llama-cpp-python's chatml-function-calling handler renders (a prompt of 4,096 tokens or more is

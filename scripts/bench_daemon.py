@@ -153,12 +153,12 @@ def main() -> int:
             "APPLE_FLOW_WEB_PORT": "0",  # the page on, as users run it, on a free port
             # The shell fake leaves no row in chat.db for a reply, so delivery is not confirmed from it here.
             "APPLE_FLOW_SEND_CONFIRM_SECONDS": "0",
+            # An agent sees only the variables its connector declares: the fake codex needs where to note its start.
+            "APPLE_FLOW_AGENT_ENVIRONMENT": "BENCH_STARTS",
         }
         if args.idle > 0 or args.latency > 0:
-            # The fake agent notes its start in $BENCH_STARTS, which the agent's environment must carry.
             with daemon_in(tmp / "latency", env, {"APPLE_FLOW_CONNECTOR": "codex-cli",
-                                                  "APPLE_FLOW_CODEX_COMMAND": str(bin_dir / "codex"),
-                                                  "APPLE_FLOW_AGENT_ENVIRONMENT": "BENCH_STARTS"}) as d:
+                                                  "APPLE_FLOW_CODEX_COMMAND": str(bin_dir / "codex")}) as d:
                 if args.idle > 0:
                     result["idle"] = measure_idle(d.process, args.idle)
                 if args.latency > 0:

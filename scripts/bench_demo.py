@@ -1,14 +1,14 @@
 """A newcomer's first session with the console demo, measured: the daemon (`apple-flow run --channel console`, the
 demo profile, as ./scripts/run.sh starts it on Linux) on the real local model server (SmolLM2-135M on llama.cpp).
 
-A fixed session like the one in issue 16 is typed into the daemon one message at a time, each after the reply to
-the one before; per message it records the time to the reply, the outcome the daemon recorded for the turn
+A fixed session, the kind a newcomer types first, is typed into the daemon one message at a time, each after the
+reply to the one before; per message it records the time to the reply, the outcome the daemon recorded for the turn
 (answered, timed out, no model, failed, ...; commands have none), and for the questions with a checkable answer
 whether the answer holds. Every agent reply is also checked for words of ours (apple-code's instructions, the
 headings it puts around tool results and history), which a small model tends to echo. Each session starts a
 fresh daemon (new database, new copy of examples/workspace); the model server runs for all of them.
 
-Targets (issue 16 item 5): no "no model available", no turn stopped by the timeout, median reply under 10 s on
+Targets: no "no model available", no turn stopped by the timeout, median reply under 10 s on
 two cores. Not a test: the figures go to reports/bench_demo.md, whatever they are.
 """
 
@@ -51,7 +51,7 @@ REPLY_WAIT_S = 300.0  # a reply later than this counts as none (the demo profile
 
 # Words of ours a reply must not carry: apple-code's built-in instructions, the heading of a tool result folded
 # into a user message, the note on a repeated call, the daemon's history framing, and the follow-up wording
-# SmolLM2 echoed before (issue 16).
+# SmolLM2 echoed before.
 OUR_WORDS = (
     "You are apple-code", "a coding agent in one workspace", "Use the tools to look before answering",
     "readFile before editFile", "Result of ", "earlier result, not run again", "Earlier conversation (for context)",
@@ -100,7 +100,7 @@ class Message:
     check: Check | None = None
 
 
-# The session of issue 16 (hi, the files, help, the README, a task, status), with one more question whose answer
+# The session (hi, the files, help, the README, a task, status), with one more question whose answer
 # is in a file (greet.py).
 SESSION = (
     Message("hi"),

@@ -18,17 +18,22 @@ handles). A call from a lower layer into code of a higher one (a callback, a clo
 up; closures (functions defined inside another function) called from another module are counted too, whichever
 way they go.
 
-    scripts/bench_path [--report reports/bench_path.md]
+    scripts/bench_path [--report reports/bench_path.md] [--before REF]
+
+With ``--before REF`` the same walk is traced through the code of commit REF too (by this script, in a
+temporary copy), and the report gives each figure before -> after.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import os
 import re
 import sqlite3
 import stat
+import subprocess
 import sys
 import tempfile
 import threading
@@ -41,11 +46,13 @@ from types import FrameType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
+# The code traced: this checkout's, or (``--code DIR``, how ``--before`` runs this script) another's.
+CODE = Path(sys.argv[sys.argv.index("--code") + 1]).resolve() if "--code" in sys.argv[:-1] else ROOT
+sys.path[:0] = [str(CODE / "src"), str(CODE / "tests")]
 
 from rich.console import Console  # noqa: E402
 
-FAKE_APPLE_CODE = ROOT / "tests" / "support" / "fake_apple_code.py"
+FAKE_APPLE_CODE = CODE / "tests" / "support" / "fake_apple_code.py"
 FAKE_OSASCRIPT = "#!/bin/sh\ncat >/dev/null\nexit 0\n"
 SENDER = "+15551234567"
 KINDS = (("chat", "what does app.py do?"), ("task", "task: add a test for app.py"), ("status", "status"))
@@ -60,7 +67,16 @@ LAYERS: dict[str, int] = {
     "apple_flow.daemon.message_work": 0,
     "apple_flow.daemon.web_work": 0,
     "apple_flow.daemon.outbound": 0,
+    "apple_flow.daemon.turns": 0,
+    "apple_flow.daemon.owner_notices": 0,
     "apple_flow.daemon.orchestrator": 1,
+    "apple_flow.daemon.decisions": 1,
+    "apple_flow.daemon.state_view": 1,
+    "apple_flow.daemon.status_replies": 1,
+    "apple_flow.daemon.conclusion": 1,
+    "apple_flow.daemon.checks": 1,
+    "apple_flow.daemon.escalation": 1,
+    "apple_flow.daemon.catch_up": 1,
     "apple_flow.daemon.commands": 1,
     "apple_flow.daemon.policy": 1,
     "apple_flow.daemon.approvals": 1,
@@ -85,6 +101,10 @@ LAYERS: dict[str, int] = {
     "apple_flow.regularfile": 3,
     "apple_flow.privatefile": 3,
     "apple_flow.host": 3,
+    "apple_flow.times": 3,
+    "apple_flow.filelimit": 3,
+    "apple_flow.app_bundle": 3,
+    "apple_flow.login_service": 3,
     "apple_flow.health": 0,
 }
 # Packages counted as one module: the store's tables and its database are one part (calls among them are not calls
@@ -244,11 +264,14 @@ def build_daemon(settings: Any, store: Any) -> Any:
     """The daemon as ``apple-flow run --channel imessage`` builds it."""
     from apple_flow.channels.imessage import build_imessage_channel
     from apple_flow.connectors import build_connector
-    from apple_flow.daemon.runtime import Daemon
+    from apple_flow.daemon import runtime
 
     connector = build_connector(settings)
-    ingress, egress = build_imessage_channel(settings, store.sent.for_channel("imessage", settings.echo_window_seconds))
-    return Daemon(settings, store, connector, ingress, egress, "imessage")
+    # The store's record of sent texts (before its split into tables: ``store.sent_texts``).
+    sent = store.sent.for_channel if hasattr(store, "sent") else store.sent_texts
+    ingress, egress = build_imessage_channel(settings, sent("imessage", settings.echo_window_seconds))
+    made = getattr(runtime, "Runtime", None) or runtime.Daemon  # named Daemon before the renames
+    return made(settings, store, connector, ingress, egress, "imessage")
 
 
 def wait(condition: Any, what: str, timeout: float = 60) -> None:
@@ -282,9 +305,13 @@ def measure() -> list[Figures]:
             send_confirm_seconds=0,  # the shell fake leaves no row in chat.db to confirm a reply by
         )
         store = Store(settings.db_path)
-        store.cursors.set("imessage", 0)
         transactions = Transactions()
-        store.db.trace(transactions.statement)
+        if hasattr(store, "cursors"):
+            store.cursors.set("imessage", 0)
+            store.db.trace(transactions.statement)
+        else:  # before the store's split
+            store.set_cursor("imessage", 0)
+            store._db.set_trace_callback(transactions.statement)
         trace = Trace()
         threading.setprofile(trace.profile)  # before the daemon starts its worker threads
         daemon = build_daemon(settings, store)
@@ -314,19 +341,55 @@ def measure() -> list[Figures]:
     return results
 
 
-def report(results: list[Figures]) -> str:
+ROWS: tuple[tuple[str, Any], ...] = (
+    ("modules passed through", lambda f: len(f.modules)),
+    ("calls between modules", lambda f: f.calls),
+    ("... of which into a module already visited", lambda f: f.reentries),
+    ("... of which resume a generator (the caller pulls its next item)", lambda f: f.resumptions),
+    ("calls into the store", lambda f: f.store_calls),
+    ("store transactions", lambda f: f.transactions.total()),
+    ("calls back up the layers", lambda f: sum(f.up.values())),
+    ("closures called from another module", lambda f: sum(f.closures.values())),
+)
+
+
+def to_json(results: list[Figures]) -> str:
+    return json.dumps([{**vars(f), "transactions": dict(f.transactions), "up": dict(f.up),
+                        "closures": dict(f.closures)} for f in results])
+
+
+def from_json(text: str) -> list[Figures]:
+    found = []
+    for item in json.loads(text):
+        counted = {key: Counter(item[key]) for key in ("transactions", "up", "closures")}
+        found.append(Figures(**{**item, **counted}))
+    return found
+
+
+def measure_before(ref: str) -> list[Figures]:
+    """The same walk through the code of ``ref`` (a commit of this repository), traced by this script."""
+    with tempfile.TemporaryDirectory(prefix="bench-path-before-") as folder:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=False)
+        if archive.returncode != 0:
+            raise SystemExit(f"bench_path: cannot read {ref}: {archive.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
+        done = subprocess.run([sys.executable, __file__, "--code", folder, "--json"], capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"bench_path: tracing {ref} failed:\n{done.stderr.strip()}")
+        return from_json(done.stdout)
+
+
+def report(results: list[Figures], before: list[Figures] | None = None, ref: str = "") -> str:
     head = "| | " + " | ".join(f.kind for f in results) + " |"
-    rows = [
-        ("modules passed through", [str(len(f.modules)) for f in results]),
-        ("calls between modules", [str(f.calls) for f in results]),
-        ("... of which into a module already visited", [str(f.reentries) for f in results]),
-        ("... of which resume a generator (the caller pulls its next item)", [str(f.resumptions) for f in results]),
-        ("calls into the store", [str(f.store_calls) for f in results]),
-        ("store transactions", [str(f.transactions.total()) for f in results]),
-        ("calls back up the layers", [str(sum(f.up.values())) for f in results]),
-        ("closures called from another module", [str(sum(f.closures.values())) for f in results]),
-    ]
+
+    def cell(index: int, value: Any) -> str:
+        return str(value(results[index])) if before is None else f"{value(before[index])} -> {value(results[index])}"
+
+    rows = [(name, [cell(i, value) for i in range(len(results))]) for name, value in ROWS]
     table = "\n".join([head, "|---" * (len(results) + 1) + "|"] + [f"| {n} | " + " | ".join(v) + " |" for n, v in rows])
+    if before is not None:
+        table = f"Before ({ref}) -> after (this checkout):\n\n{table}"
     details = []
     for f in results:
         details.append(f"**{f.kind}**: " + " -> ".join(short(m) for m in f.modules))
@@ -347,10 +410,20 @@ def report(results: list[Figures]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--report", type=Path, default=ROOT / "reports" / "bench_path.md")
+    parser.add_argument("--before", metavar="REF", help="also trace commit REF and report both, before -> after")
+    parser.add_argument("--code", type=Path, help=argparse.SUPPRESS)  # trace another tree (see CODE)
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # figures as JSON, no report
     args = parser.parse_args()
+    if args.json:
+        print(to_json(measure()))
+        return 0
+    before = None
+    if args.before:
+        with console.status(f"tracing one message of each kind through {args.before}"):
+            before = measure_before(args.before)
     with console.status("tracing one message of each kind"):
         results = measure()
-    text = report(results)
+    text = report(results, before, args.before or "")
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(text, encoding="utf-8")
     print(text)

@@ -1,4 +1,4 @@
-"""Measure what `apple-code --plan` buys on a 4,096-token window (issue 7, item 7).
+"""Measure what `apple-code --plan` buys on a 4,096-token window.
 
 A task that needs six files of about 150 lines each read to the end, run twice against the scripted
 OpenAI-compatible server with the real `apple-code` binary:

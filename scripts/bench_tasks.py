@@ -1,4 +1,4 @@
-"""Does apple-code get small coding tasks done, by a check rather than by its own word? (issue 29, item 6)
+"""Does apple-code get small coding tasks done, by a check rather than by its own word?
 
 Each task of scripts/bench_task_set.py (fix a failing test, add a command-line flag, rename a function across
 files, explain what a function returns, find a bug from a traceback, write a missing test, ...) runs in a fresh

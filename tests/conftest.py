@@ -5,12 +5,14 @@ osascript) with the record of what they received."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from apple_flow.channels.base import SentTexts
@@ -18,6 +20,7 @@ from apple_flow.config import Settings, load_settings
 from apple_flow.daemon.store import Store
 from apple_flow.paths import APPLE_CODE_PACKAGE, PROJECT_ROOT
 from support.chatdb import ChatDbWriter
+from support.daemon_process import DaemonProcess
 from support.fake_osascript import FakeOsascript
 from support.install import FAKE_APPLE_CODE, FAKE_CLI, install_script
 
@@ -93,6 +96,25 @@ def notes(workspace: Path) -> Path:
     path = workspace / "notes.txt"
     path.write_text("buy milk\n")
     return path
+
+
+@pytest.fixture
+def daemon_env() -> dict[str, str]:
+    """The settings (environment) of the ``daemon`` process; a test module overrides this fixture."""
+    return {}
+
+
+@pytest.fixture
+def daemon(tmp_path: Path, chat_db: ChatDbWriter, daemon_env: dict[str, str]) -> Iterator[DaemonProcess]:
+    """A real `apple-flow run --channel imessage` process on ``chat_db``, with ``daemon_env``, stopped after the
+    test, with any fake ``osascript`` of it left hanging by a test that failed before a restart."""
+    process = DaemonProcess(tmp_path / "daemon", chat_db.path, daemon_env)
+    yield process
+    process.stop()
+    for fake in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if str(process.bin / "osascript") in (fake.info["cmdline"] or []):
+                fake.kill()
 
 
 @pytest.fixture

@@ -101,7 +101,8 @@ class Settings(BaseSettings):
     turn_timeout_seconds: float = Field(300, gt=0)
     chat_read_only: bool = False  # plain chat turns may read, not change; `task:` changes files after approval
 
-    # --- afm: apple-code on Apple's on-device model (or a local OpenAI-compatible server) ---------------
+    # --- afm: the connector that runs apple-code (connectors/apple_code.py), on Apple's on-device model or on an
+    # OpenAI-compatible server; "afm" names the connector and these settings, whatever model answers ----------
     afm_command: str = "apple-code"
     afm_context_window: int = Field(1, ge=0)
     afm_max_prompt_chars: int = Field(3000, ge=200)

@@ -1,4 +1,4 @@
-"""scripts/bench_tasks (issue 29, item 6): its checkers decide from the workspace, not from the agent's words, and
+"""scripts/bench_tasks: its checkers decide from the workspace, not from the agent's words, and
 the benchmark runs the real apple-code against an OpenAI-compatible server (here the scripted one) and reports."""
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ def silent_url() -> Iterator[str]:
 
 
 def test_check_calls_a_silent_server_busy_not_unavailable(apple_code_bin: Path, silent_url: str) -> None:
-    """Issue 16 item 2: a server that accepts the connection but does not answer /models within 3 s is there
+    """A server that accepts the connection but does not answer /models within 3 s is there
     (llama.cpp answers /models only between generations): available, and the reason says it is busy."""
     started = time.monotonic()
     done = run_apple_code(apple_code_bin, "--check", "--backend", "openai", "--base-url", silent_url, timeout=20)

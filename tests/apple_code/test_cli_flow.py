@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from support.apple_code_run import clean_env, events, request_tokens, run_apple_code
+from support.daemon_process import wait_for
 from support.scripted_server import ScriptedServer, answer, tool_call
 
 TOOLS = ["readFile", "writeFile", "editFile", "listDirectory", "searchFiles", "searchContent", "runCommand"]
@@ -111,7 +112,7 @@ def test_large_files_are_condensed_so_every_request_fits(apple_code_bin: Path, w
 
 
 def test_a_huge_write_is_cut_from_the_history_so_every_request_fits(apple_code_bin: Path, workspace: Path) -> None:
-    """Issue 3 item 6: a writeFile call's 20 KB content stays in the history as the call's arguments; once it has
+    """A writeFile call's 20 KB content stays in the history as the call's arguments; once it has
     run the fitter cuts it to a placeholder, where it used to end the run with exit 4 (error_context)."""
     content = "".join(f"row {i:05d}: {'x' * 30}\n" for i in range(500))  # ~21 KB, over the 4096 default alone
     script = [tool_call("writeFile", {"path": "big.txt", "content": content}),
@@ -165,6 +166,15 @@ def test_tool_results_folded_into_user_messages_when_configured(apple_code_bin: 
     assert json.loads(second["messages"][2]["tool_calls"][0]["function"]["arguments"]) == {"path": "README.md"}
 
 
+def commands(marker: str) -> list[psutil.Process]:
+    """The live processes whose command line holds ``marker`` (a zombie's cannot be read: it is not one)."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        if process.info["status"] != psutil.STATUS_ZOMBIE and marker in " ".join(process.info["cmdline"] or []):
+            found.append(process)
+    return found
+
+
 @pytest.mark.parametrize("how", ["sigint", "timeout"])
 def test_stopping_a_run_kills_its_running_command(apple_code_bin: Path, workspace: Path, how: str) -> None:
     # A sleep length no other process uses, also not this test run by someone else at the same time.
@@ -181,7 +191,8 @@ def test_stopping_a_run_kills_its_running_command(apple_code_bin: Path, workspac
         for line in process.stdout:
             if json.loads(line)["type"] == "tool_call":
                 break
-        time.sleep(0.5)  # the command is running now
+        wait_for(lambda: sum(p.info["cmdline"][-1:] == [marker] for p in commands(marker)) >= 2, 10,
+                 "the command's two sleeps to run")
         started = time.monotonic()
         if how == "sigint":
             process.send_signal(signal.SIGINT)
@@ -192,6 +203,4 @@ def test_stopping_a_run_kills_its_running_command(apple_code_bin: Path, workspac
     assert result["type"] == "result"
     assert result["subtype"] == ("error_interrupted" if how == "sigint" else "error_timeout")
     assert waited < 6
-    time.sleep(0.2)
-    left = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
-    assert left == []
+    wait_for(lambda: commands(marker) == [], 1, "the command's processes to be gone")

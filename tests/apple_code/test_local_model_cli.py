@@ -94,7 +94,7 @@ def abandon_unstreamed(url: str, prompt: str, after: float) -> None:
 def test_a_run_stopped_while_the_model_writes_leaves_the_server_free(
     apple_code_bin: Path, server: LocalModelServer, tmp_path: Path
 ) -> None:
-    """Issue 16 item 1 on llama.cpp itself: stopping a run (here SIGTERM, a cancel; --timeout stops it the same
+    """On llama.cpp itself: stopping a run (here SIGTERM, a cancel; --timeout stops it the same
     way) closes the streamed request, which stops the generation, so the next request is answered at once and does
     not wait behind the abandoned answer. The control shows what that wait is: the same kind of answer asked
     without streaming and abandoned keeps the server busy until it is written."""
@@ -138,7 +138,7 @@ def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalMode
 def test_reading_until_the_window_is_full_never_overflows_the_local_models_window(
     apple_code_bin: Path, tmp_path: Path
 ) -> None:
-    """Issue 17, item 3, in the local model's own tokens: the reads are scripted (a 135M model does not read files on
+    """In the local model's own tokens: the reads are scripted (a 135M model does not read files on
     request reliably) by a server that plays llama-cpp-python exactly where it counts: each request is rendered by
     llama-cpp-python's own chatml-function-calling handler (its template, tools and HTML escaping) and counted with
     SmolLM2's tokenizer, and a prompt that fills the 2,048-token context is refused as that server refuses it. (The

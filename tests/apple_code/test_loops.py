@@ -1,7 +1,6 @@
 """The real apple-code against the scripted server: a model that loops gets its earlier results instead of the
-calls running again and then one request for its answer in plain words (issue 16 item 3), which carries no words
-of ours for it to echo; a huge reply (a 10,000-character tool name, 40 calls at once) does not end the run
-(issue 12 item 4)."""
+calls running again and then one request for its answer in plain words, which carries no words of ours for it to
+echo; a huge reply (a 10,000-character tool name, 40 calls at once) does not end the run."""
 
 from __future__ import annotations
 
@@ -91,7 +90,7 @@ def test_the_last_turn_of_max_turns_asks_for_the_answer(apple_code_bin: Path, wo
 
 
 def test_a_huge_tool_name_does_not_end_the_run(apple_code_bin: Path, workspace: Path) -> None:
-    """Issue 12 item 4: the error result echoed a 10,000-character unknown name whole, and the history kept
+    """The error result echoed a 10,000-character unknown name whole, and the history kept
     it: every later request was over the budget (exit 4)."""
     name = "x" * 10_000
     script = [tool_call(name, {}), tool_call("listDirectory", {}), answer("notes.txt")]
@@ -107,7 +106,7 @@ def test_a_huge_tool_name_does_not_end_the_run(apple_code_bin: Path, workspace: 
 def test_forty_calls_in_one_reply_run_the_first_eight_and_the_loop_goes_on(
     apple_code_bin: Path, workspace: Path
 ) -> None:
-    """Issue 12 item 4: 40 calls in one reply (each with a path of 150 digits) no longer end the run with exit
+    """40 calls in one reply (each with a path of 150 digits) no longer end the run with exit
     4: the first 8 run, the 9th gets one error result for the rest, the others are left out."""
     many = tool_calls(*[tool_call("readFile", {"path": f"{i:03d}" + "7" * 147}) for i in range(40)])
     done, lines, requests = run_scripted(apple_code_bin, workspace, [many, answer("none of them exist")], TASK)

@@ -82,7 +82,7 @@ def test_sandbox_check_passes_every_check_under_bwrap(apple_code_bin: Path, tmp_
     checks = [line for line in lines[1:] if line.strip()]
     assert all(line.startswith(("ok    ", "skip  ")) for line in checks), checks
     names = " | ".join(checks)
-    # Issue 24 item 5: the whole list runs here; the Mac-only checks are skipped and say why.
+    # The whole list runs here; the Mac-only checks are skipped and say why.
     for expected in ("writes there", "outside the workspace is refused", ".git/hooks", "outlive", "swift build",
                      "ok    every hidden path is unreadable (3 here)", "core.hooksPath", "curl https://example.com",
                      "DNS lookup", "loopback server", "denied loopback port", "TIOCSTI", "`kill` of a process"):

@@ -1,4 +1,4 @@
-"""The real apple-code against the scripted server's streamed answers (issue 16, item 1): requests stream, text
+"""The real apple-code against the scripted server's streamed answers: requests stream, text
 reaches stream-json as it is generated, tool calls arrive as deltas, the server's usage is used; a timeout or a
 signal closes the stream (a streaming server stops generating then); servers that do not stream, or that answer a
 streamed request with an empty stream (llama-cpp-python and an automatic tool choice), still work."""

@@ -1,4 +1,4 @@
-"""Issue 17: the openai backend budgets in the server's own tokens where the server can say them. The scripted
+"""The openai backend budgets in the server's own tokens where the server can say them. The scripted
 server plays a counting server with a deterministic tokenizer (denser than TokenEstimator on code, as real
 tokenizers are): its tokenize endpoint counts texts exactly, its ``usage.prompt_tokens`` reports what its chat
 template made of each request. Each run reads files until the window is full; every request must fit the window

@@ -5,9 +5,6 @@ what the user sees when a reply does not go out, texting yourself, replays, grou
 from __future__ import annotations
 
 import re
-import sqlite3
-import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,18 +19,9 @@ ANA = "+15551234567"
 
 
 @pytest.fixture
-def daemon(tmp_path: Path, chat_db: ChatDbWriter) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(
-        tmp_path / "daemon", chat_db.path,
-        {"APPLE_FLOW_ALLOWED_SENDERS": ANA, "APPLE_FLOW_AFM_COMMAND": str(tmp_path / "no-apple-code")},
-    )
-    yield process
-    process.stop()
+def daemon_env(tmp_path: Path) -> dict[str, str]:
+    return {"APPLE_FLOW_ALLOWED_SENDERS": ANA, "APPLE_FLOW_AFM_COMMAND": str(tmp_path / "no-apple-code")}
 
-
-def message_states(daemon: DaemonProcess) -> dict[int, str]:
-    with sqlite3.connect(daemon.db_path) as db:
-        return dict(db.execute("SELECT rowid, state FROM messages WHERE channel = 'imessage'").fetchall())
 
 
 def reply_to(daemon: DaemonProcess, chat_db: ChatDbWriter, text: str, starting: str) -> str:
@@ -70,9 +58,9 @@ def test_text_yourself_help_on_macos_26_is_answered_once_and_its_reply_never_ans
     daemon.start({"FAKE_OSASCRIPT_OWNER": ANA})
     chat_db.message(None, body=make_body("help"), sender=ANA, is_from_me=True, destination_caller_id=ANA)
     wait_for(lambda: daemon.sends_to(ANA), 20, "the answer to help")
-    time.sleep(1.5)  # the reply's own row has landed and been read by now
+    daemon.wait_passed(chat_db.latest_rowid())  # the reply's own row, which the send wrote, read and skipped
     assert daemon.sends_to(ANA) == [HELP_TEXT]
-    states = message_states(daemon)
+    states = daemon.message_states()
     assert list(states.values()) == ["sent"]
 
 
@@ -81,7 +69,7 @@ def test_text_yourself_with_both_copies_is_answered_once(daemon: DaemonProcess, 
     chat_db.message("help", sender=ANA, is_from_me=True, destination_caller_id=ANA)
     chat_db.message("help", sender=ANA, destination_caller_id=ANA)
     wait_for(lambda: daemon.sends_to(ANA), 20, "the answer to help")
-    time.sleep(1.5)
+    daemon.wait_passed(chat_db.latest_rowid())  # the second copy, and the reply's rows
     assert daemon.sends_to(ANA) == [HELP_TEXT]
 
 
@@ -93,7 +81,7 @@ def test_months_of_replayed_history_are_answered_at_no_start(daemon: DaemonProce
     replayed = [chat_db.message(f"status {i}", sender=ANA, when=months_ago + timedelta(hours=i)) for i in range(5)]
     assert reply_to(daemon, chat_db, "help", "Commands:") == HELP_TEXT
     assert daemon.sends_to(ANA) == [HELP_TEXT]
-    assert all(rowid not in message_states(daemon) for rowid in replayed)
+    assert all(rowid not in daemon.message_states() for rowid in replayed)
 
 
 def test_a_group_message_is_skipped_or_answered_into_the_group(
@@ -133,7 +121,7 @@ def test_a_reply_messages_could_not_send_is_reported_not_trusted(
 ) -> None:
     daemon.start({"FAKE_OSASCRIPT_ROW": "error"})  # osascript exits 0; Messages' row says error 22
     chat_db.message("help", sender=ANA)
-    wait_for(lambda: "send_failed" in message_states(daemon).values(), 20, "the failed send")
+    wait_for(lambda: "send_failed" in daemon.message_states().values(), 20, "the failed send")
     assert "Messages could not send it (chat.db row" in daemon.log()
 
 
@@ -145,9 +133,9 @@ def test_a_reply_messages_stored_before_a_kill_9_is_not_sent_again(
     request = chat_db.message("help", sender=ANA)
     wait_for(lambda: sent_rows(chat_db) == [HELP_TEXT], 20, "the reply's row in chat.db")
     daemon.kill9()
-    assert message_states(daemon) == {request: "replied"}
+    assert daemon.message_states() == {request: "replied"}
     daemon.start()
-    wait_for(lambda: message_states(daemon).get(request) == "sent", 20, "the reply to be known as sent")
+    wait_for(lambda: daemon.message_states().get(request) == "sent", 20, "the reply to be known as sent")
     assert daemon.sends_to(ANA) == [HELP_TEXT] and sent_rows(chat_db) == [HELP_TEXT]
 
 
@@ -181,11 +169,11 @@ def test_a_queued_task_or_approve_unsent_before_it_ran_is_not_run(
             for rowid in (approve, task):  # unsent while waiting
                 chat_db.update(rowid, date_retracted=apple_ns(datetime.now(UTC)), text=None)
             note = wait_for(lambda: [t for t in daemon.sends_to(ANA) if t.startswith("Not run")], 20, "the note")
-            time.sleep(1)
+            daemon.wait_passed(task)
             assert len(server.requests()) == 2  # neither the approved task nor the new one ran
             assert note == [f"Not run: you unsent `approve {request.group(1)}` before it started. "
                             f"{request.group(1)} is pending again."]
-            states = message_states(daemon)
+            states = daemon.message_states()
             assert states[approve] == "sent" and states[task] == "sent"
             assert "Awaiting approval: " + request.group(1) in reply_to(daemon, chat_db, "status", "")
         finally:
@@ -201,7 +189,7 @@ def test_the_second_copy_of_a_text_to_yourself_arriving_after_a_restart_is_not_r
     daemon.start({"FAKE_OSASCRIPT_OWNER": ANA})
     chat_db.message("help", sender=ANA, is_from_me=True, destination_caller_id=ANA)
     wait_for(lambda: daemon.sends_to(ANA), 20, "the answer to help")
-    wait_for(lambda: list(message_states(daemon).values()) == ["sent"], 20, "the answer to be recorded as sent")
+    wait_for(lambda: list(daemon.message_states().values()) == ["sent"], 20, "the answer to be recorded as sent")
     daemon.kill9()
     daemon.start({"FAKE_OSASCRIPT_OWNER": ANA})
     chat_db.message("help", sender=ANA, destination_caller_id=ANA)  # the received copy, synced late
@@ -214,11 +202,11 @@ def test_a_row_re_inserted_with_its_guid_after_a_restart_is_not_run_again(
 ) -> None:
     daemon.start()
     first = chat_db.message("help", sender=ANA, guid="6B1F0A52-BBBB")
-    wait_for(lambda: message_states(daemon).get(first) == "sent", 20, "the answer to help")
+    wait_for(lambda: daemon.message_states().get(first) == "sent", 20, "the answer to help")
     assert daemon.terminate() == 0
     daemon.start()
     chat_db.conn.execute("DELETE FROM message WHERE ROWID = ?", (first,))  # iCloud deletes and re-inserts it
     again = chat_db.message("help", sender=ANA, guid="6B1F0A52-BBBB")
     assert reply_to(daemon, chat_db, "health", "apple-flow is running")
     assert daemon.sends_to(ANA).count(HELP_TEXT) == 1
-    assert again not in message_states(daemon)
+    assert again not in daemon.message_states()

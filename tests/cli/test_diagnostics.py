@@ -322,7 +322,7 @@ def test_doctor_says_which_app_each_permission_result_applies_to(
 def test_doctor_shows_what_the_daemon_reported_about_its_own_permissions(
     cli: Any, inbox_db: ChatDbWriter, fake_osascript: FakeOsascript, monkeypatch: Any, tmp_path: Path
 ) -> None:
-    from apple_flow.daemon.permissions import PermissionMonitor, Responsible, read_report
+    from apple_flow.channels.imessage.permissions import PermissionMonitor, Responsible, read_report
     from apple_flow.daemon.store import Store
 
     monkeypatch.setattr(host, "is_macos", lambda: True)
@@ -333,7 +333,7 @@ def test_doctor_shows_what_the_daemon_reported_about_its_own_permissions(
     fake_osascript.mode("deny")
     store = Store(state)
     settings = load_settings(env_file=None, messages_db_path=inbox_db.path)
-    monitor = PermissionMonitor(settings, store, app=Responsible("/venv/bin/python3.12", terminal=False))
+    monitor = PermissionMonitor(settings, store.meta, app=Responsible("/venv/bin/python3.12", terminal=False))
     monitor.start()
     wait_for(lambda: (r := read_report(state)) and r.settled, 10, "the daemon's report")
     monitor.close()

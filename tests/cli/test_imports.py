@@ -16,7 +16,7 @@ NOT_YET = ("rich.markdown", "markdown_it", "apple_flow.channels.console", "uvico
 def test_an_imessage_daemon_does_not_load_the_console_or_the_page_until_they_are_used() -> None:
     probe = (
         "import sys\n"
-        "import apple_flow.cli.daemon, apple_flow.web.server, apple_flow.channels.imessage\n"
+        "import apple_flow.cli.run, apple_flow.web.server, apple_flow.channels.imessage\n"
         f"print(sorted(m for m in sys.modules if m.startswith({NOT_YET!r})))"
     )
     result = subprocess.run(

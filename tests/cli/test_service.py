@@ -17,11 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from apple_flow import host
+from apple_flow import login_service as launchd_module
+from apple_flow.channels.imessage.permissions import read_report
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.config import Settings
-from apple_flow.daemon import service as launchd_module
-from apple_flow.daemon.permissions import read_report
 from support.chatdb import ChatDbWriter
 from support.daemon_process import wait_for
 from support.fake_codesign import FakeCodesign

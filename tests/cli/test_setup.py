@@ -16,10 +16,10 @@ from dotenv import dotenv_values
 from typer.testing import CliRunner
 
 from apple_flow import host
+from apple_flow import login_service as launchd_module
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.cli import setup as setup_cli
-from apple_flow.daemon import service as launchd_module
 from apple_flow.paths import PROJECT_ROOT
 from support.chatdb import ChatDbWriter
 from support.fake_codesign import FakeCodesign
@@ -322,8 +322,7 @@ def test_setup_names_each_missing_grant_and_where_to_give_it(
     import threading
 
     from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem
-    from apple_flow.channels.imessage.probe import ProbeResult, ProbeState
-    from apple_flow.daemon.permissions import (
+    from apple_flow.channels.imessage.permissions import (
         REPORT_KEY,
         Finding,
         PermissionReport,
@@ -331,6 +330,7 @@ def test_setup_names_each_missing_grant_and_where_to_give_it(
         automation_finding,
         chat_db_finding,
     )
+    from apple_flow.channels.imessage.probe import ProbeResult, ProbeState
     from apple_flow.daemon.store import Store
 
     monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 10)

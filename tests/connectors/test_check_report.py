@@ -1,4 +1,4 @@
-"""The first failing line of a check's output, as a task's reply shows it (issue 29)."""
+"""The first failing line of a check's output, as a task's reply shows it."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 
 from apple_flow.connectors.base import CheckReport
 from apple_flow.connectors.cli import check_report
+from apple_flow.connectors.stream_events import Result, VerifyReport, parse_event
 
 PYTEST = """exit code 1
 F.                                                                       [100%]
@@ -70,12 +71,17 @@ def test_the_failing_line_is_the_most_telling_line_of_the_output(output: str, li
     assert CheckReport("check", False, 1, output).failing_line() == line
 
 
+def verify_of(verify: object) -> VerifyReport | None:
+    event = parse_event({"type": "result", "subtype": "success", "verify": verify})
+    assert isinstance(event, Result)
+    return event.verify
+
+
 def test_the_verify_object_is_read_and_bad_fields_are_left_out() -> None:
-    assert check_report({"command": "make test", "passed": True, "rounds": 1, "runs": 2, "exit_code": 0,
-                         "output_tail": "ok"}) == CheckReport("make test", True, 1, "ok", runs=2, exit_code=0)
-    assert check_report({"command": "make test", "passed": False, "rounds": "2", "runs": True}) == \
+    passed = {"command": "make test", "passed": True, "rounds": 1, "runs": 2, "exit_code": 0, "output_tail": "ok"}
+    assert check_report(verify_of(passed)) == CheckReport("make test", True, 1, "ok", runs=2, exit_code=0)
+    assert check_report(verify_of({"command": "make test", "passed": False, "rounds": "2", "runs": True})) == \
         CheckReport("make test", False, 0, "", runs=None, exit_code=None)
-    assert check_report({"command": "make test"}) is None
-    assert check_report({"passed": True}) is None
-    assert check_report("make test") is None
+    assert check_report(verify_of({"passed": True})) is None
+    assert check_report(verify_of("make test")) is None
     assert not CheckReport("x", False, runs=0).ran and CheckReport("x", False).ran

@@ -246,7 +246,7 @@ def test_gemini_failure_empty_answer_and_missing_binary(
         gone.ensure_started()
 
 
-# --- the check of an approved task (issue 29) ------------------------------------------------------------------
+# --- the check of an approved task ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["codex-cli", "claude-cli", "gemini-cli"])

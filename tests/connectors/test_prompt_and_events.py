@@ -9,6 +9,7 @@ import pytest
 from apple_flow.connectors.base import AgentEvent, Exchange
 from apple_flow.connectors.events import EventStream, apple_code_tool_calls, describe_tool_call
 from apple_flow.connectors.prompt import cut_end, cut_middle, fit_prompt
+from apple_flow.connectors.stream_events import Result, ToolCall
 
 
 @pytest.mark.parametrize("length", [50, 99, 100, 101, 999, 1000, 1001, 123_456])
@@ -93,7 +94,7 @@ def test_event_stream_reads_results_subtasks_and_skips_junk() -> None:
     ]:
         events.extend(stream.feed(line))
     assert [event.progress for event in events] == [("[2] reading a.py",), ()]
-    assert [event.data["type"] for event in events] == ["tool_call", "result"]
+    assert [type(event.event) for event in events] == [ToolCall, Result]
     assert stream.unparsed_lines == 2
     assert stream.result_text == "done"
     assert not stream.is_error

@@ -182,7 +182,7 @@ def test_a_run_never_read_is_killed_when_its_block_ends(runner: ProcessRunner) -
 
 def run_in_background(runner: ProcessRunner, key: str, results: dict[str, object]) -> threading.Thread:
     def work() -> None:
-        results[key] = runner.run(python("import time; print('up', flush=True); time.sleep(60)"), timeout=30, key=key)
+        results[key] = runner.run(python("import time; print('up', flush=True); time.sleep(60)"), timeout=30, owner=key)
 
     thread = threading.Thread(target=work)
     thread.start()

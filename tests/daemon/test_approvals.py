@@ -13,7 +13,7 @@ import pytest
 
 from apple_flow.config import Settings
 from apple_flow.connectors.base import TurnRequest
-from apple_flow.daemon.approvals import Approvals, Decision
+from apple_flow.daemon.approvals import ApprovalDecision, Approvals
 from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness
@@ -130,7 +130,7 @@ def test_deny_all_denies_every_pending_request_of_the_sender(run_daemon: Callabl
     assert all(h.store.approvals.get(i).state == "denied" for i in ids)  # type: ignore[union-attr]
 
 
-def recorded(store: Store, decision: Decision) -> Decision:
+def recorded(store: Store, decision: ApprovalDecision) -> ApprovalDecision:
     """Records what a decision decided, as the daemon does with the message that made it."""
     for approval in decision.decided:
         store.approvals.decide([approval])

@@ -24,7 +24,7 @@ def test_status_lists_the_queued_requests_in_order(harness: Callable[..., Harnes
     h = harness().start()
     queue_behind_a_slow_turn(h, ANA, "fix the parser", "add a test for the lexer")
     reply = ask(h, ANA, "status")
-    assert re.match(f"Running for [0-9]+ s: SLOW turn of {re.escape(ANA)}\n", reply)
+    assert re.match(f"Running for [0-9.]+ s: SLOW turn of {re.escape(ANA)}\n", reply)
     assert '\nQueued: 2 — "fix the parser"; "add a test for the lexer"' in reply
     assert ask(h, ANA, "health").count("Yours: 2 queued.") == 1
     h.connector.release.set()

@@ -1,4 +1,4 @@
-"""A workspace's check (issue 29): APPLE_FLOW_VERIFY_COMMAND, or the test command its own files name."""
+"""A workspace's check: APPLE_FLOW_VERIFY_COMMAND, or the test command its own files name."""
 
 from __future__ import annotations
 

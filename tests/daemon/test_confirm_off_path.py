@@ -7,7 +7,6 @@ pending neither loses nor repeats a reply."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,8 @@ ANA = "+15551234567"
 
 
 @pytest.fixture
-def daemon(tmp_path: Path, chat_db: ChatDbWriter, workspace: Path, apple_code_bin: Path) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(tmp_path / "daemon", chat_db.path, {
-        "APPLE_FLOW_ALLOWED_SENDERS": ANA, **scripted_agent(apple_code_bin, workspace),
-    })
-    yield process
-    process.stop()
+def daemon_env(workspace: Path, apple_code_bin: Path) -> dict[str, str]:
+    return {"APPLE_FLOW_ALLOWED_SENDERS": ANA, **scripted_agent(apple_code_bin, workspace)}
 
 
 def stored(daemon: DaemonProcess, sql: str) -> list[Any]:

@@ -8,7 +8,6 @@ import contextlib
 import re
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -29,14 +28,8 @@ def demo_readme(workspace: Path) -> None:
 
 
 @pytest.fixture
-def daemon(tmp_path: Path, chat_db: ChatDbWriter, workspace: Path, apple_code_bin: Path) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(
-        tmp_path / "daemon",
-        chat_db.path,
-        {"APPLE_FLOW_ALLOWED_SENDERS": "(555) 123-4567", **scripted_agent(apple_code_bin, workspace)},
-    )
-    yield process
-    process.stop()
+def daemon_env(workspace: Path, apple_code_bin: Path) -> dict[str, str]:
+    return {"APPLE_FLOW_ALLOWED_SENDERS": "(555) 123-4567", **scripted_agent(apple_code_bin, workspace)}
 
 
 def served(server: ScriptedServer) -> dict[str, str]:
@@ -60,10 +53,6 @@ def agent_processes(daemon: DaemonProcess) -> list[psutil.Process]:
     return found
 
 
-def message_states(daemon: DaemonProcess) -> dict[int, str]:
-    with sqlite3.connect(daemon.db_path) as db:
-        return dict(db.execute("SELECT rowid, state FROM messages WHERE channel = 'imessage'").fetchall())
-
 
 def test_a_chat_message_is_answered_and_a_stranger_gets_nothing(
     daemon: DaemonProcess, chat_db: ChatDbWriter
@@ -73,7 +62,7 @@ def test_a_chat_message_is_answered_and_a_stranger_gets_nothing(
         chat_db.message("let me in", sender=STRANGER)
         chat_db.message("hi there", sender="15551234567")
         wait_for(lambda: final_replies(daemon, ANA), 20, "the reply")
-        time.sleep(0.3)
+        daemon.wait_passed(chat_db.latest_rowid())
         assert final_replies(daemon, ANA) == ["Hello from the agent"]
         assert daemon.sends_to(STRANGER) == []
         [request] = server.requests()
@@ -125,7 +114,7 @@ def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
         agents = agent_processes(daemon)
         daemon.kill9()
         assert agents and all(a.is_running() for a in agents)  # orphaned: kill -9 gave no chance to stop them
-    assert message_states(daemon) == {one: "sent", two: "taken"}
+    assert daemon.message_states() == {one: "sent", two: "taken"}
 
     # 2. Restart: "two" is handled again (once); "three" arrives and the daemon is killed at once.
     with ScriptedServer([answer("answer two"), answer("answer three (second daemon)", delay=5)]) as second:
@@ -134,7 +123,7 @@ def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
         assert alive == []  # the restart killed the previous daemon's agent before redoing its message
         wait_for(lambda: "answer two" in final_replies(daemon, ANA), 20, "the redone answer")
         # Recorded as sent only once Messages' row of it is seen: the kill below is for "three", not this send.
-        wait_for(lambda: message_states(daemon).get(two) == "sent", 20, "the redone answer to be recorded")
+        wait_for(lambda: daemon.message_states().get(two) == "sent", 20, "the redone answer to be recorded")
         three = chat_db.message("three", sender=ANA)
         time.sleep(0.05)
         daemon.kill9()
@@ -151,10 +140,10 @@ def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
     with ScriptedServer([answer("answer four")]) as fourth:
         daemon.start(served(fourth))
         wait_for(lambda: "answer four" in final_replies(daemon, ANA), 20, "the fourth answer")
-        time.sleep(0.3)
+        daemon.wait_passed(four)
         assert daemon.terminate() == 0
     assert final_replies(daemon, ANA) == ["answer one", "answer two", "answer three", "answer four"]
-    assert message_states(daemon) == {one: "sent", two: "sent", three: "sent", four: "sent"}
+    assert daemon.message_states() == {one: "sent", two: "sent", three: "sent", four: "sent"}
 
 
 def test_a_hung_agent_is_killed_at_the_timeout_and_the_sender_told(
@@ -183,7 +172,7 @@ def test_sigterm_stops_a_running_turn_within_the_bound_and_kills_its_process(
         assert time.monotonic() - began < 10  # grace 1 s + killing the agent
         _gone, alive = psutil.wait_procs(agents, timeout=5)
         assert alive == []
-    assert message_states(daemon) == {1: "taken"}  # redone at the next start
+    assert daemon.message_states() == {1: "taken"}  # redone at the next start
     assert final_replies(daemon, ANA) == []
 
 
@@ -283,7 +272,7 @@ def test_the_echo_of_a_reply_sent_before_a_kill_9_is_not_taken_for_a_request(
     with ScriptedServer([answer("the only answer"), answer("an answer to its own reply")]) as server:
         daemon.start(served(server))
         hi = chat_db.message("hi", sender=ANA)
-        wait_for(lambda: message_states(daemon) == {hi: "sent"}, 20, "the reply")
+        wait_for(lambda: daemon.message_states() == {hi: "sent"}, 20, "the reply")
         daemon.kill9()
         chat_db.message("the only answer", sender=ANA)  # the echo, written by Messages while the daemon was down
         later = chat_db.message("thanks", sender=STRANGER)  # once the cursor passed this row, the echo was read

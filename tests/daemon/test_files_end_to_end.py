@@ -4,14 +4,10 @@ osascript recording what would be sent."""
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from support.chatdb import ChatDbWriter
@@ -30,22 +26,13 @@ def attachments(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def daemon(
-    tmp_path: Path, chat_db: ChatDbWriter, workspace: Path, apple_code_bin: Path, attachments: Path
-) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(tmp_path / "daemon", chat_db.path, {
+def daemon_env(workspace: Path, apple_code_bin: Path, attachments: Path) -> dict[str, str]:
+    return {
         "APPLE_FLOW_ALLOWED_SENDERS": ANA,
         "APPLE_FLOW_MESSAGES_ATTACHMENTS_PATH": str(attachments),
         "APPLE_FLOW_ATTACHMENT_WAIT_SECONDS": "60",
         **scripted_agent(apple_code_bin, workspace),
-    })
-    yield process
-    process.stop()
-    # A send left hanging by a test that failed before its restart (which kills them) goes with the test.
-    for fake in psutil.process_iter(["cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if str(process.bin / "osascript") in (fake.info["cmdline"] or []):
-                fake.kill()
+    }
 
 
 def replies(daemon: DaemonProcess) -> list[str]:
@@ -68,8 +55,8 @@ def test_a_message_of_one_file_alone_reaches_the_agent_which_reads_it_from_the_i
             "filename": "~/Library/Messages/Attachments/4f/15/C0FFEE-1/crash.log", "transfer_name": "crash.log",
             "mime_type": "text/plain", "total_bytes": len(content), "transfer_state": 3,
         }])
-        time.sleep(1)
-        stored.parent.mkdir(parents=True)
+        wait_for(lambda: daemon.message_states().get(rowid) == "taken", 20, "the daemon to take the message")
+        stored.parent.mkdir(parents=True)  # it waits for the download meanwhile
         stored.write_text(content)
         chat_db.update_attachments(rowid, transfer_state=5)
         reply = wait_for(lambda: replies(daemon), 30, "the reply")[0]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from apple_flow.channels.base import InboundMessage
-from apple_flow.daemon.orchestrator import LoginLinks, Reply, View
+from apple_flow.daemon.decisions import LoginLinks, Reply, View
 from apple_flow.daemon.store.web_logins import WebLoginTable, digest
 from support.daemon_harness import ANA, Harness, ask, wait_until
 

@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from apple_flow import host
+from apple_flow import login_service as launchd_module
+from apple_flow.channels.imessage.permissions import AUTOMATION, CHAT_DB, Finding, PermissionReport, State
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
-from apple_flow.daemon import service as launchd_module
 from apple_flow.daemon.owner_notices import CHAT_DB_LOST_KEY, READY_KEY, OwnerNotices
-from apple_flow.daemon.permissions import AUTOMATION, CHAT_DB, Finding, PermissionReport, State
 from apple_flow.daemon.store import Store
 from support.chatdb import ChatDbWriter
 from support.daemon_process import wait_for

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from apple_flow.connectors.stream_events import parse_event
 from apple_flow.daemon import run_log
 from apple_flow.daemon.run_log import EVENT_MAX_BYTES, RunLog, bounded_json
 from apple_flow.daemon.store import Store
@@ -23,11 +24,11 @@ def store(tmp_path: Path) -> Store:
 def test_events_are_kept_in_order_without_text_deltas(store: Store) -> None:
     store.runs.start("run_a", "+15551234567", "chat", "/ws", "fix it", message="imessage:7")
     record = RunLog(store, "run_a")
-    record({"type": "start", "backend": "openai", "model": "m"})
-    record({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "a.py"}})
-    record({"type": "text", "delta": "partial"})
-    record({"type": "tool_result", "id": "c1", "name": "readFile", "ok": True, "output": "1\tx"})
-    record({"type": "result", "subtype": "success", "result": "done"})
+    record(parse_event({"type": "start", "backend": "openai", "model": "m"}))
+    record(parse_event({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "a.py"}}))
+    record(parse_event({"type": "text", "delta": "partial"}))
+    record(parse_event({"type": "tool_result", "id": "c1", "name": "readFile", "ok": True, "output": "1\tx"}))
+    record(parse_event({"type": "result", "subtype": "success", "result": "done"}))
     events = store.run_events.of_run("run_a")
     assert [e.type for e in events] == ["start", "tool_call", "tool_result", "result"]
     assert [e.seq for e in events] == [1, 2, 3, 4]
@@ -43,8 +44,8 @@ def test_a_run_past_its_budget_drops_events_but_keeps_its_result(
     store.runs.start("run_b", "+15551234567", "chat", "/ws", "read everything")
     record = RunLog(store, "run_b")
     for index in range(10):
-        record({"type": "tool_result", "id": f"c{index}", "output": "x" * 6000})
-    record({"type": "result", "subtype": "success", "result": "y" * 6000})
+        record(parse_event({"type": "tool_result", "id": f"c{index}", "output": "x" * 6000}))
+    record(parse_event({"type": "result", "subtype": "success", "result": "y" * 6000}))
     types = [e.type for e in store.run_events.of_run("run_b")]
     assert types[-1] == "result"
     assert 2 <= types.count("tool_result") < 10
@@ -56,11 +57,11 @@ def test_a_run_past_its_budget_drops_events_but_keeps_its_result(
 def test_only_the_newest_runs_keep_their_events(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_log, "KEEP_RUNS", 2)
     clock = iter(range(100))
-    store._clock = lambda: float(next(clock))  # type: ignore[method-assign]
+    store.db._clock = lambda: float(next(clock))
     for name in ("r1", "r2", "r3"):
         store.runs.start(name, "+15551234567", "chat", "/ws", name)
         with RunLog(store, name) as record:
-            record({"type": "notice", "message": name})
+            record(parse_event({"type": "notice", "message": name}))
     assert store.run_events.of_run("r1") == []
     assert [len(store.run_events.of_run(name)) for name in ("r2", "r3")] == [1, 1]
     assert [r.id for r in store.runs.recent()] == ["r3", "r2", "r1"]  # the runs themselves stay
@@ -81,7 +82,7 @@ def test_a_store_that_cannot_be_written_does_not_stop_the_run(store: Store, tmp_
     store.runs.start("run_c", "+15551234567", "chat", "/ws", "x")
     store.close()
     with RunLog(store, "run_c") as record:
-        record({"type": "notice", "message": "still fine"})  # logged, not raised
+        record(parse_event({"type": "notice", "message": "still fine"}))  # logged, not raised
 
 
 def test_the_migration_keeps_existing_runs(tmp_path: Path) -> None:
@@ -101,7 +102,8 @@ def test_events_that_come_together_are_written_in_one_transaction(store: Store) 
     store.db.trace(statements.append)
     with RunLog(store, "run_d") as record:
         for index in range(20):
-            record({"type": "tool_call", "id": f"c{index}", "name": "readFile", "arguments": {"path": f"{index}.py"}})
+            record(parse_event({"type": "tool_call", "id": f"c{index}", "name": "readFile",
+                                "arguments": {"path": f"{index}.py"}}))
         assert store.run_events.of_run("run_d") == []  # waiting to be written together
     store.db.trace(None)
     assert sum(1 for sql in statements if sql.startswith("COMMIT")) == 1
@@ -111,11 +113,11 @@ def test_events_that_come_together_are_written_in_one_transaction(store: Store) 
 def test_an_event_waits_at_most_the_flush_time_and_the_result_not_at_all(store: Store) -> None:
     store.runs.start("run_e", "+15551234567", "chat", "/ws", "x")
     record = RunLog(store, "run_e", flush_seconds=0.1)
-    record({"type": "tool_call", "id": "c1", "name": "runCommand", "arguments": {"command": "make test"}})
+    record(parse_event({"type": "tool_call", "id": "c1", "name": "runCommand", "arguments": {"command": "make test"}}))
     deadline = time.monotonic() + 5
     while not store.run_events.of_run("run_e"):  # shown while the command runs: no later event needed
         assert time.monotonic() < deadline, "the event was not written"
         time.sleep(0.02)
-    record({"type": "result", "subtype": "success", "result": "done"})
+    record(parse_event({"type": "result", "subtype": "success", "result": "done"}))
     assert [e.type for e in store.run_events.of_run("run_e")] == ["tool_call", "result"]
     record.close()

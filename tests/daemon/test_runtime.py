@@ -6,15 +6,17 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from apple_flow.channels.base import InboundMessage
 from apple_flow.config import Settings
 from apple_flow.connectors.base import Exchange, Status, TurnOutcome
 from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector
-from support.daemon_harness import ANA, BOB, Harness, wait_until
+from support.daemon_harness import ANA, BOB, Harness, ask, wait_until
 
 
 def test_a_chat_message_is_answered_and_recorded(harness: Callable[..., Harness]) -> None:
@@ -182,12 +184,12 @@ def test_turns_of_different_senders_run_side_by_side_within_the_bound(harness: C
     for sender in senders:
         h.ingress.add(sender, "SLOW")
     wait_until(lambda: h.connector.running == 2)
-    time.sleep(0.1)
+    ask(h, senders[0], "status")  # a later message answered: every turn before it was queued long since
     assert h.connector.running == 2  # the pool is the bound
     h.connector.release.set()
     h.finish()
     assert h.connector.max_running == 2
-    assert all(h.egress.to(s) == ["echo: SLOW"] for s in senders)
+    assert all(h.egress.to(s)[-1:] == ["echo: SLOW"] for s in senders)
 
 
 def test_progress_is_throttled_to_one_message_per_interval(harness: Callable[..., Harness]) -> None:
@@ -416,10 +418,10 @@ def test_the_daemon_keeps_each_senders_exchanges_and_hands_the_connector_its_win
         h.ingress.add(ANA, f"ana {text}")
     h.ingress.add(BOB, "bob one")
     h.finish()
-    ana = [c.request for c in h.connector.calls if c.request.key == ANA]
+    ana = [c.request for c in h.connector.calls if c.request.sender == ANA]
     assert [e.user for e in ana[2].exchanges] == ["ana one", "ana two"]  # the newest two, oldest first
     assert ana[2].exchanges[-1] == Exchange("ana two", "echo: ana two")
-    bob = next(c.request for c in h.connector.calls if c.request.key == BOB)
+    bob = next(c.request for c in h.connector.calls if c.request.sender == BOB)
     assert bob.exchanges == ()  # another sender's conversation is not his
 
 
@@ -444,11 +446,11 @@ def test_rows_the_ingress_skips_move_the_cursor_once_earlier_messages_are_done(
     h.ingress.add(ANA, "SLOW", rowid=1)
     wait_until(lambda: h.connector.running == 1)
     h.ingress.skip(2, "echo")
-    time.sleep(0.5)  # the daemon has read the skipped row by now
+    ask(h, ANA, "status", rowid=3)  # answered: the row before it, skipped, was read
     assert h.store.cursors.get("imessage") == 0  # message 1 still runs
     h.connector.release.set()
     h.finish()
-    assert h.store.cursors.get("imessage") == 2  # the skipped row is passed with it
+    assert h.store.cursors.get("imessage") == 3  # the skipped row is passed with it
 
 
 def test_a_skipped_row_alone_moves_the_cursor(harness: Callable[..., Harness]) -> None:
@@ -489,8 +491,8 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
     # exchange in the history. Stand-in for the crash: recording the first reply fails.
     import sqlite3
 
-    from apple_flow.connectors.afm import AfmConnector
-    from apple_flow.daemon.runtime import Daemon
+    from apple_flow.connectors.apple_code import AppleCodeConnector
+    from apple_flow.daemon.runtime import Runtime
     from support.daemon_fakes import ListIngress, RecordingEgress
     from support.install import FAKE_APPLE_CODE, install_script
 
@@ -506,7 +508,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
 
     monkeypatch.setattr(store.messages, "record_reply", fails_once)
     ingress, egress = ListIngress(), RecordingEgress()
-    daemon = Daemon(settings, store, AfmConnector(settings), ingress, egress, "imessage")
+    daemon = Runtime(settings, store, AppleCodeConnector(settings), ingress, egress, "imessage")
     ingress.add(ANA, "first")
     ingress.add(ANA, "second")
     ingress.close()
@@ -516,3 +518,11 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
     assert not runner.is_alive()
     assert [exchange.user for exchange in store.history.recent(ANA, 10)] == ["second"]
     assert egress.to(ANA) == ["fake answer"]
+
+
+def test_only_the_commands_that_show_what_runs_have_it_looked_up(harness: Callable[..., Harness]) -> None:
+    # In a burst a sender's queue is long: the view of it is built for the commands that show it, not per message.
+    orchestrator = harness().daemon.orchestrator
+    texts = ("status", "health", "cancel", "escalate", "run 2", "hi", "task: add a test", "approve req_1", "help")
+    wanted = [orchestrator.needs_view(InboundMessage(1, ANA, text, datetime.now(UTC))) for text in texts]
+    assert wanted == [True] * 5 + [False] * 4

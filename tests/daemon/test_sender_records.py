@@ -80,7 +80,7 @@ def reported(tokens: dict[str, tuple[int, int, bool]]) -> Callable[[str, TurnReq
     """Answers with the token usage ``tokens`` gives for the sender (input, output, estimated), on "openai"."""
 
     def answer(prompt: str, request: TurnRequest) -> TurnOutcome:
-        given = tokens.get(request.key)
+        given = tokens.get(request.sender)
         usage = Usage(given[0], given[1], estimated=given[2]) if given else None
         return TurnOutcome(Status.ANSWERED, text="ok", agent="apple-code", usage=usage, backend="openai",
                            model="qwen2.5:3b")
@@ -98,9 +98,9 @@ def test_usage_sums_the_senders_turns_time_and_tokens_per_day_and_backend(harnes
     lines = reply.splitlines()
     assert lines[0] == "Your usage, last 7 days (newest first):"
     # The turns take a moment each; under load, a second or two.
-    assert re.fullmatch(r"\w{3} \d\d, afm:openai \(qwen2\.5:3b\): 2 turns, \d+ s, 2,400 tokens in / 160 out "
+    assert re.fullmatch(r"\w{3} \d\d, afm:openai \(qwen2\.5:3b\): 2 turns, [\d.]+ s, 2,400 tokens in / 160 out "
                         r"\(estimated\)", lines[1])
-    assert re.fullmatch(r"Total: 2 turns, \d+ s, 2,400 tokens in / 160 out \(estimated\)", lines[2])
+    assert re.fullmatch(r"Total: 2 turns, [\d.]+ s, 2,400 tokens in / 160 out \(estimated\)", lines[2])
     assert "999,999" not in reply
     run = h.store.runs.of_sender(ANA)[0]
     assert (run.backend, run.input_tokens, run.tokens_estimated) == ("afm:openai (qwen2.5:3b)", 1200, 1)
@@ -121,8 +121,9 @@ def test_usage_says_which_tokens_were_estimated_and_which_turns_reported_none(
     for text in ("a", "b", "c"):
         ask(h, ANA, text)
     line = ask(h, ANA, "usage").splitlines()[1]
-    assert re.search(r", codex-cli: 3 turns, \d+ s, 30 tokens in / 3 out \(1 estimated; 2 of 3 turns reported them\)$",
-                     line)
+    assert re.search(
+        r", codex-cli: 3 turns, [\d.]+ s, 30 tokens in / 3 out \(1 estimated; 2 of 3 turns reported them\)$", line
+    )
     h.finish()
 
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 
 from apple_flow.connectors.base import TurnRequest
-from apple_flow.health.check import Status
+from apple_flow.health.check import CheckStatus
 from apple_flow.health.doctor import check_sms
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, Harness, ask, wait_until
@@ -33,14 +33,14 @@ def test_a_refused_sms_is_counted_and_health_says_so(harness: MakeHarness) -> No
     assert "APPLE_FLOW_ALLOW_SMS=true" in reply
     assert not h.connector.calls
     check = check_sms(h.settings, h.store.events)
-    assert check.status is Status.WARN and "2 SMS/RCS messages" in check.detail
+    assert check.status is CheckStatus.WARN and "2 SMS/RCS messages" in check.detail
 
 
 def test_without_refusals_health_has_no_sms_line_and_the_check_is_ok(harness: MakeHarness) -> None:
     h = harness().start()
     assert "SMS" not in ask(h, ANA, "health")
     check = check_sms(h.settings, h.store.events)
-    assert check.status is Status.OK and "not acted on" in check.detail
+    assert check.status is CheckStatus.OK and "not acted on" in check.detail
 
 
 def test_an_allowed_sms_runs_read_only_turns_only(harness: MakeHarness) -> None:

@@ -1,5 +1,5 @@
 """Approved tasks are checked (the workspace's check goes to the agent, the reply ends with the verdict), and a failed
-apple-code run of one may be escalated to another connector on the owner's word (issue 29, items 2 and 3)."""
+apple-code run of one may be escalated to another connector on the owner's word."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The whole path of a checked task (issue 29): a real `apple-flow run` process, the real apple-code on the scripted
+"""The whole path of a checked task: a real `apple-flow run` process, the real apple-code on the scripted
 model with the workspace's check (`apple-code --verify`), and escalation to a fake claude CLI. The model first
 claims a fix it did not make: apple-code runs the check, shows it the failure, and it fixes the code; another model
 never fixes it, and the owner escalates."""

@@ -140,6 +140,10 @@ class ChatDbWriter:
         self.conn.execute("COMMIT")
         return rowid
 
+    def latest_rowid(self) -> int:
+        """The newest message row (0 when there is none)."""
+        return int(self.conn.execute("SELECT COALESCE(MAX(ROWID), 0) FROM message").fetchone()[0])
+
     def update(self, rowid: int, **columns: object) -> None:
         """Changes a row in place, as Messages does for an edit or an unsend."""
         assignments = ", ".join(f"{name} = ?" for name in columns)

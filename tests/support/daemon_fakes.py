@@ -12,6 +12,7 @@ from pathlib import Path
 
 from apple_flow.channels.base import Attachment, Egress, InboundMessage, Ingress, SendError, Skipped, Tapback
 from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest
+from apple_flow.connectors.stream_events import parse_event
 
 Answer = Callable[[str, TurnRequest], "str | TurnOutcome"]
 
@@ -55,12 +56,12 @@ class FakeConnector:
         cancel = threading.Event()
         with self._lock:
             self.calls.append(call)
-            self._cancel_events[request.key] = cancel
+            self._cancel_events[request.sender] = cancel
             self.running += 1
             self.max_running = max(self.max_running, self.running)
         try:
             for line in self.progress:
-                yield AgentEvent({"type": "tool_call", "name": line}, (line,))
+                yield AgentEvent(parse_event({"type": "tool_call", "name": line}), (line,))
             if "SLOW" in request.message:
                 while not (self.release.is_set() or cancel.is_set()):
                     time.sleep(0.01)
@@ -80,10 +81,10 @@ class FakeConnector:
     def shutdown(self) -> None:
         self.shut_down = True
 
-    def cancel(self, key: str | None = None) -> int:
-        self.cancelled.append(key)
+    def cancel(self, sender: str | None = None) -> int:
+        self.cancelled.append(sender)
         with self._lock:
-            events = [e for t, e in self._cancel_events.items() if key is None or t == key]
+            events = [e for t, e in self._cancel_events.items() if sender is None or t == sender]
         for event in events:
             event.set()
         return len(events)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apple_flow.config import Settings
-from apple_flow.daemon.runtime import Daemon
+from apple_flow.daemon.runtime import Runtime
 from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector, ListIngress, RecordingEgress
 from support.daemon_process import wait_for
@@ -20,10 +20,11 @@ def wait_until(condition: Callable[[], Any], timeout: float = 5.0) -> Any:
     return wait_for(condition, timeout, "the condition")
 
 
-def ask(h: Harness, sender: str, text: str) -> str:
-    """Sends ``text`` as ``sender`` and returns the next reply to them."""
+def ask(h: Harness, sender: str, text: str, rowid: int | None = None) -> str:
+    """Sends ``text`` as ``sender`` (as row ``rowid``: the next one unless given) and returns the next reply to
+    them."""
     before = len(h.egress.to(sender))
-    h.ingress.add(sender, text)
+    h.ingress.add(sender, text, rowid)
     return str(wait_until(lambda: h.egress.to(sender)[before] if len(h.egress.to(sender)) > before else None))
 
 
@@ -38,8 +39,8 @@ class Harness:
         self.escalation = escalation  # the APPLE_FLOW_ESCALATE_CONNECTOR's connector
         self.ingress = ListIngress()
         self.egress = RecordingEgress()
-        self.daemon = Daemon(settings, self.store, self.connector, self.ingress, self.egress, channel,
-                             escalation_connector=escalation)
+        self.daemon = Runtime(settings, self.store, self.connector, self.ingress, self.egress, channel,
+                              escalation_connector=escalation)
         self.status: int | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
 

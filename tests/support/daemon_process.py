@@ -8,10 +8,12 @@ import json
 import os
 import resource
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +121,24 @@ class DaemonProcess:
 
     def sends_to(self, recipient: str) -> list[str]:
         return [text for who, text in self.sends() if who == recipient]
+
+    def cursor(self) -> int:
+        """The chat.db row the daemon's cursor has passed (0 before it saved one)."""
+        if not self.db_path.exists():
+            return 0
+        with closing(sqlite3.connect(self.db_path)) as db:
+            row = db.execute("SELECT last_rowid FROM cursor WHERE channel = 'imessage'").fetchone()
+        return int(row[0]) if row else 0
+
+    def wait_passed(self, rowid: int, timeout: float = 20) -> None:
+        """Until the cursor has passed ``rowid``: the daemon has read it and everything before it, and finished
+        with them (replied, sent, or skipped). What a test checks did not happen then has not."""
+        wait_for(lambda: self.cursor() >= rowid, timeout, f"the cursor to pass row {rowid}")
+
+    def message_states(self) -> dict[int, str]:
+        """The state the daemon recorded for each message it handled, by chat.db row."""
+        with closing(sqlite3.connect(self.db_path)) as db:
+            return dict(db.execute("SELECT rowid, state FROM messages WHERE channel = 'imessage'").fetchall())
 
 
 def scripted_agent(apple_code_bin: Path, workspace: Path) -> dict[str, str]:

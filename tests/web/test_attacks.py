@@ -1,4 +1,4 @@
-"""What an attack on the page found (issue 25), each closed: sessions the server ends, a body read only after its
+"""What an attack on the page found, each closed: sessions the server ends, a body read only after its
 origin and size were checked and then with a cap, bounded connections and request times, Host names checked, exact
 verbs, the real state of a request shown."""
 

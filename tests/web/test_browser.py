@@ -66,21 +66,15 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def daemon(tmp_path: Path, chat_db: ChatDbWriter, workspace: Path, apple_code_bin: Path) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(
-        tmp_path / "daemon",
-        chat_db.path,
-        {
-            **scripted_agent(apple_code_bin, workspace),
-            "APPLE_FLOW_ALLOWED_SENDERS": ANA,
-            "APPLE_FLOW_AFM_TIMEOUT_SECONDS": "60",
-            "APPLE_FLOW_WEB_ENABLED": "true",
-            "APPLE_FLOW_WEB_PORT": "0",
-            "APPLE_FLOW_WEB_TOKEN": TOKEN,
-        },
-    )
-    yield process
-    process.stop()
+def daemon_env(workspace: Path, apple_code_bin: Path) -> dict[str, str]:
+    return {
+        **scripted_agent(apple_code_bin, workspace),
+        "APPLE_FLOW_ALLOWED_SENDERS": ANA,
+        "APPLE_FLOW_AFM_TIMEOUT_SECONDS": "60",
+        "APPLE_FLOW_WEB_ENABLED": "true",
+        "APPLE_FLOW_WEB_PORT": "0",
+        "APPLE_FLOW_WEB_TOKEN": TOKEN,
+    }
 
 
 def web_url(daemon: DaemonProcess) -> str:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from apple_flow.connectors.stream_events import parse_event
 from apple_flow.daemon.run_log import RunLog
 from apple_flow.daemon.store import FinishedTurn
 from apple_flow.web.auth import COOKIE
@@ -39,7 +40,7 @@ def record_run(page: Page, run_id: str = "run_abc123", state: str = "done") -> N
     ]
     log = RunLog(store, run_id)
     for event in events:
-        log(event)
+        log(parse_event(event))
     store.runs.finish(run_id, FinishedTurn(None, state, "Renamed it."))
     store.messages.record_reply("imessage", 41, "Renamed it. (sent)")
     store.messages.mark_sent("imessage", 41)
@@ -123,7 +124,8 @@ def test_a_run_page_shows_tool_calls_commands_diff_and_the_reply_as_sent(page: P
 
 def test_a_failed_run_says_why(page: Page) -> None:
     page.store.runs.start("run_bad", ANA, "chat", "/ws", "do it")
-    RunLog(page.store, "run_bad")({"type": "result", "subtype": "error_timeout", "is_error": True, "result": "x"})
+    RunLog(page.store, "run_bad")(parse_event({"type": "result", "subtype": "error_timeout", "is_error": True,
+                                               "result": "x"}))
     page.store.runs.finish("run_bad", FinishedTurn(None, "failed", "Error: Request timed out after 120s."))
     html = page.logged_in().get("/runs/run_bad").text
     assert "Error: Request timed out after 120s. (error_timeout)" in html

@@ -1,10 +1,11 @@
 """The run page shows an approved task's check (apple-code --verify): each round's output and the verdict; and an
-escalated run names the run it escalated (issue 29)."""
+escalated run names the run it escalated."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from apple_flow.connectors.stream_events import parse_event
 from apple_flow.daemon.run_log import RunLog
 from apple_flow.daemon.store import FinishedTurn
 from support.daemon_harness import ANA
@@ -12,9 +13,9 @@ from web.conftest import Page
 
 
 def log_events(page: Page, run_id: str, events: list[dict[str, Any]]) -> None:
-    log = RunLog(page.store, run_id)
-    for event in events:
-        log(event)
+    with RunLog(page.store, run_id) as log:
+        for event in events:
+            log(parse_event(event))
 
 
 def test_the_run_page_shows_each_check_round_and_the_verdict(page: Page) -> None:

@@ -76,7 +76,7 @@ public struct ContextBudget: Sendable, Equatable {
 /// The built-in instructions (kept short: on the on-device model they share 4,096 tokens with everything else).
 public enum BuiltInInstructions {
     // Short on purpose: with the seven tool definitions (551 estimated tokens as OpenAI JSON) the fixed part of
-    // every request stays within 600 estimated tokens (issue 3, item 6); small models also follow short prompts
+    // every request stays within 600 estimated tokens; small models also follow short prompts
     // better. Tool errors explain themselves and the loop stops repeated calls, so neither needs a rule here.
     public static let text = """
         You are apple-code, a coding agent in one workspace. Use the tools to look before answering; readFile \

@@ -1,4 +1,4 @@
-// apple-code: parse the command line, pick the backend, run, render, exit (contract: apple-code-cli.md).
+// apple-code: parse the command line, pick the backend, run, render, exit (contract: apple_code/CONTRACT.md).
 import AppleCodeCore
 import AppleCodeTools
 import Foundation

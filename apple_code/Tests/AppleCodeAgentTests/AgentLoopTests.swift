@@ -53,7 +53,7 @@ import Testing
         #expect(sink.events.contains { $0.kind == .toolCall(id: "c1", name: "readFile", arguments: .string(#"{"path": "#)) })
     }
 
-    /// Issue 16 item 3: the same call (same tool, same arguments in any key order) again in a run is not run
+    /// The same call (same tool, same arguments in any key order) again in a run is not run
     /// again: it gets its earlier result with a short note.
     @Test func aRepeatedCallGetsItsEarlierResultAndIsNotRunAgain() async throws {
         let read = FakeTool("readFile", output: "1: x")
@@ -86,7 +86,7 @@ import Testing
         #expect(edit.maxTokensSeen.count == 1)
     }
 
-    /// Issue 16 item 3: a third identical call ends the tool rounds: the next request offers no tools, shows no
+    /// A third identical call ends the tool rounds: the next request offers no tools, shows no
     /// calls and ends with the user's own message. No words of ours: small models echo them.
     @Test func theSameCallAThirdTimeAsksForTheAnswerWithoutOurWords() async throws {
         let read = FakeTool("readFile", output: "1: x")
@@ -224,7 +224,7 @@ import Testing
         #expect((model.sent.last?.estimatedTokens ?? 0) > 2048 * 3 / 4)
     }
 
-    /// Issue 3 item 6: a call's huge arguments (a 20 KB `writeFile` content) stay in the history as the call; once
+    /// A call's huge arguments (a 20 KB `writeFile` content) stay in the history as the call; once
     /// it has run they are cut to a placeholder instead of the run ending with exit 4.
     @Test func hugeArgumentsOfACallThatRanAreCutSoEveryRequestFits() async throws {
         let write = FakeTool("writeFile", output: "wrote 20,000 bytes to big.txt", changes: ["big.txt"])
@@ -328,7 +328,7 @@ struct SlowTool: AgentTool {
 import AppleCodeTools
 
 @Suite struct PromptOverheadTests {
-    /// Issue 3 item 6: built-in instructions + all seven tool definitions, as sent (OpenAI `tools` JSON), at most
+    /// Built-in instructions + all seven tool definitions, as sent (OpenAI `tools` JSON), at most
     /// 600 estimated tokens. Printed so the figure shows in the test log.
     @Test func instructionsAndSevenToolDefinitionsFitIn600Tokens() {
         let specs = standardTools(readOnly: false, allowCommands: true).map(\.spec)

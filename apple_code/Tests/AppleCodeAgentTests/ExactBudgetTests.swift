@@ -69,7 +69,7 @@ final class ReportingModel: ChatModel, @unchecked Sendable {
     }
 }
 
-/// Issue 17, item 2: the openai loop learns the real counts during a run.
+/// The openai loop learns the real counts during a run.
 @Suite struct ExactBudgetTests {
     @Test func calibrationKeepsTheLargestDifferenceAndAMargin() {
         var calibration = PromptCalibration()

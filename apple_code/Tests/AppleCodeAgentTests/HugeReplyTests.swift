@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import AppleCodeAgent
 
-/// Issue 12 item 4: one huge model reply must not end the run with exit 4; the newest exchange is cut to fit like
+/// One huge model reply must not end the run with exit 4; the newest exchange is cut to fit like
 /// older ones, and the loop goes on.
 @Suite struct HugeReplyTests {
     @Test func anUnknownToolNameOf10000CharactersIsEchoedBoundedAndTheLoopGoesOn() async throws {

@@ -2,7 +2,7 @@ import Testing
 @testable import AppleCodeCore
 
 /// Direct tests of `JSONValue.parse`: what models and servers send is not always well formed, and a parse that
-/// silently drops text (issue 12 item 7) changes a tool's arguments.
+/// silently drops text changes a tool's arguments.
 @Suite struct JSONParserTests {
     private func string(_ json: String) throws -> String? { try JSONValue.parse(json).stringValue }
 
@@ -13,7 +13,7 @@ import Testing
     }
 
     /// A lone surrogate becomes U+FFFD and nothing after it is lost: the escape that follows is decoded on its
-    /// own (issue 12 item 7: `"\uD800\u0041"` lost the `A`).
+    /// own (`"\uD800\u0041"` once lost its `A`).
     @Test(arguments: [
         (#""\uD800\u0041""#, "\u{FFFD}A"),
         (#""\uD800""#, "\u{FFFD}"),

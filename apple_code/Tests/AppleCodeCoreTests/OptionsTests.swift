@@ -38,7 +38,7 @@ import Testing
         #expect(try options(["--verify=make test", "task"]).verifyRounds == 2)
     }
 
-    /// Issue 24 item 3: more hidden paths from the command line (repeatable) and APPLE_CODE_HIDE (`:`-separated),
+    /// More hidden paths from the command line (repeatable) and APPLE_CODE_HIDE (`:`-separated),
     /// for runs and the sandbox check alike; the daemon's web port for --deny-port.
     @Test func hiddenPathsAndDeniedPorts() throws {
         let o = try options(["--hide", "/a/.env", "--hide=/b state", "--deny-port", "8787", "go"],

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import AppleCodeTools
 
-/// Issue 3 item 3: every escape attempt gets a clear `Error:` and nothing outside the workspace is read or
+/// Every escape attempt gets a clear `Error:` and nothing outside the workspace is read or
 /// written.
 @Suite struct ConfinementTests {
     @Test func absolutePathOutsideIsRefusedForReadAndWrite() async throws {

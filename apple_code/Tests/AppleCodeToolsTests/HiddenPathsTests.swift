@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import AppleCodeTools
 
-/// Issue 24 item 3: the owner's secrets are hidden from commands (bwrap: an empty folder or file over each) and
+/// The owner's secrets are hidden from commands (bwrap: an empty folder or file over each) and
 /// from the file tools; the workspace wins over a hidden folder that holds it.
 @Suite struct HiddenPathsTests {
     @Test func theStandardListNamesTheSecretsOfEachSystem() {

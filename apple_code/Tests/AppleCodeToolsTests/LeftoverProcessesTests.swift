@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import AppleCodeTools
 
-/// How the processes a command left behind are found (issue 12 item 5).
+/// How the processes a command left behind are found.
 @Suite struct LeftoverProcessesTests {
     @Test func markerMustBeAWholeString() {
         let entry = Array("APPLE_CODE_COMMAND=abc".utf8)

@@ -73,7 +73,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         #expect(failed.text == "Command failed with exit code 2 and no output.")
     }
 
-    /// Issue 20 item 1: SwiftPM cannot start its own sandbox inside apple-code's (macOS refuses a nested one, exit
+    /// SwiftPM cannot start its own sandbox inside apple-code's (macOS refuses a nested one, exit
     /// 71): the result tells the model exactly how to run it instead.
     @Test func nestedSandboxFailureExplainsTheWayAround() async throws {
         let ws = try TempWorkspace()
@@ -143,7 +143,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         #expect(numbers.count == 3 && numbers[1] == numbers[2] && numbers[1] != getpgrp())
     }
 
-    /// Issue 20 item 3: a command starts in a session of its own, so it has no controlling terminal and cannot
+    /// A command starts in a session of its own, so it has no controlling terminal and cannot
     /// push input into the terminal apple-code runs in (TIOCSTI); it still leads its own process group.
     @Test(arguments: commandSandboxes)
     func commandStartsItsOwnSession(sandbox: CommandSandbox) async throws {
@@ -172,7 +172,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         #expect(elapsed < .seconds(60), "took \(elapsed)")
     }
 
-    /// Issue 3 item 5: a grandchild that ignores SIGTERM and keeps the output pipe open cannot hang the tool;
+    /// A grandchild that ignores SIGTERM and keeps the output pipe open cannot hang the tool;
     /// it returns within seconds (timeout 1 s, SIGKILL a second later, on 2 busy cores) and nothing of the command
     /// is left running.
     @Test(arguments: commandSandboxes)
@@ -190,7 +190,7 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
         #expect(left.isEmpty, "grandchild \(left) is still running")
     }
 
-    /// Issue 12 item 5: a process that leaves the command's process group and session (setsid), or that
+    /// A process that leaves the command's process group and session (setsid), or that
     /// daemonizes (its parent exits, it is reparented), does not outlive the command, with or without a sandbox.
     @Test(arguments: commandSandboxes)
     func nothingTheCommandStartedOutlivesIt(sandbox: CommandSandbox) async throws {

@@ -52,7 +52,7 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(!ws.exists("/run/x"))
     }
 
-    /// Issue 20 item 6: a server and its client on loopback work inside the sandbox (bwrap's own loopback);
+    /// A server and its client on loopback work inside the sandbox (bwrap's own loopback);
     /// any other address is unreachable.
     @Test(.enabled(if: hasBubblewrap && hasPython, "needs a working bwrap (Linux) and python3"))
     func bubblewrapAllowsLoopbackOnly() async throws {
@@ -72,7 +72,7 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(result.text == "exit code 0\nloopback ok\nremote refused: Network is unreachable\n", "\(result.text)")
     }
 
-    /// Issue 20 item 4: a workspace of `/`, a home folder or a folder above one would make shell start-up files
+    /// A workspace of `/`, a home folder or a folder above one would make shell start-up files
     /// and ~/Library/LaunchAgents writable: refused.
     @Test(arguments: [
         ("/", "is the root folder"),
@@ -90,7 +90,7 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(CommandSandbox.broadFolderProblem(path, homes: ["/Users/me"]) == nil)
     }
 
-    /// Issue 20 item 4: git runs .git/hooks and what .git/config names later, outside any sandbox. Under bwrap
+    /// Git runs .git/hooks and what .git/config names later, outside any sandbox. Under bwrap
     /// they are read-only, and `.git` itself cannot be replaced or removed; the rest of .git stays writable.
     @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
     func bubblewrapKeepsGitHooksAndConfigReadOnly() async throws {
@@ -157,7 +157,7 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(result.text == "exit code 0\n1\n0\n", "\(result.text)")
     }
 
-    /// Issue 20 item 1 on Linux: make, python3 and npm run inside the sandbox (each where installed).
+    /// On Linux: make, python3 and npm run inside the sandbox (each where installed).
     @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
     func bubblewrapRunsEverydayTools() async throws {
         let ws = try TempWorkspace()
@@ -248,7 +248,7 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
     }
 }
 
-/// Issue 20 item 5: the macOS sandbox is probed by running the profile once, not by finding sandbox-exec. Here
+/// The macOS sandbox is probed by running the profile once, not by finding sandbox-exec. Here
 /// stand-in `sandbox-exec` scripts play its three answers: it works, it is refused because apple-code already runs
 /// in a sandbox (exit 71, `sandbox_apply`), or it rejects the profile.
 @Suite struct SandboxProbeTests {
@@ -361,7 +361,7 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         let failed = checks.filter { !$0.passed }.map(\.name)
         #expect(failed.contains("a write outside the workspace is refused"))
         #expect(failed.contains(".git/hooks and .git/config cannot be written"))
-        // Issue 24 item 5: the secrets, the daemon's port and the processes outside are all within reach of it.
+        // The secrets, the daemon's port and the processes outside are all within reach of it.
         #expect(failed.contains { $0.hasPrefix("every hidden path is unreadable") })
         #expect(failed.contains("`kill` of a process outside the sandbox is refused"))
         if hasPython { #expect(failed.contains("a denied loopback port (the daemon's web page) is refused")) }

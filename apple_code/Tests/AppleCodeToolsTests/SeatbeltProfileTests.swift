@@ -159,7 +159,7 @@ struct ReadProfile {
         }
     }
 
-    /// Issue 24 item 4: closed by default; only the operations named here are ever allowed, signals and process
+    /// Closed by default; only the operations named here are ever allowed, signals and process
     /// inspection only inside the sandbox, and nothing is allowed by default again.
     @Test func everythingIsDeniedButWhatIsNamed() throws {
         let profile = try ReadProfile(SeatbeltProfile.text(holding: 1, others: 2, deniedPorts: [8787]))
@@ -180,7 +180,7 @@ struct ReadProfile {
         #expect(descriptions.filter { $0.contains("signal") || $0.contains("process-info") }.count == 2)
     }
 
-    /// Issue 24 item 4: Mach services only those a toolchain needs, each with its reason written above it.
+    /// Mach services only those a toolchain needs, each with its reason written above it.
     @Test func machLookupsAreTheListedServicesEachWithAReason() throws {
         let text = SeatbeltProfile.text()
         let profile = try ReadProfile(text)
@@ -200,7 +200,7 @@ struct ReadProfile {
         }
     }
 
-    /// Issue 20 item 7: no path is written into the profile; each is a `-D` parameter, passed verbatim, and the
+    /// No path is written into the profile; each is a `-D` parameter, passed verbatim, and the
     /// profile reads exactly the parameters the argv defines.
     @Test func pathsArePassedAsParametersNeverWrittenIntoTheProfile() throws {
         let workspace = "/Users/me/we\"ird\\dir\u{1}x(y) ;z"
@@ -220,7 +220,7 @@ struct ReadProfile {
         #expect(!SeatbeltProfile.text().contains("/Users/"))
     }
 
-    /// Issue 24 item 3: every hidden path is a parameter the profile denies reading and writing, after the allowed
+    /// Every hidden path is a parameter the profile denies reading and writing, after the allowed
     /// reads and writes (the last matching rule wins); a hidden folder that holds the workspace is denied all but
     /// the workspace.
     @Test func hiddenPathsAreUnreadableAfterEverythingAllowed() throws {
@@ -243,7 +243,7 @@ struct ReadProfile {
         }
     }
 
-    /// Issue 24 item 4: loopback only, as under bwrap (a test that starts a local server runs alike), Unix-domain
+    /// Loopback only, as under bwrap (a test that starts a local server runs alike), Unix-domain
     /// sockets inside the workspace too; the Mac's Remote Login, Screen Sharing and the daemon's web page are
     /// refused after the loopback is allowed.
     @Test func networkIsLoopbackOnlyAndNeverTheWebPort() throws {
@@ -272,14 +272,14 @@ struct ReadProfile {
         let allowed = allows.flatMap { $0.rule.items.dropFirst(2).map(\.description) }
         #expect(allowed.contains(#"(subpath (param "WORKSPACE"))"#))
         #expect(allowed.contains(#"(subpath (param "TMPDIR"))"#))
-        // Issue 20 item 1: the compiler's module cache lives under the per-user cache folder (clang/ModuleCache),
+        // The compiler's module cache lives under the per-user cache folder (clang/ModuleCache),
         // Apple's tools write the per-user temp folder whatever $TMPDIR says.
         #expect(allowed.contains(#"(subpath (param "USER_TEMP"))"#))
         #expect(allowed.contains(#"(subpath (param "USER_CACHE"))"#))
         #expect(!allowed.contains { $0.contains("HOME") || $0 == "(subpath \"/\")" })
     }
 
-    /// Issue 20 item 3: no terminal is writable (commands also run in a session of their own, without one).
+    /// No terminal is writable (commands also run in a session of their own, without one).
     @Test func terminalsAreNotWritable() throws {
         let profile = try ReadProfile()
         let allowedWrites = profile.rules("allow").filter { $0.rule.items.contains(.atom("file-write*")) }
@@ -297,7 +297,7 @@ struct ReadProfile {
         #expect(ioctls.count == 2)
     }
 
-    /// Issue 20 item 2: programs started through LaunchServices (`open`), Apple events (`osascript`), launchd
+    /// Programs started through LaunchServices (`open`), Apple events (`osascript`), launchd
     /// jobs (`launchctl submit`) or another program's preferences run outside the profile: never allowed, and
     /// named in denies at the end so that no allow can open them.
     @Test func waysOutAreDenied() throws {
@@ -318,7 +318,7 @@ struct ReadProfile {
         #expect(lookups.allSatisfy { $0.index > lastAllow })
     }
 
-    /// Issue 24 item 4: inside the workspace no `.git` is made, replaced or removed and no repository's hooks or
+    /// Inside the workspace no `.git` is made, replaced or removed and no repository's hooks or
     /// config are written (git runs them later, outside any sandbox), in any letter case; these denies come after
     /// the allowed writes.
     @Test func gitHooksAndConfigAreNotWritableInAnyLetterCase() throws {

@@ -27,7 +27,7 @@ import Testing
         #expect(names["runCommand"] == ["command", "timeout?"])
     }
 
-    /// Issue 3 item 6 caps instructions plus the seven definitions at 600 estimated tokens; the tools' target
+    /// The budget caps instructions plus the seven definitions at 600 estimated tokens; the tools' target
     /// share was 420. In the OpenAI wire form that cannot be met with the 3-bytes-a-token estimator: the JSON
     /// scaffolding alone (names and argument names, no descriptions) is printed as the floor. The test holds the
     /// figure at its current 556 so a longer description fails here. Printed so it shows in the test log.

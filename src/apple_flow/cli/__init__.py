@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from apple_flow import __version__
-from apple_flow.cli import daemon, diagnostics, model, service, setup
+from apple_flow.cli import diagnostics, model, run, service, setup
 
 app = typer.Typer(
     name="apple-flow",
@@ -30,5 +30,5 @@ def main(
     """apple-flow: the daemon, its diagnostics and its service."""
 
 
-for module in (setup, model, daemon, diagnostics, service):
+for module in (setup, model, run, diagnostics, service):
     module.register(app)

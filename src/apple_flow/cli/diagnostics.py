@@ -23,7 +23,7 @@ from apple_flow.channels.imessage.echo import Copies
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings
 from apple_flow.handles import normalize_handle
-from apple_flow.health.check import Check, Status
+from apple_flow.health.check import Check, CheckStatus
 from apple_flow.health.doctor import run_doctor
 
 out = Console()
@@ -31,7 +31,7 @@ out = Console()
 _SECRET_NAME = re.compile(r"(key|token|secret|password)", re.IGNORECASE)
 
 
-_STYLE = {Status.OK: "green", Status.FAIL: "bold red", Status.WARN: "yellow", Status.NA: "dim"}
+_STYLE = {CheckStatus.OK: "green", CheckStatus.FAIL: "bold red", CheckStatus.WARN: "yellow", CheckStatus.NA: "dim"}
 
 
 def print_checks(checks: list[Check]) -> None:
@@ -142,7 +142,7 @@ def register(app: typer.Typer) -> None:
         with err.status("Checking the set-up (the command sandbox takes a minute) ..."):
             checks = run_doctor(db, sandbox=sandbox)
         print_checks(checks)
-        failed = [c.name for c in checks if c.status is Status.FAIL]
+        failed = [c.name for c in checks if c.status is CheckStatus.FAIL]
         if failed:
             err.print(f"[red]{len(failed)} check(s) failed:[/red] {', '.join(failed)}")
             raise typer.Exit(1)

@@ -12,10 +12,7 @@ from rich.markup import escape
 
 from apple_flow import host
 from apple_flow.app_bundle import AppBundleError, InstalledApp, app_path, install_app, shown
-from apple_flow.channels.imessage.probe import AUTOMATION_SETTINGS
-from apple_flow.cli.common import err, print_error, settings_or_exit
-from apple_flow.config import Settings
-from apple_flow.daemon.permissions import (
+from apple_flow.channels.imessage.permissions import (
     AUTOMATION,
     CHAT_DB,
     PermissionReport,
@@ -25,8 +22,12 @@ from apple_flow.daemon.permissions import (
     launcher_app,
     read_report,
 )
-from apple_flow.daemon.service import Launchd, ServiceError, build_plist, service_files, systemd_unit
+from apple_flow.channels.imessage.probe import AUTOMATION_SETTINGS
+from apple_flow.cli.common import err, print_error, settings_or_exit
+from apple_flow.config import Settings
+from apple_flow.login_service import Launchd, ServiceError, build_plist, service_files, systemd_unit
 from apple_flow.paths import built_launcher
+from apple_flow.times import moment
 
 service_app = typer.Typer(help="Run the daemon at login (a launchd agent on macOS).", no_args_is_help=True)
 
@@ -174,7 +175,7 @@ _MARK = {State.OK: "[green]ok[/green]", State.CHECKING: "[yellow]checking[/yello
 
 
 def _print_report(report: PermissionReport, service_pid: int | None) -> None:
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(report.started_at))
+    started = moment(report.started_at)
     whose = "this service process" if report.job_pid == service_pid else "an earlier run"
     err.print(f"Permissions of {escape(report.app)} ({whose}, pid {report.pid}, started {started}):", soft_wrap=True)
     for finding in report.findings:

@@ -28,7 +28,7 @@ from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.envfile import EnvEdit, EnvFileError
 from apple_flow.handles import HandleError, parse_handle
-from apple_flow.health.check import Status
+from apple_flow.health.check import CheckStatus
 from apple_flow.health.doctor import AgentProbe, install_hint, probe_agent, run_doctor
 from apple_flow.paths import PROJECT_ROOT
 from apple_flow.web.auth import new_token
@@ -362,7 +362,7 @@ def _doctor(env_file: Path, terminal_permissions: bool) -> None:
     with err.status("Checking the set-up (apple-flow doctor) ..."):
         checks = run_doctor(None, env_file, terminal_permissions, sandbox=False)  # `apple-flow doctor` runs it
     print_checks(checks)
-    failed = [check.name for check in checks if check.status is Status.FAIL]
+    failed = [check.name for check in checks if check.status is CheckStatus.FAIL]
     if failed:
         err.print(f"[yellow]{len(failed)} check(s) need attention: {', '.join(failed)}; each says how above.[/yellow]")
     else:
@@ -371,7 +371,7 @@ def _doctor(env_file: Path, terminal_permissions: bool) -> None:
 
 
 def _service_installed(env_file: Path) -> bool:
-    from apple_flow.daemon.service import service_files
+    from apple_flow.login_service import service_files
 
     return service_files(current_settings(env_file)).plist.is_file()
 

@@ -9,11 +9,13 @@ keeps no conversation: the daemon's store does.
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+from apple_flow.connectors.stream_events import StreamEvent
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,7 @@ class TurnRequest:
     exchanges: tuple[Exchange, ...] = ()
     read_only: bool = False  # planning turns: the agent may read, not change
     plan: bool = False  # approved tasks: plan-and-execute where the agent has it
-    key: str = ""  # whose turn this is (the sender): ``cancel(key)`` stops it
+    sender: str = ""  # whose turn this is: ``cancel(sender)`` stops it
     #: What files came with the message and where they are; kept whole after the message when the prompt is fitted.
     files_note: str = ""
     #: The command that says whether the work is done (approved tasks): the agent must make it pass.
@@ -146,10 +148,11 @@ NO_RESPONSE = "No response generated."
 
 @dataclass(frozen=True)
 class AgentEvent:
-    """One event of the agent's output stream as it happened (the parsed JSON object), and the short progress
-    lines its tool calls make for the chat ("reading src/app.py"; claude can put several calls in one event)."""
+    """One event of the agent's output stream as it happened (parsed once: ``stream_events``), and the short
+    progress lines its tool calls make for the chat ("reading src/app.py"; claude can put several calls in one
+    event)."""
 
-    data: Mapping[str, Any]
+    event: StreamEvent
     progress: tuple[str, ...] = ()
 
 
@@ -170,8 +173,8 @@ class Connector(Protocol):
         Never raises for agent failures: they are outcomes."""
         ...
 
-    def cancel(self, key: str | None = None) -> int:
-        """Stops the running turns of ``key`` (all when None); returns how many were stopped."""
+    def cancel(self, sender: str | None = None) -> int:
+        """Stops the running turns of ``sender`` (all when None); returns how many were stopped."""
         ...
 
     def shutdown(self) -> None: ...

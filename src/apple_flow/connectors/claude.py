@@ -37,7 +37,7 @@ class ClaudeConnector(CliConnector):
 
     def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
         assert stream is not None
-        report = stream.result or {}
+        report = stream.result
         if result.timed_out:
             return self.timed_out(invocation.timeout, exit_code=result.exit_code, report=report)
         if result.exit_code != 0:
@@ -47,6 +47,6 @@ class ClaudeConnector(CliConnector):
             detail = f"The output ended without a result event. {result.last_stderr_line}"
             return self.failed(result.exit_code, detail)
         if stream.is_error:  # claude reports max-turn stops and failures with exit 0: check is_error
-            subtype = stream.result.get("subtype", "error")
+            subtype = stream.result.subtype or "error"
             return self.failed(result.exit_code, f"{subtype}: {stream.result_text}", report=report)
         return self.answer(stream.result_text, result.exit_code, report=report)

@@ -28,6 +28,7 @@ from apple_flow.connectors.environment import agent_environment
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.prompt import fit_prompt
 from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
+from apple_flow.connectors.stream_events import Result, VerifyReport
 from apple_flow.filelimit import open_files_limit
 
 VERSION_TIMEOUT_SECONDS = 15.0
@@ -113,8 +114,8 @@ class CliConnector:
     def shutdown(self) -> None:
         self.runner.shutdown()
 
-    def cancel(self, key: str | None = None) -> int:
-        return self.runner.cancel(key)
+    def cancel(self, sender: str | None = None) -> int:
+        return self.runner.cancel(sender)
 
     def run(self, request: TurnRequest) -> TurnEvents:
         default = self.settings.default_workspace.expanduser().absolute()
@@ -132,7 +133,7 @@ class CliConnector:
         stream = self.new_stream()
         try:
             child = self.runner.start(
-                invocation.argv, invocation.stdin, cwd=invocation.cwd, timeout=invocation.timeout, key=request.key,
+                invocation.argv, invocation.stdin, cwd=invocation.cwd, timeout=invocation.timeout, owner=request.sender,
                 env=self.environment(),
             )
         except SpawnError as exc:
@@ -152,12 +153,12 @@ class CliConnector:
 
     def outcome(
         self, status: Status, detail: str = "", exit_code: int | None = None, text: str = "",
-        report: dict[str, Any] | None = None, **fields: Any,
+        report: Result | None = None, **fields: Any,
     ) -> TurnOutcome:
         """An outcome of this agent, with what its ``result`` event (``report``) says about the run."""
         return TurnOutcome(
             status, text=text, detail=detail, agent=self.display_name, exit_code=exit_code,
-            **{**reported(report or {}), **fields},
+            **{**(reported(report) if report is not None else {}), **fields},
         )
 
     def spawn_outcome(self, exc: SpawnError) -> TurnOutcome:
@@ -221,44 +222,30 @@ class CliConnector:
             raise ConnectorError(outcome.detail, outcome.status) from exc
 
 
-def reported(report: dict[str, Any]) -> dict[str, Any]:
+def reported(report: Result) -> dict[str, Any]:
     """What a ``result`` event reports about the run (apple-code's contract; claude's uses the same names), as
-    ``TurnOutcome`` fields. Missing or malformed fields are left at their defaults."""
+    ``TurnOutcome`` fields. Fields it lacks are left at their defaults."""
     fields: dict[str, Any] = {}
-    for name in ("subtype", "backend", "model"):
-        if isinstance(report.get(name), str):
-            fields[name] = report[name]
-    files = report.get("files_changed")
-    if isinstance(files, list):
-        fields["files_changed"] = tuple(str(f) for f in files)
-    for name in ("commands_run", "num_turns", "duration_ms"):
-        if isinstance(report.get(name), int) and not isinstance(report.get(name), bool):
-            fields[name] = report[name]
-    usage = report.get("usage")
-    if isinstance(usage, dict):
-        tokens = {k: usage[k] for k in ("input_tokens", "output_tokens") if isinstance(usage.get(k), int)}
-        fields["usage"] = Usage(**tokens, estimated=bool(usage.get("estimated")))
-    check = check_report(report.get("verify"))
+    for name in ("subtype", "backend", "model", "files_changed", "commands_run", "num_turns", "duration_ms"):
+        if getattr(report, name) is not None:
+            fields[name] = getattr(report, name)
+    usage = report.usage
+    if usage is not None:
+        tokens = {k: v for k, v in (("input_tokens", usage.input_tokens), ("output_tokens", usage.output_tokens))
+                  if v is not None}
+        fields["usage"] = Usage(**tokens, estimated=usage.estimated)
+    check = check_report(report.verify)
     if check is not None:
         fields["check"] = check
     return fields
 
 
-def check_report(value: Any) -> CheckReport | None:
-    """apple-code's ``verify`` object (``{"command", "passed", "rounds", "runs", "exit_code", "output_tail"}``), or
-    None when it is missing or has no command and verdict."""
-    if not isinstance(value, dict) or not isinstance(value.get("command"), str) \
-            or not isinstance(value.get("passed"), bool):
+def check_report(value: VerifyReport | None) -> CheckReport | None:
+    """apple-code's ``verify`` object as a ``CheckReport``, or None when it is missing or names no command."""
+    if value is None or not value.command:
         return None
-    tail = value.get("output_tail")
-    return CheckReport(
-        value["command"], value["passed"], _count(value.get("rounds")) or 0, tail if isinstance(tail, str) else "",
-        runs=_count(value.get("runs")), exit_code=_count(value.get("exit_code")),
-    )
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return CheckReport(value.command, value.passed, value.rounds, value.output_tail, runs=value.runs,
+                       exit_code=value.exit_code)
 
 
 def format_seconds(value: float) -> str:

@@ -20,6 +20,7 @@ from apple_flow.connectors.base import AgentEvent, TurnOutcome, TurnRequest
 from apple_flow.connectors.cli import ARGUMENT_MAX_CHARS, CliConnector, Invocation
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.runner import RunResult
+from apple_flow.connectors.stream_events import StreamEvent
 
 # Cline's tool names (ClineSayTool.tool) as the names the progress table knows, with the argument it names.
 _TOOLS: dict[str, tuple[str, str, str]] = {
@@ -50,7 +51,11 @@ def _tool(event: Mapping[str, Any]) -> dict[str, Any]:
     return tool if isinstance(tool, dict) and isinstance(tool.get("tool"), str) else {}
 
 
-def cline_tool_calls(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def cline_tool_calls(event: StreamEvent) -> list[tuple[str, Mapping[str, Any]]]:
+    return _tool_uses(event.raw)  # Cline's own stream format
+
+
+def _tool_uses(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     kind = _settled_say(event)
     if kind == "command" and isinstance(event.get("text"), str):
         return [("runCommand", {"command": event["text"]})]
@@ -78,12 +83,13 @@ class ClineStream(EventStream):
     def feed(self, line: str) -> list[AgentEvent]:
         events = super().feed(line)
         for event in events:
-            self._note(event.data)
+            self._note(event.event.raw)
         return events
 
     def _note(self, event: Mapping[str, Any]) -> None:
         kind = _settled_say(event)
-        text = event.get("text") if isinstance(event.get("text"), str) else ""
+        said = event.get("text")
+        text = said if isinstance(said, str) else ""
         if kind == "completion_result":
             self.completion = text.strip()
         elif kind == "text" and text.strip():

@@ -8,12 +8,12 @@ streams in (``text`` events: "writing the answer (120 characters so far)"). Each
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from apple_flow.connectors.base import AgentEvent
 from apple_flow.connectors.prompt import cut_end
+from apple_flow.connectors.stream_events import Other, Result, StreamEvent, Text, ToolCall, Verify, parse_line
 
 PROGRESS_MAX_CHARS = 80
 
@@ -55,82 +55,71 @@ def describe_tool_call(name: str, arguments: Mapping[str, Any] | None) -> str:
     return cut_end(f"{verb} {target}" if target else verb, PROGRESS_MAX_CHARS)
 
 
-def describe_check(event: Mapping[str, Any]) -> str:
+def describe_check(event: Verify) -> str:
     """A progress line for apple-code's ``verify`` event (each run of the ``--verify`` check): passed, or failed and
     gone back to the model for repair round N."""
-    command = " ".join(str(event.get("command", "") or "the check").split())
-    if event.get("passed") is True:
+    command = " ".join((event.command or "the check").split())
+    if event.passed:
         return cut_end(f"check passed: {command}", PROGRESS_MAX_CHARS)
-    rounds = event.get("rounds")
-    repair = f" (repair round {rounds})" if isinstance(rounds, int) and rounds > 0 else ""
+    repair = f" (repair round {event.rounds})" if event.rounds > 0 else ""
     return cut_end(f"check failed{repair}: {command}", PROGRESS_MAX_CHARS)
 
 
 class EventStream:
-    """Reads one run's JSON-lines stream: keeps the ``result`` event, and turns each line into the events it
-    carries, with the progress line of its tool calls.
+    """Reads one run's JSON-lines stream: parses each line once (``stream_events``), keeps the ``result`` event,
+    and turns each line into the event it carries, with the progress line of its tool calls.
 
     ``tool_calls`` picks the tool calls out of one event as ``(name, arguments)`` pairs; each stream format has
     its own.
     """
 
-    def __init__(self, tool_calls: Callable[[Mapping[str, Any]], list[tuple[str, Mapping[str, Any]]]]) -> None:
+    def __init__(self, tool_calls: Callable[[StreamEvent], list[tuple[str, Mapping[str, Any]]]]) -> None:
         self._tool_calls = tool_calls
-        self.result: dict[str, Any] | None = None
+        self.result: Result | None = None
         self.unparsed_lines = 0
         self._answer_chars = 0
 
     def feed(self, line: str) -> list[AgentEvent]:
         """The event on ``line``: one, or none for a blank or unreadable line."""
-        line = line.strip()
-        if not line:
+        if not line.strip():
             return []
-        try:
-            event = json.loads(line)
-        except ValueError:
+        event = parse_line(line)
+        if event is None:
             self.unparsed_lines += 1
             return []
-        if not isinstance(event, dict):
-            self.unparsed_lines += 1
-            return []
-        if event.get("type") == "result":
+        if isinstance(event, Result):
             self.result = event
         progress = []
         for name, arguments in self._tool_calls(event):
             line_text = describe_tool_call(name, arguments)
-            if isinstance(event.get("subtask"), (int, str)):
-                line_text = f"[{event['subtask']}] {line_text}"
+            if event.subtask is not None:
+                line_text = f"[{event.subtask}] {line_text}"
             progress.append(line_text)
-        if event.get("type") == "verify":
+        if isinstance(event, Verify):
             progress.append(describe_check(event))
-        delta = event.get("delta")
-        if event.get("type") == "text" and isinstance(delta, str) and "subtask" not in event:
-            self._answer_chars += len(delta)
+        if isinstance(event, Text) and event.subtask is None and isinstance(event.raw.get("delta"), str):
+            self._answer_chars += len(event.delta)
             progress.append(f"writing the answer ({self._answer_chars} characters so far)")
         return [AgentEvent(event, tuple(progress))]
 
     @property
     def result_text(self) -> str:
-        value = (self.result or {}).get("result")
-        return value.strip() if isinstance(value, str) else ""
+        return self.result.answer if self.result is not None else ""
 
     @property
     def is_error(self) -> bool:
-        return bool((self.result or {}).get("is_error")) or (self.result or {}).get("subtype", "success") != "success"
+        return self.result is not None and self.result.failed
 
 
-def apple_code_tool_calls(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def apple_code_tool_calls(event: StreamEvent) -> list[tuple[str, Mapping[str, Any]]]:
     """apple-code: ``{"type":"tool_call","name":..,"arguments":{..}}``."""
-    if event.get("type") != "tool_call" or not isinstance(event.get("name"), str):
-        return []
-    arguments = event.get("arguments")
-    return [(event["name"], arguments if isinstance(arguments, dict) else {})]
+    return [(event.name, event.arguments)] if isinstance(event, ToolCall) and event.name else []
 
 
-def claude_tool_calls(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def claude_tool_calls(event: StreamEvent) -> list[tuple[str, Mapping[str, Any]]]:
     """claude: ``{"type":"assistant","message":{"content":[{"type":"tool_use","name":..,"input":{..}}]}}``."""
-    message = event.get("message")
-    if event.get("type") != "assistant" or not isinstance(message, dict):
+    message = event.raw.get("message")
+    if not isinstance(event, Other) or event.type != "assistant" or not isinstance(message, dict):
         return []
     calls: list[tuple[str, Mapping[str, Any]]] = []
     for block in message.get("content") or []:

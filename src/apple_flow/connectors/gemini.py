@@ -22,6 +22,7 @@ from apple_flow.connectors.base import AgentEvent, Status, TurnOutcome, TurnRequ
 from apple_flow.connectors.cli import ARGUMENT_MAX_CHARS, CliConnector, Invocation
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.runner import RunResult
+from apple_flow.connectors.stream_events import StreamEvent
 
 EXIT_CANCELLED = 130
 # What to do about the exits that have one fix.
@@ -34,8 +35,12 @@ WRITE_TOOLS = frozenset({"write_file", "replace"})
 SHELL_TOOL = "run_shell_command"
 
 
-def gemini_tool_calls(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def gemini_tool_calls(event: StreamEvent) -> list[tuple[str, Mapping[str, Any]]]:
     """Gemini CLI: ``{"type":"tool_use","tool_name":..,"tool_id":..,"parameters":{..}}``."""
+    return _tool_uses(event.raw)
+
+
+def _tool_uses(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     if event.get("type") != "tool_use" or not isinstance(event.get("tool_name"), str):
         return []
     parameters = event.get("parameters")
@@ -57,10 +62,10 @@ class GeminiStream(EventStream):
     def feed(self, line: str) -> list[AgentEvent]:
         events = super().feed(line)
         for event in events:
-            self._note(event.data)
+            self._note(event.event.raw)
         return events
 
-    def _note(self, event: Mapping[str, Any]) -> None:
+    def _note(self, event: Mapping[str, Any]) -> None:  # Gemini CLI's own stream format
         kind = event.get("type")
         if kind == "init" and isinstance(event.get("model"), str):
             self.model = event["model"]
@@ -68,7 +73,7 @@ class GeminiStream(EventStream):
             self._since_tool.append(event["content"])
         elif kind == "error" and isinstance(event.get("message"), str):
             self.last_error = event["message"]
-        for name, parameters in gemini_tool_calls(event):
+        for name, parameters in _tool_uses(event):
             self._since_tool = []
             path = parameters.get("file_path")
             if name in WRITE_TOOLS and isinstance(path, str) and path not in self.files_changed:
@@ -82,7 +87,7 @@ class GeminiStream(EventStream):
     @property
     def failure(self) -> str:
         """Why the run failed, as the stream says: the ``result`` event's error, else the last ``error`` event."""
-        error = (self.result or {}).get("error")
+        error = self.result.raw.get("error") if self.result is not None else None
         message = error.get("message") if isinstance(error, dict) else None
         return message if isinstance(message, str) and message else self.last_error
 
@@ -137,8 +142,9 @@ class GeminiConnector(CliConnector):
             return self.failed(code, detail or hint, **fields)
         if stream.result is None:
             return self.failed(code, f"The output ended without a result event. {result.last_stderr_line}", **fields)
-        if stream.result.get("status") != "success":
-            return self.failed(code, detail or f"result status {stream.result.get('status')!r}", **fields)
+        status = stream.result.raw.get("status")
+        if status != "success":
+            return self.failed(code, detail or f"result status {status!r}", **fields)
         return self.answer(stream.answer, code, **fields)
 
     @staticmethod
@@ -148,7 +154,7 @@ class GeminiConnector(CliConnector):
             "files_changed": tuple(stream.files_changed),
             "commands_run": stream.commands_run,
         }
-        stats = (stream.result or {}).get("stats")
+        stats = stream.result.raw.get("stats") if stream.result is not None else None
         if isinstance(stats, dict):
             tokens = {k: stats[k] for k in ("input_tokens", "output_tokens") if isinstance(stats.get(k), int)}
             if tokens:

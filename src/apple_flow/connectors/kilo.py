@@ -21,6 +21,7 @@ from apple_flow.connectors.base import AgentEvent, TurnOutcome, TurnRequest, Usa
 from apple_flow.connectors.cli import CliConnector, Invocation
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.runner import RunResult
+from apple_flow.connectors.stream_events import StreamEvent
 
 # Kilo's tool names (its opencode heritage) as the names the progress table knows, with the argument it names.
 _TOOLS: dict[str, tuple[str, str, str]] = {
@@ -46,7 +47,11 @@ def _tool_input(part: Mapping[str, Any]) -> Mapping[str, Any]:
     return tool_input if isinstance(tool_input, dict) else {}
 
 
-def kilo_tool_calls(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def kilo_tool_calls(event: StreamEvent) -> list[tuple[str, Mapping[str, Any]]]:
+    return _tool_uses(event.raw)  # Kilo's own stream format
+
+
+def _tool_uses(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     part = _part(event)
     if event.get("type") != "tool_use" or not isinstance(part.get("tool"), str):
         return []
@@ -71,7 +76,7 @@ class KiloStream(EventStream):
     def feed(self, line: str) -> list[AgentEvent]:
         events = super().feed(line)
         for event in events:
-            self._note(event.data)
+            self._note(event.event.raw)
         return events
 
     def _note(self, event: Mapping[str, Any]) -> None:

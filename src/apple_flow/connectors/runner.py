@@ -4,7 +4,7 @@ Each child gets its own session (so its process group can be killed whole), the 
 closed (never a terminal, never left open), stdout read line by line in a thread (no 64 KiB line limit: plain
 ``readline`` on a binary pipe), stderr kept as a bounded tail, and a wall-clock deadline after which the whole
 tree is killed and the pipes are drained for a bounded time only. Stdout lines are yielded to the caller as they
-arrive (a generator: the caller pulls, nothing calls back into it). Live children are registered by a key (the
+arrive (a generator: the caller pulls, nothing calls back into it). Live children are registered by an owner (the
 sender) so they can be cancelled one conversation at a time, or all at shutdown.
 """
 
@@ -114,9 +114,9 @@ class _KeptLines:
 class _Live:
     """A running child and why it might have been stopped."""
 
-    def __init__(self, process: subprocess.Popen[bytes], key: str | None) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], owner: str | None) -> None:
         self.process = process
-        self.key = key
+        self.owner = owner
         self.cancelled = False
         self.reaped = False
         # Held while signalling or reaping: a pid is never signalled after it was reaped (and maybe reused).
@@ -192,11 +192,11 @@ class ProcessRunner:
         *,
         cwd: str | Path | None = None,
         timeout: float,
-        key: str | None = None,
+        owner: str | None = None,
         env: dict[str, str] | None = None,
     ) -> RunResult:
         """Runs ``argv`` to completion or until ``timeout`` seconds (wall clock) have passed; see ``start``."""
-        with self.start(argv, stdin_text, cwd=cwd, timeout=timeout, key=key, env=env) as child:
+        with self.start(argv, stdin_text, cwd=cwd, timeout=timeout, owner=owner, env=env) as child:
             for _ in child:
                 pass
         assert child.result is not None
@@ -209,18 +209,18 @@ class ProcessRunner:
         *,
         cwd: str | Path | None = None,
         timeout: float,
-        key: str | None = None,
+        owner: str | None = None,
         env: dict[str, str] | None = None,
     ) -> ChildRun:
         """Starts ``argv``; iterating the returned run yields its stdout lines as they arrive (without their
         newline) until it ends, is killed at ``timeout`` seconds (wall clock), or is cancelled; then its ``result``
-        is set. Use it in a ``with`` block: leaving early kills the child. ``key`` is what ``cancel`` stops.
+        is set. Use it in a ``with`` block: leaving early kills the child. ``owner`` is what ``cancel`` stops.
 
         Raises ``SpawnError`` when the command cannot be started; every other failure is in the result.
         """
         started = time.monotonic()
         process = self._spawn(argv, cwd, env)
-        live = _Live(process, key)
+        live = _Live(process, owner)
         with self._lock:
             self._live[process.pid] = live
         return ChildRun(self._lines(live, stdin_text, started + timeout, started), lambda: self._release(live))
@@ -347,10 +347,10 @@ class ProcessRunner:
 
     # --- stopping --------------------------------------------------------------------------------------
 
-    def cancel(self, key: str | None = None) -> int:
-        """Kills the running children started with ``key`` (all when None); returns how many were running."""
+    def cancel(self, owner: str | None = None) -> int:
+        """Kills the running children started with ``owner`` (all when None); returns how many were running."""
         with self._lock:
-            targets = [live for live in self._live.values() if key is None or live.key == key]
+            targets = [live for live in self._live.values() if owner is None or live.owner == owner]
             for live in targets:
                 live.cancelled = True
         for live in targets:

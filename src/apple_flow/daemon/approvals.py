@@ -31,7 +31,7 @@ class ApprovalRecords(Protocol):
 
 
 @dataclass(frozen=True)
-class Decision:
+class ApprovalDecision:
     approval: Approval | None  # set when the request may run (approve) or was denied (deny)
     message: str  # what to tell the sender
     decided: tuple[Approval, ...] = ()  # requests in their new state, to record with the message that decided them
@@ -80,40 +80,41 @@ class Approvals:
             return None, f"No approval request {approval_id}.{hint}"
         return found, ""
 
-    def approve(self, sender: str, approval_id: str | None, decided_by: str, extra: str = "") -> Decision:
+    def approve(self, sender: str, approval_id: str | None, decided_by: str, extra: str = "") -> ApprovalDecision:
         replayed = self._decided_by(sender, decided_by, "approved")
         if replayed:
-            return Decision(replayed[0], "")  # this very message approved it before a restart: run it again
+            return ApprovalDecision(replayed[0], "")  # this very message approved it before a restart: run it again
         found, error = self._find(sender, approval_id, "approve")
         if found is None:
-            return Decision(None, error)
+            return ApprovalDecision(None, error)
         refusal = self._refusal(found)
         if refusal:
-            return Decision(None, refusal)
+            return ApprovalDecision(None, refusal)
         approved = self._decide(found, "approved", decided_by, extra or None)
-        return Decision(approved, "", (approved,))
+        return ApprovalDecision(approved, "", (approved,))
 
-    def deny(self, sender: str, approval_id: str | None, decided_by: str) -> Decision:
+    def deny(self, sender: str, approval_id: str | None, decided_by: str) -> ApprovalDecision:
         replayed = self._decided_by(sender, decided_by, "denied")
         if replayed:
-            return Decision(replayed[0], f"Denied {replayed[0].id}; nothing was changed.")  # replayed after a restart
+            # Replayed after a restart.
+            return ApprovalDecision(replayed[0], f"Denied {replayed[0].id}; nothing was changed.")
         found, error = self._find(sender, approval_id, "deny")
         if found is None:
-            return Decision(None, error)
+            return ApprovalDecision(None, error)
         refusal = self._refusal(found)
         if refusal:
-            return Decision(None, refusal)
+            return ApprovalDecision(None, refusal)
         denied = self._decide(found, "denied", decided_by)
-        return Decision(denied, f"Denied {found.id}; nothing was changed.", (denied,))
+        return ApprovalDecision(denied, f"Denied {found.id}; nothing was changed.", (denied,))
 
-    def deny_all(self, sender: str, decided_by: str) -> Decision:
+    def deny_all(self, sender: str, decided_by: str) -> ApprovalDecision:
         replayed = self._decided_by(sender, decided_by, "denied")
         if replayed:  # this very message denied them before a restart: say it again, record nothing new
-            return Decision(None, self._denied_all(replayed))
+            return ApprovalDecision(None, self._denied_all(replayed))
         denied = tuple(self._decide(a, "denied", decided_by) for a in self.pending(sender))
         if not denied:
-            return Decision(None, "You have no pending approval requests.")
-        return Decision(None, self._denied_all(denied), denied)
+            return ApprovalDecision(None, "You have no pending approval requests.")
+        return ApprovalDecision(None, self._denied_all(denied), denied)
 
     @staticmethod
     def _denied_all(denied: list[Approval] | tuple[Approval, ...]) -> str:

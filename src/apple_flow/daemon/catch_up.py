@@ -5,10 +5,9 @@ last one, `run <n>` another."""
 
 from __future__ import annotations
 
-import time
-
 from apple_flow.daemon.reports import clip
 from apple_flow.daemon.store import Held
+from apple_flow.times import moment
 
 SHOWN = 5  # the listing shows the newest few; `run <n>` reaches any of them
 
@@ -22,18 +21,9 @@ def listing(held: list[Held], now: float | None = None) -> str:
     else:
         head = f"While this Mac was asleep or offline you sent {count} messages; none was run"
         head += f". The last {len(shown)}:" if count > len(shown) else ":"
-    lines = [f"{item.number}. {_when(item.sent_at, now)} {clip(item.text, 60)}" for item in shown]
+    lines = [f"{item.number}. {moment(item.sent_at, now)} {clip(item.text, 60)}" for item in shown]
     if count == 1:
         tail = "Reply `run` to run it now."
     else:
         tail = f"Reply `run` to run the last one now, or `run <n>` for another (1 to {count})."
     return "\n".join([head, *lines, tail])
-
-
-def _when(at: float, now: float | None) -> str:
-    """``09:14``, or ``Tue 23:50`` for another day."""
-    moment = time.localtime(at)
-    today = time.localtime(now if now is not None else time.time())
-    if moment.tm_yday == today.tm_yday and moment.tm_year == today.tm_year:
-        return time.strftime("%H:%M", moment)
-    return time.strftime("%a %H:%M", moment)

@@ -1,4 +1,4 @@
-"""Which command says whether an approved task's work is done (issue 29): ``APPLE_FLOW_VERIFY_COMMAND``, or the
+"""Which command says whether an approved task's work is done: ``APPLE_FLOW_VERIFY_COMMAND``, or the
 test command the workspace's own files name. apple-code runs it (``--verify``, in its sandbox); this module only
 reads a few files at the workspace's top level, and runs nothing.
 

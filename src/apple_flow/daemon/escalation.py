@@ -1,4 +1,4 @@
-"""Escalation on the owner's word (issue 29): an approved task whose apple-code run failed (its check still failing,
+"""Escalation on the owner's word: an approved task whose apple-code run failed (its check still failing,
 max turns, a context overflow, a guardrail, a rate limit, the timeout) may be run again, once the owner says
 `escalate <run>`, on the other connector ``APPLE_FLOW_ESCALATE_CONNECTOR`` names (a cloud CLI, or Ollama). Local
 first: nothing goes elsewhere unless that run got stuck and the owner asks.

@@ -13,7 +13,7 @@ from apple_flow.channels.base import InboundMessage, Ingress
 from apple_flow.config import Settings
 from apple_flow.daemon.arrivals import FileLimits, describe, receive
 from apple_flow.daemon.cursor import CursorTracker
-from apple_flow.daemon.orchestrator import Turn
+from apple_flow.daemon.decisions import Turn
 from apple_flow.daemon.outbound import Outbound
 from apple_flow.daemon.store import Store, message_reply
 
@@ -39,13 +39,13 @@ class MessageReplies:
         """The cursor starts at ``position`` (the ingress reads after it)."""
         self._tracker = CursorTracker(position)
 
-    def key(self, message: InboundMessage) -> str:
+    def ref(self, message: InboundMessage) -> str:
         """The message's name in the store's runs and approvals: "channel:rowid"."""
         return f"{self.channel}:{message.rowid}"
 
     def work(self, message: InboundMessage, turn: Turn) -> MessageWork:
         return MessageWork(
-            turn, self, message, message.reply_target, self.key(message), message_reply(self.channel, message.rowid)
+            turn, self, message, message.reply_target, self.ref(message), message_reply(self.channel, message.rowid)
         )
 
     def opened(self, rowid: int) -> None:

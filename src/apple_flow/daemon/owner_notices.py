@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from apple_flow.daemon.permissions import AUTOMATION, CHAT_DB, PermissionReport, State
+from apple_flow.channels.imessage.permissions import AUTOMATION, CHAT_DB, PermissionReport, State
 from apple_flow.daemon.store import Store
 
 log = logging.getLogger(__name__)

@@ -4,12 +4,12 @@ alone) from the store and hands them here; every reply fits one iMessage bubble.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from apple_flow.daemon.store import Run
+from apple_flow.times import day, duration, moment
 
 HISTORY_ENTRIES = 5  # runs a `history` reply shows at most
 REPLY_MAX_CHARS = 1200  # below reply_chunk_chars' default (1500): a report is one message
@@ -23,19 +23,6 @@ def clip(text: str, limit: int = 80) -> str:
     """``text`` on one line, at most ``limit`` characters (cut with an ellipsis)."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def duration_text(seconds: float) -> str:
-    seconds = int(max(0, seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-
-
-def _when(at: float) -> str:
-    return time.strftime("%b %d %H:%M", time.localtime(at))
 
 
 # --- history ---------------------------------------------------------------------------------------------------
@@ -63,7 +50,7 @@ def history_reply(runs: Sequence[Run], query: str, more: bool) -> str:
 def _entry(run: Run) -> str:
     result = "(still running)" if run.state == "running" else clip(run.result or "(nothing)", RESULT_SHOWN_CHARS)
     return (
-        f"{run.id}, {_when(run.started_at)}, {run.kind}, {run.state}\n"
+        f"{run.id}, {moment(run.started_at)}, {run.kind}, {run.state}\n"
         f"You: {clip(run.request, REQUEST_SHOWN_CHARS)}\n"
         f"Reply: {result}"
     )
@@ -97,7 +84,7 @@ class _Tally:
             self.estimated += 1 if run.tokens_estimated else 0
 
     def text(self) -> str:
-        turns = f"{self.turns} turn{'s' if self.turns != 1 else ''}, {duration_text(self.seconds)}"
+        turns = f"{self.turns} turn{'s' if self.turns != 1 else ''}, {duration(self.seconds)}"
         if not self.reported:
             return f"{turns}, tokens not reported"
         tokens = f"{self.input_tokens:,} tokens in / {self.output_tokens:,} out"
@@ -117,14 +104,14 @@ def usage_reply(runs: Sequence[Run], now: float, days: int = USAGE_DAYS) -> str:
     per_day: dict[str, dict[str, _Tally]] = {}
     total = _Tally()
     for run in sorted(runs, key=lambda r: r.started_at, reverse=True):
-        day = time.strftime("%b %d", time.localtime(run.started_at))
-        per_day.setdefault(day, {}).setdefault(run.backend or NOT_RECORDED, _Tally()).add(run, now)
+        heading = day(run.started_at)
+        per_day.setdefault(heading, {}).setdefault(run.backend or NOT_RECORDED, _Tally()).add(run, now)
         total.add(run, now)
     lines = [f"Your usage, last {days} days (newest first):"]
     closing = f"Total: {total.text()}"
-    for day, backends in per_day.items():
+    for heading, backends in per_day.items():
         for backend, tally in backends.items():
-            line = f"{day}, {backend}: {tally.text()}"
+            line = f"{heading}, {backend}: {tally.text()}"
             if sum(len(x) + 1 for x in lines) + len(line) + len(closing) + 40 > REPLY_MAX_CHARS:
                 lines.append("… (older days left out)")
                 return "\n".join([*lines, closing])

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from apple_flow.connectors.stream_events import Result, StreamEvent, Text, event_type
 from apple_flow.daemon.store import Store
 
 log = logging.getLogger(__name__)
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 EVENT_MAX_BYTES = 16 * 1024
 RUN_MAX_BYTES = 512 * 1024
 KEEP_RUNS = 500
-SKIPPED_TYPES = frozenset({"text"})
+SKIPPED = (Text,)
 
 
 FLUSH_SECONDS = 0.25  # how long an event may wait in memory for those after it to share its transaction
@@ -52,19 +53,18 @@ class RunLog:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __call__(self, event: Mapping[str, Any]) -> None:
-        event_type = str(event.get("type") or "unknown")
-        if event_type in SKIPPED_TYPES:
+    def __call__(self, event: StreamEvent) -> None:
+        if isinstance(event, SKIPPED):
             return
-        budget = RUN_MAX_BYTES if event_type == "result" else RUN_MAX_BYTES - EVENT_MAX_BYTES
-        body = bounded_json(event)
+        budget = RUN_MAX_BYTES if isinstance(event, Result) else RUN_MAX_BYTES - EVENT_MAX_BYTES
+        body = bounded_json(event.raw)
         with self._lock:
             if self._used + len(body) > budget:
                 self._dropped += 1
             else:
-                self._pending.append((event_type, body))
+                self._pending.append((event_type(event), body))
                 self._used += len(body)
-            if event_type == "result":
+            if isinstance(event, Result):
                 self._write()
             elif self._timer is None:
                 self._timer = threading.Timer(self._flush_seconds, self.flush)

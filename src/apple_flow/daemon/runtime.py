@@ -7,8 +7,8 @@ and hands the reply to the egress. Nothing below it calls back into it.
 
 Its parts: work comes from two origins, a message (``message_work``: its turn, and the message's way from taken to
 passed by the cursor) and a task approved on the web page (``web_work``); each kind of ``Work`` carries what
-differs, computed where it is created, so ``_run_job`` runs either the same way. ``Outbound`` sends replies,
-progress and files (one at a time). Threads (workers, the ingress reader, the watchdog) start in ``run()``.
+differs, computed where it is created, so ``turns.TurnWorkers`` runs either the same way. ``Outbound`` sends replies,
+progress and files. Threads (turn workers, the ingress reader, the watchdog) start in ``run()``.
 
 The channel's interface (``channels.base``) declares all the runtime uses of it, with defaults: the ingress yields
 messages and the rows it skips, says whether a message was unsent and waits (bounded) for a message's files still
@@ -34,7 +34,6 @@ whether it went.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
@@ -45,33 +44,22 @@ from typing import Protocol
 
 from apple_flow.channels.base import Egress, InboundMessage, Ingress, Skipped
 from apple_flow.config import Settings
-from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
+from apple_flow.connectors.base import Connector
 from apple_flow.connectors.registry import APPLE_CODE_CONNECTORS
 from apple_flow.daemon import failures, orphans
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.catch_up import listing
 from apple_flow.daemon.checks import Checks
+from apple_flow.daemon.decisions import Decision, Hold, Ignore, LoginLinks, Queued, Reply, View
 from apple_flow.daemon.escalation import Escalation
 from apple_flow.daemon.message_work import MessageReplies
-from apple_flow.daemon.orchestrator import (
-    FORGEABLE_EVENT,
-    Decision,
-    Hold,
-    Ignore,
-    LoginLinks,
-    Orchestrator,
-    Queued,
-    Reply,
-    Turn,
-    View,
-    new_run_id,
-)
+from apple_flow.daemon.orchestrator import Orchestrator
 from apple_flow.daemon.outbound import Outbound
 from apple_flow.daemon.policy import Policy
-from apple_flow.daemon.progress import ProgressThrottle
-from apple_flow.daemon.run_log import RunLog
 from apple_flow.daemon.scheduler import Job, Scheduler
+from apple_flow.daemon.status_replies import FORGEABLE_EVENT
 from apple_flow.daemon.store import Approval, Store
+from apple_flow.daemon.turns import TurnWorkers
 from apple_flow.daemon.web_work import WebReplies
 from apple_flow.daemon.work import Work
 from apple_flow.daemon.workspaces import Workspaces
@@ -114,7 +102,7 @@ class StartupChecks(Protocol):
         ...
 
 
-class Daemon:
+class Runtime:
     def __init__(
         self,
         settings: Settings,
@@ -129,9 +117,7 @@ class Daemon:
     ) -> None:
         self._settings = settings
         self._store = store
-        self._connector = connector
-        # APPLE_FLOW_ESCALATE_CONNECTOR's: runs only the tasks the owner escalates (`escalate <run>`).
-        self._escalation_connector = escalation_connector
+        # APPLE_FLOW_ESCALATE_CONNECTOR's connector runs only the tasks the owner escalates (`escalate <run>`).
         escalation = None
         if escalation_connector is not None and settings.escalate_connector is not None \
                 and settings.connector in APPLE_CODE_CONNECTORS:
@@ -149,21 +135,25 @@ class Daemon:
             send_files=settings.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
             checks=Checks(settings), escalation=escalation,
         )
-        self.connector_status = "not checked yet"
         self._scheduler: Scheduler[Work] = Scheduler()
         self._stop = threading.Event()
         self._stopping = False
-        self._abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
         # A SimpleQueue: its put() may be called from a signal handler (request_stop) while the main thread waits.
         self._inbox: queue.SimpleQueue[InboundMessage | _WebApproval | _End | _Wake | BaseException] = (
             queue.SimpleQueue()
         )
         self._catchup: tuple[int, float] | None = None  # first start: (up to this rowid, skip if older than)
         self._outbound = Outbound(egress, store, settings)
+        self._turns = TurnWorkers(settings, store, self._scheduler, self._outbound, self.orchestrator.conclude,
+                                  connector, escalation_connector, self._stop)
         self._messages = MessageReplies(channel_key, store, ingress, self._outbound, settings, self._stop)
         self._web = WebReplies(store, self._outbound)
         self._held_unlisted = True  # late messages may wait to be listed (checked once the backlog is read)
         self.ready = threading.Event()
+
+    @property
+    def connector_status(self) -> str:
+        return self._turns.status
 
     # ------------------------------------------------------------------------------------------- lifecycle
 
@@ -188,7 +178,7 @@ class Daemon:
         if interrupted:
             log.warning("%d run(s) were cut short by the previous shutdown; their messages are handled again",
                         interrupted)
-        self._check_connector()
+        self._turns.check()
         # A daemon that exited here would be restarted by launchd every 10 s; it waits instead, saying why.
         if self._checks is not None and not self._checks.wait_until_ready(self._stop):
             self._shutdown()
@@ -199,11 +189,10 @@ class Daemon:
         else:
             self._catchup = self._saved_catchup()
         self._messages.start(start)
-        self._start_workers()
+        self._turns.start()
         for approval in self._web.resume():  # a message is handled again instead, when the ingress reads it
             self._inbox.put(_WebApproval(approval))
         threading.Thread(target=self._read, args=(start,), name="ingress", daemon=True).start()
-        threading.Thread(target=self._watch_timeouts, name="watchdog", daemon=True).start()
         self._store.events.log("start", f"channel {self._channel}, cursor {start}")
         log.info("apple-flow daemon ready (channel %s, cursor %d)", self._channel, start)
         self.ready.set()
@@ -239,11 +228,6 @@ class Daemon:
                 break
         self._shutdown()
         return status
-
-    def _start_workers(self) -> None:
-        # Daemon threads: a turn stuck in a connector must not keep the process alive after shutdown.
-        for index in range(self._settings.max_concurrent_ai_calls):
-            threading.Thread(target=self._work, name=f"turn-{index}", daemon=True).start()
 
     def _first_start(self) -> int:
         """A fresh install does not answer history: it starts at the newest row, less the last few rows that
@@ -290,50 +274,19 @@ class Daemon:
             return
         self._inbox.put(_End())
 
-    def _check_connector(self) -> None:
-        try:
-            self._connector.ensure_started()
-        except ConnectorError as exc:
-            self.connector_status = f"not ready: {exc}"
-            log.warning("the connector is not ready: %s", exc)
-        else:
-            self.connector_status = "ready"
-        if self._escalation_connector is not None:
-            try:
-                self._escalation_connector.ensure_started()
-            except ConnectorError as exc:  # offered anyway: the escalated turn's reply says what is wrong
-                self.connector_status += f"; escalation to {self._settings.escalate_connector} not ready: {exc}"
-                log.warning("the escalation connector is not ready: %s", exc)
-            else:
-                self.connector_status += f"; escalation to {self._settings.escalate_connector} ready"
-
-    @property
-    def _connectors(self) -> list[Connector]:
-        return [self._connector] + ([self._escalation_connector] if self._escalation_connector is not None else [])
-
-    def _connector_for(self, turn: Turn) -> Connector:
-        """The daemon's connector, or for an escalated task the escalation's."""
-        if turn.connector is not None and self._escalation_connector is not None:
-            return self._escalation_connector
-        return self._connector
-
     def _shutdown(self) -> None:
         self._scheduler.close()
         grace = self._settings.shutdown_grace_seconds
         if not self._scheduler.wait_idle(grace):
             log.warning("turns still running after %.0f s: stopping them (their messages are redone next start)",
                         grace)
-            self._abandon.set()
-            for connector in self._connectors:
-                connector.cancel()
-            self._scheduler.wait_idle(KILL_WAIT_SECONDS)
+            self._turns.stop_running()
         # Replies sent and being confirmed: recorded as sent or failed before the process ends (else the next start
         # asks chat.db whether they went out).
         if not self._outbound.wait_confirmations(self._settings.send_confirm_seconds + 1):
             log.warning("replies still unconfirmed at shutdown: the next start checks whether they went out")
         try:
-            for connector in self._connectors:
-                connector.shutdown()
+            self._turns.shutdown()
         finally:
             self._store.events.log("stop", f"channel {self._channel}")
 
@@ -349,11 +302,12 @@ class Daemon:
         self._apply(message, Reply("Sorry, that request changed while I was handling it. Send it again."))
 
     def _decide(self, message: InboundMessage) -> Decision:
-        key = self._messages.key(message)
+        ref = self._messages.ref(message)
         try:
-            return self._stale(message) or self.orchestrator.decide(message, key, lambda: self._view(message.sender))
+            view = self._view(message.sender) if self.orchestrator.needs_view(message) else View()
+            return self._stale(message) or self.orchestrator.decide(message, ref, view)
         except Exception as exc:
-            log.exception("handling message %s failed", key)
+            log.exception("handling message %s failed", ref)
             return Reply(failures.explain_exception(exc))
 
     def _view(self, sender: str) -> View:
@@ -363,7 +317,7 @@ class Daemon:
         run_id = job.run_id if job is not None and started is not None else None
         checks = self._checks.summary() if self._checks is not None else ""
         queued = tuple(Queued(j.payload.turn.request, j.payload.turn.approval) for j in self._scheduler.queued(sender))
-        return View(running, run_id, queued, self.connector_status, checks)
+        return View(running, run_id, queued, self._turns.status, checks)
 
     def _apply(self, message: InboundMessage, decision: Decision) -> bool:
         """Does what the orchestrator decided; what it records, it records in one transaction. False (nothing
@@ -398,7 +352,7 @@ class Daemon:
                 for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
                     self._record_dropped(job.payload)
             if decision.cancel:
-                self._cancel(sender, decision.cancel_run)
+                self._turns.cancel(sender, decision.cancel_run)
             self._messages.deliver(message, decision.text)
         else:
             with store.transaction():
@@ -454,72 +408,6 @@ class Daemon:
             return Ignore("sent before the daemon was first started")
         return None
 
-    # ------------------------------------------------------------------------------------------- turns
-
-    def _work(self) -> None:
-        """A worker thread: runs the turns the scheduler hands out until it closes."""
-        while (job := self._scheduler.next()) is not None:
-            try:
-                self._run_job(job)
-            except Exception:  # keep the worker: one broken job must not shrink the pool
-                log.exception("a turn of %s failed", job.sender)
-            finally:
-                self._scheduler.done(job)
-
-    def _run_job(self, job: Job[Work]) -> None:
-        work = job.payload
-        turn = work.turn
-        if work.withdrawn():
-            return
-        run_id = new_run_id()
-        self._store.runs.start(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request,
-                               work.run_message, turn.approval.id if turn.approval is not None else None,
-                               turn.escalates)
-        job.run_id = run_id  # from now on `cancel <run id>` finds it
-        connector = self._connector_for(turn)
-        window = connector.context_window
-        request = TurnRequest(
-            turn.prompt, turn.workspace, tuple(self._store.history.recent(turn.sender, window)), turn.read_only,
-            turn.plan, key=turn.sender, files_note=work.files_note(), verify=turn.verify,
-        )
-        outcome: TurnOutcome | Exception
-        try:
-            with RunLog(self._store, run_id) as record:  # its last events are written before the run's end
-                outcome = self._turn(connector, request, work.recipient, record)
-        except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
-            log.exception("turn %s failed", run_id)
-            outcome = exc
-        stop = job.stop_reply if job.cancelled.is_set() else None
-        finished = self.orchestrator.conclude(turn, run_id, outcome, stop, keep_exchange=window > 0)
-        if self._abandon.is_set():
-            return
-        finished, outgoing = self._outbound.check_files(finished, turn.workspace)
-        with self._store.transaction():
-            work.record_reply(finished.reply)
-            self._store.record_turn(turn.sender, run_id, finished)
-            if finished.reply is not None:  # the files go with the reply, or not at all
-                self._store.reply_files.record(
-                    work.reply_of, work.recipient, turn.sender, str(turn.workspace),
-                    [(item.shown, str(item.path)) for item in outgoing if item.path is not None],
-                )
-        work.answer(finished.reply, finished.approval.id if finished.approval is not None else None)
-
-    def _turn(self, connector: Connector, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
-        """Runs the connector's turn to its outcome, passing its progress on to ``recipient`` (throttled) and
-        keeping the agent's events with the run (for the web page)."""
-        throttle = ProgressThrottle(self._settings.progress_interval_seconds)
-        with contextlib.closing(connector.run(request)) as items:
-            for item in items:
-                if isinstance(item, TurnOutcome):
-                    return item
-                assert isinstance(item, AgentEvent)
-                record(item.data)
-                for activity in item.progress:
-                    text = throttle.message(activity)
-                    if text is not None:
-                        self._outbound.progress(recipient, text)
-        raise ConnectorError("the connector ended the turn without an outcome")
-
     def _record_dropped(self, work: Work) -> None:
         """A queued turn dropped by `cancel` (in the caller's transaction): finished without a reply; the approval
         it was to carry out is pending again."""
@@ -528,41 +416,6 @@ class Daemon:
         if turn.approval is not None:
             self._store.approvals.reopen(turn.approval.id)
         work.dropped()
-
-    # ------------------------------------------------------------------------------------------- stopping turns
-
-    def _cancel(self, sender: str, run_id: str | None = None) -> bool:
-        """Stops the sender's running turn (the sender was told), with ``run_id`` only if it is that run; False
-        when nothing (or another run, the named one having ended meanwhile) runs."""
-        job = self._scheduler.active(sender)
-        if job is None or job.started_at is None or (run_id is not None and job.run_id != run_id):
-            return False
-        job.cancelled.set()
-        for connector in self._connectors:
-            connector.cancel(sender)
-        return True
-
-    def _watch_timeouts(self) -> None:
-        """A turn past ``turn_timeout_seconds`` is killed here even if the connector's own timeout failed. Sleeps
-        until the first running turn's time is up: a turn that starts later ends no sooner than ``limit`` from now,
-        so with none running the next look is that far away (an idle daemon does not wake for it)."""
-        limit = self._settings.turn_timeout_seconds
-        pause = limit
-        while not self._stop.wait(pause):
-            now = time.time()
-            pause = limit
-            for job in self._scheduler.running():
-                if job.started_at is None or job.cancelled.is_set():
-                    continue
-                if now - job.started_at > limit:
-                    log.warning("a turn of %s exceeded %g s: stopping it", job.sender, limit)
-                    job.stop_reply = failures.timed_out(limit)
-                    job.cancelled.set()
-                    for connector in self._connectors:
-                        connector.cancel(job.sender)
-                else:
-                    pause = min(pause, job.started_at + limit - now)
-            pause = max(pause, 0.01) + 0.01  # just past the time, so the turn counts as over it
 
     def _store_event_quietly(self, kind: str, detail: str) -> None:
         try:

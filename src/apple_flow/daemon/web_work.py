@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from apple_flow.daemon.orchestrator import Turn
+from apple_flow.daemon.decisions import Turn
 from apple_flow.daemon.outbound import Outbound
 from apple_flow.daemon.store import WEB_REPLY_PREFIX, Approval, Store, web_reply
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 
-class Status(StrEnum):
+class CheckStatus(StrEnum):
     OK = "ok"
     FAIL = "FAIL"
     WARN = "warn"
@@ -16,6 +16,6 @@ class Status(StrEnum):
 @dataclass(frozen=True)
 class Check:
     name: str
-    status: Status
+    status: CheckStatus
     detail: str
     fix: str = ""

@@ -7,24 +7,25 @@ import contextlib
 import sqlite3
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from apple_flow import host
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem
+from apple_flow.channels.imessage.permissions import Responsible, full_disk_access_fix, read_report, responsible_app
 from apple_flow.channels.imessage.probe import probe_messages_automation
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 from apple_flow.config import Settings, SettingsError, load_settings
-from apple_flow.connectors.afm import AfmConnector
+from apple_flow.connectors.apple_code import AppleCodeConnector
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.connectors.runner import SpawnError
-from apple_flow.daemon.orchestrator import FORGEABLE_EVENT, EventReads, forgeable_line
-from apple_flow.daemon.permissions import Responsible, full_disk_access_fix, read_report, responsible_app
+from apple_flow.daemon.state_view import EventReads
+from apple_flow.daemon.status_replies import FORGEABLE_EVENT, forgeable_line
 from apple_flow.daemon.store import Event
 from apple_flow.handles import normalize_handle
-from apple_flow.health.check import Check, Status
+from apple_flow.health.check import Check, CheckStatus
+from apple_flow.times import moment
 
 _PROBE_TIMEOUT = 30.0
 
@@ -34,18 +35,19 @@ def check_settings(env_file: Path = Path(".env")) -> tuple[Settings, Check]:
         settings = load_settings(env_file)
     except SettingsError as exc:
         # The other checks still run, on the defaults, so one bad variable does not hide the rest.
-        return Settings.model_construct(), Check("settings", Status.FAIL, str(exc), "fix the variables named above")
-    return settings, Check("settings", Status.OK, f"valid ({env_file} and APPLE_FLOW_* variables)")
+        failed = Check("settings", CheckStatus.FAIL, str(exc), "fix the variables named above")
+        return Settings.model_construct(), failed
+    return settings, Check("settings", CheckStatus.OK, f"valid ({env_file} and APPLE_FLOW_* variables)")
 
 
 def check_chat_db(path: Path, given: bool) -> tuple[Check, ChatDBError | None]:
     if not host.is_macos() and not given and not path.exists():
-        return Check("chat.db", Status.NA, f"{path}: not on macOS (pass --db PATH to check a copy)"), None
+        return Check("chat.db", CheckStatus.NA, f"{path}: not on macOS (pass --db PATH to check a copy)"), None
     try:
         newest = ChatDB(path, platform="darwin" if host.is_macos() else sys.platform).latest_rowid()
     except ChatDBError as exc:
-        return Check("chat.db", Status.FAIL, exc.what, exc.fix), exc
-    return Check("chat.db", Status.OK, f"{path} readable (newest message rowid {newest})"), None
+        return Check("chat.db", CheckStatus.FAIL, exc.what, exc.fix), exc
+    return Check("chat.db", CheckStatus.OK, f"{path} readable (newest message rowid {newest})"), None
 
 
 def _for(app: Responsible) -> str:
@@ -64,56 +66,57 @@ def check_full_disk_access(
     """For ``app``, by default the app macOS charges this process's file access to."""
     app = app or responsible_app()
     if not host.is_macos():
-        return Check("Full Disk Access", Status.NA, "macOS only")
+        return Check("Full Disk Access", CheckStatus.NA, "macOS only")
     if chat_error is not None and chat_error.problem is ChatDBProblem.NO_PERMISSION:
-        return Check("Full Disk Access", Status.FAIL, f"not granted to {_for(app)}", full_disk_access_fix(app))
-    if chat_check.status is Status.OK:
-        return Check("Full Disk Access", Status.OK, f"granted to {_for(app)}")
-    return Check("Full Disk Access", Status.WARN, "cannot tell until chat.db exists", "see the chat.db line")
+        return Check("Full Disk Access", CheckStatus.FAIL, f"not granted to {_for(app)}", full_disk_access_fix(app))
+    if chat_check.status is CheckStatus.OK:
+        return Check("Full Disk Access", CheckStatus.OK, f"granted to {_for(app)}")
+    return Check("Full Disk Access", CheckStatus.WARN, "cannot tell until chat.db exists", "see the chat.db line")
 
 
 def check_pickup(path: Path, settings: Settings, chat_check: Check) -> Check:
     """Whether new messages will be noticed by file events, or only by the safety-net poll."""
     name = "new-message pickup"
-    if chat_check.status is Status.NA:
-        return Check(name, Status.NA, "no chat.db here")
+    if chat_check.status is CheckStatus.NA:
+        return Check(name, CheckStatus.NA, "no chat.db here")
     waiter = DbChangeWaiter(path, settings.poll_interval_seconds, threading.Event())
     waiter.start()
     watching = waiter.watching
     waiter.close()
     if watching:
-        return Check(name, Status.OK, f"file events on {path.parent} (poll every {settings.poll_interval_seconds:g} s)")
+        poll = f"poll every {settings.poll_interval_seconds:g} s"
+        return Check(name, CheckStatus.OK, f"file events on {path.parent} ({poll})")
     return Check(
-        name, Status.WARN, f"cannot watch {path.parent}: only the poll every {settings.poll_interval_seconds:g} s",
+        name, CheckStatus.WARN, f"cannot watch {path.parent}: only the poll every {settings.poll_interval_seconds:g} s",
         "make the folder exist and readable (on Linux: raise fs.inotify.max_user_watches if it is exhausted)",
     )
 
 
 def check_automation(settings: Settings, app: Responsible) -> Check:
     if not host.is_macos():
-        return Check("Messages automation", Status.NA, "macOS only (AppleScript)")
+        return Check("Messages automation", CheckStatus.NA, "macOS only (AppleScript)")
     result = probe_messages_automation(settings.osascript_command, _PROBE_TIMEOUT, app.name)
-    return Check("Messages automation", Status.OK if result.ok else Status.FAIL, result.detail, result.fix)
+    return Check("Messages automation", CheckStatus.OK if result.ok else CheckStatus.FAIL, result.detail, result.fix)
 
 
 def check_service_report(settings: Settings) -> Check:
     """What the daemon found when it checked its own permissions (the service's differ from this terminal's)."""
     if not host.is_macos():
-        return Check("service", Status.NA, "macOS only")
+        return Check("service", CheckStatus.NA, "macOS only")
     report = read_report(settings.db_path)
     if report is None:
         return Check(
-            "service", Status.NA,
+            "service", CheckStatus.NA,
             "no daemon has reported its permissions yet (`apple-flow service install` starts the service)",
         )
-    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(report.started_at))
+    started = moment(report.started_at)
     detail = f"the daemon (pid {report.pid}, started {started}) as {report.app}: " + "; ".join(
         f"{f.name}: {f.state.value}" for f in report.findings
     )
     problems = [f for f in report.findings if not f.ok]
     if not problems:
-        return Check("service", Status.OK, detail)
-    return Check("service", Status.WARN, detail, " ".join(f"{f.name}: {f.fix or f.detail}." for f in problems))
+        return Check("service", CheckStatus.OK, detail)
+    return Check("service", CheckStatus.WARN, detail, " ".join(f"{f.name}: {f.fix or f.detail}." for f in problems))
 
 
 @dataclass(frozen=True)
@@ -164,23 +167,23 @@ def check_agent(settings: Settings) -> Check:
     probe = probe_agent(settings)
     name = f"agent ({settings.connector})"
     if probe.ok:
-        return Check(name, Status.OK, probe.detail)
+        return Check(name, CheckStatus.OK, probe.detail)
     fix = (
         f"{install_hint(settings.connector)}, or set the command's path in .env"
         if probe.missing
         else "do what the detail says, then run `apple-flow doctor` again"
     )
-    return Check(name, Status.FAIL, probe.detail, fix)
+    return Check(name, CheckStatus.FAIL, probe.detail, fix)
 
 
 def check_allowlist(settings: Settings) -> Check:
     senders = [normalize_handle(s, settings.default_region) for s in settings.allowed_senders]
     if not senders:
         return Check(
-            "allowed senders", Status.FAIL, "empty: nobody can use the daemon",
+            "allowed senders", CheckStatus.FAIL, "empty: nobody can use the daemon",
             "set APPLE_FLOW_ALLOWED_SENDERS=+15551234567,you@example.com (your own handles) in .env",
         )
-    return Check("allowed senders", Status.OK, ", ".join(senders))
+    return Check("allowed senders", CheckStatus.OK, ", ".join(senders))
 
 
 def check_workspaces(settings: Settings) -> Check:
@@ -190,7 +193,7 @@ def check_workspaces(settings: Settings) -> Check:
     default = settings.default_workspace
     if not default.is_dir():
         return Check(
-            name, Status.FAIL, f"the default workspace {default} is not a folder",
+            name, CheckStatus.FAIL, f"the default workspace {default} is not a folder",
             "create it, or set APPLE_FLOW_DEFAULT_WORKSPACE to the folder the agent should work in",
         )
     workspaces = Workspaces(settings)
@@ -203,10 +206,10 @@ def check_workspaces(settings: Settings) -> Check:
     aliases = ", ".join(f"@{alias}" for alias in sorted(settings.workspace_aliases)) or "no aliases"
     if problems:
         return Check(
-            name, Status.WARN, " ".join(problems),
+            name, CheckStatus.WARN, " ".join(problems),
             "fix APPLE_FLOW_WORKSPACE_ALIASES, or add the folders to APPLE_FLOW_ALLOWED_WORKSPACES",
         )
-    return Check(name, Status.OK, f"default {default}; {aliases}")
+    return Check(name, CheckStatus.OK, f"default {default}; {aliases}")
 
 
 def check_sms(settings: Settings, log: EventReads | None) -> Check:
@@ -219,11 +222,11 @@ def check_sms(settings: Settings, log: EventReads | None) -> Check:
     )
     count = log.count(FORGEABLE_EVENT) if log is not None else 0
     if not count:
-        return Check(name, Status.OK, f"{policy}; none refused")
+        return Check(name, CheckStatus.OK, f"{policy}; none refused")
     assert log is not None
     (newest,) = log.recent(1, FORGEABLE_EVENT)
     return Check(
-        name, Status.WARN, forgeable_line(count, newest),
+        name, CheckStatus.WARN, forgeable_line(count, newest),
         "ask the sender to turn on iMessage, or set APPLE_FLOW_ALLOW_SMS=true to take them read-only",
     )
 
@@ -261,16 +264,16 @@ def check_sandbox(settings: Settings) -> Check:
     machine (escapes, the hidden paths, the web port, and on a Mac Apple events and launchd)."""
     name = "command sandbox"
     connector_class = REGISTRY.get(settings.connector)
-    if connector_class is None or not issubclass(connector_class, AfmConnector):
-        return Check(name, Status.NA, f"{settings.connector} runs its commands in its own sandbox")
+    if connector_class is None or not issubclass(connector_class, AppleCodeConnector):
+        return Check(name, CheckStatus.NA, f"{settings.connector} runs its commands in its own sandbox")
     connector = connector_class(settings)
     if connector.resolve_command() is None:
-        return Check(name, Status.NA, "no apple-code to check it with (see the agent check)")
+        return Check(name, CheckStatus.NA, "no apple-code to check it with (see the agent check)")
     argv = [connector.executable(), "--sandbox-check", *connector.reach_flags()]
     try:
         result = connector.runner.run(argv, "", timeout=SANDBOX_CHECK_TIMEOUT, env=connector.environment())
     except SpawnError as exc:
-        return Check(name, Status.FAIL, f"cannot run {argv[0]}: {exc}", "run ./scripts/setup.sh")
+        return Check(name, CheckStatus.FAIL, f"cannot run {argv[0]}: {exc}", "run ./scripts/setup.sh")
     lines = result.stdout_lines
     sandbox = lines[0].removeprefix("sandbox: ") if lines and lines[0].startswith("sandbox: ") else "unknown"
     passed = [line for line in lines if line.startswith("ok    ")]
@@ -278,10 +281,10 @@ def check_sandbox(settings: Settings) -> Check:
     failed = [line.removeprefix("FAIL  ") for line in lines if line.startswith("FAIL  ")]
     counts = f"{len(passed)} checks passed" + (f", {len(skipped)} not for this system" if skipped else "")
     if result.exit_code == 0 and not failed:
-        return Check(name, Status.OK, f"{sandbox}: {counts}")
+        return Check(name, CheckStatus.OK, f"{sandbox}: {counts}")
     why = "; ".join(failed) or result.last_stderr_line or f"exit code {result.exit_code}"
     return Check(
-        name, Status.FAIL, f"{sandbox}: {why}",
+        name, CheckStatus.FAIL, f"{sandbox}: {why}",
         "Linux: install bubblewrap (apt-get install bubblewrap); `apple-code --sandbox-check` shows every check",
     )
 
@@ -306,7 +309,7 @@ def run_doctor(db: Path | None, env_file: Path = Path(".env"), terminal_permissi
         ]
     else:
         permissions = [
-            Check(name, Status.NA, SERVICE_CHECKS_ITSELF)
+            Check(name, CheckStatus.NA, SERVICE_CHECKS_ITSELF)
             for name in ("chat.db", "new-message pickup", "Full Disk Access", "Messages automation")
         ]
     return [

@@ -9,11 +9,12 @@ import time
 from dataclasses import dataclass
 
 from apple_flow.config import Settings
-from apple_flow.connectors.afm import AfmConnector
+from apple_flow.connectors.apple_code import AppleCodeConnector
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.daemon.store import Store
-from apple_flow.health.check import Check, Status
+from apple_flow.health.check import Check, CheckStatus
 from apple_flow.health.doctor import check_chat_db, check_full_disk_access, check_sms
+from apple_flow.times import moment
 
 ERROR_KINDS = ("ingress_error", "send_failed", "dispatch_error")
 RECENT_SECONDS = 3600  # a send failure this recent makes "sending replies" a warning
@@ -35,7 +36,7 @@ def health_checks(settings: Settings, store: Store, state: DaemonState) -> list[
         chat, error = check_chat_db(settings.messages_db_path, given=False)
         checks += [chat, check_full_disk_access(error, chat)]
     else:
-        checks.append(Check("messages", Status.NA, f"{state.channel} channel (no chat.db)"))
+        checks.append(Check("messages", CheckStatus.NA, f"{state.channel} channel (no chat.db)"))
     checks += [check_sms(settings, store.events), _sending(store), _last_error(store)]
     return checks
 
@@ -43,15 +44,15 @@ def health_checks(settings: Settings, store: Store, state: DaemonState) -> list[
 def _agent(settings: Settings, state: DaemonState) -> Check:
     model = ""
     connector = REGISTRY.get(settings.connector)
-    if connector is not None and issubclass(connector, AfmConnector):  # afm, and ollama (afm on Ollama's server)
+    if connector is not None and issubclass(connector, AppleCodeConnector):  # afm, and ollama (afm on Ollama's server)
         backend = connector.backend_of(settings)  # what the connector runs on, not a second reading of the settings
         model = f", backend {backend.name}" + (f", model {backend.model}" if backend.model else "")
         if backend.base_url:
             model += f" at {backend.base_url}"
     detail = f"{state.connector}{model}: {state.connector_status}"
     if state.connector_status == "ready":
-        return Check("agent and model", Status.OK, detail)
-    return Check("agent and model", Status.FAIL, detail, "run `apple-flow doctor` for what to do")
+        return Check("agent and model", CheckStatus.OK, detail)
+    return Check("agent and model", CheckStatus.FAIL, detail, "run `apple-flow doctor` for what to do")
 
 
 def _sending(store: Store, now: float | None = None) -> Check:
@@ -59,10 +60,10 @@ def _sending(store: Store, now: float | None = None) -> Check:
     counts = f"{sent} replies sent, {failed} could not be sent"
     newest = store.events.recent(1, kind="send_failed")
     if newest and (now or time.time()) - newest[-1].at < RECENT_SECONDS:
-        return Check("sending replies", Status.WARN, f"{counts}; the last failure ({_when(newest[-1].at)}): "
+        return Check("sending replies", CheckStatus.WARN, f"{counts}; the last failure ({moment(newest[-1].at)}): "
                      f"{newest[-1].detail}",
                      "on a Mac: allow Messages in Privacy & Security > Automation; `apple-flow doctor` checks it")
-    return Check("sending replies", Status.OK, counts)
+    return Check("sending replies", CheckStatus.OK, counts)
 
 
 def _last_error(store: Store) -> Check:
@@ -72,9 +73,5 @@ def _last_error(store: Store) -> Check:
         if found and (newest is None or found[-1].at > newest.at):
             newest = found[-1]
     if newest is None:
-        return Check("last error", Status.OK, "none recorded")
-    return Check("last error", Status.WARN, f"{_when(newest.at)} {newest.kind}: {newest.detail}")
-
-
-def _when(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+        return Check("last error", CheckStatus.OK, "none recorded")
+    return Check("last error", CheckStatus.WARN, f"{moment(newest.at)} {newest.kind}: {newest.detail}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 
-from apple_flow.daemon.approvals import Approvals, Decision
+from apple_flow.daemon.approvals import ApprovalDecision, Approvals
 from apple_flow.daemon.store import Approval, Store
 
 
@@ -45,7 +45,7 @@ class WebDecisions:
         decision = self._decide(lambda: self._approvals.deny(found.sender, found.id, _decided_by()))
         return decision.approval is not None, decision.message
 
-    def _decide(self, decide: Callable[[], Decision], queue_run: bool = False) -> Decision:
+    def _decide(self, decide: Callable[[], ApprovalDecision], queue_run: bool = False) -> ApprovalDecision:
         """A decision, recorded; decided again when a text decided the request in between (it then says so).
         ``queue_run``: an approval's run is recorded with it, so that a restart before the run ends redoes it."""
         decision = decide()
@@ -56,7 +56,7 @@ class WebDecisions:
         if recorded:
             return decision
         again = decide()
-        return again if not again.decided else Decision(None, "The request changed meanwhile. Reload the page.")
+        return again if not again.decided else ApprovalDecision(None, "The request changed meanwhile. Reload the page.")
 
 
 def _decided_by() -> str:

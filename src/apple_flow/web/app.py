@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from apple_flow.config import Settings
 from apple_flow.daemon.store import Store
 from apple_flow.health.running import DaemonState, health_checks
+from apple_flow.times import duration, moment
 from apple_flow.web import runview
 from apple_flow.web.actions import WebDecisions
 from apple_flow.web.auth import COOKIE, Guard, is_ip, is_loopback_name, same_origin, split_host
@@ -356,22 +357,11 @@ def _base_host(base_url: str | None) -> str | None:
 
 
 def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
-    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
+    return "" if seconds is None else duration(seconds)
 
 
 def _clock(at: float | None) -> str:
-    if at is None:
-        return ""
-    today = time.strftime("%Y-%m-%d") == time.strftime("%Y-%m-%d", time.localtime(at))
-    return time.strftime("%H:%M:%S" if today else "%Y-%m-%d %H:%M", time.localtime(at))
+    return "" if at is None else moment(at)
 
 
 def _tokens(row: runview.RunRow) -> str:

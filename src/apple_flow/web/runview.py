@@ -7,10 +7,21 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from apple_flow.daemon.store import Run, Store
+from apple_flow.connectors.stream_events import (
+    Notice,
+    Result,
+    Start,
+    ToolCall,
+    ToolResult,
+    Verify,
+    VerifyReport,
+    event_type,
+    parse_line,
+)
+from apple_flow.daemon.store import Run, RunFacts, Store
 
 RUNS_PER_PAGE = 50
 ARGUMENT_SHOWN_CHARS = 2000  # a writeFile's content is shown this far; its diff shows the change
@@ -85,7 +96,7 @@ class RunDetail:
     steps: list[Step]
     notices: list[str]
     other_events: list[tuple[str, str]]  # (type, JSON) of events this page does not know (other agent CLIs)
-    result: dict[str, Any] | None
+    result: Result | None
     files_changed: list[str]
     reply: str | None  # the reply recorded for the message this run answers
     reply_state: str | None  # sent | send_failed | replied (recorded, not yet sent) | ...
@@ -106,7 +117,7 @@ class RunDetail:
         """Why the run failed, in the words recorded for it (the agent's error, a timeout, a refusal)."""
         run = self.row.run
         if run.state in ("failed", "interrupted", "cancelled"):
-            subtype = (self.result or {}).get("subtype")
+            subtype = self.result.subtype if self.result is not None else None
             detail = run.result or "no reason was recorded"
             return f"{detail} ({subtype})" if subtype and subtype != "success" else detail
         return None
@@ -115,21 +126,20 @@ class RunDetail:
 def run_rows(store: Store, limit: int = RUNS_PER_PAGE, now: float | None = None) -> list[RunRow]:
     runs = store.runs.recent(limit)
     facts = store.run_events.facts([run.id for run in runs])
-    return [_row(run, facts.get(run.id, {}), now) for run in runs]
+    return [_row(run, facts.get(run.id, RunFacts()), now) for run in runs]
 
 
-def _row(run: Run, facts: dict[str, dict[str, Any]], now: float | None) -> RunRow:
-    start = facts.get("start", {})
-    result = facts.get("result", {})
-    usage: dict[str, Any] = result["usage"] if isinstance(result.get("usage"), dict) else {}
+def _row(run: Run, facts: RunFacts, now: float | None) -> RunRow:
+    start, result = facts.start, facts.result
+    usage = result.usage if result is not None else None
     end = run.finished_at if run.finished_at is not None else (now if now is not None else time.time())
     return RunRow(
         run=run,
-        backend=str(result.get("backend") or start.get("backend") or ""),
-        model=str(result.get("model") or start.get("model") or ""),
+        backend=(result.backend if result else None) or (start.backend if start else "") or "",
+        model=(result.model if result else None) or (start.model if start else "") or "",
         # The run's own figures (any connector's typed outcome) first, else the agent's result event.
-        input_tokens=run.input_tokens if run.input_tokens is not None else _int(usage.get("input_tokens")),
-        output_tokens=run.output_tokens if run.output_tokens is not None else _int(usage.get("output_tokens")),
+        input_tokens=run.input_tokens if run.input_tokens is not None else usage.input_tokens if usage else None,
+        output_tokens=run.output_tokens if run.output_tokens is not None else usage.output_tokens if usage else None,
         duration=max(0.0, end - run.started_at),
     )
 
@@ -143,73 +153,59 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
     notices: list[str] = []
     other: list[tuple[str, str]] = []
     check_runs: list[CheckRun] = []
-    facts: dict[str, dict[str, Any]] = {}
+    facts = RunFacts()
     for stored in store.run_events.of_run(run_id):
-        try:
-            event = json.loads(stored.body)
-        except ValueError:
+        event = parse_line(stored.body)
+        if event is None:
             other.append((stored.type, stored.body))
-            continue
-        if not isinstance(event, dict):
-            other.append((stored.type, stored.body))
-            continue
-        subtask = event.get("subtask") if isinstance(event.get("subtask"), int) else None
-        kind = event.get("type")
-        if kind == "tool_call":
-            arguments = event.get("arguments")
-            step = Step(
-                id=str(event.get("id", "")), name=str(event.get("name", "?")),
-                arguments=arguments if isinstance(arguments, dict) else {"arguments": arguments}, subtask=subtask,
-            )
-            steps[(subtask, step.id)] = step
+        elif isinstance(event, ToolCall):
+            step = Step(id=event.id, name=event.name or "?", arguments=dict(event.arguments), subtask=event.subtask)
+            steps[(event.subtask, step.id)] = step
             order.append(step)
-        elif kind == "tool_result":
-            found = steps.get((subtask, str(event.get("id", ""))))
+        elif isinstance(event, ToolResult):
+            found = steps.get((event.subtask, event.id))
             if found is None:  # its call was not kept (the run's budget): show the result alone
-                found = Step(id=str(event.get("id", "")), name=str(event.get("name", "?")), arguments={},
-                             subtask=subtask)
+                found = Step(id=event.id, name=event.name or "?", arguments={}, subtask=event.subtask)
                 order.append(found)
             found.done = True
-            found.ok = bool(event.get("ok", True))
-            found.summary = str(event.get("summary", ""))
-            found.truncated = bool(event.get("truncated", False))
-            found.output = event["output"] if isinstance(event.get("output"), str) else None
-            found.exit_code = _int(event.get("exit_code"))
-            found.diff = diff_lines(event["diff"]) if isinstance(event.get("diff"), str) else []
-        elif kind == "notice":
-            prefix = f"[{subtask}] " if subtask is not None else ""
-            notices.append(prefix + str(event.get("message", "")))
-        elif kind == "verify":
+            found.ok = event.ok
+            found.summary = event.summary
+            found.truncated = event.truncated
+            found.output = event.output
+            found.exit_code = event.exit_code
+            found.diff = diff_lines(event.diff) if event.diff is not None else []
+        elif isinstance(event, Notice):
+            prefix = f"[{event.subtask}] " if event.subtask is not None else ""
+            notices.append(prefix + event.message)
+        elif isinstance(event, Start):
+            facts = replace(facts, start=event)
+        elif isinstance(event, Result):
+            facts = replace(facts, result=event)
+        elif isinstance(event, Verify):
             check_runs.append(_check_run(event))
-        elif kind in ("start", "result"):
-            facts[kind] = event
         else:
-            other.append((str(kind), stored.body))
-    result = facts.get("result")
-    reported = (result or {}).get("files_changed") or _json_list(run.files_changed)
-    files = [str(f) for f in reported if isinstance(f, str)] if isinstance(reported, list) else []
+            other.append((event_type(event), stored.body))
+    result = facts.result
+    reported = list(result.files_changed or ()) if result is not None else []
+    files = reported or [str(f) for f in _json_list(run.files_changed) if isinstance(f, str)]
     reply = reply_state = note = None
     if run.message:
         channel, _, rowid = run.message.rpartition(":")
         record = store.messages.get(channel, int(rowid)) if rowid.isdigit() else None
         if record is not None:
             reply, reply_state, note = record.reply, record.state, record.note
-    verdict = (result or {}).get("verify")
+    verdict = result.verify if result is not None else None
     return RunDetail(
         row=_row(run, facts, now), steps=order, notices=notices, other_events=other, result=result,
         files_changed=files, reply=reply, reply_state=reply_state, reply_note=note, checks=check_runs,
-        check=_check_run(verdict) if isinstance(verdict, dict) else None,
+        check=_check_run(verdict) if verdict is not None else None,
     )
 
 
-def _check_run(event: dict[str, Any]) -> CheckRun:
+def _check_run(report: VerifyReport) -> CheckRun:
     """A ``verify`` event or the result's ``verify`` object (the same fields)."""
-    output = event.get("output_tail")
-    return CheckRun(
-        command=str(event.get("command", "")), passed=event.get("passed") is True,
-        rounds=_int(event.get("rounds")) or 0, runs=_int(event.get("runs")), exit_code=_int(event.get("exit_code")),
-        output=output if isinstance(output, str) else "",
-    )
+    return CheckRun(command=report.command, passed=report.passed, rounds=report.rounds, runs=report.runs,
+                    exit_code=report.exit_code, output=report.output_tail)
 
 
 def diff_lines(diff: str) -> list[DiffLine]:
@@ -237,7 +233,3 @@ def _json_list(text: str | None) -> list[Any]:
     except ValueError:
         return []
     return value if isinstance(value, list) else []
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -33,6 +33,7 @@ from apple_flow.daemon.store.records import (
     ReplyFile,
     Run,
     RunEvent,
+    RunFacts,
 )
 from apple_flow.daemon.store.reply_files import WEB_REPLY_PREFIX, ReplyFileTable, message_reply, web_reply
 from apple_flow.daemon.store.run_events import RunEventTable
@@ -43,7 +44,8 @@ from apple_flow.daemon.store.web_runs import WebRunTable
 
 __all__ = [
     "HISTORY_KEEP", "MIGRATIONS", "SCHEMA_VERSION", "WEB_REPLY_PREFIX", "Approval", "Database", "Event",
-    "FailedSend", "FinishedTurn", "Held", "MessageRecord", "ReplyFile", "Run", "RunEvent", "SentRecord", "Store",
+    "FailedSend", "FinishedTurn", "Held", "MessageRecord", "ReplyFile", "Run", "RunEvent", "RunFacts", "SentRecord",
+    "Store",
     "StoreError", "message_reply", "web_reply",
 ]
 

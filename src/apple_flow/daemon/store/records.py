@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apple_flow.connectors.base import Exchange, TurnOutcome
+from apple_flow.connectors.stream_events import Result, Start
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,14 @@ class RunEvent:
     at: float
     type: str
     body: str  # JSON
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a list of runs shows of each from its agent's events: backend, model, tokens."""
+
+    start: Start | None = None
+    result: Result | None = None
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,12 @@ those of the newest runs only."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
 
+from apple_flow.connectors.stream_events import Result, Start, parse_line
 from apple_flow.daemon.store.database import Database
-from apple_flow.daemon.store.records import RunEvent
+from apple_flow.daemon.store.records import RunEvent, RunFacts
 
 
 class RunEventTable:
@@ -37,10 +37,10 @@ class RunEventTable:
             if dropped:
                 self._db.write("UPDATE runs SET events_dropped = events_dropped + ? WHERE id = ?", (dropped, run_id))
 
-    def facts(self, run_ids: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
-        """The ``start`` and ``result`` events of these runs, decoded: {run_id: {"start": {...}, "result": {...}}}
-        (the figures a list of runs shows: backend, model, tokens)."""
-        found: dict[str, dict[str, dict[str, Any]]] = {}
+    def facts(self, run_ids: list[str]) -> dict[str, RunFacts]:
+        """The ``start`` and ``result`` events of these runs (the figures a list of runs shows: backend, model,
+        tokens)."""
+        found: dict[str, RunFacts] = {}
         for chunk in range(0, len(run_ids), 500):
             ids = run_ids[chunk : chunk + 500]
             marks = ",".join("?" * len(ids))
@@ -48,13 +48,13 @@ class RunEventTable:
                 f"SELECT run_id, type, body FROM run_events WHERE run_id IN ({marks}) AND type IN ('start', 'result')",
                 tuple(ids),
             )
-            for run_id, event_type, body in rows:
-                try:
-                    event = json.loads(body)
-                except ValueError:
-                    continue
-                if isinstance(event, dict):
-                    found.setdefault(str(run_id), {})[str(event_type)] = event
+            for run_id, _, body in rows:
+                event = parse_line(body)
+                facts = found.get(str(run_id), RunFacts())
+                if isinstance(event, Start):
+                    found[str(run_id)] = replace(facts, start=event)
+                elif isinstance(event, Result):
+                    found[str(run_id)] = replace(facts, result=event)
         return found
 
     def of_run(self, run_id: str) -> list[RunEvent]:

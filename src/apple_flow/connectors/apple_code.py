@@ -1,4 +1,4 @@
-"""AfmConnector: every turn runs ``apple-code`` (the CLI contract in apple_code/CONTRACT.md) once.
+"""AppleCodeConnector: every turn runs ``apple-code`` (the CLI contract in apple_code/CONTRACT.md) once.
 
 The prompt is fitted to ``afm_max_prompt_chars`` (the on-device window is 4,096 tokens), the soul prompt goes
 in ``--system`` cut to ``afm_soul_max_chars``, no tools context is added (apple-code has native tools), and the
@@ -48,7 +48,7 @@ class Backend:
     model: str | None = None
 
 
-class AfmConnector(CliConnector):
+class AppleCodeConnector(CliConnector):
     display_name: ClassVar[str] = "apple-code"
     command_setting: ClassVar[str] = "afm_command"
     runs_checks: ClassVar[bool] = True  # --verify
@@ -139,7 +139,7 @@ class AfmConnector(CliConnector):
     def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
         """apple-code's exit code (and ``result`` subtype, which the contract pairs with it) -> the outcome."""
         assert stream is not None
-        report = stream.result or {}
+        report = stream.result
         code = result.exit_code
         said = stream.result_text  # the answer; on an error, the message (after any partial answer)
         if result.timed_out or code == EXIT_TIMEOUT:
@@ -151,7 +151,7 @@ class AfmConnector(CliConnector):
         if code == EXIT_CHECK_FAILED:  # the result: the last answer, then the message in parentheses
             answer, message = _answer_and_message(said)
             if not message:
-                check = check_report(report.get("verify"))
+                check = check_report(report.verify if report is not None else None)
                 message = f"the check `{check.command}` still fails" if check is not None else "the check still fails"
             return self.outcome(Status.CHECK_FAILED, _sentence(message), code, text=answer, report=report)
         if code == EXIT_INTERRUPTED:
@@ -220,7 +220,7 @@ def _parse_check(stdout: str) -> dict[str, Any]:
     return {}
 
 
-class OllamaConnector(AfmConnector):
+class OllamaConnector(AppleCodeConnector):
     """The afm connector on Ollama, for a Mac (or any machine) without Apple Intelligence: apple-code with
     ``--backend openai`` on Ollama's OpenAI-compatible endpoint (``APPLE_FLOW_OLLAMA_BASE_URL``, by default Ollama's
     own http://127.0.0.1:11434/v1) and ``APPLE_FLOW_OLLAMA_MODEL``. Everything else is the afm connector's: the

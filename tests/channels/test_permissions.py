@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem, python_binary
-from apple_flow.config import Settings, load_settings
-from apple_flow.daemon.permissions import (
+from apple_flow.channels.imessage.permissions import (
     AUTOMATION,
     CHAT_DB,
     PermissionMonitor,
@@ -25,6 +24,7 @@ from apple_flow.daemon.permissions import (
     read_report,
     responsible_app,
 )
+from apple_flow.config import Settings, load_settings
 from apple_flow.daemon.store import Store
 from support.chatdb import ChatDbWriter
 from support.daemon_process import DaemonProcess, wait_for
@@ -116,7 +116,7 @@ def test_the_monitor_probes_automation_at_start_and_records_a_report(
     chat_db: ChatDbWriter, store: Store, probe_osascript: FakeOsascript
 ) -> None:
     chat_db.message("hello", sender=ANA)
-    monitor = PermissionMonitor(settings_for(chat_db.path), store, app=SERVICE)
+    monitor = PermissionMonitor(settings_for(chat_db.path), store.meta, app=SERVICE)
     monitor.start()
     report = wait_for(lambda: (r := read_report(store.path)) and r.settled and r, 10, "a settled report")
     monitor.close()
@@ -133,8 +133,8 @@ def test_a_refused_automation_is_reported_with_its_fix_and_probed_again(
     chat_db: ChatDbWriter, store: Store, probe_osascript: FakeOsascript, caplog: pytest.LogCaptureFixture
 ) -> None:
     probe_osascript.mode("deny")
-    monitor = PermissionMonitor(settings_for(chat_db.path), store, app=SERVICE)
-    with caplog.at_level(logging.INFO, logger="apple_flow.daemon.permissions"):
+    monitor = PermissionMonitor(settings_for(chat_db.path), store.meta, app=SERVICE)
+    with caplog.at_level(logging.INFO, logger="apple_flow.channels.imessage.permissions"):
         monitor.start()
         wait_for(lambda: len(probe_osascript.calls()) >= 2, 10, "a second probe")
         probe_osascript.mode("ok")
@@ -149,10 +149,10 @@ def test_waiting_for_chat_db_backs_off_and_ends_when_it_is_readable(
     tmp_path: Path, store: Store, probe_osascript: FakeOsascript, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "Messages" / "chat.db"
-    monitor = PermissionMonitor(settings_for(path), store, app=SERVICE)
+    monitor = PermissionMonitor(settings_for(path), store.meta, app=SERVICE)
     ready: list[bool] = []
     stop = threading.Event()
-    with caplog.at_level(logging.INFO, logger="apple_flow.daemon.permissions"):
+    with caplog.at_level(logging.INFO, logger="apple_flow.channels.imessage.permissions"):
         monitor.start()
         waiter = threading.Thread(target=lambda: ready.append(monitor.wait_until_ready(stop)))
         waiter.start()
@@ -193,7 +193,8 @@ def test_just_after_an_install_a_missing_chat_db_is_checked_every_few_seconds(
     tmp_path: Path, store: Store, minutes_ago: int, expected: list[float]
 ) -> None:
     path = tmp_path / "Messages" / "chat.db"
-    monitor = PermissionMonitor(settings_for(path), store, app=SERVICE, installed_at=time.time() - minutes_ago * 60)
+    monitor = PermissionMonitor(settings_for(path), store.meta, app=SERVICE,
+                                installed_at=time.time() - minutes_ago * 60)
     stop = CountingStop(lambda: ChatDbWriter(path).close(), readable_after=6)
     assert monitor.wait_until_ready(stop) is True
     assert stop.pauses == expected
@@ -203,7 +204,7 @@ def test_the_readers_news_about_chat_db_reaches_the_report_and_the_listeners(
     chat_db: ChatDbWriter, store: Store
 ) -> None:
     chat_db.message("hello", sender=ANA)
-    monitor = PermissionMonitor(settings_for(chat_db.path), store, app=SERVICE)
+    monitor = PermissionMonitor(settings_for(chat_db.path), store.meta, app=SERVICE)
     heard: list[State] = []
     monitor.listen(lambda report: heard.append({f.name: f.state for f in report.findings}[CHAT_DB]))
     monitor.wait_until_ready(threading.Event())
@@ -218,7 +219,7 @@ def test_the_readers_news_about_chat_db_reaches_the_report_and_the_listeners(
 
 
 def test_a_stop_request_ends_the_wait(tmp_path: Path, store: Store, probe_osascript: FakeOsascript) -> None:
-    monitor = PermissionMonitor(settings_for(tmp_path / "nowhere.db"), store, app=SERVICE)
+    monitor = PermissionMonitor(settings_for(tmp_path / "nowhere.db"), store.meta, app=SERVICE)
     monitor.start()
     stop = threading.Event()
     threading.Timer(0.5, stop.set).start()
@@ -239,7 +240,7 @@ def test_a_daemon_that_cannot_read_chat_db_stays_up_says_why_and_starts_once_it_
     )
     try:
         daemon.start(ready="trying again in 0.2 s")
-        time.sleep(1)
+        wait_for(lambda: daemon.log().count("trying again in") >= 2, 10, "a second try")
         assert daemon.process is not None and daemon.process.poll() is None, daemon.log()
         assert "does not exist" in daemon.log()
         report = wait_for(lambda: read_report(daemon.db_path), 10, "the report")

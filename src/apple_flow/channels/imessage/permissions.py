@@ -27,12 +27,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Protocol
 
 from apple_flow.app_bundle import LAUNCHER_VARIABLE, app_of_executable, shown
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_app_bundle, python_binary
 from apple_flow.channels.imessage.probe import ProbeResult, ProbeState, probe_messages_automation
 from apple_flow.config import Settings
-from apple_flow.daemon.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -197,19 +197,25 @@ def read_report(db_path: Path) -> PermissionReport | None:
     return PermissionReport.from_json(row[0]) if row else None
 
 
+class ReportRecord(Protocol):
+    """Where the daemon keeps its report for other processes (the store's ``meta`` table)."""
+
+    def set(self, key: str, value: str) -> None: ...
+
+
 class PermissionMonitor:
     """The daemon's own check of its permissions; see the module docstring."""
 
     def __init__(
         self,
         settings: Settings,
-        store: Store,
+        record: ReportRecord,
         app: Responsible | None = None,
         clock: Callable[[], float] = time.time,
         installed_at: float | None = None,
     ) -> None:
         self._settings = settings
-        self._store = store
+        self._record_to = record
         self.app = app or responsible_app()
         self._path = settings.messages_db_path
         self._first_pause = settings.poll_interval_seconds
@@ -310,7 +316,7 @@ class PermissionMonitor:
             (log.info if finding.state in (State.OK, State.CHECKING) else log.error)("%s", finding.line())
         report = self.report()
         try:
-            self._store.meta.set(REPORT_KEY, report.to_json())
+            self._record_to.set(REPORT_KEY, report.to_json())
         except Exception:  # the report is for people; it must not stop the daemon
             log.exception("could not record the permission report")
         for listener in list(self._listeners) if changed else []:

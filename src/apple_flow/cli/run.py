@@ -24,13 +24,13 @@ from apple_flow.channels.base import Egress, Ingress
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import ENV_FILE, Settings, SettingsError
 from apple_flow.daemon.lock import InstanceLock, LockError
-from apple_flow.daemon.runtime import Daemon, StartError
+from apple_flow.daemon.runtime import Runtime, StartError
 from apple_flow.daemon.store import Store, StoreError
 from apple_flow.filelimit import raise_open_files
 from apple_flow.handles import normalize_handle
 
 if TYPE_CHECKING:
-    from apple_flow.daemon.permissions import PermissionMonitor
+    from apple_flow.channels.imessage.permissions import PermissionMonitor
     from apple_flow.web.server import WebServer
 
 
@@ -95,10 +95,10 @@ def _serve(
         return 1
     checks = None
     if channel == "imessage":
-        from apple_flow.daemon.permissions import PermissionMonitor
+        from apple_flow.channels.imessage.permissions import PermissionMonitor
 
         # First, so that the Automation prompt shows at once (a service just installed asks the user now).
-        checks = PermissionMonitor(settings, store, installed_at=service.installed_at if service else None)
+        checks = PermissionMonitor(settings, store.meta, installed_at=service.installed_at if service else None)
         checks.start()
     try:
         ingress, egress = build_channel(store)
@@ -109,8 +109,8 @@ def _serve(
             from apple_flow.channels.console import CONSOLE_SENDER
 
             local = (CONSOLE_SENDER,)
-        daemon = Daemon(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks,
-                        escalation_connector=escalation)
+        daemon = Runtime(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks,
+                         escalation_connector=escalation)
         if checks is not None:
             _watch_permissions(settings, store, checks, ingress, daemon, service)
 
@@ -139,7 +139,7 @@ def _serve(
 
 
 def _watch_permissions(
-    settings: Settings, store: Store, checks: PermissionMonitor, ingress: Ingress, daemon: Daemon,
+    settings: Settings, store: Store, checks: PermissionMonitor, ingress: Ingress, daemon: Runtime,
     service: ServiceRun | None,
 ) -> None:
     """The reader tells the permission check when chat.db stops (or starts again) being readable; the service
@@ -169,7 +169,7 @@ def _export_other_values(env_file: Path) -> None:
 
 
 def _web_page(
-    settings: Settings, store: Store, daemon: Daemon, channel: str, env_file: Path = Path(ENV_FILE)
+    settings: Settings, store: Store, daemon: Runtime, channel: str, env_file: Path = Path(ENV_FILE)
 ) -> WebServer | None:
     """Serves the web page beside the daemon. A page that cannot be served is logged and shown in the store's
     events; the daemon runs on without it."""
