@@ -132,8 +132,11 @@ import Testing
         // Its quarter of 8 s runs out: the task runs directly in the time left (6 s: plenty on a loaded machine).
         let share = ScriptedBackend([honoursDeadline, answer("direct")])
         let events = EventLog()
-        let result = try await PlanRunner(backend: share)
-            .run(makeRequest(deadline: .now + .seconds(8)), events: events)
+        // The backend's own timeout is under test, not the watchdog's: on a loaded machine (parallel tests on two
+        // cores) the watchdog, 2 s after the same deadline, could be resumed first and drop the planner's progress.
+        var runner = PlanRunner(backend: share)
+        runner.watchdogGrace = .seconds(60)
+        let result = try await runner.run(makeRequest(deadline: .now + .seconds(8)), events: events)
         #expect(result.text == "direct")
         #expect(result.progress.turns == 2)
         #expect(events.notices.contains { $0.hasPrefix("plan: the planner failed (error_timeout") })
@@ -306,8 +309,10 @@ import Testing
             throw AgentError(.timeout, "timed out", partialAnswer: "partly done", progress: RunProgress(turns: 1))
         }
         let backend = ScriptedBackend([answer(#"["a", "b", "c"]"#), answer("did a"), honoursDeadline, honoursDeadline])
+        var runner = PlanRunner(backend: backend)
+        runner.watchdogGrace = .seconds(60)  // the workers' own timeouts are under test (see the time-share test)
         let error = await #expect(throws: AgentError.self) {
-            _ = try await PlanRunner(backend: backend).run(makeRequest(deadline: deadline), events: EventLog())
+            _ = try await runner.run(makeRequest(deadline: deadline), events: EventLog())
         }
         let failure = try #require(error)
         #expect(failure.outcome == .timeout)
