@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from bench_support import write_report  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 
@@ -111,10 +112,7 @@ runner's own session and reader threads, stream parsing, the typed outcome).
 **Overhead of the connector (median difference): {overhead:.1f} ms**, which {verdict} the target
 of < {TARGET_MS:.0f} ms. Load average during the run: {load}.
 """
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(report, encoding="utf-8")
-    print(report)
-    console.print(f"report written to {args.report}")
+    write_report(args.report, report, console)
     return 0 if overhead < TARGET_MS else 1
 
 

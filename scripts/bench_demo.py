@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 import psutil  # noqa: E402
+from bench_support import write_report  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 
@@ -458,10 +459,7 @@ def main() -> int:
         wall = time.monotonic() - started
         work = server_work(server.log_file)
     text = report(replies, args.sessions, loads, wall, work, cpu, overrides, args.apple_code)
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(text, encoding="utf-8")
-    print(text)
-    console.print(f"report written to {args.report}")
+    write_report(args.report, text, console)
     return 0
 
 

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
 import psutil  # noqa: E402
+from bench_support import write_report  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 
@@ -132,10 +133,7 @@ every {settings.poll_interval_seconds:g} s) yields it in this process.
 
 Result: {"meets both targets" if ok else "MISSES a target"}.
 """
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(report, encoding="utf-8")
-    print(report)
-    console.print(f"report written to {args.report}")
+    write_report(args.report, report, console)
     return 0 if ok else 1
 
 

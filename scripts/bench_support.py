@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from rich.console import Console
 
 
 def counting_options(tokenizer: str) -> dict[str, Any]:
@@ -19,3 +22,11 @@ def counting_options(tokenizer: str) -> dict[str, Any]:
         return {"count_model": str(model_file()), "count_context": 4096}
     except LocalModelError as error:
         raise SystemExit(str(error)) from error
+
+
+def write_report(path: Path, text: str, console: Console) -> None:
+    """Writes a benchmark's report (making its folder), prints it, and says where it went."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(text)
+    console.print(f"report written to {path}")

@@ -51,6 +51,7 @@ ROOT = SCRIPTS.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(SCRIPTS))
 
+from bench_support import write_report  # noqa: E402
 from bench_task_set import TASKS, Task, make_workspace  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
@@ -394,10 +395,7 @@ def main(argv: list[str] | None = None) -> int:
                 progress.advance(bar)
     wall = time.monotonic() - started
     text = report(outcomes, args.task_list, args.arm_list, backend, args, loads, wall, args.apple_code, verify_known)
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(text, encoding="utf-8")
-    print(text)
-    console.print(f"report written to {args.report}")
+    write_report(args.report, text, console)
     return 0
 
 

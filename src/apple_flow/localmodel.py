@@ -208,6 +208,19 @@ class LocalModelServer:
             return "(no log)"
 
 
+def started_servers(state_dir: Path, host: str = "127.0.0.1") -> list[LocalModelServer]:
+    """The servers ``start`` left running with ``state_dir``, whatever their port (each pid file's name holds it),
+    lowest port first."""
+    servers = []
+    for pid_file in state_dir.glob("server-*.pid"):
+        port = pid_file.stem.removeprefix("server-")
+        if port.isdigit():
+            server = LocalModelServer(host, int(port), state_dir)
+            if server.status().running:
+                servers.append(server)
+    return sorted(servers, key=lambda server: server.port)
+
+
 def _group_alive(pgid: int, wait_seconds: float) -> bool:
     """Whether a process other than a zombie is still in the process group after waiting up to `wait_seconds`."""
     deadline = time.monotonic() + wait_seconds

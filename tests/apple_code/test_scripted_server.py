@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from support.local_model import require_local_model
 from support.scripted_server import (
     EXHAUSTED,
     ScriptedServer,
@@ -199,6 +200,20 @@ def test_a_counting_server_tokenizes_and_reports_the_prompt_it_renders(kind: str
         assert usage["prompt_tokens"] == prompt_tokens(body) > count_tokens("Be brief.hi")
         assert usage["completion_tokens"] == count_tokens("hello there")
         assert [path for path, _ in server.tokenize_requests()][:1] in (["/extras/tokenize/count"], ["/tokenize"])
+
+
+def test_a_server_counting_with_the_model_without_count_usage_counts_but_reports_no_usage() -> None:
+    require_local_model()
+    from apple_flow.localmodel import model_file
+
+    with ScriptedServer([answer("hi"), answer("again")], count_model=str(model_file()), count_context=64) as server:
+        status, text = post(server.url, {"model": "scripted", "messages": [{"role": "user", "content": "hi"}]})
+        assert status == 200 and "usage" not in json.loads(text), text
+        # Still counted, and an overflow of its window refused as that server would.
+        long = {"model": "scripted", "messages": [{"role": "user", "content": "word " * 200}]}
+        assert post(server.url, long)[0] == 400
+        first, refused = server.counted()
+        assert first["prompt_tokens"] > 0 and refused["prompt_tokens"] is None and refused["error"]
 
 
 def test_a_plain_server_has_no_tokenizer_and_reports_no_usage() -> None:

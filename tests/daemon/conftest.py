@@ -16,9 +16,12 @@ from support.daemon_harness import Harness
 def harness(daemon_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
     made: list[Harness] = []
 
-    # Positional only: `connector=` is a settings override (the connector setting), not the fake.
-    def make(fake: FakeConnector | None = None, /, **overrides: Any) -> Harness:
-        h = Harness(daemon_settings(**overrides), fake)
+    # Positional only: `connector=` is a settings override (the connector setting), not the fake; `escalation` is
+    # the fake behind APPLE_FLOW_ESCALATE_CONNECTOR.
+    def make(
+        fake: FakeConnector | None = None, escalation: FakeConnector | None = None, /, **overrides: Any
+    ) -> Harness:
+        h = Harness(daemon_settings(**overrides), fake, escalation=escalation)
         made.append(h)
         return h
 

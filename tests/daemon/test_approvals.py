@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,17 +26,9 @@ def planner(prompt: str, request: TurnRequest) -> str:
 
 
 @pytest.fixture
-def run_daemon(daemon_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
-    made: list[Harness] = []
-
-    def make(**overrides: Any) -> Harness:
-        h = Harness(daemon_settings(**overrides), FakeConnector(answer=planner)).start()
-        made.append(h)
-        return h
-
-    yield make
-    for h in made:
-        h.daemon.request_stop()
+def run_daemon(harness: Callable[..., Harness]) -> Callable[..., Harness]:
+    """Starts a daemon whose fake connector plans and runs with ``planner``."""
+    return lambda **overrides: harness(FakeConnector(answer=planner), **overrides).start()
 
 
 def request_id(reply: str) -> str:

@@ -5,7 +5,6 @@ from the fake osascript's record of what Messages was asked to send."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from apple_flow import login_service as launchd_module
 from apple_flow.channels.imessage.permissions import AUTOMATION, CHAT_DB, Finding, PermissionReport, State
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
+from apple_flow.daemon.commands import HELP_TEXT
 from apple_flow.daemon.owner_notices import CHAT_DB_LOST_KEY, READY_KEY, OwnerNotices
 from apple_flow.daemon.store import Store
 from support.chatdb import ChatDbWriter
@@ -170,6 +170,9 @@ def _install_and_wait_for_the_ready_text(
         return [call for call in osascript.calls() if len(call["argv"]) > 2]
 
     sent = wait_for(sends, 30, "the ready text")
-    assert sent[0]["argv"][1] == OWNER and sent[0]["argv"][2].startswith("Apple Flow is ready on your Mac")
-    time.sleep(1)
-    assert [call["argv"][2] for call in sends()] == [sent[0]["argv"][2]]  # once
+    ready = sent[0]["argv"][2]
+    assert sent[0]["argv"][1] == OWNER and ready.startswith("Apple Flow is ready on your Mac")
+    # Once: the owner's `help`, read after the permission reports that sent it, is answered next.
+    chat_db.message("help", sender=OWNER)
+    sent = wait_for(lambda: sends() if len(sends()) >= 2 else None, 30, "the answer to help")
+    assert [call["argv"][2] for call in sent] == [ready, HELP_TEXT]

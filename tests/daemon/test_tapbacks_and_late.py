@@ -5,14 +5,12 @@ late messages are held, listed once per sender when the backlog is read, and run
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
 from apple_flow.channels.base import Tapback
-from apple_flow.config import Settings
 from apple_flow.connectors.base import TurnRequest
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness, wait_until
@@ -23,17 +21,9 @@ def planner(prompt: str, request: TurnRequest) -> str:
 
 
 @pytest.fixture
-def run_daemon(daemon_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
-    made: list[Harness] = []
-
-    def make(**overrides: Any) -> Harness:
-        h = Harness(daemon_settings(**overrides), FakeConnector(answer=planner)).start()
-        made.append(h)
-        return h
-
-    yield make
-    for h in made:
-        h.daemon.request_stop()
+def run_daemon(harness: Callable[..., Harness]) -> Callable[..., Harness]:
+    """Starts a daemon whose fake connector plans and runs with ``planner``."""
+    return lambda **overrides: harness(FakeConnector(answer=planner), **overrides).start()
 
 
 def plan(h: Harness, task: str = "task: fix the parser") -> tuple[str, str]:

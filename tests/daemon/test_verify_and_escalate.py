@@ -4,13 +4,12 @@ apple-code run of one may be escalated to another connector on the owner's word.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from apple_flow.config import Settings
 from apple_flow.connectors.base import CheckReport, Status, TurnOutcome, TurnRequest
 from apple_flow.daemon.escalation import NOT_SET_UP
 from support.daemon_fakes import FakeConnector
@@ -48,18 +47,11 @@ def make_test_workspace(workspace: Path) -> Path:
 
 
 @pytest.fixture
-def start(daemon_settings: Callable[..., Settings]) -> Iterator[Callable[..., Harness]]:
-    made: list[Harness] = []
-
+def start(harness: Callable[..., Harness]) -> Callable[..., Harness]:
     def make(main: FakeConnector, escalation: FakeConnector | None = None, **overrides: Any) -> Harness:
-        h = Harness(daemon_settings(**overrides), main, escalation=escalation).start()
-        made.append(h)
-        return h
+        return harness(main, escalation, **overrides).start()
 
-    yield make
-    for h in made:
-        h.connector.release.set()
-        h.daemon.request_stop()
+    return make
 
 
 def approved(h: Harness, task: str = "fix the parser", sender: str = ANA) -> tuple[str, str]:

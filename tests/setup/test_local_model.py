@@ -16,7 +16,9 @@ from typing import Any
 
 import psutil
 import pytest
+from typer.testing import CliRunner
 
+from apple_flow.cli import app
 from apple_flow.localmodel import MODEL_ALIAS, LocalModelError, LocalModelServer
 from support.local_model import free_port, require_local_model, running_local_model
 
@@ -95,6 +97,33 @@ def test_stop_leaves_no_process_behind(tmp_path: Path) -> None:
     assert not server.pid_file.exists()
     assert not server.answers(timeout=0.5)
     assert server.stop() is False
+
+
+def test_the_commands_without_a_port_find_the_server_started_on_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`apple-flow model start --port P`, then `model status` and `model stop` without --port: they act on that
+    server (they used to look at the configured port only, and left it running)."""
+    require_local_model()
+    monkeypatch.chdir(tmp_path)  # no .env: the configured port is the default, not P
+    port = free_port()
+    state = ["--state-dir", str(tmp_path / "state")]
+    server = LocalModelServer(port=port, state_dir=tmp_path / "state")
+    try:
+        started = CliRunner().invoke(app, ["model", "start", "--port", str(port), *state])
+        assert started.exit_code == 0, started.output
+        pid = server.status().pid
+        assert pid is not None and port != LocalModelServer().port
+        status = CliRunner().invoke(app, ["model", "status", *state])
+        assert status.exit_code == 0 and f"running pid {pid} at {server.url}" in status.output, status.output
+        stopped = CliRunner().invoke(app, ["model", "stop", *state])
+        assert stopped.exit_code == 0 and f"on port {port}" in stopped.output, stopped.output
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        assert not server.answers(timeout=0.5)
+        again = CliRunner().invoke(app, ["model", "stop", *state])
+        assert "was not running" in again.output, again.output
+    finally:
+        server.stop()
 
 
 def test_missing_model_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

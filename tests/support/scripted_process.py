@@ -154,10 +154,10 @@ def serve(script: Path, log: Path) -> None:
                         self._send(400, json.dumps({"error": {"message": f"the counting server refused the "
                                                                          f"prompt: {refused}"}}))
                         return
-                    if not report_usage:
-                        usage = None
-                    usage = {"prompt_tokens": prompt, "completion_tokens": completed,
-                             "total_tokens": prompt + completed}
+                    # Without count_usage the prompt is counted (and an overflow refused) but not reported.
+                    if report_usage:
+                        usage = {"prompt_tokens": prompt, "completion_tokens": completed,
+                                 "total_tokens": prompt + completed}
                 if stream:
                     options = body.get("stream_options") or {}
                     include_usage = isinstance(options, dict) and options.get("include_usage") is True

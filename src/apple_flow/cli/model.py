@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 
 from apple_flow.config import load_settings
-from apple_flow.localmodel import DEFAULT_STATE_DIR, LocalModelError, LocalModelServer
+from apple_flow.localmodel import DEFAULT_STATE_DIR, LocalModelError, LocalModelServer, started_servers
 
 model_app = typer.Typer(help="The local demo model server (SmolLM2-135M on llama.cpp).", no_args_is_help=True)
 console = Console(stderr=True)
@@ -17,6 +17,16 @@ console = Console(stderr=True)
 def _server(port: int | None, state_dir: Path) -> LocalModelServer:
     settings = load_settings()
     return LocalModelServer(settings.local_model_host, port or settings.local_model_port, state_dir)
+
+
+def _started(port: int | None, state_dir: Path) -> list[LocalModelServer]:
+    """The server on ``port``; without one, those ``start`` left running (on whatever port it was given), else the
+    one on the configured port."""
+    if port is None:
+        running = started_servers(state_dir, load_settings().local_model_host)
+        if running:
+            return running
+    return [_server(port, state_dir)]
 
 
 PortOption = typer.Option(None, "--port", help="Port on 127.0.0.1 (default APPLE_FLOW_LOCAL_MODEL_PORT).")
@@ -39,15 +49,18 @@ def start(port: int | None = PortOption, state_dir: Path = StateOption) -> None:
 
 @model_app.command()
 def stop(port: int | None = PortOption, state_dir: Path = StateOption) -> None:
-    """Stop the server and its children."""
-    stopped = _server(port, state_dir).stop()
-    console.print("Stopped the local model server." if stopped else "The local model server was not running.")
+    """Stop the server and its children (without --port: every one `start` left running, whatever its port)."""
+    stopped = [server.port for server in _started(port, state_dir) if server.stop()]
+    for number in stopped:
+        console.print(f"Stopped the local model server on port {number}.")
+    if not stopped:
+        console.print("The local model server was not running.")
 
 
 @model_app.command()
 def status(port: int | None = PortOption, state_dir: Path = StateOption) -> None:
-    """Say whether the server runs and answers (exit 1 when not)."""
-    server = _server(port, state_dir)
+    """Say whether the server runs and answers (exit 1 when not); without --port, the one `start` left running."""
+    server = _started(port, state_dir)[0]
     state = server.status()
     if state.running and server.answers():
         console.print(f"[green]running[/green] pid {state.pid} at {state.url}")

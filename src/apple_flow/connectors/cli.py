@@ -62,6 +62,10 @@ class CliConnector:
     #: The variables of the daemon's environment this agent needs besides the ones every process gets
     #: (``connectors.environment``): its API key, its config folder. Nothing else of the daemon's reaches it.
     environment_variables: ClassVar[tuple[str, ...]] = ()
+    #: The CLI has no flag that adds to its system prompt: the soul prompt leads the prompt instead.
+    soul_leads_prompt: ClassVar[bool] = False
+    #: The prompt travels as one argument, with this many characters of its own around it; None: it goes on stdin.
+    prompt_argument_extra: ClassVar[int | None] = None
 
     def __init__(self, settings: Settings, runner: ProcessRunner | None = None) -> None:
         self.settings = settings
@@ -75,6 +79,8 @@ class CliConnector:
         raise NotImplementedError
 
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
+        """The child process for ``prompt`` (the whole prompt: ``with_soul`` has put the soul prompt first where it
+        leads)."""
         raise NotImplementedError
 
     def new_stream(self) -> EventStream | None:
@@ -85,8 +91,15 @@ class CliConnector:
         raise NotImplementedError
 
     def max_prompt_chars(self) -> int:
+        if self.prompt_argument_extra is not None:
+            # One argument holds the soul prompt, the blank line after it and the prompt.
+            return max(1000, ARGUMENT_MAX_CHARS - len(self.soul_prompt) - 2 - self.prompt_argument_extra)
         # Cloud CLIs have large windows; the cap only keeps a runaway history bounded.
         return 100_000
+
+    def with_soul(self, prompt: str) -> str:
+        """``prompt`` led by the soul prompt where the CLI cannot take it otherwise (``soul_leads_prompt``)."""
+        return f"{self.soul_prompt}\n\n{prompt}" if self.soul_leads_prompt and self.soul_prompt else prompt
 
     # --- the Connector protocol ----------------------------------------------------------------------------
 
@@ -129,7 +142,7 @@ class CliConnector:
         if request.verify and not self.runs_checks:
             message += "\n\n" + CHECK_REQUEST.format(command=request.verify)
         prompt = fit_prompt(message, request.exchanges, self.max_prompt_chars(), request.files_note)
-        invocation = self.invocation(prompt, cwd, request)
+        invocation = self.invocation(self.with_soul(prompt), cwd, request)
         stream = self.new_stream()
         try:
             child = self.runner.start(

@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from apple_flow.connectors.base import AgentEvent, TurnOutcome, TurnRequest
-from apple_flow.connectors.cli import ARGUMENT_MAX_CHARS, CliConnector, Invocation
-from apple_flow.connectors.events import EventStream
+from apple_flow.connectors.base import TurnOutcome, TurnRequest
+from apple_flow.connectors.cli import CliConnector, Invocation
+from apple_flow.connectors.events import EventStream, ToolNames, renamed_tool_call
 from apple_flow.connectors.runner import RunResult
 from apple_flow.connectors.stream_events import StreamEvent
 
 # Cline's tool names (ClineSayTool.tool) as the names the progress table knows, with the argument it names.
-_TOOLS: dict[str, tuple[str, str, str]] = {
+_TOOLS: ToolNames = {
     "readFile": ("readFile", "path", "path"),
     "editedExistingFile": ("editFile", "path", "path"),
     "newFileCreated": ("writeFile", "path", "path"),
@@ -64,8 +64,7 @@ def _tool_uses(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     tool = _tool(event)
     if not tool:
         return []
-    name, key, source = _TOOLS.get(tool["tool"], (tool["tool"], "", ""))
-    return [(name, {key: tool.get(source, "")} if key else {})]
+    return renamed_tool_call(_TOOLS, tool["tool"], tool)
 
 
 class ClineStream(EventStream):
@@ -79,12 +78,6 @@ class ClineStream(EventStream):
         self.last_error = ""
         self.files_changed: list[str] = []
         self.commands_run = 0
-
-    def feed(self, line: str) -> list[AgentEvent]:
-        events = super().feed(line)
-        for event in events:
-            self._note(event.event.raw)
-        return events
 
     def _note(self, event: Mapping[str, Any]) -> None:
         kind = _settled_say(event)
@@ -114,18 +107,15 @@ class ClineStream(EventStream):
 class ClineConnector(CliConnector):
     display_name: ClassVar[str] = "Cline"
     command_setting: ClassVar[str] = "cline_command"
+    # Cline CLI has no flag that adds to its system prompt. The task travels as one argument (piped stdin would
+    # only be prepended to it as context), maybe with a leading space (below).
+    soul_leads_prompt: ClassVar[bool] = True
+    prompt_argument_extra: ClassVar[int | None] = 1
 
     def _context_window(self) -> int:
         return self.settings.cline_context_window
 
-    def max_prompt_chars(self) -> int:
-        # The task travels as one argument (piped stdin would only be prepended to it as context).
-        return max(1000, ARGUMENT_MAX_CHARS - len(self.soul_prompt) - 3)
-
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
-        # Cline CLI has no flag that adds to its system prompt: the soul prompt leads.
-        if self.soul_prompt:
-            prompt = f"{self.soul_prompt}\n\n{prompt}"
         # Plan mode has no tools that edit files: a read-only turn plans; any other acts.
         argv = [self.executable(), "-y", "--json", "--plan" if request.read_only else "--act"]
         if self.settings.cline_model:

@@ -15,14 +15,13 @@ class CodexConnector(CliConnector):
     display_name: ClassVar[str] = "Codex"
     command_setting: ClassVar[str] = "codex_command"
     environment_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
+    # codex has no system-prompt flag.
+    soul_leads_prompt: ClassVar[bool] = True
 
     def _context_window(self) -> int:
         return self.settings.codex_context_window
 
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
-        # codex has no system-prompt flag: the soul prompt leads the prompt instead.
-        if self.soul_prompt:
-            prompt = f"{self.soul_prompt}\n\n{prompt}"
         sandbox = "read-only" if request.read_only else "workspace-write"
         argv = [self.executable(), "exec", "--skip-git-repo-check", "--sandbox", sandbox, "--cd", str(cwd)]
         if self.settings.codex_model:

@@ -45,6 +45,17 @@ _TOOL_VERBS: dict[str, tuple[str, str]] = {
 }
 
 
+# A CLI's own tool name -> (the name ``_TOOL_VERBS`` knows, the argument it names there, the CLI's argument).
+ToolNames = Mapping[str, tuple[str, str, str]]
+
+
+def renamed_tool_call(names: ToolNames, tool: str, arguments: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """One tool call of a CLI whose tools ``names`` renames: the name and the argument the progress line shows.
+    A tool it does not know keeps its name, with no argument."""
+    name, key, source = names.get(tool, (tool, "", ""))
+    return [(name, {key: arguments.get(source, "")} if key else {})]
+
+
 def describe_tool_call(name: str, arguments: Mapping[str, Any] | None) -> str:
     """A short progress line for one tool call, e.g. ``reading src/app.py`` or ``running: make test``."""
     verb, key = _TOOL_VERBS.get(name, (f"using {name}", ""))
@@ -100,7 +111,11 @@ class EventStream:
         if isinstance(event, Text) and event.subtask is None and isinstance(event.raw.get("delta"), str):
             self._answer_chars += len(event.delta)
             progress.append(f"writing the answer ({self._answer_chars} characters so far)")
+        self._note(event.raw)
         return [AgentEvent(event, tuple(progress))]
+
+    def _note(self, event: Mapping[str, Any]) -> None:
+        """Each parsed event's JSON object, for the streams that keep more of the run than its ``result`` event."""
 
     @property
     def result_text(self) -> str:

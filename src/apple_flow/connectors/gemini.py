@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from apple_flow.connectors.base import AgentEvent, Status, TurnOutcome, TurnRequest, Usage
-from apple_flow.connectors.cli import ARGUMENT_MAX_CHARS, CliConnector, Invocation
+from apple_flow.connectors.base import Status, TurnOutcome, TurnRequest, Usage
+from apple_flow.connectors.cli import CliConnector, Invocation
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.runner import RunResult
 from apple_flow.connectors.stream_events import StreamEvent
@@ -59,12 +59,6 @@ class GeminiStream(EventStream):
         self.last_error = ""
         self._since_tool: list[str] = []
 
-    def feed(self, line: str) -> list[AgentEvent]:
-        events = super().feed(line)
-        for event in events:
-            self._note(event.event.raw)
-        return events
-
     def _note(self, event: Mapping[str, Any]) -> None:  # Gemini CLI's own stream format
         kind = event.get("type")
         if kind == "init" and isinstance(event.get("model"), str):
@@ -95,6 +89,10 @@ class GeminiStream(EventStream):
 class GeminiConnector(CliConnector):
     display_name: ClassVar[str] = "Gemini"
     command_setting: ClassVar[str] = "gemini_command"
+    # Gemini CLI has no flag that adds to its system prompt (GEMINI_SYSTEM_MD replaces it). The prompt travels as
+    # one argument: Gemini CLI takes stdin as extra context only.
+    soul_leads_prompt: ClassVar[bool] = True
+    prompt_argument_extra: ClassVar[int | None] = 0
     # An API key, or Vertex AI with a project and its credentials file.
     environment_variables: ClassVar[tuple[str, ...]] = (
         "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
@@ -104,14 +102,7 @@ class GeminiConnector(CliConnector):
     def _context_window(self) -> int:
         return self.settings.gemini_context_window
 
-    def max_prompt_chars(self) -> int:
-        # The prompt travels as one argument: Gemini CLI takes stdin as extra context only.
-        return max(1000, ARGUMENT_MAX_CHARS - len(self.soul_prompt) - 2)
-
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
-        # Gemini CLI has no flag that adds to its system prompt (GEMINI_SYSTEM_MD replaces it): the soul prompt leads.
-        if self.soul_prompt:
-            prompt = f"{self.soul_prompt}\n\n{prompt}"
         # plan: read-only for real; auto_edit: edits are approved, anything else (shell commands) would need an
         # approval, which a headless run refuses (as claude's acceptEdits).
         mode = "plan" if request.read_only else "auto_edit"

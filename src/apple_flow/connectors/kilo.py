@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from apple_flow.connectors.base import AgentEvent, TurnOutcome, TurnRequest, Usage
+from apple_flow.connectors.base import TurnOutcome, TurnRequest, Usage
 from apple_flow.connectors.cli import CliConnector, Invocation
-from apple_flow.connectors.events import EventStream
+from apple_flow.connectors.events import EventStream, ToolNames, renamed_tool_call
 from apple_flow.connectors.runner import RunResult
 from apple_flow.connectors.stream_events import StreamEvent
 
 # Kilo's tool names (its opencode heritage) as the names the progress table knows, with the argument it names.
-_TOOLS: dict[str, tuple[str, str, str]] = {
+_TOOLS: ToolNames = {
     "read": ("readFile", "path", "filePath"),
     "write": ("writeFile", "path", "filePath"),
     "edit": ("editFile", "path", "filePath"),
@@ -55,8 +55,7 @@ def _tool_uses(event: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     part = _part(event)
     if event.get("type") != "tool_use" or not isinstance(part.get("tool"), str):
         return []
-    name, key, source = _TOOLS.get(part["tool"], (part["tool"], "", ""))
-    return [(name, {key: _tool_input(part).get(source, "")} if key else {})]
+    return renamed_tool_call(_TOOLS, part["tool"], _tool_input(part))
 
 
 class KiloStream(EventStream):
@@ -72,12 +71,6 @@ class KiloStream(EventStream):
         self.output_tokens = 0
         self.steps = 0
         self._since_tool: list[str] = []
-
-    def feed(self, line: str) -> list[AgentEvent]:
-        events = super().feed(line)
-        for event in events:
-            self._note(event.event.raw)
-        return events
 
     def _note(self, event: Mapping[str, Any]) -> None:
         kind, part = event.get("type"), _part(event)
@@ -115,14 +108,13 @@ def _error_message(error: Any) -> str:
 class KiloConnector(CliConnector):
     display_name: ClassVar[str] = "Kilo"
     command_setting: ClassVar[str] = "kilo_command"
+    # Kilo CLI has no flag that adds to its system prompt.
+    soul_leads_prompt: ClassVar[bool] = True
 
     def _context_window(self) -> int:
         return self.settings.kilo_context_window
 
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
-        # Kilo CLI has no flag that adds to its system prompt: the soul prompt leads.
-        if self.soul_prompt:
-            prompt = f"{self.soul_prompt}\n\n{prompt}"
         # Read-only: the plan agent, and no --auto, so whatever it would ask for (a command) is refused.
         argv = [self.executable(), "run", "--format", "json"]
         argv += ["--agent", "plan"] if request.read_only else ["--auto"]

@@ -44,10 +44,12 @@ class QuietLog:
         self._lock = threading.Lock()
         self._count = 0
         self._last = -interval
+        self.noted = 0  # events told of in all, logged or not
 
     def note(self) -> None:
         now = time.monotonic()
         with self._lock:
+            self.noted += 1
             self._count += 1
             if now - self._last < self._interval:
                 return
