@@ -11,10 +11,14 @@ schema, a fake `osascript` on PATH recording the sends, measured three ways.
 3. Burst: ``--messages`` from ``--senders`` written as fast as SQLite takes them, answered by an instant
    in-process connector (so the figures are the daemon's own: ingress, store, scheduling, egress). Checks that
    every message is answered exactly once and in order per sender; measures the time to drain and the RSS.
+4. Slow confirmation: ``--confirm`` messages from one sender with delivery confirmation on
+   (``--confirm-seconds``) and Messages never showing a reply (the fake leaves no row): how long until every reply
+   is handed to Messages (the sender's turns do not wait for earlier confirmations) and until each is recorded as
+   not delivered.
 
 Writes reports/bench_daemon.md and prints it.
 
-    scripts/bench_daemon [--messages 500] [--senders 5] [--workers 4] [--latency 60] [--idle 60]
+    scripts/bench_daemon [--messages 500] [--senders 5] [--workers 4] [--latency 60] [--idle 60] [--confirm 10]
 """
 
 from __future__ import annotations
@@ -118,6 +122,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=4, help="APPLE_FLOW_MAX_CONCURRENT_AI_CALLS")
     parser.add_argument("--latency", type=int, default=60, help="messages timed one at a time (0: skip)")
     parser.add_argument("--idle", type=float, default=60, help="seconds of idle measurement (0: skip)")
+    parser.add_argument("--confirm", type=int, default=10, help="messages of the slow-confirmation phase (0: skip)")
+    parser.add_argument("--confirm-seconds", type=float, default=2, help="APPLE_FLOW_SEND_CONFIRM_SECONDS there")
     parser.add_argument("--timeout", type=float, default=300, help="give up after this many seconds")
     parser.add_argument("--report", type=Path, default=REPORT)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -160,6 +166,13 @@ def main() -> int:
         with daemon_in(tmp / "burst", env, {"APPLE_FLOW_POLL_INTERVAL_SECONDS": "0.2"}, instant=True) as d:
             result.update(run(args, senders, ChatDbWriter(d.chat_db), d.sends, d.process))
         result["db"] = tally(tmp / "burst" / "relay.db")
+        if args.confirm > 0:
+            confirming = {"APPLE_FLOW_SEND_CONFIRM_SECONDS": f"{args.confirm_seconds:g}",
+                          "APPLE_FLOW_POLL_INTERVAL_SECONDS": "0.2"}
+            with daemon_in(tmp / "confirm", env, confirming, instant=True) as d:
+                result["confirm"] = measure_confirm(args, senders[0], d, ChatDbWriter(d.chat_db),
+                                                    tmp / "confirm" / "relay.db")
+            result["ok"] = result["ok"] and result["confirm"]["ok"]
     text = report(args, result)
     args.report.parent.mkdir(exist_ok=True)
     args.report.write_text(text)
@@ -324,6 +337,32 @@ def run(
     }
 
 
+def measure_confirm(
+    args: argparse.Namespace, sender: str, daemon: Daemon, chat: Any, db_path: Path
+) -> dict[str, Any]:
+    """``--confirm`` messages from one sender, no reply ever confirmed: seconds from the first row written to the
+    last reply handed to Messages, and to the last recorded as not delivered."""
+    count = args.confirm
+    deadline = time.monotonic() + count * args.confirm_seconds + 60
+    began = time.monotonic()
+    for i in range(count):
+        chat.message(f"{sender} #{i}", sender=sender)
+    handed = recorded = None
+    with console.status(f"{count} replies with confirmation on and never confirmed ..."):
+        while time.monotonic() < deadline and recorded is None:
+            now = time.monotonic()
+            if handed is None and count_lines(daemon.sends) >= count:
+                handed = now - began
+            if tally(db_path).get("send_failed", 0) >= count:
+                recorded = now - began
+            time.sleep(0.01)
+    chat.close()
+    texts = [line.partition("\t")[2] for line in daemon.sends.read_text().splitlines()] if daemon.sends.exists() else []
+    in_order = texts == [f"echo: {sender} #{i}" for i in range(count)]
+    return {"ok": handed is not None and recorded is not None and in_order, "count": count, "handed": handed,
+            "recorded": recorded, "in_order": in_order, "states": tally(db_path)}
+
+
 def count_lines(path: Path) -> int:
     try:
         with path.open("rb") as handle:
@@ -349,7 +388,8 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> str:
 Python {sys.version.split()[0]}, load average at the end {load}.
 
 Real `apple-flow run --channel imessage` processes on chat.dbs with the real schema (WAL), the page on, a fake
-`osascript` recording the sends, delivery confirmation off (the fake writes no row to confirm).
+`osascript` recording the sends, delivery confirmation off (the fake writes no row to confirm) but in the
+last phase.
 """
     idle = r.get("idle")
     if idle is not None:
@@ -391,6 +431,25 @@ SQLite store, scheduling, and one fake `osascript` process per reply.
 | daemon CPU (user + system, its own threads) per message | {r['cpu'] / r['total'] * 1000:.2f} ms |
 | daemon RSS idle / peak / after | {r['rss_idle'] / mb:.1f} / {r['rss_peak'] / mb:.1f} / {r['rss_end'] / mb:.1f} MiB |
 | store: messages by state | {', '.join(f'{k} {v}' for k, v in sorted(r['db'].items()))} |
+"""
+    confirm = r.get("confirm")
+    if confirm is not None:
+        def seconds(value: float | None) -> str:
+            return "not within the time allowed" if value is None else f"{value:.2f} s"
+
+        text += f"""
+## Slow confirmation ({confirm['count']} messages from one sender, confirmation on, never confirmed)
+
+Delivery confirmation on (`APPLE_FLOW_SEND_CONFIRM_SECONDS={args.confirm_seconds:g}`) and Messages never showing a
+reply (the fake leaves no row), as when Messages is slow or broken: each reply's confirmation waits its whole
+window, then the reply is recorded as not delivered.
+
+| what | result |
+|---|---|
+| first message written -> last reply handed to Messages | {seconds(confirm['handed'])} |
+| first message written -> last reply recorded as not delivered | {seconds(confirm['recorded'])} |
+| replies in order | {'yes' if confirm['in_order'] else 'NO'} |
+| store: messages by state | {', '.join(f'{k} {v}' for k, v in sorted(confirm['states'].items()))} |
 """
     return text
 

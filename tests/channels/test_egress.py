@@ -216,18 +216,94 @@ def test_a_failed_part_says_how_many_went_out(channel_settings: Any, fake_osascr
     assert len(fake_osascript.calls()) == 3  # part 1, then part 2 in both forms
 
 
-def test_concurrent_replies_do_not_interleave_their_parts(channel_settings: Any, fake_osascript: FakeOsascript) -> None:
+def test_concurrent_replies_to_one_chat_do_not_interleave_their_parts(
+    channel_settings: Any, fake_osascript: FakeOsascript
+) -> None:
     egress = build_imessage_egress(channel_settings(reply_chunk_chars=100))
     texts = {who: " ".join(f"{who} sentence {i}." for i in range(20)) for who in ("alice", "bob")}
-    threads = [
-        threading.Thread(target=egress.send, args=(f"{who}@example.com", text)) for who, text in texts.items()
-    ]
+    threads = [threading.Thread(target=egress.send, args=("+15551234567", text)) for text in texts.values()]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
 
-    recipients = [c["argv"][1] for c in fake_osascript.calls()]
-    assert len(recipients) > 4
-    switches = sum(1 for a, b in itertools.pairwise(recipients) if a != b)
+    owners = ["alice" if "alice" in c["argv"][2] else "bob" for c in fake_osascript.calls()]
+    assert len(owners) > 4
+    switches = sum(1 for a, b in itertools.pairwise(owners) if a != b)
     assert switches == 1  # all of one reply, then all of the other
+
+
+def test_a_slow_send_to_one_chat_does_not_hold_up_another_chat(
+    channel_settings: Any, fake_osascript: FakeOsascript, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_OSASCRIPT_HANG", "slow one")  # hangs until the send's timeout kills it
+    egress = build_imessage_egress(channel_settings(send_timeout_seconds=4, send_retries=0))
+    failed: list[SendError] = []
+
+    def send_slowly() -> None:
+        try:
+            egress.send("+15551234567", "the slow one")
+        except SendError as exc:
+            failed.append(exc)
+
+    slow = threading.Thread(target=send_slowly)
+    slow.start()
+    wait_for_calls(fake_osascript, 1)
+    delivery = egress.deliver("+15557654321", "another chat")
+    assert slow.is_alive()  # still in its osascript: before, the one lock for all chats made this one wait
+    assert delivery.confirmed
+    slow.join(30)
+    assert failed and "did not finish within 4" in str(failed[0])
+
+
+def test_a_handed_over_text_is_confirmed_later_and_the_next_goes_out_before(
+    channel_settings: Any, fake_osascript: FakeOsascript
+) -> None:
+    fake_osascript.rows("none")  # Messages takes the texts and leaves no row: neither can be confirmed
+    egress = build_imessage_egress(channel_settings())
+    first = egress.hand_over("+15551234567", "first")
+    second = egress.hand_over("+15551234567", "second")  # not held up by the first's confirmation
+    assert [c["argv"][2] for c in fake_osascript.calls()] == ["first", "second"]
+    assert first.confirm is not None and second.confirm is not None
+    with pytest.raises(SendError, match=r"no trace of it in .*chat\.db after 1 s"):
+        first.confirm()
+    with pytest.raises(SendError, match="no trace"):
+        second.confirm()
+
+
+def test_a_handed_over_text_with_its_row_is_confirmed_with_its_guids(
+    channel_settings: Any, fake_osascript: FakeOsascript
+) -> None:
+    egress = build_imessage_egress(channel_settings(reply_chunk_chars=100))
+    handover = egress.hand_over("+15551234567", "A sentence long enough to need parts. " * 4)
+    assert handover.confirm is not None and handover.ids is None
+    guids = handover.confirm()  # Messages shows each part as sent: their guids, as send returns them
+    assert guids is not None and len(guids) == len(fake_osascript.calls()) > 1 and all(guids)
+
+
+def test_a_progress_line_handed_over_is_confirmed_by_its_row_alone(
+    channel_settings: Any, fake_osascript: FakeOsascript
+) -> None:
+    fake_osascript.rows("queued")  # Messages has the row and has not sent it: enough for a progress line
+    egress = build_imessage_egress(channel_settings(send_confirm_seconds=30))
+    handover = egress.hand_over("+15551234567", "… working", progress=True)
+    assert handover.confirm is not None
+    began = time.monotonic()
+    handover.confirm()
+    assert time.monotonic() - began < 10  # not the 30 s a reply waits for Messages to send it
+
+
+def test_without_confirmation_nothing_is_left_to_wait_for(
+    channel_settings: Any, fake_osascript: FakeOsascript
+) -> None:
+    egress = build_imessage_egress(channel_settings(send_confirm_seconds=0))
+    handover = egress.hand_over("+15551234567", "hello")
+    assert handover.confirm is None and handover.ids == ()
+    assert [c["argv"][2] for c in fake_osascript.calls()] == ["hello"]
+
+
+def wait_for_calls(fake: FakeOsascript, count: int, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while len(fake.calls()) < count:
+        assert time.monotonic() < deadline, "osascript was not called"
+        time.sleep(0.02)

@@ -409,8 +409,10 @@ def test_restart_runs_the_service_with_the_current_env_file(
     env = mac["project"] / ".env"
 
     def write_env(chat: Path) -> None:
+        # With a web token of its own: a daemon without one writes one into this .env, and the first daemon doing
+        # so after the test wrote the second .env put the first chat.db back (the restart then read it).
         env.write_text(
-            "APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n"
+            "APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n" + f"APPLE_FLOW_WEB_TOKEN={'t' * 40}\n"
             f"APPLE_FLOW_MESSAGES_DB_PATH={chat}\nAPPLE_FLOW_DB_PATH={state}\n"
             f"APPLE_FLOW_AFM_COMMAND={tmp_path / 'no-apple-code'}\n"
             f"FAKE_OSASCRIPT_LOG={tmp_path / 'osascript' / 'calls.jsonl'}\n"

@@ -7,7 +7,9 @@ console channel implement it (subclassing the protocols, for the defaults); the 
   message was withdrawn meanwhile; ``settle_attachments`` waits (bounded) for files still arriving with a message.
 - ``Egress.send`` sends a reply (returning the ids a tapback on it would name), ``send_progress`` a progress line
   (by default: like a reply), ``went_out`` tells whether a reply recorded before a crash was sent after all,
-  ``send_file`` sends a file the daemon has checked (by default: the channel cannot, and says so).
+  ``send_file`` sends a file the daemon has checked (by default: the channel cannot, and says so). ``hand_over``
+  sends a text without waiting for the channel to confirm it: it returns the confirmation (``Handover``), for the
+  daemon to wait for off the sender's path.
 - ``Attachment``: a file that came with a message, as the channel found it (where it is, or why it cannot be taken).
 - ``SentTexts`` is the one record of what was sent (the daemon's store keeps it, across restarts): an egress notes
   each text it sends there, and an ingress that sees its own channel's texts come back takes their echoes from it.
@@ -18,7 +20,7 @@ console channel implement it (subclassing the protocols, for the defaults); the 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -117,6 +119,16 @@ class Ingress(Protocol):
         return message.attachments
 
 
+@dataclass(frozen=True)
+class Handover:
+    """A text given to the channel. ``confirm`` (None: nothing left to wait for) waits, bounded, until the channel
+    shows it sent, and returns the ids it gave the parts (as ``send`` does); it raises ``SendError`` when the text
+    did not go out. ``ids``: the ids when they are known at once."""
+
+    ids: tuple[str, ...] | None = None
+    confirm: Callable[[], tuple[str, ...] | None] | None = None
+
+
 class Egress(Protocol):
     def send(self, recipient: str, text: str) -> tuple[str, ...] | None:
         """Sends ``text`` (split into parts as needed). Returns the ids the channel gave the parts, as a tapback
@@ -126,6 +138,17 @@ class Egress(Protocol):
     def send_progress(self, recipient: str, text: str) -> None:
         """Sends a short progress line during a long turn; by default like a reply."""
         self.send(recipient, text)
+
+    def hand_over(self, recipient: str, text: str, progress: bool = False) -> Handover:
+        """Sends ``text`` (a reply, or with ``progress`` a progress line) like ``send`` (``send_progress``) up to
+        the channel's confirmation that it went out, which it returns to be waited for later: texts handed over
+        one after the other to one recipient go out in that order, whatever becomes of their confirmations.
+        Raises ``SendError`` at once when the text could not be handed over. By default ``send``
+        (``send_progress``), with nothing left to confirm."""
+        if progress:
+            self.send_progress(recipient, text)
+            return Handover()
+        return Handover(ids=self.send(recipient, text))
 
     def send_file(self, recipient: str, path: Path) -> None:
         """Sends the file at ``path`` (absolute, checked by the daemon: inside the workspace, a regular file, within

@@ -113,13 +113,27 @@ class MessageReplies:
         self._store.messages.record_reply(self.channel, message.rowid, reply, note)
 
     def deliver(self, message: InboundMessage, reply: str, approval_id: str | None = None) -> None:
-        """Sends the recorded reply, records how that went, then completes the message."""
-        failed = self._outbound.send(message.reply_target, reply, approval_id)
+        """Sends the recorded reply and its files; records how the reply went, then lets the cursor pass the
+        message. The channel's confirmation of the reply is waited for on a thread of the outbound side, so the
+        sender's next turn does not wait for it (a crash meanwhile leaves it 'replied': the restart asks the
+        channel whether it went out)."""
+        handed = self._outbound.hand_over(message.reply_target, reply, approval_id)
+        if not handed.pending:  # recorded before the files go: a crash in between does not send it again
+            self._delivered(message, handed.failed)
+            self.complete(message)
+            return
+        self._outbound.send_reply_files(message_reply(self.channel, message.rowid))
+        self._outbound.when_confirmed(handed, lambda failed: self._confirmed(message, failed))
+
+    def _confirmed(self, message: InboundMessage, failed: str | None) -> None:
+        self._delivered(message, failed)
+        self.done(message.rowid)
+
+    def _delivered(self, message: InboundMessage, failed: str | None) -> None:
         with self._store.transaction():
             self._store.messages.mark_sent(self.channel, message.rowid, failed=failed)
             if failed is not None:
                 self._store.events.log("send_failed", failed, message.sender)
-        self.complete(message)
 
     def complete(self, message: InboundMessage) -> None:
         """Once its reply is out (or failed): the reply's files not sent yet, then the cursor may pass the message

@@ -1,16 +1,22 @@
-"""The daemon's outbound side: replies, progress and files to the egress, one at a time (the send lock: a
-channel's parts of one reply must not interleave with another's), each failure said, never fatal. The files a
-reply names are checked against its workspace (``outbox``) when the reply is recorded and again before each goes;
-each is marked in the store as it is sent or refused."""
+"""The daemon's outbound side: replies, progress and files to the egress, one at a time per recipient (a chat's
+parts of one reply must not interleave with another's; different chats do not wait for each other), each failure
+said, never fatal. The files a reply names are checked against its workspace (``outbox``) when the reply is
+recorded and again before each goes; each is marked in the store as it is sent or refused.
+
+A reply is handed over (``hand_over``) and its delivery confirmed apart (``when_confirmed``): the channel's
+confirmation (the iMessage channel waits up to ``send_confirm_seconds`` for Messages' row) runs on a thread of its
+own, so the sender's next turn starts meanwhile; the next reply still goes out after this one. A progress line's
+confirmation, best effort, is waited for the same way."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from apple_flow.channels.base import Egress, SendError
+from apple_flow.channels.base import Egress, Handover, SendError
 from apple_flow.config import Settings
 from apple_flow.daemon.outbox import Outgoing, check, check_all, note
 from apple_flow.daemon.store import FinishedTurn, Store
@@ -18,37 +24,120 @@ from apple_flow.daemon.store import FinishedTurn, Store
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class HandedOver:
+    """A reply given to the channel: ``failed`` says why it could not be (then nothing is left to confirm);
+    ``handover`` is what the channel left to confirm."""
+
+    recipient: str
+    failed: str | None = None
+    handover: Handover = field(default_factory=Handover)
+    approval_id: str | None = None  # the plan it presents: its parts' ids are noted with it once known
+
+    @property
+    def pending(self) -> bool:
+        """Whether its confirmation is still to be waited for (else ``failed`` is what became of it)."""
+        return self.handover.confirm is not None
+
+
 class Outbound:
     def __init__(self, egress: Egress, store: Store, settings: Settings) -> None:
         self._egress = egress
         self._store = store
         self._settings = settings
-        self._lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}  # one per recipient
+        self._locks_lock = threading.Lock()
+        self._confirming = 0  # confirmations still running
+        self._confirmed = threading.Condition()
+
+    def _lock(self, recipient: str) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(recipient, threading.Lock())
 
     def send(self, recipient: str, reply: str, approval_id: str | None = None) -> str | None:
-        """Sends a reply (the channel notes it in the store's record of sent texts, for echoes); returns why it
-        could not be sent, or None. A reply presenting the plan of ``approval_id`` is noted with it by the ids the
-        channel gave its parts, so that a tapback on it decides the request."""
+        """Sends a text and waits for its confirmation (a notice of the daemon's own); returns why it could not be
+        sent, or None."""
+        handed = self.hand_over(recipient, reply, approval_id)
+        return self._confirm_now(handed) if handed.pending else handed.failed
+
+    def hand_over(self, recipient: str, reply: str, approval_id: str | None = None) -> HandedOver:
+        """Gives a reply to the channel (which notes it in the store's record of sent texts, for echoes), without
+        waiting for its delivery to be confirmed: see ``when_confirmed``. A reply presenting the plan of
+        ``approval_id`` is noted with it by the ids the channel gave its parts, so that a tapback on it decides the
+        request."""
         try:
-            with self._lock:
-                ids = self._egress.send(recipient, reply)
+            with self._lock(recipient):
+                handover = self._egress.hand_over(recipient, reply)
         except Exception as exc:  # SendError, or a channel bug: recorded by the caller, never fatal
-            if not isinstance(exc, SendError):
-                log.exception("the channel failed sending to %s", recipient)
-            log.error("could not send the reply to %s: %s", recipient, exc)
-            return str(exc)
-        if approval_id is not None and ids:
-            self._store.approvals.note_messages(approval_id, ids)
-        return None
+            return HandedOver(recipient, failed=_failure(recipient, exc))
+        handed = HandedOver(recipient, handover=handover, approval_id=approval_id)
+        self._note(handed, handover.ids)
+        return handed
+
+    def when_confirmed(self, handed: HandedOver, then: Callable[[str | None], None]) -> None:
+        """Calls ``then`` with why the reply did not go out (None: it did) once that is known: at once when
+        nothing is left to confirm, else from a thread of its own when the channel's confirmation ends."""
+        if not handed.pending:
+            then(handed.failed)
+            return
+        self._off_path(self._confirm, handed, then)
+
+    def wait_confirmations(self, timeout: float) -> bool:
+        """Waits until every confirmation under way has ended; False on timeout."""
+        with self._confirmed:
+            return self._confirmed.wait_for(lambda: self._confirming == 0, timeout)
 
     def progress(self, recipient: str, text: str) -> None:
         """Best effort: progress is not recorded with the message, and a failure to send it does not stop the
-        turn."""
+        turn (its confirmation is waited for off the turn's path, and only logged)."""
         try:
-            with self._lock:
-                self._egress.send_progress(recipient, text)
+            with self._lock(recipient):
+                handover = self._egress.hand_over(recipient, text, progress=True)
         except Exception as exc:
             log.warning("could not send progress to %s: %s", recipient, exc)
+            return
+        if handover.confirm is not None:
+            self._off_path(self._confirm_progress, recipient, handover)
+
+    def _off_path(self, task: Callable[..., None], *args: object) -> None:
+        with self._confirmed:
+            self._confirming += 1
+        threading.Thread(target=self._counted, args=(task, *args), name="confirm", daemon=True).start()
+
+    def _counted(self, task: Callable[..., None], *args: object) -> None:
+        try:
+            task(*args)
+        finally:
+            with self._confirmed:
+                self._confirming -= 1
+                self._confirmed.notify_all()
+
+    def _confirm(self, handed: HandedOver, then: Callable[[str | None], None]) -> None:
+        try:
+            then(self._confirm_now(handed))
+        except Exception:  # e.g. the store cannot be written: a restart finds the reply recorded, not sent
+            log.exception("recording the delivery of a reply to %s failed", handed.recipient)
+
+    def _confirm_now(self, handed: HandedOver) -> str | None:
+        """Waits for the channel's confirmation of a reply handed over; why it did not go out, or None."""
+        assert handed.handover.confirm is not None
+        try:
+            ids = handed.handover.confirm()
+        except Exception as exc:  # SendError, or a channel bug: recorded by the caller, never fatal
+            return _failure(handed.recipient, exc)
+        self._note(handed, ids)
+        return None
+
+    def _confirm_progress(self, recipient: str, handover: Handover) -> None:
+        assert handover.confirm is not None
+        try:
+            handover.confirm()
+        except Exception as exc:
+            log.warning("could not send progress to %s: %s", recipient, exc)
+
+    def _note(self, handed: HandedOver, ids: tuple[str, ...] | None) -> None:
+        if handed.approval_id is not None and ids:
+            self._store.approvals.note_messages(handed.approval_id, ids)
 
     def went_out(self, recipient: str, reply: str, rowid: int) -> bool:
         """Whether a reply recorded before a crash went out before it (the channel knows)."""
@@ -86,10 +175,18 @@ class Outbound:
     def _send_file(self, recipient: str, path: Path) -> str | None:
         """Sends one checked file; returns why it could not be sent, or None."""
         try:
-            with self._lock:
+            with self._lock(recipient):
                 self._egress.send_file(recipient, path)
         except Exception as exc:  # SendError, or a channel bug: said to the sender, never fatal
             if not isinstance(exc, SendError):
                 log.exception("the channel failed sending %s to %s", path, recipient)
             return str(exc)
         return None
+
+
+def _failure(recipient: str, exc: Exception) -> str:
+    """Why a reply did not go out, logged (a channel bug with its traceback)."""
+    if not isinstance(exc, SendError):
+        log.exception("the channel failed sending to %s", recipient, exc_info=exc)
+    log.error("could not send the reply to %s: %s", recipient, exc)
+    return str(exc)

@@ -281,6 +281,10 @@ class Runtime:
             log.warning("turns still running after %.0f s: stopping them (their messages are redone next start)",
                         grace)
             self._turns.stop_running()
+        # Replies sent and being confirmed: recorded as sent or failed before the process ends (else the next start
+        # asks chat.db whether they went out).
+        if not self._outbound.wait_confirmations(self._settings.send_confirm_seconds + 1):
+            log.warning("replies still unconfirmed at shutdown: the next start checks whether they went out")
         try:
             self._turns.shutdown()
         finally:

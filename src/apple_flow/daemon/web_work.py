@@ -40,12 +40,21 @@ class WebReplies:
         self._store.web_runs.record_reply(approval.id, reply)
 
     def send(self, approval: Approval, reply: str) -> None:
-        failed = self._outbound.send(approval.sender, reply)
+        """Sends the recorded answer, marks it sent (a web run has no message whose row the channel could be asked
+        about after a crash: an answer handed over is never sent again), then its files. The channel's confirmation
+        is waited for on a thread of the outbound side (the sender's next turn does not wait for it), which reports
+        an answer that did not go out."""
+        handed = self._outbound.hand_over(approval.sender, reply)
         with self._store.transaction():
             self._store.web_runs.mark_sent(approval.id)
-            if failed is not None:
-                self._store.events.log("send_failed", failed, approval.sender)
+            self._failed(approval, handed.failed)
         self._outbound.send_reply_files(web_reply(approval.id))
+        if handed.pending:
+            self._outbound.when_confirmed(handed, lambda failed: self._failed(approval, failed))
+
+    def _failed(self, approval: Approval, failed: str | None) -> None:
+        if failed is not None:
+            self._store.events.log("send_failed", failed, approval.sender)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apple_flow.app_bundle import running_app
-from apple_flow.channels.base import Egress, SendError, SentTexts
+from apple_flow.channels.base import Egress, Handover, SendError, SentTexts
 from apple_flow.channels.imessage.attachments import MESSAGES_PREFIX
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
 from apple_flow.channels.imessage.classify import files_echo_text
@@ -111,6 +111,16 @@ class Delivery:
     guids: tuple[str, ...] = ()  # chat.db's guid of each part found there
 
 
+@dataclass(frozen=True)
+class _HandedOver:
+    """The parts of a text osascript took, each with the newest chat.db row before it (None: not to be confirmed;
+    a ``ChatDBError``: chat.db could not tell), and how far to confirm them (``until_sent``: not only their row)."""
+
+    target: Target
+    parts: list[tuple[str, int | ChatDBError | None]]
+    until_sent: bool
+
+
 class IMessageEgress(Egress):
     def __init__(
         self,
@@ -140,8 +150,10 @@ class IMessageEgress(Egress):
         self._db = ChatDB(chat_db) if chat_db is not None and confirm_seconds > 0 else None
         self._confirm_seconds = confirm_seconds
         self._sleep = sleep
-        # One reply at a time: the daemon answers from several threads, and parts must not interleave.
-        self._lock = threading.Lock()
+        # One text at a time per chat, so that the parts of two replies to one chat never interleave; texts to
+        # different chats go at once (each osascript waits for Messages on its own).
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
 
     def send(self, recipient: str, text: str) -> tuple[str, ...]:
         """Sends ``text`` to ``recipient`` (a handle, ``SMS;-;<handle>`` or a group chat's guid) and confirms each
@@ -153,15 +165,51 @@ class IMessageEgress(Egress):
         Messages is not waited on to send it."""
         self.deliver(recipient, text, until_sent=False)
 
+    def hand_over(self, recipient: str, text: str, progress: bool = False) -> Handover:
+        """Sends ``text`` as ``send`` (``send_progress``) does, up to its confirmation from chat.db, which is
+        returned to be waited for later (raising ``SendError`` as ``send`` does). Nothing to confirm when sends
+        are not confirmed (``send_confirm_seconds`` 0, or no chat.db)."""
+        handed = self._hand_over(recipient, text, until_sent=not progress)
+        if self._db is None:
+            return Handover(ids=())
+
+        def confirm() -> tuple[str, ...]:
+            return self._confirm(handed).guids
+
+        return Handover(confirm=confirm)
+
     def deliver(self, recipient: str, text: str, until_sent: bool = True) -> Delivery:
+        return self._confirm(self._hand_over(recipient, text, until_sent))
+
+    def _lock_for(self, target: Target) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(f"{target.kind}:{target.address}", threading.Lock())
+
+    def _hand_over(self, recipient: str, text: str, until_sent: bool) -> _HandedOver:
+        """Gives each part of ``text`` to Messages, in order, under the chat's lock (the parts of two texts to one
+        chat never interleave; texts to different chats go at once)."""
         target = Target.parse(recipient, self._region)
         parts = split_reply(argv_safe(text), self._chunk_chars)
-        with self._lock:
-            notes = [self._send_numbered(target, part, index, len(parts), until_sent)
-                     for index, part in enumerate(parts, start=1)]
+        with self._lock_for(target):
+            handed = [(part, self._send_numbered(target, part, index, len(parts)))
+                      for index, part in enumerate(parts, start=1)]
+        return _HandedOver(target, handed, until_sent)
+
+    def _confirm(self, handed: _HandedOver) -> Delivery:
+        """Each part's evidence from chat.db (waiting up to ``confirm_seconds`` for each). Raises ``SendError``
+        when a part shows an error or left no row."""
+        notes: list[Evidence] = []
+        total = len(handed.parts)
+        for index, (part, before) in enumerate(handed.parts, start=1):
+            try:
+                notes.append(self._evidence(handed.target, part, before, handed.until_sent))
+            except SendError as exc:
+                if total > 1:
+                    raise SendError(f"{exc} (part {index} of {total})") from exc
+                raise
         unconfirmed = [note for note in notes if not note.confirmed]
         shown = unconfirmed[0].note if unconfirmed else (notes[-1].note if notes else "nothing to send")
-        return Delivery(target.describe(), len(parts), not unconfirmed and bool(notes), shown,
+        return Delivery(handed.target.describe(), total, not unconfirmed and bool(notes), shown,
                         tuple(note.guid for note in notes if note.guid))
 
     def went_out(self, recipient: str, text: str, after_rowid: int) -> bool:
@@ -177,12 +225,13 @@ class IMessageEgress(Egress):
             log.warning("cannot tell whether the reply to %s went out: %s", target.describe(), exc)
             return False
 
-    def _send_numbered(self, target: Target, part: str, index: int, total: int, until_sent: bool) -> Evidence:
+    def _send_numbered(self, target: Target, part: str, index: int, total: int) -> int | ChatDBError | None:
+        """Hands one part to Messages; returns the newest chat.db row before it (to confirm it from)."""
         if self._sent is not None:
             # Before sending: the echo can land before osascript returns.
             self._sent.record(target.address, normalise_text(part))
         try:
-            return self._send_part(target, part, until_sent)
+            return self._send_part(target, part)
         except SendError as exc:
             if total > 1:
                 raise SendError(f"{exc} (part {index} of {total}; {index - 1} sent)") from exc
@@ -206,8 +255,15 @@ class IMessageEgress(Egress):
         if self._sent is not None:
             # Texting yourself, the sent file comes back as a message of that file alone: not a request.
             self._sent.record(target.address, files_echo_text([staged.name]))
+        before = self._hand_over_file(target, staged)
+        # Confirmed outside the chat's lock: the next text to the chat need not wait for Messages to show this one.
+        # Raises when chat.db has no row for it (never resent from here on).
+        self._file_evidence(target, staged.name, before)
+
+    def _hand_over_file(self, target: Target, staged: Path) -> int | ChatDBError | None:
+        """Gives the staged file to Messages; returns the newest chat.db row before it (to confirm it from)."""
         failures: list[str] = []
-        with self._lock:
+        with self._lock_for(target):
             for attempt in range(self._retries + 1):
                 if attempt:
                     self._sleep(self._backoff * attempt)
@@ -215,17 +271,15 @@ class IMessageEgress(Egress):
                     before = self._newest_rowid()
                     result = self._run(script, argv_target, str(staged))
                     if result.ok:
-                        # Never resent from here on (as a text): raises when chat.db has no row for it.
-                        self._file_evidence(target, staged.name, before)
-                        return
+                        return before
                     if is_automation_denied(result):
                         raise SendError(f"Messages refused the script (Automation permission): {automation_hint()}")
                     failures.append(f"{name}: {result.stderr.strip() or f'exit {result.returncode}'}")
-                    log.warning("sending %s to %s with the %s form failed: %s", path.name, target.describe(), name,
-                                failures[-1])
-        raise SendError(f"Messages did not take {path.name} for {target.describe()} ({'; '.join(failures[-2:])})")
+                    log.warning("sending %s to %s with the %s form failed: %s", staged.name, target.describe(),
+                                name, failures[-1])
+        raise SendError(f"Messages did not take {staged.name} for {target.describe()} ({'; '.join(failures[-2:])})")
 
-    def _send_part(self, target: Target, text: str, until_sent: bool) -> Evidence:
+    def _send_part(self, target: Target, text: str) -> int | ChatDBError | None:
         failures: list[str] = []
         for attempt in range(self._retries + 1):
             if attempt:
@@ -235,7 +289,7 @@ class IMessageEgress(Egress):
                 result = self._run(script, argv_target, text)
                 if result.ok:
                     # Never resent from here on: the text may be out, and a second send could deliver it twice.
-                    return self._evidence(target, text, before, until_sent)
+                    return before
                 if is_automation_denied(result):
                     raise SendError(f"Messages refused the script (Automation permission): {automation_hint()}")
                 failures.append(f"{name}: {result.stderr.strip() or f'exit {result.returncode}'}")
