@@ -1,3 +1,3 @@
-from apple_flow.cli import app
+from apple_flow.cli import main
 
-app()
+main()
