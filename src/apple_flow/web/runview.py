@@ -77,19 +77,6 @@ class Step:
         return shown
 
 
-@dataclass(frozen=True)
-class CheckRun:
-    """Where a task's check (apple-code --verify) stood: after one of its runs (a ``verify`` event), or at the end
-    (the result's ``verify``)."""
-
-    command: str
-    passed: bool
-    rounds: int  # failures that went back to the model so far
-    runs: int | None  # how many times it had run
-    exit_code: int | None
-    output: str
-
-
 @dataclass
 class RunDetail:
     row: RunRow
@@ -101,8 +88,10 @@ class RunDetail:
     reply: str | None  # the reply recorded for the message this run answers
     reply_state: str | None  # sent | send_failed | replied (recorded, not yet sent) | ...
     reply_note: str | None
-    checks: list[CheckRun] = field(default_factory=list)  # each run of the check, from the agent's events
-    check: CheckRun | None = None  # the verdict the result reports
+    # Where a task's check (apple-code --verify) stood after each of its runs (the ``verify`` events), and at the
+    # end (the result's ``verify``).
+    checks: list[VerifyReport] = field(default_factory=list)
+    check: VerifyReport | None = None
 
     @property
     def commands(self) -> list[Step]:
@@ -152,7 +141,7 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
     order: list[Step] = []
     notices: list[str] = []
     other: list[tuple[str, str]] = []
-    check_runs: list[CheckRun] = []
+    check_runs: list[VerifyReport] = []
     facts = RunFacts()
     for stored in store.run_events.of_run(run_id):
         event = parse_line(stored.body)
@@ -182,7 +171,7 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
         elif isinstance(event, Result):
             facts = replace(facts, result=event)
         elif isinstance(event, Verify):
-            check_runs.append(_check_run(event))
+            check_runs.append(event)
         else:
             other.append((event_type(event), stored.body))
     result = facts.result
@@ -194,18 +183,11 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
         record = store.messages.get(channel, int(rowid)) if rowid.isdigit() else None
         if record is not None:
             reply, reply_state, note = record.reply, record.state, record.note
-    verdict = result.verify if result is not None else None
     return RunDetail(
         row=_row(run, facts, now), steps=order, notices=notices, other_events=other, result=result,
         files_changed=files, reply=reply, reply_state=reply_state, reply_note=note, checks=check_runs,
-        check=_check_run(verdict) if verdict is not None else None,
+        check=result.verify if result is not None else None,
     )
-
-
-def _check_run(report: VerifyReport) -> CheckRun:
-    """A ``verify`` event or the result's ``verify`` object (the same fields)."""
-    return CheckRun(command=report.command, passed=report.passed, rounds=report.rounds, runs=report.runs,
-                    exit_code=report.exit_code, output=report.output_tail)
 
 
 def diff_lines(diff: str) -> list[DiffLine]:
