@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from typing import Any
@@ -13,7 +12,7 @@ from apple_flow.channels.base import SendError, SentTexts
 from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.channels.imessage.egress import BUDDY_SCRIPT, GROUP_SCRIPT, PARTICIPANT_SCRIPT, SMS_SCRIPT
-from support.fake_osascript import FakeOsascript
+from support.fake_osascript import FakeOsascript, switches_between_two_replies
 
 NASTY = [
     'He said "hi"',
@@ -220,16 +219,8 @@ def test_concurrent_replies_to_one_chat_do_not_interleave_their_parts(
     channel_settings: Any, fake_osascript: FakeOsascript
 ) -> None:
     egress = build_imessage_egress(channel_settings(reply_chunk_chars=100))
-    texts = {who: " ".join(f"{who} sentence {i}." for i in range(20)) for who in ("alice", "bob")}
-    threads = [threading.Thread(target=egress.send, args=("+15551234567", text)) for text in texts.values()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-
-    owners = ["alice" if "alice" in c["argv"][2] else "bob" for c in fake_osascript.calls()]
-    assert len(owners) > 4
-    switches = sum(1 for a, b in itertools.pairwise(owners) if a != b)
+    parts, switches = switches_between_two_replies(egress.send, fake_osascript)
+    assert parts > 4
     assert switches == 1  # all of one reply, then all of the other
 
 

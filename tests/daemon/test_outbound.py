@@ -3,7 +3,6 @@ with the real schema): one send lock per recipient, and a reply's confirmation w
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from apple_flow.channels.imessage.chatdb import ChatDB
 from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.outbound import Outbound
 from apple_flow.daemon.store import Store
-from support.fake_osascript import FakeOsascript
+from support.fake_osascript import FakeOsascript, switches_between_two_replies
 
 
 @pytest.fixture
@@ -56,16 +55,9 @@ def test_replies_to_one_recipient_from_two_threads_never_interleave(
     channel_settings: Any, fake_osascript: FakeOsascript, store: Store
 ) -> None:
     out = outbound(channel_settings(reply_chunk_chars=100), store)
-    texts = [" ".join(f"{who} sentence {i}." for i in range(20)) for who in ("alice", "bob")]
-    threads = [threading.Thread(target=out.send, args=("+15551234567", text)) for text in texts]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-
-    owners = ["alice" if "alice" in c["argv"][2] else "bob" for c in fake_osascript.calls()]
-    assert len(owners) > 4
-    assert sum(1 for a, b in itertools.pairwise(owners) if a != b) == 1  # all of one reply, then the other
+    parts, switches = switches_between_two_replies(out.send, fake_osascript)
+    assert parts > 4
+    assert switches == 1  # all of one reply, then the other
 
 
 def test_a_confirmation_is_waited_for_on_its_own_thread_and_a_failure_reported(

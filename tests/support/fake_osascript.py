@@ -23,9 +23,12 @@ FAKE_OSASCRIPT_SELF_COPY  "1": a send to the owner also stores the received copy
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +151,17 @@ class FakeOsascript:
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
+
+
+def switches_between_two_replies(send: Callable[[str, str], object], osascript: FakeOsascript) -> tuple[int, int]:
+    """Sends two long replies (alice's, bob's) to one recipient from two threads at once with ``send``; returns how
+    many parts Messages was asked to send and how often consecutive parts changed reply (1: all of one reply, then
+    all of the other)."""
+    texts = [" ".join(f"{who} sentence {i}." for i in range(20)) for who in ("alice", "bob")]
+    threads = [threading.Thread(target=send, args=("+15551234567", text)) for text in texts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    owners = ["alice" if "alice" in call["argv"][2] else "bob" for call in osascript.calls()]
+    return len(owners), sum(1 for a, b in itertools.pairwise(owners) if a != b)
