@@ -28,7 +28,7 @@ def build(modules: tuple[str, ...] = MODULES) -> typer.Typer:
     )
 
     @command.callback()
-    def main(
+    def root(
         version: bool = typer.Option(
             False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
         ),
