@@ -82,6 +82,7 @@ def test_the_verify_object_is_read_and_bad_fields_are_left_out() -> None:
     assert check_report(verify_of(passed)) == CheckReport("make test", True, 1, "ok", runs=2, exit_code=0)
     assert check_report(verify_of({"command": "make test", "passed": False, "rounds": "2", "runs": True})) == \
         CheckReport("make test", False, 0, "", runs=None, exit_code=None)
+    assert check_report(verify_of({"command": "make test"})) is None
     assert check_report(verify_of({"passed": True})) is None
     assert check_report(verify_of("make test")) is None
     assert not CheckReport("x", False, runs=0).ran and CheckReport("x", False).ran

@@ -254,8 +254,9 @@ def reported(report: Result) -> dict[str, Any]:
 
 
 def check_report(value: VerifyReport | None) -> CheckReport | None:
-    """apple-code's ``verify`` object as a ``CheckReport``, or None when it is missing or names no command."""
-    if value is None or not value.command:
+    """apple-code's ``verify`` object as a ``CheckReport``, or None when it is missing or lacks its command or
+    verdict."""
+    if value is None or not value.command or value.passed is None:
         return None
     return CheckReport(value.command, value.passed, value.rounds, value.output_tail, runs=value.runs,
                        exit_code=value.exit_code)

@@ -74,7 +74,7 @@ class VerifyReport:
     """Where the ``--verify`` check stands: in a ``verify`` event each time it runs, and in the ``result``."""
 
     command: str = ""
-    passed: bool = False
+    passed: bool | None = None  # None: not said (a malformed object; no verdict)
     rounds: int = 0  # how many times a failure went back to the model
     runs: int | None = None  # how many times the check ran (0: never; None: not said)
     exit_code: int | None = None  # the last run's (absent when it was killed or timed out)
@@ -207,9 +207,13 @@ def _result(data: Mapping[str, Any], subtask: int | None) -> Result:
 
 def _verify(data: Mapping[str, Any]) -> VerifyReport:
     return VerifyReport(
-        _str(data.get("command")), data.get("passed") is True, _int(data.get("rounds")) or 0,
+        _str(data.get("command")), _bool(data.get("passed")), _int(data.get("rounds")) or 0,
         _int(data.get("runs")), _int(data.get("exit_code")), _str(data.get("output_tail")),
     )
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def _int(value: Any) -> int | None:
