@@ -385,6 +385,122 @@ long_words = [w for w in words if len(w) > 4]
 print(len(long_words) * 10 + len(words))
 '''
 
+TEMPERATURE = '''def to_fahrenheit(celsius):
+    return celsius * 9 / 5 + 32
+'''
+CONVERT = '''import sys
+
+from temperature import to_fahrenheit
+
+
+def main(argv):
+    value = float(argv[1])
+    print(f"{to_fahrenheit(value):.1f}F")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
+'''
+TEMPERATURE_TEST = '''import unittest
+
+from temperature import to_fahrenheit
+
+
+class FahrenheitTest(unittest.TestCase):
+    def test_boiling(self):
+        self.assertEqual(to_fahrenheit(100), 212)
+'''
+
+TEXTKIT_CORE = '''def normalize(text):
+    """Lower case, single spaces, no spaces at the ends."""
+    return " ".join(text.lower().split())
+'''
+TEXTKIT_REPORT = '''from textkit.core import clean
+
+
+def title_line(title):
+    return "== " + clean(title) + " =="
+'''
+TEXTKIT_TEST = '''import unittest
+
+from textkit.report import title_line
+
+
+class TitleTest(unittest.TestCase):
+    def test_title(self):
+        self.assertEqual(title_line("  Weekly   REPORT "), "== weekly report ==")
+'''
+
+CHECKSUM = '''import hashlib
+
+NAMES = ["ada", "grace", "linus", "guido"]
+
+
+def tag(names):
+    joined = "|".join(sorted(names)).encode()
+    return hashlib.sha256(joined).hexdigest()[:10]
+
+
+print(tag(NAMES))
+'''
+
+DISCOUNT_PRICING = '''def with_tax(price, rate=0.2):
+    return round(price * (1 + rate), 2)
+'''
+DISCOUNT_PRICING_TEST = '''import unittest
+
+from pricing import with_tax
+
+
+class TaxTest(unittest.TestCase):
+    def test_tax(self):
+        self.assertEqual(with_tax(10.0), 12.0)
+'''
+
+NIGHTLY = '''import sys
+
+
+def line_total(line):
+    """'widget,4.50,2' -> 9.0: the item's price times its quantity."""
+    name, price, quantity = line.split(",")
+    return float(price) * int(quantity)
+
+
+def main(path):
+    with open(path, encoding="utf-8") as handle:
+        total = sum(line_total(line.strip()) for line in handle if line.strip())
+    print(f"{total:.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "orders.csv")
+'''
+NIGHTLY_ORDERS = "widget,4.50,2\ngadget,10.00,1\n"
+NIGHTLY_LOG = '''2026-11-27 02:00:01 nightly: python3 nightly.py /srv/orders/2026-11-26.csv
+2026-11-27 02:00:01 nightly: 1,204 lines to read
+Traceback (most recent call last):
+  File "nightly.py", line 18, in <module>
+    main(sys.argv[1] if len(sys.argv) > 1 else "orders.csv")
+  File "nightly.py", line 12, in main
+    total = sum(line_total(line.strip()) for line in handle if line.strip())
+  File "nightly.py", line 12, in <genexpr>
+    total = sum(line_total(line.strip()) for line in handle if line.strip())
+  File "nightly.py", line 7, in line_total
+    return float(price) * int(quantity)
+ValueError: could not convert string to float: '$4.50'
+2026-11-27 02:00:01 nightly: failed at line 318: 'widget,$4.50,2'
+'''
+
+SERVICE_TOML = '''# The service's settings.
+[server]
+host = "127.0.0.1"
+port = 8000
+
+[database]
+url = "sqlite:///app.db"
+pool_size = 5
+'''
+
 UNITTEST = "python3 -m unittest -q"
 
 
@@ -437,6 +553,67 @@ def _mystery_truth(workspace: Path) -> str:
 def _count_truth(workspace: Path) -> str:
     words = ["apple", "kiwi", "banana", "fig", "cherry"]
     return str(len([w for w in words if len(w) > 4]) * 10 + len(words))
+
+
+def checksum_tag() -> str:
+    """What checksum.py prints (computed here from the same names, not by running the workspace's copy)."""
+    import hashlib
+
+    return hashlib.sha256("|".join(sorted(["ada", "grace", "linus", "guido"])).encode()).hexdigest()[:10]
+
+
+def _says(truth: Callable[[], str]) -> Callable[[Path, str], Verdict]:
+    """A checker for a question whose answer cannot be guessed: the answer must contain it."""
+
+    def judge(workspace: Path, answer: str) -> Verdict:
+        real = truth()
+        return Verdict(True, f"gives {real}") if real in answer else Verdict(False, f"does not give {real}")
+
+    return judge
+
+
+def _discount_test_judge(workspace: Path, answer: str) -> Verdict:
+    """discount must work (hidden tests), and test_pricing.py must have a test of it that passes on a right
+    discount and fails on a wrong one."""
+    works = hidden_tests('''import unittest
+
+from pricing import discount, with_tax
+
+
+class DiscountTest(unittest.TestCase):
+    def test_discount(self):
+        self.assertEqual(discount(80.0, 25), 60.0)
+        self.assertEqual(discount(10.0, 0), 10.0)
+        self.assertEqual(with_tax(10.0), 12.0)
+''')(workspace, answer)
+    if not works.solved:
+        return works
+    test = workspace / "test_pricing.py"
+    if not test.is_file() or "discount" not in test.read_text(encoding="utf-8", errors="replace"):
+        return Verdict(False, "test_pricing.py has no test of discount")
+    with tempfile.TemporaryDirectory(prefix="bench-check-") as tmp:
+        bad = Path(tmp) / "bad"
+        shutil.copytree(workspace, bad, symlinks=True)
+        (bad / "pricing.py").write_text(DISCOUNT_PRICING + "\n\ndef discount(price, percent):\n    return price\n",
+                                        encoding="utf-8")
+        code, _ = run(bad, "-m", "unittest", "-q", "test_pricing")
+    if code == 0:
+        return Verdict(False, "test_pricing.py also passes on a discount that takes nothing off")
+    return Verdict(True, "discount works; its test catches a wrong one")
+
+
+def _toml_judge(workspace: Path, answer: str) -> Verdict:
+    import tomllib
+
+    try:
+        config = tomllib.loads((workspace / "service.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return Verdict(False, f"service.toml does not load: {exc}")
+    expected = {"server": {"host": "127.0.0.1", "port": 8000, "timeout_seconds": 30},
+                "database": {"url": "sqlite:///app.db", "pool_size": 10}}
+    if config != expected:
+        return Verdict(False, f"service.toml is {config}")
+    return Verdict(True, "valid TOML: timeout 30, pool 10, the rest unchanged")
 
 
 TASKS: tuple[Task, ...] = (
@@ -642,6 +819,101 @@ class MoreTest(unittest.TestCase):
         {"count.py": COUNT},
         the_number(_count_truth, ()),
         answer="It prints 35.",
+    ),
+    Task(
+        "two-file-change", "a change across two files",
+        "Add a to_celsius(fahrenheit) function to temperature.py, and a --to-celsius flag to convert.py that uses "
+        "it: `python3 convert.py 212 --to-celsius` must print 100.0C. Without the flag, convert.py keeps printing "
+        "Fahrenheit (`python3 convert.py 100` prints 212.0F).",
+        {"temperature.py": TEMPERATURE, "convert.py": CONVERT, "test_temperature.py": TEMPERATURE_TEST},
+        _all(_prints(("convert.py", "212", "--to-celsius"), "100.0C"), _prints(("convert.py", "100"), "212.0F"),
+             hidden_tests('''import unittest
+
+from temperature import to_celsius, to_fahrenheit
+
+
+class CelsiusTest(unittest.TestCase):
+    def test_both_ways(self):
+        self.assertEqual(to_celsius(32), 0)
+        self.assertAlmostEqual(to_celsius(to_fahrenheit(37.5)), 37.5)
+''')),
+        solution={"temperature.py": TEMPERATURE + "\n\ndef to_celsius(fahrenheit):\n"
+                                                  "    return (fahrenheit - 32) * 5 / 9\n",
+                  "convert.py": CONVERT.replace("from temperature import to_fahrenheit",
+                                                "from temperature import to_celsius, to_fahrenheit").replace(
+                      '''    print(f"{to_fahrenheit(value):.1f}F")''', '''    if "--to-celsius" in argv:
+        print(f"{to_celsius(value):.1f}C")
+    else:
+        print(f"{to_fahrenheit(value):.1f}F")''')},
+        check=UNITTEST,
+    ),
+    Task(
+        "import-after-rename", "a failing import after a rename",
+        "The tests fail since the function clean in textkit/core.py was renamed to normalize. Fix the code that "
+        "still uses the old name (keep the new name).",
+        {"textkit/__init__.py": "", "textkit/core.py": TEXTKIT_CORE, "textkit/report.py": TEXTKIT_REPORT,
+         "test_report.py": TEXTKIT_TEST},
+        _all(_file_lacks("textkit/core.py", r"^def clean\b", "core.py defines clean again instead"),
+             hidden_tests(TEXTKIT_TEST + '''
+
+class MoreTest(unittest.TestCase):
+    def test_more(self):
+        from textkit.core import normalize
+
+        self.assertEqual(title_line("A"), "== a ==")
+        self.assertEqual(normalize(" X  Y "), "x y")
+''')),
+        solution={"textkit/report.py": TEXTKIT_REPORT.replace("clean", "normalize")},
+        check=UNITTEST,
+    ),
+    Task(
+        "run-to-answer", "a question answered only by running the code",
+        "What does `python3 checksum.py` print? Answer with the exact output.",
+        {"checksum.py": CHECKSUM},
+        _says(checksum_tag),
+        answer=f"It prints {checksum_tag()}.",
+    ),
+    Task(
+        "change-with-test", "a change that needs a new test",
+        "Add a function discount(price, percent) to pricing.py that takes percent % off the price (discount(80.0, "
+        "25) is 60.0), and add a unittest test for it to test_pricing.py.",
+        {"pricing.py": DISCOUNT_PRICING, "test_pricing.py": DISCOUNT_PRICING_TEST},
+        _discount_test_judge,
+        solution={"pricing.py": DISCOUNT_PRICING + "\n\ndef discount(price, percent):\n"
+                                                    "    return round(price * (100 - percent) / 100, 2)\n",
+                  "test_pricing.py": DISCOUNT_PRICING_TEST.replace("from pricing import with_tax",
+                                                                   "from pricing import discount, with_tax")
+                  + "\n    def test_discount(self):\n        self.assertEqual(discount(80.0, 25), 60.0)\n"},
+        check=UNITTEST,
+    ),
+    Task(
+        "bug-from-log", "a bug found only by reading a log",
+        "Last night's run of nightly.py failed; its log is logs/nightly.log. Fix nightly.py so that input like the "
+        "line that failed is read correctly (the totals must stay right).",
+        {"nightly.py": NIGHTLY, "orders.csv": NIGHTLY_ORDERS, "logs/nightly.log": NIGHTLY_LOG},
+        hidden_tests('''import unittest
+
+from nightly import line_total
+
+
+class LineTest(unittest.TestCase):
+    def test_dollar_prices(self):
+        self.assertEqual(line_total("widget,$4.50,2"), 9.0)
+        self.assertEqual(line_total("gadget,10.00,1"), 10.0)
+'''),
+        solution={"nightly.py": NIGHTLY.replace("return float(price) * int(quantity)",
+                                                'return float(price.strip().lstrip("$")) * int(quantity)')},
+        check="python3 nightly.py orders.csv",
+    ),
+    Task(
+        "edit-toml", "a config edit that must keep the file valid",
+        "In service.toml, add timeout_seconds = 30 to the [server] section and raise the database pool_size to 10. "
+        "The file must stay valid TOML.",
+        {"service.toml": SERVICE_TOML},
+        _toml_judge,
+        solution={"service.toml": SERVICE_TOML.replace("port = 8000\n", "port = 8000\ntimeout_seconds = 30\n")
+                  .replace("pool_size = 5", "pool_size = 10")},
+        check="python3 -c \"import tomllib; tomllib.load(open('service.toml', 'rb'))\"",
     ),
 )
 

@@ -19,10 +19,10 @@ from bench_task_set import CALC, TASKS, Task, apply_solution, make_workspace  # 
 CLAIM = "Done: I fixed it and all the tests pass. The answer is 7. See net/client.py and headers.py."
 
 
-def test_there_are_at_least_twelve_tasks_of_several_kinds() -> None:
-    assert len(TASKS) >= 12
+def test_there_are_at_least_twenty_tasks_of_as_many_kinds() -> None:
+    assert len(TASKS) >= 20
     assert len({task.name for task in TASKS}) == len(TASKS)
-    assert len({task.kind for task in TASKS}) >= 12
+    assert len({task.kind for task in TASKS}) >= 20
     assert all(task.solution or task.answer for task in TASKS)
 
 
