@@ -19,7 +19,7 @@ def counting_options(tokenizer: str) -> dict[str, Any]:
         raise SystemExit("the local model is not installed: run scripts/local-model.sh install (or pass "
                          "--tokenizer scripted)")
     try:
-        return {"count_model": str(model_file()), "count_context": 4096}
+        return {"count_model": str(model_file("smollm2-135m")), "count_context": 4096}
     except LocalModelError as error:
         raise SystemExit(str(error)) from error
 

@@ -16,12 +16,14 @@ Reported per run: solved or not (and why), whether apple-code claimed success (e
 
 The backend is whatever apple-code finds (``--backend auto``: Apple's on-device model on a Mac with Apple
 Intelligence), or the server the flags name (``--base-url``, ``--model``, ``--api-key``: any OpenAI-compatible
-server); on a machine without Apple's model and no ``--base-url`` it starts the local model server (SmolLM2-135M on
-llama.cpp, scripts/local-model.sh install). Every run has a time cap (``--timeout``, apple-code's own, plus a kill
-margin), and the whole benchmark a budget (``--budget-minutes``): runs it leaves out are reported as not run.
+server); on a machine without Apple's model and no ``--base-url`` it starts the local model server
+(``--local-model``, by default Qwen2.5-Coder-0.5B, on llama.cpp; scripts/local-model.sh install). Every run has a time
+cap (``--timeout``, apple-code's own, plus a kill margin), and the whole benchmark a budget (``--budget-minutes``):
+runs it leaves out are reported as not run.
 Not a test: the figures go to reports/bench_tasks.md, whatever they are.
 
-    scripts/bench_tasks [--apple-code PATH] [--base-url URL --model NAME] [--arms plain,verify,plan]
+    scripts/bench_tasks [--apple-code PATH] [--base-url URL --model NAME | --local-model NAME]
+                        [--arms plain,verify,plan]
                         [--tasks NAME,...] [--timeout 60] [--max-turns N] [--context-tokens N]
                         [--budget-minutes 40] [--report reports/bench_tasks.md]
 """
@@ -313,19 +315,23 @@ def pick_backend(args: argparse.Namespace, console: Console, stack: contextlib.E
     if args.backend != "auto" or platform.system() == "Darwin" or args.no_local_model:
         return Backend(("--backend", args.backend), f"`--backend {args.backend}` (whatever apple-code finds)"
                        if args.backend == "auto" else f"`--backend {args.backend}`")
-    from apple_flow.localmodel import MODEL_ALIAS, LocalModelError, LocalModelServer
+    from apple_flow.localmodel import LocalModelError, LocalModelServer, model_named
 
+    model = model_named(args.local_model)
     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-tasks-server-")))
-    server = LocalModelServer(port=free_port(), state_dir=folder)
-    console.print("starting the local model server (SmolLM2-135M on llama.cpp)")
+    server = LocalModelServer(port=free_port(), state_dir=folder, model=model,
+                              context_tokens=args.served_context_tokens)
+    console.print(f"starting the local model server ({model.title} on llama.cpp)")
     try:
         server.start(wait_seconds=180)
     except LocalModelError as exc:
-        raise SystemExit(f"{exc}\nInstall it with scripts/local-model.sh install, or pass --base-url.") from exc
+        raise SystemExit(f"{exc}\nInstall it with scripts/local-model.sh install --model {model.name}, or pass "
+                         "--base-url.") from exc
     stack.callback(server.stop)
-    return Backend(("--backend", "openai", "--base-url", server.url, "--model", MODEL_ALIAS),
-                   f"the local model server started for this run: {MODEL_ALIAS} (SmolLM2-135M, Q4_1) on "
-                   "llama-cpp-python, 4,096-token context")
+    return Backend(("--backend", "openai", "--base-url", server.url, "--model", model.name),
+                   f"the local model server started for this run: {model.name} ({model.title}) on "
+                   f"llama-cpp-python 0.3.36 with apple-flow's tool-call handler, {args.served_context_tokens:,}-token "
+                   "window")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -337,6 +343,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--api-key", help="the server's bearer token")
     parser.add_argument("--no-local-model", action="store_true",
                         help="do not start the local model server where there is no Apple model")
+    parser.add_argument("--local-model", default="qwen2.5-coder-0.5b",
+                        help="the local model to start (apple-flow model list)")
+    parser.add_argument("--served-context-tokens", type=int, default=8192,
+                        help="the local model server's window (llama.cpp's n_ctx)")
     parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated: plain, verify, plan")
     parser.add_argument("--tasks", default="", help="comma-separated task names (default: all)")
     parser.add_argument("--timeout", type=float, default=120, help="apple-code --timeout per run, seconds")

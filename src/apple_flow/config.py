@@ -206,6 +206,10 @@ class Settings(BaseSettings):
     log_dir: Path = Path("~/.apple-flow/logs")
 
     # --- Local model (machines without Apple Intelligence) ------------------------------------------------
+    # qwen2.5-coder-0.5b (the default), qwen2.5-coder-1.5b (better, about three times slower) or smollm2-135m.
+    local_model: str = "qwen2.5-coder-0.5b"
+    local_model_dir: Path = Path("~/.apple-flow/models")  # where the assembled, verified model files live
+    local_model_context_tokens: int = Field(8192, ge=512)  # the served window (llama.cpp's n_ctx)
     local_model_host: str = "127.0.0.1"
     local_model_port: int = Field(8765, gt=0, lt=65536)
 
@@ -265,7 +269,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "default_workspace", "allowed_workspaces", "messages_db_path", "db_path", "log_dir", "soul_file",
-        "messages_attachments_path", mode="after",
+        "messages_attachments_path", "local_model_dir", mode="after",
     )
     @classmethod
     def _expand(cls, value: Any) -> Any:
@@ -274,6 +278,13 @@ class Settings(BaseSettings):
         if isinstance(value, list):
             return [v.expanduser() if isinstance(v, Path) else v for v in value]
         return value
+
+    @field_validator("local_model", mode="after")
+    @classmethod
+    def _known_local_model(cls, value: str) -> str:
+        from apple_flow.localmodel.catalog import model_named
+
+        return model_named(value).name
 
     @field_validator("workspace_aliases", mode="before")
     @classmethod

@@ -60,6 +60,7 @@ def test_the_benchmark_runs_apple_code_against_a_server_and_reports_what_the_che
     apple_code_bin: Path, tmp_path: Path
 ) -> None:
     script = [
+        tool_call("readFile", {"path": "calc.py"}),  # a file is read before it is written (SeenFiles)
         tool_call("writeFile", {"path": "calc.py", "content": CALC.replace("a - b", "a + b")}),
         answer("Fixed calc.py."),
         answer("mystery returns 44."),  # wrong, but said with confidence
@@ -77,7 +78,7 @@ def test_the_benchmark_runs_apple_code_against_a_server_and_reports_what_the_che
     assert "Backend: OpenAI-compatible server at http://127.0.0.1:" in text and "model scripted" in text
     # 2 runs, 1 solved, 1 claimed success without having solved it.
     assert "| plain | 2 | 1 | 1 |" in text
-    assert "| fix-failing-test | fix a failing test | **solved**: exit 0, 2 turns" in text
+    assert "| fix-failing-test | fix a failing test | **solved**: exit 0, 3 turns" in text
     assert "| explain-return | explain what a function returns | not solved: exit 0, 1 turns" in text
     assert "the value is 45; the answer gives 44" in text
 

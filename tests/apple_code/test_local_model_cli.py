@@ -156,7 +156,7 @@ def test_reading_until_the_window_is_full_never_overflows_the_local_models_windo
     reads = [tool_call("readFile", {"path": name, "startLine": start, "endLine": start + 59})
              for name in names for start in (1, 61)]
     with ScriptedServer([*reads, answer("They compute totals.")], tokenizer="llama-cpp-python", count_usage=True,
-                        count_model=str(model_file()), count_context=2048) as scripted:
+                        count_model=str(model_file("smollm2-135m")), count_context=2048) as scripted:
         done = run_apple_code(apple_code_bin, *scripted_args(scripted.url, tmp_path, "--read-only", "--context-tokens",
                                                              "2048", "--max-turns", "12", "--timeout", "540"),
                               "Read the two files.", timeout=600)

@@ -206,7 +206,8 @@ def test_a_server_counting_with_the_model_without_count_usage_counts_but_reports
     require_local_model()
     from apple_flow.localmodel import model_file
 
-    with ScriptedServer([answer("hi"), answer("again")], count_model=str(model_file()), count_context=64) as server:
+    with ScriptedServer([answer("hi"), answer("again")], count_model=str(model_file("smollm2-135m")),
+                        count_context=64) as server:
         status, text = post(server.url, {"model": "scripted", "messages": [{"role": "user", "content": "hi"}]})
         assert status == 200 and "usage" not in json.loads(text), text
         # Still counted, and an overflow of its window refused as that server would.

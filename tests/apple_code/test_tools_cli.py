@@ -96,6 +96,7 @@ def test_tool_results_carry_output_exit_code_and_diff(apple_code_bin: Path, tmp_
     workspace.mkdir()
     (workspace / "app.py").write_text("def greet():\n    return 'hello'\n")
     steps = [
+        tool_call("readFile", {"path": "app.py", "startLine": 1}),  # an edit needs a read first (SeenFiles)
         tool_call("editFile", {"path": "app.py", "oldText": "'hello'", "newText": "'hi'"}),
         tool_call("writeFile", {"path": "notes/todo.txt", "content": "one\n"}),
         tool_call("runCommand", {"command": "echo failing; exit 3"}),
@@ -103,6 +104,7 @@ def test_tool_results_carry_output_exit_code_and_diff(apple_code_bin: Path, tmp_
         answer("done"),
     ]
     lines, sent, _ = run(apple_code_bin, workspace, steps, "--max-turns", "8")
+    sent = sent[1:]  # the first read's result
     results = {line["name"]: line for line in lines if line["type"] == "tool_result"}
     assert results["editFile"]["diff"] == (
         "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def greet():\n-    return 'hello'\n+    return 'hi'\n"

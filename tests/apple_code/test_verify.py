@@ -43,6 +43,7 @@ def user_texts(body: dict[str, Any]) -> list[str]:
 
 def test_a_model_that_breaks_the_test_is_shown_the_failure_and_fixes_it(apple_code_bin: Path, project: Path) -> None:
     script = [
+        tool_call("readFile", {"path": "calc.py"}),  # a file is read before it is edited (SeenFiles)
         tool_call("editFile", BREAK),
         answer("Done: add() is simpler now."),
         tool_call("editFile", FIX),
@@ -61,11 +62,11 @@ def test_a_model_that_breaks_the_test_is_shown_the_failure_and_fixes_it(apple_co
                                                                                              (True, 1, 2, 0)]
     assert "AssertionError: add(2, 3) returned -1, expected 5" in checks[0]["output_tail"]
     # The check ran after each answer: it is not a turn, not a command of the model's.
-    assert result["num_turns"] == 4 and result["commands_run"] == 0
+    assert result["num_turns"] == 5 and result["commands_run"] == 0
     assert result["files_changed"] == ["calc.py"]
     # The failure went back to the model with the tools, after its answer; the task stayed first.
-    assert len(requests) == 4
-    repair = requests[2]
+    assert len(requests) == 5
+    repair = requests[3]
     assert repair["tools"] and repair["tool_choice"] == "auto"
     users = user_texts(repair)
     assert users[0] == "Tidy up calc.py."
@@ -76,7 +77,8 @@ def test_a_model_that_breaks_the_test_is_shown_the_failure_and_fixes_it(apple_co
 
 
 def test_a_model_that_never_fixes_it_ends_with_exit_5(apple_code_bin: Path, project: Path) -> None:
-    script = [tool_call("editFile", BREAK), answer("Done."), answer("Done, really."), answer("It is fine.")]
+    script = [tool_call("readFile", {"path": "calc.py"}), tool_call("editFile", BREAK), answer("Done."),
+              answer("Done, really."), answer("It is fine.")]
     done, lines, requests = run_scripted(apple_code_bin, project, script, "Tidy up calc.py.", "--verify", CHECK)
     assert done.returncode == 5, done.stderr
     result = lines[-1]
@@ -88,7 +90,7 @@ def test_a_model_that_never_fixes_it_ends_with_exit_5(apple_code_bin: Path, proj
     assert result["verify"]["passed"] is False
     assert (result["verify"]["rounds"], result["verify"]["runs"], result["verify"]["exit_code"]) == (2, 3, 1)
     assert [c["rounds"] for c in verify_events(lines)] == [1, 2, 2]
-    assert len(requests) == 4
+    assert len(requests) == 5
     # Each round's request holds the newest failure whole and the earlier one as a line.
     last = user_texts(requests[-1])
     assert last[-1].startswith(f"The check `{CHECK}` failed")
@@ -151,7 +153,8 @@ def test_a_plan_runs_the_check_after_its_last_step_and_repairs_in_a_new_worker(a
         answer('["Read calc.py and describe add()"]'),  # the planner
         tool_call("readFile", {"path": "calc.py"}),  # worker 1 reads, fixes nothing
         answer("add() subtracts."),
-        tool_call("editFile", FIX),  # the repair worker, after the check failed
+        tool_call("readFile", {"path": "calc.py"}),  # the repair worker, after the check failed: a fresh window
+        tool_call("editFile", FIX),
         answer("add() adds now."),
         answer("Fixed add()."),  # the summary
     ]

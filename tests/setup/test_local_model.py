@@ -1,5 +1,5 @@
-"""The local model server (llama.cpp + SmolLM2-135M): starts, answers a tool-calling chat completion, stops
-leaving nothing behind."""
+"""The local model server's life (on the fast model, SmolLM2-135M): starts, answers a tool-calling chat
+completion, stops leaving nothing behind."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from apple_flow.cli import app
-from apple_flow.localmodel import MODEL_ALIAS, LocalModelError, LocalModelServer
-from support.local_model import free_port, require_local_model, running_local_model
+from apple_flow.localmodel import LocalModelError, LocalModelServer
+from support.local_model import FAST_MODEL, free_port, require_local_model, running_local_model
 
 pytestmark = pytest.mark.local_model
 
@@ -58,7 +58,7 @@ def test_answers_a_tool_call_for_a_plain_request(server: LocalModelServer) -> No
     reply = chat(
         server.url,
         {
-            "model": MODEL_ALIAS,
+            "model": FAST_MODEL,
             "messages": [
                 {"role": "system", "content": "You are a helpful assistant with tools."},
                 {"role": "user", "content": "List the files in the folder 'src'."},
@@ -88,7 +88,7 @@ def test_start_is_idempotent_and_status_reports_it(server: LocalModelServer) -> 
 
 def test_stop_leaves_no_process_behind(tmp_path: Path) -> None:
     require_local_model()
-    server = LocalModelServer(port=free_port(), state_dir=tmp_path)
+    server = LocalModelServer(port=free_port(), state_dir=tmp_path, model=FAST_MODEL)
     status = server.start(wait_seconds=120)
     assert status.pid is not None
     family = [psutil.Process(status.pid), *psutil.Process(status.pid).children(recursive=True)]
@@ -111,7 +111,7 @@ def test_the_commands_without_a_port_find_the_server_started_on_another(
     state = ["--state-dir", str(tmp_path / "state")]
     server = LocalModelServer(port=port, state_dir=tmp_path / "state")
     try:
-        started = CliRunner().invoke(app, ["model", "start", "--port", str(port), *state])
+        started = CliRunner().invoke(app, ["model", "start", "--port", str(port), "--model", FAST_MODEL, *state])
         assert started.exit_code == 0, started.output
         pid = server.status().pid
         assert pid is not None and port != LocalModelServer().port
@@ -135,15 +135,15 @@ def test_missing_model_package_says_how_to_install(monkeypatch: pytest.MonkeyPat
 
 def test_a_server_that_dies_while_starting_reports_its_log(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     require_local_model()
-    import apple_flow.localmodel as localmodel
+    import apple_flow.localmodel.server as localmodel
 
     # A real child that exits at once with an error, standing in for a broken model file.
     monkeypatch.setattr(
         localmodel, "server_command",
-        lambda model, host, port, context_tokens=4096: [
-            "python3", "-c", "import sys; print('llama_cpp.server boom'); sys.exit(3)"],
+        lambda file, name, host, port, context_tokens=4096: [
+            "python3", "-c", "import sys; print('apple_flow.localmodel.serve boom'); sys.exit(3)"],
     )
-    server = LocalModelServer(port=free_port(), state_dir=tmp_path)
+    server = LocalModelServer(port=free_port(), state_dir=tmp_path, model=FAST_MODEL)
     with pytest.raises(LocalModelError, match="exited while starting"):
         server.start(wait_seconds=20)
 
@@ -153,11 +153,11 @@ def test_a_server_not_yet_recognisable_is_waited_for(monkeypatch: pytest.MonkeyP
     machine start() took that for a server that had died and gave up at once. The child it started is followed
     by its own handle instead."""
     require_local_model()
-    import apple_flow.localmodel as localmodel
+    import apple_flow.localmodel.server as localmodel
 
     monkeypatch.setattr(localmodel, "server_command",
-                        lambda model, host, port, context_tokens=4096: ["python3", "-c", "import time; time.sleep(3)"])
-    server = LocalModelServer(port=free_port(), state_dir=tmp_path)
+                        lambda *served, **options: ["python3", "-c", "import time; time.sleep(3)"])
+    server = LocalModelServer(port=free_port(), state_dir=tmp_path, model=FAST_MODEL)
     started = time.monotonic()
     with pytest.raises(LocalModelError, match="exited while starting"):
         server.start(wait_seconds=20)
@@ -198,7 +198,7 @@ def nothing_left(marker: str) -> bool:
 @pytest.fixture
 def fake_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeServer]:
     """start() launches a FakeServer (no llama.cpp or model needed); whatever carries its marker is killed after."""
-    import apple_flow.localmodel as localmodel
+    import apple_flow.localmodel.server as localmodel
 
     fake = FakeServer(marker=f"leftover-{uuid.uuid4().hex}")
     code = (
@@ -208,11 +208,11 @@ def fake_server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Fak
         "sys.exit(3)\n"
     )
     monkeypatch.setattr(localmodel, "server_available", lambda: True)
-    monkeypatch.setattr(localmodel, "model_file", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(localmodel, "model_file", lambda *model: tmp_path / "model.gguf")
     monkeypatch.setattr(
         localmodel,
         "server_command",
-        lambda model, host, port, context_tokens=4096: [sys.executable, "-c", code, fake.marker, str(fake.lifetime)],
+        lambda *served, **options: [sys.executable, "-c", code, fake.marker, str(fake.lifetime)],
     )
     try:
         yield fake

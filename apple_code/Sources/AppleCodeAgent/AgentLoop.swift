@@ -22,12 +22,17 @@ public struct AgentLoop: Sendable {
     /// Calls of one reply that are run; the next gets one error result for all the rest, which are left out.
     public static let maxCallsPerReply = 8
 
+    /// The first request of a task requires a call to a tool that looks (`ChatRequest.mustCallOneOf`), where the
+    /// server is known to take that tool choice (apple-flow's local model server).
+    public var looksFirst: Bool
+
     public init(model: any ChatModel, style: ToolResultStyle = .toolMessages, detectDroppedToolMessages: Bool = true,
-                counter: (any TokenCounter)? = nil) {
+                counter: (any TokenCounter)? = nil, looksFirst: Bool = false) {
         self.model = model
         self.style = style
         self.detectDroppedToolMessages = detectDroppedToolMessages
         self.counter = counter
+        self.looksFirst = looksFirst
     }
 
     public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
@@ -80,6 +85,8 @@ private struct LoopRun {
     var partial = ""
     var replyShown = false
     var memory = CallMemory()
+    /// The files this run has read or written: edits go only to those (`SeenFiles`).
+    var seen: SeenFiles
     var lastCallKey: String?
     var lastCallFollowedToolMessage = false
     /// Set once tools are no longer offered (at most once a run, and again after a `--verify` repair): the reason.
@@ -108,6 +115,7 @@ private struct LoopRun {
         self.accounting = RequestAccounting(budget: budget, counter: loop.counter)
         self.style = loop.style
         self.entries = [.user(request.prompt)]
+        self.seen = SeenFiles(workspace: request.workspace)
         self.verification = request.verify
         self.overflow = OverflowRecovery(limit: budget.contextTokens, floor: budget.answerReserve * 2)
     }
@@ -389,16 +397,21 @@ private struct LoopRun {
             return .recorded
         }
         let result: ToolResult
+        var refused = false
         if let error = parsed.error {
             result = .failure("the arguments of \(call.name) are not valid JSON (\(error)). Send one JSON object, "
                 + "for example {\"path\": \"README.md\"}.")
+        } else if let refusal = seen.refusal(tool: call.name, arguments: parsed.value) {
+            result = .failure(refusal)
+            refused = true  // not remembered: the same call, once the file is read, runs
         } else if let tool = request.tools.first(where: { $0.name == call.name }) {
             result = await run(tool, raw: parsed.value ?? .object(JSONObject()), callsLeft: callsLeft)
+            seen.note(tool: call.name, arguments: parsed.value, ok: result.ok)
         } else {
             result = .failure(LoopText.unknownTool(call.name, tools: request.tools.map(\.name)))
         }
         progress.record(result)
-        memory.remember(key, result)
+        if !refused { memory.remember(key, result) }
         record(call, result)
         try Task.checkCancellation()
         return .recorded
@@ -521,8 +534,11 @@ private struct LoopRun {
     /// tools they imitate the calls their template renders as text.
     private func makeRequest() -> ChatRequest {
         let asking = answerRequested != nil
+        let looking = specs.map(\.name).filter { ToolSpec.readOnlyNames.contains($0) || $0 == "runCommand" }
+        let first = progress.turns == 0 && !asking && loop.looksFirst && !looking.isEmpty
         return ChatRequest(system: request.instructions, entries: entries, tools: asking ? [] : specs,
-                           maxTokens: budget.answerReserve, style: style, plainHistory: asking)
+                           maxTokens: budget.answerReserve, style: style, plainHistory: asking,
+                           mustCallOneOf: first ? looking : nil)
     }
 }
 

@@ -39,15 +39,20 @@ public struct ChatRequest: Sendable, Equatable {
     /// requests that offer no tools: chat templates render earlier calls as text (llama.cpp's
     /// `functions.NAME:`), which small models then imitate instead of answering.
     public var plainHistory: Bool
+    /// The reply must be a call to one of these tools (nil: the model may also answer in words). The first request
+    /// of a task must look (read, list, search or run) before anything else: small models otherwise answer from
+    /// memory, or edit text they imagine.
+    public var mustCallOneOf: [String]?
 
     public init(system: String, entries: [ChatEntry], tools: [ToolSpec], maxTokens: Int, style: ToolResultStyle,
-                plainHistory: Bool = false) {
+                plainHistory: Bool = false, mustCallOneOf: [String]? = nil) {
         self.system = system
         self.entries = entries
         self.tools = tools
         self.maxTokens = maxTokens
         self.style = style
         self.plainHistory = plainHistory
+        self.mustCallOneOf = mustCallOneOf
     }
 
     public var messagesJSON: JSONValue {

@@ -45,6 +45,9 @@ public struct ServerProbe: Sendable, Equatable {
     /// The server accepted the connection but did not answer within the probe's time (llama.cpp answers
     /// `/models` only between generations); nothing else is known then.
     public var busy = false
+    /// apple-flow's local model server (`owned_by: "apple-flow"`): it takes OpenAI's `allowed_tools` tool choice
+    /// with a grammar behind it, so the first request can require a look (`AgentLoop.looksFirst`).
+    public var takesAllowedTools = false
 }
 
 /// One chat completion over HTTP in the OpenAI wire format, streamed: text reaches `onText` as it is generated,
@@ -57,41 +60,65 @@ public struct OpenAIChatModel: ChatModel {
     public let endpoint: OpenAIEndpoint
     public let model: String
     public let deadline: ContinuousClock.Instant?
+    /// Sent with every request: servers sample at their own default otherwise (llama.cpp's 0.8).
+    public let temperature: Double
     let log: @Sendable (String) -> Void
-    private let unstreamable = UnstreamableRequests()
+    private let quirks = ServerQuirks()
 
-    public init(endpoint: OpenAIEndpoint, model: String, deadline: ContinuousClock.Instant?,
+    public init(endpoint: OpenAIEndpoint, model: String, deadline: ContinuousClock.Instant?, temperature: Double = 0,
                 log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.endpoint = endpoint
         self.model = model
         self.deadline = deadline
+        self.temperature = temperature
         self.log = log
     }
 
     /// The request body: always a system message, `tool_choice: "auto"` whenever tools are offered (llama.cpp's
-    /// server returns tool calls only then), `max_tokens` = the answer reserve; streamed with the usage asked for
-    /// (`stream_options.include_usage`; servers that do not know it ignore it).
+    /// server returns tool calls only then), `max_tokens` = the answer reserve, the run's temperature; streamed
+    /// with the usage asked for (`stream_options.include_usage`; servers that do not know it ignore it).
     public func body(_ request: ChatRequest, stream: Bool = true) -> JSONValue {
         var body: JSONObject = ["model": .string(model), "messages": request.messagesJSON]
         if !request.tools.isEmpty {
             body["tools"] = request.toolsJSON
-            body["tool_choice"] = "auto"
+            body["tool_choice"] = Self.toolChoice(request, refusesRequired: quirks.refusesRequired)
         }
         body["max_tokens"] = .int(request.maxTokens)
+        body["temperature"] = .number(temperature)
         body["stream"] = .bool(stream)
         if stream { body["stream_options"] = ["include_usage": true] }
         return .object(body)
     }
 
+    /// `"auto"`, or a call required: `"required"` when any offered tool will do, else OpenAI's `allowed_tools`
+    /// (the prompt still shows every tool, so a server's cached prompt start serves every request of the run).
+    static func toolChoice(_ request: ChatRequest, refusesRequired: Bool) -> JSONValue {
+        guard let names = request.mustCallOneOf, !names.isEmpty, !refusesRequired else { return "auto" }
+        if Set(names) == Set(request.tools.map(\.name)) { return "required" }
+        let tools: [JSONValue] = names.map { ["type": "function", "function": ["name": .string($0)]] }
+        return ["type": "allowed_tools", "allowed_tools": ["mode": "required", "tools": .array(tools)]]
+    }
+
     public func complete(_ request: ChatRequest, onText: (String) -> Void) async throws -> ChatReply {
+        do {
+            return try await streamingIfItCan(request, onText: onText)
+        } catch is RequiredRefused {
+            quirks.refuseRequired()
+            log("the server refused a required tool choice (an error status); tool_choice \"auto\" is sent instead "
+                + "from now on, so the model may answer without looking first")
+            return try await streamingIfItCan(request, onText: onText)
+        }
+    }
+
+    private func streamingIfItCan(_ request: ChatRequest, onText: (String) -> Void) async throws -> ChatReply {
         let withTools = !request.tools.isEmpty
-        if unstreamable.contains(withTools: withTools) {
+        if quirks.contains(withTools: withTools) {
             return try await exchange(request, stream: false, onText: onText)
         }
         do {
             return try await exchange(request, stream: true, onText: onText)
         } catch is EmptyStream {
-            unstreamable.insert(withTools: withTools)
+            quirks.insert(withTools: withTools)
             log("the server answered a streamed request \(withTools ? "with" : "without") tools with an empty stream "
                 + "(llama-cpp-python cannot stream an automatic tool choice): sent again without streaming, as are "
                 + "such requests from now on")
@@ -101,6 +128,10 @@ public struct OpenAIChatModel: ChatModel {
 
     /// 200 with an event-stream body and not one event in it.
     private struct EmptyStream: Error {}
+
+    /// An error status naming `tool_choice` (not a context-length refusal) for a request that required a call: a
+    /// server that does not know that tool choice (llama-cpp-python answers 500 for a shape its request model lacks).
+    private struct RequiredRefused: Error {}
 
     private func exchange(_ request: ChatRequest, stream: Bool, onText: (String) -> Void) async throws -> ChatReply {
         let url = try endpoint.url("/chat/completions")
@@ -118,6 +149,11 @@ public struct OpenAIChatModel: ChatModel {
                 var data = Data()
                 for try await piece in response.body { data.append(piece) }
                 try Task.checkCancellation()
+                let text = String(decoding: data, as: UTF8.self)
+                if request.mustCallOneOf != nil, !quirks.refusesRequired, response.status >= 400,
+                   text.contains("tool_choice"), ContextOverflow.recognise(body: text) == nil {
+                    throw RequiredRefused()
+                }
                 let reply = try Self.parseReply(HTTPClient.Response(status: response.status, body: data),
                                                 url: url.absoluteString)
                 if !reply.text.isEmpty { onText(reply.text) }
@@ -206,14 +242,18 @@ public struct OpenAIChatModel: ChatModel {
     }
 }
 
-/// The kinds of request (with tools, without) a server answered with an empty stream, shared by the requests of
-/// one run.
-private final class UnstreamableRequests: @unchecked Sendable {
+/// What a server turned out not to do, shared by the requests of one run: the kinds of request (with tools,
+/// without) it answered with an empty stream, and whether it refused a required tool choice.
+private final class ServerQuirks: @unchecked Sendable {
     private let lock = NSLock()
     private var kinds: Set<Bool> = []
+    private var required = true
 
     func contains(withTools: Bool) -> Bool { lock.withLock { kinds.contains(withTools) } }
     func insert(withTools: Bool) { _ = lock.withLock { kinds.insert(withTools) } }
+    /// It answered an error to a request that required a call.
+    var refusesRequired: Bool { lock.withLock { !required } }
+    func refuseRequired() { lock.withLock { required = false } }
 }
 
 /// Any OpenAI-compatible `/v1/chat/completions` server with tool calling, driven by the core agent loop.
@@ -226,16 +266,21 @@ public struct OpenAIBackend: AgentBackend {
     public let style: ToolResultStyle?
     /// The server's chat template escapes HTML in the text it renders (llama-cpp-python's): counted so.
     public let escapesHTML: Bool
+    public let temperature: Double
+    /// The first request requires a call to a tool that looks (see `ServerProbe.takesAllowedTools`).
+    public let looksFirst: Bool
 
     public static let defaultContextTokens = 4096
 
     public init(endpoint: OpenAIEndpoint, model: String, contextTokens: Int? = nil, style: ToolResultStyle? = nil,
-                escapesHTML: Bool = false) {
+                escapesHTML: Bool = false, temperature: Double = 0, looksFirst: Bool = false) {
         self.endpoint = endpoint
         self.model = model
         self.contextTokens = contextTokens ?? Self.defaultContextTokens
         self.style = style
         self.escapesHTML = escapesHTML
+        self.temperature = temperature
+        self.looksFirst = looksFirst
     }
 
     /// `GET {base}/models` with a short timeout: is a server there, which models, which kind. A server that
@@ -286,7 +331,9 @@ public struct OpenAIBackend: AgentBackend {
             let data = json["data"]?.arrayValue ?? json["models"]?.arrayValue ?? []
             let models = data.compactMap { $0["id"]?.stringValue ?? $0["name"]?.stringValue }
             let llamaCppPython = data.contains { $0["owned_by"]?.stringValue == "me" }
-            return .success(ServerProbe(models: models, dropsToolMessages: llamaCppPython))
+            let appleFlow = data.contains { $0["owned_by"]?.stringValue == "apple-flow" }
+            return .success(ServerProbe(models: models, dropsToolMessages: llamaCppPython,
+                                        takesAllowedTools: appleFlow))
         } catch HTTPClient.Failure.cannotConnect(let detail) {
             return .failure(endpoint.unreachable(detail))
         } catch HTTPClient.Failure.timedOut {
@@ -310,11 +357,12 @@ public struct OpenAIBackend: AgentBackend {
     }
 
     public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
-        let chat = OpenAIChatModel(endpoint: endpoint, model: model, deadline: request.deadline, log: request.log)
+        let chat = OpenAIChatModel(endpoint: endpoint, model: model, deadline: request.deadline,
+                                   temperature: temperature, log: request.log)
         let tokenizer = ServerTokenizer(endpoint: endpoint, deadline: request.deadline, escapesHTML: escapesHTML,
                                         log: request.log)
         let loop = AgentLoop(model: chat, style: style ?? .toolMessages, detectDroppedToolMessages: style == nil,
-                             counter: tokenizer)
+                             counter: tokenizer, looksFirst: looksFirst)
         return try await loop.run(request, events: events)
     }
 }

@@ -1,16 +1,21 @@
 import AppleCodeCore
 
 /// Recognises a tool call that a model wrote as its reply text instead of a structured `tool_calls` entry.
-/// Small models do this: llama.cpp's chatml-function-calling format renders earlier calls as
-/// `functions.NAME:` followed by the arguments, and models imitate it; others write the bare OpenAI-style object
-/// `{"name": ..., "arguments": {...}}`. Only a whole reply in one of these shapes, naming one of `tools`, counts;
-/// anything else stays text.
+/// Small models do this whenever the server does not parse their format: llama.cpp's chatml-function-calling
+/// format renders earlier calls as `functions.NAME:` followed by the arguments, and models imitate it; Qwen and
+/// Hermes-style models write `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`; others the bare
+/// OpenAI-style object, often in a code fence, sometimes after a sentence of prose. A whole reply in one of these
+/// shapes counts; inside prose, a `<tool_call>` block, or a JSON object with only `name` and `arguments` naming
+/// one of `tools`, counts too (the first one); anything else stays text.
 enum TextToolCall {
     /// The call the text holds (with an empty id), or nil when the text is an answer.
     static func parse(_ text: String, tools: [String]) -> ModelToolCall? {
-        let body = unfenced(text.trimmed(of: whitespace))
-        return prefixed(body, tools: tools) ?? bareObject(body, tools: tools)
+        let body = unfenced(untagged(text.trimmed(of: whitespace)))
+        return prefixed(body, tools: tools) ?? bareObject(body, tools: tools) ?? embedded(text, tools: tools)
     }
+
+    static let openTag = "<tool_call>"
+    static let closeTag = "</tool_call>"
 
     private static let whitespace = " \n\r\t"
 
@@ -30,6 +35,64 @@ enum TextToolCall {
         let prefix = "functions."
         let shown = text.prefix(prefix.count).lowercased()
         return text.isEmpty || text.hasPrefix("{") || "``".hasPrefix(shown) || prefix.hasPrefix(shown)
+            || text.hasPrefix(openTag) || openTag.hasPrefix(text)
+    }
+
+    /// The inside of a `<tool_call>` tag around the whole text (the closing tag may be missing: cut by the
+    /// answer reserve, or left out), else the text itself.
+    private static func untagged(_ text: String) -> String {
+        guard text.hasPrefix(openTag) else { return text }
+        var inner = text.dropFirst(openTag.count)
+        if inner.hasSuffix(closeTag) { inner = inner.dropLast(closeTag.count) }
+        return String(inner).trimmed(of: whitespace)
+    }
+
+    /// The first call inside prose: a `<tool_call>` block, else a JSON object that starts with `"name"` and is a
+    /// call to one of `tools` (fenced or not).
+    private static func embedded(_ text: String, tools: [String]) -> ModelToolCall? {
+        var rest = Substring(text)
+        while let open = rest.range(of: openTag) {
+            let after = rest[open.upperBound...]
+            let inner = after.range(of: closeTag).map { after[..<$0.lowerBound] } ?? after
+            if let call = bareObject(unfenced(String(inner).trimmed(of: whitespace)), tools: tools) { return call }
+            rest = after
+        }
+        var index = text.startIndex
+        while let brace = text[index...].firstIndex(of: "{") {
+            let afterBrace = text[text.index(after: brace)...].drop { whitespace.contains($0) }
+            if afterBrace.hasPrefix("\"name\""), let object = balancedObject(text[brace...]),
+               let call = bareObject(String(object), tools: tools) {
+                return call
+            }
+            index = text.index(after: brace)
+        }
+        return nil
+    }
+
+    /// The JSON object that starts at `text`'s first character, up to its matching brace (strings and escapes
+    /// respected), or nil when it does not close.
+    private static func balancedObject(_ text: Substring) -> Substring? {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for index in text.indices {
+            let character = text[index]
+            if inString {
+                if escaped { escaped = false } else if character == "\\" { escaped = true } else if character == "\"" {
+                    inString = false
+                }
+                continue
+            }
+            switch character {
+            case "\"": inString = true
+            case "{": depth += 1
+            case "}":
+                depth -= 1
+                if depth == 0 { return text[...index] }
+            default: break
+            }
+        }
+        return nil
     }
 
     /// The inside of one Markdown code fence around the whole text (any language tag), else the text itself.

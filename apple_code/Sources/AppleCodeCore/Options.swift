@@ -26,6 +26,9 @@ public struct RunOptions: Sendable, Equatable {
     public var openAIConfigured = false
     public var model: String?
     public var apiKey: String?
+    /// `--temperature`: sampling temperature for the openai backend; 0 (the same reply to the same request) unless
+    /// given, since servers otherwise sample at their own default (llama.cpp's 0.8).
+    public var temperature: Double = 0
     public var outputFormat: OutputFormat = .text
     public var maxTurns = 16
     public var readOnly = false
@@ -160,6 +163,12 @@ public enum OptionParser {
         }, help: "model name (env APPLE_CODE_MODEL)"),
         OptionSpec("--api-key", .value("KEY") { value, options in options.apiKey = value },
                    help: "bearer token (env APPLE_CODE_API_KEY)"),
+        OptionSpec("--temperature", .value("T") { value, options in
+            guard let temperature = Double(value), temperature.isFinite, temperature >= 0, temperature <= 2 else {
+                throw UsageError("--temperature must be a number from 0 to 2, got '\(value)'")
+            }
+            options.temperature = temperature
+        }, help: "sampling temperature of the openai backend (default 0: deterministic)"),
         OptionSpec("--output-format", .value(OutputFormat.allCases.map(\.rawValue).joined(separator: "|")) {
             value, options in
             guard let format = OutputFormat(rawValue: value) else {

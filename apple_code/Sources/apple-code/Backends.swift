@@ -44,6 +44,7 @@ enum BackendResolver {
         var style = try toolResultStyle(environment)
         var model = options.model
         var llamaCppPython = false
+        var takesAllowedTools = false
         switch await OpenAIBackend.probe(endpoint, waitWhileBusy: true, log: log) {
         case .success(let probe):
             log("server at \(endpoint.baseURL): models \(probe.models)"
@@ -51,13 +52,15 @@ enum BackendResolver {
             if model == nil { model = probe.models.first }
             if style == nil, probe.dropsToolMessages { style = .userMessages }
             llamaCppPython = probe.dropsToolMessages
+            takesAllowedTools = probe.takesAllowedTools
         case .failure(let error) where error.outcome == .modelUnavailable:
             throw error
         case .failure(let error):
             log("\(error.message); going on")
         }
         return OpenAIBackend(endpoint: endpoint, model: model ?? "default", contextTokens: options.contextTokens,
-                             style: style, escapesHTML: llamaCppPython)
+                             style: style, escapesHTML: llamaCppPython, temperature: options.temperature,
+                             looksFirst: takesAllowedTools)
     }
 
     /// `APPLE_CODE_TOOL_RESULTS=tool|user` fixes how tool results are sent; unset or `auto` detects it.

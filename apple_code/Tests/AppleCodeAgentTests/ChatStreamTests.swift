@@ -104,7 +104,7 @@ import Testing
 
     @Test func aCallWrittenAsTextIsHeldToTheEnd() {
         for pieces in [["func", "tions.list", "Directory:", "\n{ }"], ["```json\n{\"name\"", ": \"readFile\"}\n```"],
-                       ["  {", "\"name\": 1}"]] {
+                       ["  {", "\"name\": 1}"], ["<tool", "_call>\n{\"name\"", "}</tool_call>"]] {
             let (shown, held) = relay(pieces)
             #expect(shown.isEmpty, "\(pieces)")
             #expect(held == pieces.joined())

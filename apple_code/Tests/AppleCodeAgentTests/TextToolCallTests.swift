@@ -18,6 +18,17 @@ import Testing
         (#"{"name": "readFile", "arguments": "{\"path\": \"x\"}"}"#, "readFile", #"{"path": "x"}"#),
         (#"{"name": "listDirectory"}"#, "listDirectory", ""),
         ("functions.readFile: {\"path\": ", "", ""),  // not a whole object: text
+        // Qwen/Hermes-style tags, whole or without the closing tag (cut by the answer reserve)
+        ("<tool_call>\n{\"name\": \"readFile\", \"arguments\": {\"path\": \"notes.txt\"}}\n</tool_call>", "readFile",
+         #"{"path":"notes.txt"}"#),
+        ("<tool_call>{\"name\": \"listDirectory\", \"arguments\": {}}", "listDirectory", "{}"),
+        // inside prose: a tag, a fenced object, a bare object (braces inside strings respected)
+        ("I will read it first.\n<tool_call>\n{\"name\": \"readFile\", \"arguments\": {\"path\": \"a\"}}\n</tool_call>",
+         "readFile", #"{"path":"a"}"#),
+        ("Let me look:\n```json\n{\"name\": \"listDirectory\", \"arguments\": {\"path\": \".\"}}\n```\nThen I answer.",
+         "listDirectory", #"{"path":"."}"#),
+        ("First {\"name\": \"readFile\", \"arguments\": {\"path\": \"x {y}\"}} then the answer.", "readFile",
+         #"{"path":"x {y}"}"#),
     ])
     func recognisesWholeRepliesThatAreACall(text: String, name: String, arguments: String) {
         let call = TextToolCall.parse(text, tools: tools)
@@ -39,6 +50,10 @@ import Testing
         #"{"name": "readFile", "arguments": [1]}"#,
         "```\nplain code\n```",
         "",
+        #"The JSON {"name": "Bob", "arguments": {}} is a person."#,  // not an offered tool
+        #"Use {"name": "readFile", "arguments": {}, "extra": 1} here"#,  // other keys
+        "<tool_call>not json</tool_call>",
+        #"Unclosed {"name": "readFile", "arguments": {"path": "a"}"#,
     ])
     func leavesEverythingElseAsText(text: String) {
         #expect(TextToolCall.parse(text, tools: tools) == nil)

