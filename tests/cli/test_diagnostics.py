@@ -389,3 +389,46 @@ def test_only_a_missing_agent_binary_counts_as_missing(
     missing = doctor.probe_agent(connector_settings(afm_command=str(tmp_path / "nowhere" / "apple-code")))
     assert (missing.ok, missing.missing) == (False, True)
     assert "CLI not found" in missing.detail
+
+
+def test_doctor_with_the_service_installed_asks_macos_nothing_about_the_terminal_and_checks_the_service(
+    cli: Any, fake_osascript: FakeOsascript, monkeypatch: Any, tmp_path: Path
+) -> None:
+    from apple_flow.channels.imessage.permissions import PermissionMonitor, Responsible
+
+    monkeypatch.setattr(host, "is_macos", lambda: True)
+    monkeypatch.setenv("TERM_PROGRAM", "Apple_Terminal")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    plist = tmp_path / "home" / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist"
+    plist.parent.mkdir(parents=True)
+    plist.write_bytes(b"")
+    state = tmp_path / "state" / "relay.db"
+    monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(state))
+    # The terminal may not read this (it is missing): with a service, the doctor does not try.
+    monkeypatch.setenv("APPLE_FLOW_MESSAGES_DB_PATH", str(tmp_path / "Messages" / "chat.db"))
+    fake_osascript.mode("deny")
+
+    result = cli("doctor", "--no-sandbox-check")
+    rows = table_rows(result.stdout)
+    assert fake_osascript.calls() == []  # no Apple event from the terminal: no Automation prompt about Terminal
+    for name in ("chat.db", "new-message pickup", "Full Disk Access", "Messages automation"):
+        assert rows[name].startswith("n/a the service checks this itself, as Apple Flow"), rows[name]
+    assert "Terminal" not in result.stdout
+    assert "installed, but the daemon has not reported" in rows["service"]
+
+    # The service's own report decides: Apple Flow without Full Disk Access fails the doctor.
+    chat_db = tmp_path / "Messages" / "chat.db"
+    store = Store(state)
+    settings = load_settings(env_file=None, messages_db_path=chat_db)
+    app = Responsible("Apple Flow", terminal=False, app=str(tmp_path / "home" / "Apple Flow.app"))
+    monitor = PermissionMonitor(settings, store.meta, app=app)
+    monitor.start()
+    wait_for(lambda: (r := doctor.read_report(state)) and r.settled, 10, "the service's report")
+    monitor.close()
+    store.close()
+    result = cli("doctor", "--no-sandbox-check")
+    row = table_rows(result.stdout)["service"]
+    assert row.startswith("FAIL the daemon (pid") and "as Apple Flow" in row
+    assert "Messages (Automation): denied" in row and "switch on Messages under Apple Flow" in row
+    assert result.exit_code == 1
+    assert "Terminal" not in result.stdout

@@ -99,11 +99,17 @@ def check_automation(settings: Settings, app: Responsible) -> Check:
     return Check("Messages automation", CheckStatus.OK if result.ok else CheckStatus.FAIL, result.detail, result.fix)
 
 
-def check_service_report(settings: Settings) -> Check:
-    """What the daemon found when it checked its own permissions (the service's differ from this terminal's)."""
+def check_service_report(settings: Settings, installed: bool = False) -> Check:
+    """What the daemon found when it checked its own permissions (the service's differ from this terminal's). With
+    the service ``installed`` its report is the check of chat.db and Messages: a missing grant fails."""
     if not host.is_macos():
         return Check("service", CheckStatus.NA, "macOS only")
     report = read_report(settings.db_path)
+    if report is None and installed:
+        return Check(
+            "service", CheckStatus.WARN, "installed, but the daemon has not reported its permissions yet",
+            "`apple-flow service status` says whether it runs; its log: `apple-flow service logs`",
+        )
     if report is None:
         return Check(
             "service", CheckStatus.NA,
@@ -116,7 +122,8 @@ def check_service_report(settings: Settings) -> Check:
     problems = [f for f in report.findings if not f.ok]
     if not problems:
         return Check("service", CheckStatus.OK, detail)
-    return Check("service", CheckStatus.WARN, detail, " ".join(f"{f.name}: {f.fix or f.detail}." for f in problems))
+    fixes = " ".join(f"{f.name}: {f.fix or f.detail}." for f in problems)
+    return Check("service", CheckStatus.FAIL if installed else CheckStatus.WARN, detail, fixes)
 
 
 @dataclass(frozen=True)
@@ -292,13 +299,25 @@ def check_sandbox(settings: Settings) -> Check:
 SERVICE_CHECKS_ITSELF = "the service checks this itself, as Apple Flow (see the service line)"
 
 
-def run_doctor(db: Path | None, env_file: Path = Path(".env"), terminal_permissions: bool = True,
+def service_installed(settings: Settings) -> bool:
+    """Whether the login service is installed here (its launchd plist exists): then the service reads messages, as
+    Apple Flow, and what this terminal may do says nothing about it."""
+    from apple_flow.login_service import service_files
+
+    return host.is_macos() and service_files(settings).plist.is_file()
+
+
+def run_doctor(db: Path | None, env_file: Path = Path(".env"), terminal_permissions: bool | None = None,
                sandbox: bool = True) -> list[Check]:
-    """Every check. Without ``terminal_permissions`` (setup with a service: the terminal never reads messages)
-    chat.db and Messages are not tried from here, so macOS asks nothing about the terminal."""
+    """Every check. Without ``terminal_permissions`` (by default: when a service is installed, as the terminal then
+    never reads messages) Messages and the terminal's Full Disk Access are not tried from here, so macOS asks
+    nothing about the terminal; a chat.db given as ``db`` (a copy) is still read."""
     settings, settings_check = check_settings(env_file)
+    service = service_installed(settings)
+    if terminal_permissions is None:
+        terminal_permissions = not service
+    path = (db or settings.messages_db_path).expanduser()
     if terminal_permissions:
-        path = (db or settings.messages_db_path).expanduser()
         chat_check, chat_error = check_chat_db(path, given=db is not None)
         app = responsible_app()
         permissions = [
@@ -308,14 +327,20 @@ def run_doctor(db: Path | None, env_file: Path = Path(".env"), terminal_permissi
             check_automation(settings, app),
         ]
     else:
-        permissions = [
+        permissions = []
+        if db is not None:  # a copy named on the command line: reading it asks macOS about nothing
+            chat_check, _ = check_chat_db(path, given=True)
+            permissions = [chat_check, check_pickup(path, settings, chat_check)]
+        shown = {check.name for check in permissions}
+        permissions += [
             Check(name, CheckStatus.NA, SERVICE_CHECKS_ITSELF)
             for name in ("chat.db", "new-message pickup", "Full Disk Access", "Messages automation")
+            if name not in shown
         ]
     return [
         settings_check,
         *permissions,
-        check_service_report(settings),
+        check_service_report(settings, installed=service),
         check_agent(settings),
         check_workspaces(settings),
         check_allowlist(settings),
