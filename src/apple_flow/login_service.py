@@ -35,6 +35,9 @@ BOOTSTRAP_BUSY = frozenset({5, 37})
 # each bootstrap undoes) or whose "Allow in the Background" switch under Login Items is off.
 BOOTSTRAP_IO_ERROR = 5
 LOGIN_ITEMS_SETTINGS = "System Settings > General > Login Items & Extensions"
+# launchd starts a KeepAlive job that exited no sooner than this after its start (the daemon's own relaunch for a
+# new grant waits as long).
+THROTTLE_INTERVAL = 10
 EXIT_TIMEOUT_MARGIN = 10  # seconds launchd waits beyond the daemon's shutdown grace before SIGKILL
 LEAVE_TIMEOUT_SECONDS = 15.0  # how long a booted-out job may take to leave the domain
 BOOTSTRAP_RETRY_SECONDS = 20.0  # how long bootstrap is retried on 5 / 37
@@ -105,7 +108,7 @@ def build_plist(
         "EnvironmentVariables": service_environment(settings),
         "RunAtLoad": True,
         "KeepAlive": True,
-        "ThrottleInterval": 10,
+        "ThrottleInterval": THROTTLE_INTERVAL,
         "ExitTimeOut": exit_timeout(settings),
         "StandardOutPath": str(files.stdout_log),
         "StandardErrorPath": str(files.stderr_log),

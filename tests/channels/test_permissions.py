@@ -94,8 +94,8 @@ def test_the_full_disk_access_fix_names_apple_flow_and_where_to_find_it(
     assert finding.state is State.DENIED and finding.detail == f"Apple Flow may not read {tmp_path / 'chat.db'}"
     assert finding.fix == (
         "switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access (not listed? the + button, "
-        "then Cmd+Shift+G and ~/Library/Application Support/Apple Flow/Apple Flow.app); apple-flow tries again by "
-        "itself, or run `apple-flow service restart`"
+        "then Cmd+Shift+G and ~/Library/Application Support/Apple Flow/Apple Flow.app); the service sees the grant "
+        "and restarts itself to use it (or run `apple-flow service restart`)"
     )
 
 

@@ -29,6 +29,8 @@ from apple_flow.daemon.store import Store, StoreError
 from apple_flow.filelimit import raise_open_files
 from apple_flow.handles import normalize_handle
 
+RELAUNCH_EXIT = 75  # = permissions.RELAUNCH_EXIT (not imported here: that module loads the iMessage channel)
+
 if TYPE_CHECKING:
     from apple_flow.channels.imessage.permissions import PermissionMonitor
     from apple_flow.web.server import WebServer
@@ -94,11 +96,20 @@ def _serve(
         print_error(exc)
         return 1
     checks = None
+    daemon: Runtime | None = None
+
+    def relaunch() -> None:
+        if daemon is not None:
+            daemon.request_stop()
+
     if channel == "imessage":
         from apple_flow.channels.imessage.permissions import PermissionMonitor
 
         # First, so that the Automation prompt shows at once (a service just installed asks the user now).
-        checks = PermissionMonitor(settings, store.meta, installed_at=service.installed_at if service else None)
+        checks = PermissionMonitor(
+            settings, store.meta, installed_at=service.installed_at if service else None,
+            relaunch=relaunch if service else None,
+        )
         checks.start()
     try:
         ingress, egress = build_channel(store)
@@ -121,10 +132,12 @@ def _serve(
         signal.signal(signal.SIGINT, stop)
         page = _web_page(settings, store, daemon, channel, env_file)
         try:
-            return daemon.run()
+            status = daemon.run()
         finally:
             if page is not None:
                 page.stop()
+        # launchd's KeepAlive starts the service again, and the new process has the grant this one lacked.
+        return RELAUNCH_EXIT if checks is not None and checks.relaunching else status
     except SettingsError as exc:
         print_error(exc)
         return 2

@@ -126,8 +126,8 @@ def print_readiness(report: PermissionReport | None) -> bool:
             if finding.fix:
                 err.print(f"    [bold]fix:[/bold] {escape(finding.fix)}", soft_wrap=True)
     err.print(
-        "The service keeps checking by itself and texts you once it is ready; `apple-flow service status` shows "
-        "where it stands.", soft_wrap=True,
+        "The service looks for the grants by itself (it restarts once to use a new Full Disk Access grant) and "
+        "texts you once it is ready; `apple-flow service status` shows where it stands.", soft_wrap=True,
     )
     return False
 

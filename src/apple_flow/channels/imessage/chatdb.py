@@ -145,7 +145,7 @@ def full_disk_access_hint() -> str:
     if app is not None:  # the service: macOS asks about Apple Flow.app, whose launcher started this Python
         return (
             f"switch on {app.stem} in System Settings > Privacy & Security > Full Disk Access (not listed? the + "
-            f"button, then Cmd+Shift+G and {app}); apple-flow tries again by itself"
+            f"button, then Cmd+Shift+G and {app}); the service sees the grant and restarts itself to use it"
         )
     bundle = python_app_bundle()
     also = f" (and, for this framework build of Python, {bundle})" if bundle is not None else ""
