@@ -33,6 +33,7 @@ RELAUNCH_EXIT = 75  # = permissions.RELAUNCH_EXIT (not imported here: that modul
 
 if TYPE_CHECKING:
     from apple_flow.channels.imessage.permissions import PermissionMonitor
+    from apple_flow.daemon.owner_notices import Rebuilt
     from apple_flow.web.server import WebServer
 
 
@@ -165,9 +166,19 @@ def _watch_permissions(
     if service is None:
         return
     owner = normalize_handle(settings.allowed_senders[0], settings.default_region) if settings.allowed_senders else None
-    notices = OwnerNotices(store, owner)
+    notices = OwnerNotices(store, owner, _rebuilt())
     checks.listen(notices.update)
     notices.attach(daemon.send_notice)
+
+
+def _rebuilt() -> Rebuilt | None:
+    """Whether the install that started this service replaced its app with other bytes (see ``OwnerNotices``)."""
+    from apple_flow.app_bundle import full_disk_access_regrant, replaced_by, running_app
+    from apple_flow.daemon.owner_notices import Rebuilt
+
+    app = running_app()
+    replaced = replaced_by(app) if app is not None else None
+    return Rebuilt(replaced.new_hash, full_disk_access_regrant(app)) if app is not None and replaced else None
 
 
 def _export_other_values(env_file: Path) -> None:

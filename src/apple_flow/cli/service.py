@@ -11,7 +11,17 @@ import typer
 from rich.markup import escape
 
 from apple_flow import host
-from apple_flow.app_bundle import AppBundleError, InstalledApp, app_path, install_app, shown
+from apple_flow.app_bundle import (
+    APP_NAME,
+    AUTOMATION_RESET,
+    AppBundleError,
+    InstalledApp,
+    app_path,
+    full_disk_access_regrant,
+    install_app,
+    reset_automation,
+    shown,
+)
 from apple_flow.channels.imessage.permissions import (
     AUTOMATION,
     CHAT_DB,
@@ -133,11 +143,32 @@ def print_readiness(report: PermissionReport | None) -> bool:
 
 
 def _say_app(app: InstalledApp) -> None:
+    """What the install did to the app the grants belong to, and, for a new build, how to give them again."""
     where = shown(app.path)
-    if app.changed:
-        err.print(f"Installed {escape(where)} (new or updated: macOS asks about its permissions).", soft_wrap=True)
+    code = f"code hash {app.code_hash[:12]}"
+    if not app.changed:
+        err.print(f"{escape(where)} is unchanged ({code}): the permissions you gave it stay.", soft_wrap=True)
+        return
+    if not app.replaced_hash:
+        err.print(f"Installed {escape(where)} ({code}): new, so it has no permissions yet (below).", soft_wrap=True)
+        return
+    err.print(
+        f"[bold yellow]Installed a new build of {escape(where)}[/bold yellow] ({code}, was "
+        f"{app.replaced_hash[:12]}): macOS keys its permissions on that hash, so those given to the old build no "
+        f"longer apply, although System Settings may still show {APP_NAME} switched on. Give them again:",
+        soft_wrap=True,
+    )
+    err.print(f"  {CHAT_DB}: {escape(full_disk_access_regrant(app.path))}.", soft_wrap=True)
+    problem = reset_automation()
+    command = " ".join(AUTOMATION_RESET)
+    if problem is None:
+        err.print(f"  {AUTOMATION}: reset (`{command}`): macOS asks again, below.", soft_wrap=True)
     else:
-        err.print(f"{escape(where)} is unchanged: the permissions you gave it stay.", soft_wrap=True)
+        err.print(
+            f"  {AUTOMATION}: `{command}` failed ({escape(problem)}): run it, then `apple-flow service restart`.",
+            soft_wrap=True,
+        )
+    err.print("The service texts you the same once it can send.", soft_wrap=True)
 
 
 def _explain_permissions(app: Responsible) -> None:
