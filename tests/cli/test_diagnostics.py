@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import plistlib
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +23,7 @@ from apple_flow.daemon.store import Store
 from apple_flow.health import doctor
 from support.chatdb import ChatDbWriter, make_body
 from support.daemon_process import wait_for
+from support.fake_launchctl import FakeLaunchctl
 from support.fake_osascript import FakeOsascript
 from support.scripted_server import MODEL_ID, ScriptedServer
 
@@ -401,7 +404,9 @@ def test_doctor_with_the_service_installed_asks_macos_nothing_about_the_terminal
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     plist = tmp_path / "home" / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist"
     plist.parent.mkdir(parents=True)
-    plist.write_bytes(b"")
+    plist.write_bytes(plistlib.dumps({"Label": "com.apple-flow.daemon"}))
+    FakeLaunchctl(tmp_path, monkeypatch)
+    subprocess.run(["launchctl", "bootstrap", f"gui/{os.getuid()}", str(plist)], check=True)
     state = tmp_path / "state" / "relay.db"
     monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(state))
     # The terminal may not read this (it is missing): with a service, the doctor does not try.
@@ -432,3 +437,25 @@ def test_doctor_with_the_service_installed_asks_macos_nothing_about_the_terminal
     assert "Messages (Automation): denied" in row and "switch on Messages under Apple Flow" in row
     assert result.exit_code == 1
     assert "Terminal" not in result.stdout
+
+
+def test_doctor_says_when_the_installed_service_is_switched_off_and_how_to_switch_it_on(
+    cli: Any, monkeypatch: Any, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(host, "is_macos", lambda: True)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    plist = tmp_path / "home" / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist"
+    plist.parent.mkdir(parents=True)
+    plist.write_bytes(plistlib.dumps({"Label": "com.apple-flow.daemon"}))
+    launchctl = FakeLaunchctl(tmp_path, monkeypatch)
+    target = f"gui/{os.getuid()}/com.apple-flow.daemon"
+    row = table_rows(cli("doctor", "--no-sandbox-check").stdout)["service"]
+    assert row.startswith(f"FAIL installed but not loaded: launchd does not know {target}")
+    assert "run `apple-flow service install`" in row
+
+    launchctl.configure(disabled=[target], background_off=True)
+    result = cli("doctor", "--no-sandbox-check")
+    row = table_rows(result.stdout)["service"]
+    assert row.startswith(f"FAIL installed but switched off: launchd keeps {target} disabled, so it never runs")
+    assert "switch on \u201cApple Flow\u201d under Allow in the Background" in row
+    assert result.exit_code == 1

@@ -9,6 +9,7 @@ import json
 import os
 import plistlib
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -490,3 +491,50 @@ def test_a_new_build_of_the_app_says_the_old_grants_no_longer_apply_and_how_to_g
     third = " ".join(runner.invoke(app, ["service", "install"]).output.split())
     assert "`tccutil reset AppleEvents com.apple-flow.launcher` failed (tccutil: Failed to reset" in third
     assert "run it, then `apple-flow service restart`" in third
+
+
+def test_status_says_when_the_service_was_switched_off_under_login_items_and_how_to_switch_it_on(
+    mac: dict[str, Any]
+) -> None:
+    runner = CliRunner()
+    assert runner.invoke(app, ["service", "install"]).exit_code == 0
+    target = f"gui/{os.getuid()}/com.apple-flow.daemon"
+    mac["launchctl"].switch_off(target)  # after macOS's "Background Items Added" notice, or under Login Items
+    mac["launchctl"].clear_calls()
+    status = runner.invoke(app, ["service", "status"])
+    assert status.exit_code == 1
+    shown = " ".join(status.output.split())
+    assert (
+        f"installed but switched off: launchd keeps {target} disabled, so it never runs. To switch it back on: open "
+        "System Settings > General > Login Items & Extensions, switch on \u201cApple Flow\u201d under Allow in the "
+        "Background, then run `apple-flow service install`." in shown
+    )
+    assert f"print-disabled gui/{os.getuid()}" in mac["launchctl"].calls()
+
+    # Loaded, but disabled for the next login (`launchctl disable`): it runs now, and status says what will not.
+    mac["launchctl"].configure(disabled=[], background_off=False)
+    assert runner.invoke(app, ["service", "install"]).exit_code == 0
+    mac["launchctl"].configure(disabled=[target])
+    status = runner.invoke(app, ["service", "status"])
+    assert status.exit_code == 0 and "running" in status.stdout
+    assert "switched off: it runs now, but launchd will not start it at the next login" in " ".join(
+        status.output.split()
+    )
+
+    # Installed and enabled, but not loaded (booted out by hand).
+    mac["launchctl"].configure(disabled=[])
+    subprocess.run(["launchctl", "bootout", target], check=True, capture_output=True)
+    status = runner.invoke(app, ["service", "status"])
+    assert status.exit_code == 1
+    assert "installed but not loaded: `apple-flow service install` loads it again." in status.output
+
+
+def test_a_bootstrap_refused_as_disabled_says_how_to_switch_the_service_on(
+    mac: dict[str, Any]
+) -> None:
+    mac["launchctl"].configure(busy=1, busy_code=119)
+    result = CliRunner().invoke(app, ["service", "install"])
+    assert result.exit_code == 1
+    shown = " ".join(result.output.split())
+    assert "exit 119" in shown and "The service is switched off: open System Settings > General > Login Items" in shown
+    assert mac["launchctl"].verbs().count("bootstrap") == 1  # not the race of errors 5 and 37: no retry

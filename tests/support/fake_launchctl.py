@@ -9,7 +9,9 @@ with launchd's exit codes and error texts, and its timing edges made controllabl
   plist's environment only, its working folder and log files), ``bootout`` stops it and ``kickstart -k`` stops
   and starts it again;
 - a target in ``disabled`` (``launchctl disable``, or "Allow in the Background" switched off) fails ``bootstrap``
-  with 5 until ``enable``; with ``background_off`` (the switch under Login Items) ``enable`` does not help.
+  with 5 until ``enable``; with ``background_off`` (the switch under Login Items) ``enable`` does not help;
+  ``print-disabled`` lists it as ``"<label>" => disabled``; ``switch_off`` is the owner switching the running
+  service off under Login Items (macOS unloads it and keeps it disabled).
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ if command == "bootstrap":
     target = domain + "/" + plist["Label"]
     if state["busy"] > 0:
         state["busy"] -= 1
-        text = {{5: "Input/output error", 37: "Operation already in progress"}}.get(state["busy_code"], "Error")
+        text = {{5: "Input/output error", 37: "Operation already in progress", 119: "Service is disabled"}}.get(
+            state["busy_code"], "Error")
         fail(state["busy_code"], "Bootstrap failed: %d: %s" % (state["busy_code"], text))
     if state["leaving"].get(target, 0) > 0 or target in state["jobs"] or target in state["disabled"]:
         fail(5, "Bootstrap failed: 5: Input/output error")
@@ -124,6 +127,18 @@ elif command == "enable":
         state["disabled"].remove(target)
 elif command == "disable":
     state["disabled"].append(sys.argv[2])
+elif command == "print-disabled":
+    # As macOS 13+ prints it: every label of the domain that has an override, enabled or disabled.
+    domain = sys.argv[2]
+    print("disabled services = {{")
+    print('\t"com.apple.ScreenReaderUIServer" => disabled')
+    for target in state["disabled"]:
+        if target.startswith(domain + "/"):
+            print('\t"%s" => disabled' % target[len(domain) + 1:])
+    for target in state["jobs"]:
+        if target not in state["disabled"]:
+            print('\t"%s" => enabled' % target.rsplit("/", 1)[-1])
+    print("}}")
 save()
 '''
 
@@ -176,6 +191,18 @@ class FakeLaunchctl:
     def jobs(self) -> dict[str, dict[str, Any]]:
         jobs: dict[str, dict[str, Any]] = self._load()["jobs"]
         return jobs
+
+    def switch_off(self, target: str) -> None:
+        """The owner switches Apple Flow off under Login Items: the job leaves the domain and stays disabled."""
+        state = self._load()
+        job = state["jobs"].pop(target, None)
+        if job and job.get("pid"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(job["pid"], signal.SIGTERM)
+        state["disabled"].append(target)
+        state["background_off"] = True
+        self._state = state
+        self._save()
 
     def kill_all(self) -> None:
         """Stops every process a bootstrap started (test teardown)."""

@@ -35,7 +35,7 @@ from apple_flow.channels.imessage.permissions import (
 from apple_flow.channels.imessage.probe import AUTOMATION_SETTINGS
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings
-from apple_flow.login_service import Launchd, ServiceError, build_plist, service_files, systemd_unit
+from apple_flow.login_service import SWITCH_ON, Launchd, ServiceError, build_plist, service_files, systemd_unit
 from apple_flow.paths import built_launcher
 from apple_flow.times import moment
 
@@ -246,9 +246,23 @@ def status(env_file: Path = EnvOption) -> None:
         state = launchd.status()
     except ServiceError as exc:
         raise _fail(exc) from exc
+    switched_off = files.plist.exists() and launchd.disabled()
     if not state:
-        err.print("installed but not loaded" if files.plist.exists() else "not installed")
+        if not files.plist.exists():
+            err.print("not installed")
+        elif switched_off:
+            err.print(
+                f"[red]installed but switched off[/red]: launchd keeps {launchd.target} disabled, so it never runs. To "
+                f"switch it back on: {SWITCH_ON}.", soft_wrap=True,
+            )
+        else:
+            err.print("installed but not loaded: `apple-flow service install` loads it again.", soft_wrap=True)
         raise typer.Exit(1)
+    if switched_off:
+        err.print(
+            f"[yellow]switched off[/yellow]: it runs now, but launchd will not start it at the next login. To switch "
+            f"it back on: {SWITCH_ON}.", soft_wrap=True,
+        )
     pid = f", pid {state['pid']}" if "pid" in state else ""
     typer.echo(f"{launchd.target}: {state.get('state', 'unknown')}{pid}")
     report = read_report(settings.db_path)

@@ -104,6 +104,8 @@ def check_service_report(settings: Settings, installed: bool = False) -> Check:
     the service ``installed`` its report is the check of chat.db and Messages: a missing grant fails."""
     if not host.is_macos():
         return Check("service", CheckStatus.NA, "macOS only")
+    if installed and (unloaded := _not_running(settings)) is not None:
+        return unloaded
     report = read_report(settings.db_path)
     if report is None and installed:
         return Check(
@@ -124,6 +126,27 @@ def check_service_report(settings: Settings, installed: bool = False) -> Check:
         return Check("service", CheckStatus.OK, detail)
     fixes = " ".join(f"{f.name}: {f.fix or f.detail}." for f in problems)
     return Check("service", CheckStatus.FAIL if installed else CheckStatus.WARN, detail, fixes)
+
+
+def _not_running(settings: Settings) -> Check | None:
+    """An installed service that launchd does not run: switched off under Login Items, or not loaded."""
+    from apple_flow.login_service import SWITCH_ON, Launchd, ServiceError
+
+    launchd = Launchd(settings)
+    try:
+        if launchd.disabled():
+            return Check(
+                "service", CheckStatus.FAIL,
+                f"installed but switched off: launchd keeps {launchd.target} disabled, so it never runs", SWITCH_ON,
+            )
+        if not launchd.is_loaded():
+            return Check(
+                "service", CheckStatus.FAIL, f"installed but not loaded: launchd does not know {launchd.target}",
+                "run `apple-flow service install` (it loads it again)",
+            )
+    except ServiceError:
+        return None  # launchctl missing or silent: the report below still tells what the service last found
+    return None
 
 
 @dataclass(frozen=True)
