@@ -145,6 +145,21 @@ def test_a_refused_automation_is_reported_with_its_fix_and_probed_again(
     assert len(errors) == 1  # one line per change, not one per probe
 
 
+def test_an_offline_imessage_account_is_not_ready_until_it_connects(
+    chat_db: ChatDbWriter, store: Store, probe_osascript: FakeOsascript
+) -> None:
+    probe_osascript.account("offline")
+    monitor = PermissionMonitor(settings_for(chat_db.path), store.meta, app=SERVICE)
+    monitor.start()
+    report = wait_for(lambda: (r := read_report(store.path)) and r.settled and r, 10, "a settled report")
+    automation = {f.name: f for f in report.findings}[AUTOMATION]
+    assert not report.ok and automation.state is State.PROBLEM
+    assert "but the account is disconnected" in automation.detail and "signed in to iMessage" in automation.fix
+    probe_osascript.account("ok")  # Messages connects again
+    wait_for(lambda: (r := read_report(store.path)) and r.ok, 10, "the report to turn ok")
+    monitor.close()
+
+
 def test_waiting_for_chat_db_backs_off_and_ends_when_it_is_readable(
     tmp_path: Path, store: Store, probe_osascript: FakeOsascript, caplog: pytest.LogCaptureFixture
 ) -> None:
