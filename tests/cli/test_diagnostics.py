@@ -459,3 +459,30 @@ def test_doctor_says_when_the_installed_service_is_switched_off_and_how_to_switc
     assert row.startswith(f"FAIL installed but switched off: launchd keeps {target} disabled, so it never runs")
     assert "switch on \u201cApple Flow\u201d under Allow in the Background" in row
     assert result.exit_code == 1
+
+
+def test_doctor_says_whether_safari_opens_the_pages_name_and_how_to_make_it(
+    cli: Any, monkeypatch: Any, tmp_path: Path
+) -> None:
+    import socket
+
+    from apple_flow.web import local_name
+
+    monkeypatch.setattr(host, "is_macos", lambda: True)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("APPLE_FLOW_WEB_ENABLED", "true")
+
+    def macos_resolver(name: str, port: object) -> list[Any]:  # no /etc/hosts line: .localhost names are unknown
+        raise socket.gaierror(8, "nodename nor servname provided, or not known")
+
+    monkeypatch.setattr(local_name, "RESOLVE", macos_resolver)
+    row = table_rows(cli("doctor", "--no-sandbox-check").stdout)["web page in Safari"]
+    assert row == (
+        "warn Safari cannot open apple-flow.localhost on this Mac (Chrome and Firefox can) fix: run once in Terminal: "
+        "echo '127.0.0.1 apple-flow.localhost' | sudo tee -a /etc/hosts; sudo killall -HUP mDNSResponder"
+    )
+    monkeypatch.setattr(local_name, "RESOLVE", lambda name, port: [(socket.AF_INET6, 1, 6, "", ("::1", 0, 0, 0))])
+    row = table_rows(cli("doctor", "--no-sandbox-check").stdout)["web page in Safari"]
+    assert row == "ok apple-flow.localhost resolves on this Mac: Safari opens the page"
+    monkeypatch.setenv("APPLE_FLOW_WEB_LOCAL_NAME", "")  # served as 127.0.0.1: nothing to resolve
+    assert table_rows(cli("doctor", "--no-sandbox-check").stdout)["web page in Safari"].startswith("n/a")

@@ -286,6 +286,23 @@ class ReadOnlyEvents:
         return [Event(*row) for row in reversed(rows)]
 
 
+def check_web_name(settings: Settings) -> Check:
+    """Whether Safari, the Mac's default browser, opens the page under its own name (it asks the system resolver,
+    which knows only the bare localhost; see ``web.local_name``)."""
+    from apple_flow.web.local_name import hosts_fix, resolves_here
+
+    name = "web page in Safari"
+    local = settings.web_local_name
+    if not host.is_macos() or not settings.web_enabled or not local or settings.web_base_url:
+        return Check(name, CheckStatus.NA, "only for the page's own name on a Mac")
+    if resolves_here(local):
+        return Check(name, CheckStatus.OK, f"{local} resolves on this Mac: Safari opens the page")
+    return Check(
+        name, CheckStatus.WARN, f"Safari cannot open {local} on this Mac (Chrome and Firefox can)",
+        f"run once in Terminal: {hosts_fix(local)}",
+    )
+
+
 SANDBOX_CHECK_TIMEOUT = 900.0  # its swift build of a tiny package takes a minute or more the first time
 
 
@@ -368,5 +385,6 @@ def run_doctor(db: Path | None, env_file: Path = Path(".env"), terminal_permissi
         check_workspaces(settings),
         check_allowlist(settings),
         check_sms(settings, ReadOnlyEvents(settings.db_path)),
+        check_web_name(settings),
         *([check_sandbox(settings)] if sandbox else []),
     ]
