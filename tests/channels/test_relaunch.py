@@ -7,6 +7,9 @@ decision: this process's own read is refused by a stand-in (``refused_here``); t
 from __future__ import annotations
 
 import logging
+import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,6 +119,44 @@ def test_a_grant_seen_by_a_new_process_relaunches_the_service_once_never_inside_
         assert again.wait_until_ready(Pauses(clock, lambda: None, grant_after=0, limit=6)) is False
     assert len(relaunched) == 1 and not again.relaunching
     assert "run `apple-flow service restart`, or remove Apple Flow from Full Disk Access" in caplog.text
+
+
+def relaunch_log_in_the_doc() -> list[str]:
+    text = (PROJECT_ROOT / "docs" / "mac-first-run.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- relaunch-log -->\n```text\n(.*?)\n```\n<!-- /relaunch-log -->", text, re.S)
+    assert found, "docs/mac-first-run.md has no relaunch-log block"
+    return found.group(1).splitlines()
+
+
+def test_the_doc_shows_the_relaunch_as_the_service_and_its_launcher_log_it(
+    tmp_path: Path, store: Store, refused_here: None, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch, launcher_bin: Path,
+) -> None:
+    warning, launcher, ready = relaunch_log_in_the_doc()
+    path = tmp_path / "Library" / "Messages" / "chat.db"
+    ChatDbWriter(path).close()
+    settings = load_settings(env_file=None, messages_db_path=path, poll_interval_seconds=2)
+    clock = Clock()
+    monitor = PermissionMonitor(settings, store.meta, app=APPLE_FLOW, clock=clock, relaunch=lambda: None)
+    with caplog.at_level(logging.INFO, logger="apple_flow.channels.imessage.permissions"):
+        assert monitor.wait_until_ready(Pauses(clock, lambda: None, grant_after=0)) is False
+    said = [r for r in caplog.records if r.levelno == logging.WARNING and "granted" in r.getMessage()]
+    assert warning.endswith(f" WARNING {said[0].name}: {said[0].getMessage()}")
+    # The launcher's own line for the exit (its real binary, a child that exits as the daemon does).
+    done = subprocess.run([str(launcher_bin), sys.executable, "-c", f"raise SystemExit({RELAUNCH_EXIT})"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == RELAUNCH_EXIT
+    assert re.sub(r"pid \d+", "pid 812", done.stderr.strip()) == launcher
+    # The new process reads (this stand-in Mac's paths shown as on a Mac).
+    monkeypatch.undo()
+    monitor = PermissionMonitor(settings, store.meta, app=APPLE_FLOW, clock=clock, relaunch=lambda: None)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="apple_flow.channels.imessage.permissions"):
+        assert monitor.wait_until_ready(threading.Event()) is True
+    line = next(r.getMessage() for r in caplog.records if "chat.db (Full Disk Access): ok" in r.getMessage())
+    assert ready.endswith(" INFO apple_flow.channels.imessage.permissions: "
+                          + line.replace(str(tmp_path), "/Users/you"))
+    assert store.meta.get(RELAUNCH_KEY) == ""  # read: a later refusal may relaunch once again
 
 
 def test_no_relaunch_while_a_new_process_is_refused_too_or_when_run_by_hand(

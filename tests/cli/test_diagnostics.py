@@ -21,6 +21,7 @@ from apple_flow.cli import app, diagnostics
 from apple_flow.config import Settings, load_settings
 from apple_flow.daemon.store import Store
 from apple_flow.health import doctor
+from apple_flow.paths import PROJECT_ROOT
 from support.chatdb import ChatDbWriter, make_body
 from support.daemon_process import wait_for
 from support.fake_launchctl import FakeLaunchctl
@@ -484,5 +485,7 @@ def test_doctor_says_whether_safari_opens_the_pages_name_and_how_to_make_it(
     monkeypatch.setattr(local_name, "RESOLVE", lambda name, port: [(socket.AF_INET6, 1, 6, "", ("::1", 0, 0, 0))])
     row = table_rows(cli("doctor", "--no-sandbox-check").stdout)["web page in Safari"]
     assert row == "ok apple-flow.localhost resolves on this Mac: Safari opens the page"
+    doc = (PROJECT_ROOT / "docs" / "mac-first-run.md").read_text()
+    assert local_name.hosts_fix("apple-flow.localhost") in doc and row.removeprefix("ok ") in doc
     monkeypatch.setenv("APPLE_FLOW_WEB_LOCAL_NAME", "")  # served as 127.0.0.1: nothing to resolve
     assert table_rows(cli("doctor", "--no-sandbox-check").stdout)["web page in Safari"].startswith("n/a")
