@@ -118,7 +118,13 @@ def test_a_grant_seen_by_a_new_process_relaunches_the_service_once_never_inside_
     with caplog.at_level(logging.ERROR, logger="apple_flow.channels.imessage.permissions"):
         assert again.wait_until_ready(Pauses(clock, lambda: None, grant_after=0, limit=6)) is False
     assert len(relaunched) == 1 and not again.relaunching
-    assert "run `apple-flow service restart`, or remove Apple Flow from Full Disk Access" in caplog.text
+    stuck = [r.getMessage() for r in caplog.records if "restarted for the grant, still cannot" in r.getMessage()]
+    assert len(stuck) == 1  # said once, not at every try
+    assert "run `apple-flow service restart`; if that does not help, remove Apple Flow from" in stuck[0]
+    report = read_report(store.path)
+    assert report is not None
+    chat = {f.name: f for f in report.findings}[CHAT_DB]
+    assert chat.state is State.DENIED and "still cannot" in chat.detail and "add it again" in chat.fix
 
 
 def relaunch_log_in_the_doc() -> list[str]:

@@ -247,6 +247,7 @@ class PermissionMonitor:
         self._fresh_read = fresh_read
         self.relaunching = False  # the daemon's exit status is then RELAUNCH_EXIT
         self._watching_grant = False
+        self._stuck: Finding | None = None  # a relaunch for the grant did not help: what to do instead
         self._findings = {
             CHAT_DB: Finding(CHAT_DB, State.CHECKING, f"not read yet by {self.app.name}"),
             AUTOMATION: Finding(
@@ -316,14 +317,21 @@ class PermissionMonitor:
     def _grant_needs_relaunch(self) -> bool:
         """When this process is refused chat.db and a new one is not: relaunches (once, and not sooner than
         launchd's throttle after the start) and returns True."""
-        if self._relaunch is None or self.relaunching or self._findings[CHAT_DB].state is not State.DENIED:
+        if self._relaunch is None or self.relaunching or self._stuck is not None:
+            return False
+        if self._findings[CHAT_DB].state is not State.DENIED:
             return False
         if self._clock() - self._started_at < THROTTLE_INTERVAL or not self._fresh_read(self._path):
             return False
         if self._record_to.get(RELAUNCH_KEY):
-            # The last start was such a relaunch and it did not help: exiting again would loop.
-            log.error("a new process can read %s but this one, started for it, cannot: run `apple-flow service "
-                      "restart`, or remove %s from Full Disk Access and add it again", self._path, self.app.name)
+            # The last start was such a relaunch and it did not help: exiting again would loop. Said once.
+            self._stuck = Finding(
+                CHAT_DB, State.DENIED,
+                f"a new process can read {self._path}, but {self.app.name}, restarted for the grant, still cannot",
+                f"run `apple-flow service restart`; if that does not help, remove {self.app.name} from "
+                f"{FULL_DISK_ACCESS_SETTINGS} and add it again",
+            )
+            self._record(self._stuck)
             return False
         self._record_to.set(RELAUNCH_KEY, f"{self._clock():.0f}")
         self._record(Finding(CHAT_DB, State.CHECKING, f"{GRANT_SEEN}: {self.app.name} restarts to use it"))
@@ -355,8 +363,12 @@ class PermissionMonitor:
             finding = chat_db_finding(db.latest_rowid, self._path, self.app)
         finally:
             db.close()
-        if finding.ok and self._record_to.get(RELAUNCH_KEY):
-            self._record_to.set(RELAUNCH_KEY, "")
+        if finding.ok:
+            self._stuck = None
+            if self._record_to.get(RELAUNCH_KEY):
+                self._record_to.set(RELAUNCH_KEY, "")
+        elif self._stuck is not None and finding.state is State.DENIED:
+            finding = self._stuck  # what the owner must do is still that
         self._record(finding)
 
     def _probe_automation(self) -> None:
