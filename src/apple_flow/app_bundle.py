@@ -142,8 +142,9 @@ def install_app(launcher: Path, home: Path, codesign: str = "codesign") -> Insta
         raise AppBundleError(f"cannot write {APP_NAME}.app in {folder}: {exc.strerror or exc}") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return InstalledApp(app, executable, changed=True, code_hash=code_hash,
-                        replaced_hash=old_hash if old_hash != code_hash else "")
+    # Put back with the very bytes it had (e.g. its record was lost): the grants still apply.
+    same = old_hash == code_hash
+    return InstalledApp(app, executable, changed=not same, code_hash=code_hash, replaced_hash="" if same else old_hash)
 
 
 def _sha256_of(path: Path) -> str:

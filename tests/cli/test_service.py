@@ -485,6 +485,12 @@ def test_a_new_build_of_the_app_says_the_old_grants_no_longer_apply_and_how_to_g
     assert "is unchanged (code hash" in " ".join(again.output.split())
     assert len(mac["tccutil"].calls()) == 1
 
+    # The record lost, the same bytes put back: still the same grants, nothing reset.
+    (mac["app"].parent / "installed.json").unlink()
+    put_back = " ".join(runner.invoke(app, ["service", "install"]).output.split())
+    assert f"is unchanged (code hash {new_hash[:12]}): the permissions you gave it stay" in put_back
+    assert len(mac["tccutil"].calls()) == 1
+
     # tccutil refusing is said, with the command to run.
     rebuilt.write_bytes(launcher_bin.read_bytes() + b"\0a third build")
     mac["tccutil"].fail()
