@@ -7,6 +7,7 @@ decision: this process's own read is refused by a stand-in (``refused_here``); t
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from apple_flow import host
+from apple_flow import login_service as launchd_module
 from apple_flow.channels.imessage import permissions
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem
 from apple_flow.channels.imessage.permissions import (
@@ -32,12 +35,19 @@ from apple_flow.channels.imessage.permissions import (
 from apple_flow.cli import app as cli_app
 from apple_flow.cli import run as run_cli
 from apple_flow.config import load_settings
+from apple_flow.daemon.owner_notices import ready_text
 from apple_flow.daemon.store import Store
 from apple_flow.login_service import THROTTLE_INTERVAL, build_plist, service_files
 from apple_flow.paths import PROJECT_ROOT
 from support.chatdb import ChatDbWriter
+from support.daemon_process import wait_for
+from support.fake_codesign import FakeCodesign
+from support.fake_launchctl import FakeLaunchctl
 from support.fake_osascript import FakeOsascript
+from support.fake_tccutil import FakeTccutil
 
+OWNER = "+15551234567"
+TESTS = Path(__file__).resolve().parents[1]
 APPLE_FLOW = Responsible("Apple Flow", terminal=False, app="/Users/you/Library/Application Support/Apple Flow.app")
 
 
@@ -227,3 +237,63 @@ def test_a_grant_given_again_while_the_service_runs_relaunches_it_too(
     assert relaunched.wait(20) and monitor.relaunching
     assert sum(t.name == "grant-watch" for t in threading.enumerate()) <= 1
     monitor.close()
+
+
+def test_the_installed_service_takes_a_grant_given_after_its_start_by_one_relaunch_and_says_it_is_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chat_db: ChatDbWriter, launcher_bin: Path
+) -> None:
+    """End to end: the service, started by the fake launchd through Apple Flow.app's real launcher, meets macOS's
+    per-process decision (tests/support/tcc_site: refused for a process started before the grant); the owner
+    grants; the service exits once, launchd's KeepAlive starts it again no sooner than ThrottleInterval after its
+    start, and the new process reads chat.db and texts the owner that it is ready."""
+    launchctl = FakeLaunchctl(tmp_path, monkeypatch)
+    monkeypatch.setattr(launchd_module, "POLL_SECONDS", 0.05)
+    granted = tmp_path / "granted"
+    launchctl.configure(run=True, keepalive=True, extra_env={
+        "PYTHONPATH": os.pathsep.join([str(TESTS / "support" / "tcc_site"), str(PROJECT_ROOT / "src")]),
+        "FAKE_TCC_CHATDB": str(chat_db.path), "FAKE_TCC_GRANTED": str(granted),
+    })
+    try:
+        project = tmp_path / "project"
+        project.mkdir()
+        osascript = FakeOsascript(tmp_path / "osascript", monkeypatch, chat_db=chat_db.path)
+        FakeCodesign(tmp_path / "codesign", monkeypatch)
+        FakeTccutil(tmp_path / "tccutil", monkeypatch)
+        state = tmp_path / "state" / "relay.db"
+        (project / ".env").write_text(
+            f"APPLE_FLOW_ALLOWED_SENDERS={OWNER}\nAPPLE_FLOW_MESSAGES_DB_PATH={chat_db.path}\n"
+            f"APPLE_FLOW_DB_PATH={state}\nAPPLE_FLOW_OSASCRIPT_COMMAND={osascript.path}\n"
+            f"APPLE_FLOW_AFM_COMMAND={tmp_path / 'no-apple-code'}\nAPPLE_FLOW_WEB_ENABLED=false\n"
+            f"FAKE_OSASCRIPT_LOG={osascript.log}\nFAKE_OSASCRIPT_CHATDB={chat_db.path}\n"
+        )
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("APPLE_FLOW_LOG_DIR", str(tmp_path / "logs"))
+        monkeypatch.chdir(project)
+        monkeypatch.setattr(host, "is_macos", lambda: True)
+        result = CliRunner().invoke(cli_app, ["service", "install", "--wait", "0"])
+        assert result.exit_code == 0, result.output
+
+        def chat_db_state() -> State | None:
+            report = read_report(state)
+            return {f.name: f.state for f in report.findings}[CHAT_DB] if report else None
+
+        wait_for(lambda: chat_db_state() is State.DENIED, 30, "the service refused chat.db")
+        first = read_report(state)
+        assert first is not None
+        granted.touch()  # the owner switches on Apple Flow under Full Disk Access
+
+        def sends() -> list[str]:
+            return [call["argv"][2] for call in osascript.calls() if len(call["argv"]) > 2]
+
+        texts = wait_for(sends, 60, "the ready text")
+        assert texts == [ready_text("Apple Flow")]
+        (run,) = launchctl.runs("com.apple-flow.daemon")  # exactly one exit: the relaunch
+        assert run["status"] == RELAUNCH_EXIT
+        assert run["end"] - run["start"] >= THROTTLE_INTERVAL  # never faster than launchd's throttle
+        report = read_report(state)
+        assert report is not None and report.ok and report.pid != first.pid
+        log = (tmp_path / "logs" / "daemon.err.log").read_text()
+        assert log.count("exiting for launchd to restart it") == 1
+        assert f"exited with status {RELAUNCH_EXIT}" in log
+    finally:
+        launchctl.kill_all()
