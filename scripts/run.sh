@@ -41,7 +41,7 @@ if [ "$(uname -s)" = Darwin ]; then
     fi
     if [ "$status" = 3 ]; then
         printf '%s\n' "$report" >&2
-        say "The login service runs, but it cannot read or answer messages yet: give it what the fix lines above say (it tries again by itself and texts you when it is ready), then check with .venv/bin/apple-flow service status"
+        say "The login service runs, but it cannot read or answer messages yet: give it what the fix lines above say (it sees the grants by itself, restarts once to use Full Disk Access, and texts you when it is ready), then check with .venv/bin/apple-flow service status"
         exit 3
     fi
     if "$apple_code" --check --backend fm >/dev/null 2>&1; then

@@ -71,6 +71,12 @@ say "Building apple-code (swift build; quick when nothing changed)"
 if ! (cd "$ROOT/apple_code" && swift build ${SWIFT_BUILD_FLAGS:-} 2>&1 | grep -Ev '^\[[0-9]+/[0-9]+\] (Compiling|Emitting|Wrapping|Write|Linking|Applying)' >&2; exit "${PIPESTATUS[0]}"); then
     die "swift build failed (see above). Run 'cd apple_code && swift build' to see the whole output."
 fi
+# The launcher of Apple Flow.app, built so that its bytes (and so macOS's grants to it) do not change with the folder
+# or the time of the build.
+if ! "$ROOT/scripts/build-launcher.sh" >/dev/null 2>"$ROOT/apple_code/.build/launcher.log"; then
+    tail -n 20 "$ROOT/apple_code/.build/launcher.log" >&2
+    die "building apple-flow-launcher failed (see above; whole log: apple_code/.build/launcher.log)."
+fi
 
 # --- Debian packages (Linux) --------------------------------------------------------------------------------
 # apt_package COMMAND PACKAGE WHAT-IT-IS-FOR WITHOUT-IT: installs PACKAGE when COMMAND is missing and apt can run

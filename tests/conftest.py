@@ -18,7 +18,7 @@ import pytest
 from apple_flow.channels.base import SentTexts
 from apple_flow.config import Settings, load_settings
 from apple_flow.daemon.store import Store
-from apple_flow.paths import APPLE_CODE_PACKAGE, PROJECT_ROOT
+from apple_flow.paths import APPLE_CODE_PACKAGE, PROJECT_ROOT, built_launcher
 from support.chatdb import ChatDbWriter
 from support.daemon_process import DaemonProcess
 from support.fake_osascript import FakeOsascript
@@ -74,11 +74,11 @@ def apple_code_bin() -> Path:
 
 @pytest.fixture(scope="session")
 def launcher_bin() -> Path:
-    """The debug build of apple-flow-launcher (the executable of Apple Flow.app), made with apple-code by
-    `scripts/setup.sh`. Missing is a failure, not a skip."""
-    path = APPLE_CODE_PACKAGE / ".build" / "debug" / "apple-flow-launcher"
+    """apple-flow-launcher (the executable of Apple Flow.app) as `service install` takes it: the reproducible build
+    that `scripts/setup.sh` makes with scripts/build-launcher.sh. Missing is a failure, not a skip."""
+    path = built_launcher()
     if not (path.is_file() and os.access(path, os.X_OK)):
-        pytest.fail(f"{path} is missing: run scripts/setup.sh (or `cd apple_code && swift build`) first")
+        pytest.fail(f"{path} is missing: run scripts/setup.sh (or scripts/build-launcher.sh) first")
     return path
 
 

@@ -10,7 +10,11 @@ starts the daemon's Python as its child and stays its parent (see its source).
 An ad-hoc signature is checked by its code hash: the grants last as long as the bundle's bytes do. So the bundle is
 installed into ``~/Library/Application Support/Apple Flow/`` and replaced only when what it is built from (the
 launcher binary, the Info.plist) changes; a reinstall, a rebuilt ``.venv``, a moved clone or a ``brew upgrade``
-leave it, and its grants, alone. ``NSAppleEventsUsageDescription`` is in the Info.plist because an app built with a
+leave it, and its grants, alone. The launcher is built reproducibly (``scripts/build-launcher.sh``), so a clean
+rebuild or another folder gives the same bytes. When the bytes do change (a new launcher, a new toolchain), macOS no
+longer applies the old grants while System Settings still shows "Apple Flow" switched on: the install records the
+code hash it replaced, says so with the steps (``full_disk_access_regrant``, ``reset_automation``), and the service
+texts the owner the same. ``NSAppleEventsUsageDescription`` is in the Info.plist because an app built with a
 current SDK that lacks it is refused Apple events (-1743) without a prompt.
 """
 
@@ -42,7 +46,9 @@ class AppBundleError(RuntimeError):
 class InstalledApp:
     path: Path  # .../Apple Flow.app
     executable: Path  # .../Apple Flow.app/Contents/MacOS/Apple Flow
-    changed: bool  # built anew (macOS asks for its permissions again) rather than left as it was
+    changed: bool  # built anew rather than left as it was
+    code_hash: str = ""  # sha256 of the signed executable: the bytes macOS keys an ad-hoc app's grants on
+    replaced_hash: str = ""  # the code hash of the app this install replaced: grants given to it no longer apply
 
 
 def app_folder(home: Path) -> Path:
@@ -106,8 +112,10 @@ def install_app(launcher: Path, home: Path, codesign: str = "codesign") -> Insta
     folder = app_folder(home)
     app = app_path(home)
     executable = executable_in(app)
-    if _unchanged(folder / _RECORD, executable, source):
-        return InstalledApp(app, executable, changed=False)
+    previous = _record(folder / _RECORD)
+    if _unchanged(previous, executable, source):
+        return InstalledApp(app, executable, changed=False, code_hash=str(previous.get("executable", "")))
+    old_hash = _sha256_of(executable) if app.exists() else ""
 
     staging = folder / ".staging"
     try:
@@ -125,23 +133,79 @@ def install_app(launcher: Path, home: Path, codesign: str = "codesign") -> Insta
         if app.exists():
             app.rename(old)
         built.rename(app)
-        record = {"source": source, "executable": _sha256(executable.read_bytes())}
+        code_hash = _sha256(executable.read_bytes())
+        record = {"source": source, "executable": code_hash}
+        if old_hash and old_hash != code_hash:
+            record["replaced"] = old_hash  # the service tells the owner (``replaced_by``)
         (folder / _RECORD).write_text(json.dumps(record) + "\n", encoding="utf-8")
     except OSError as exc:
         raise AppBundleError(f"cannot write {APP_NAME}.app in {folder}: {exc.strerror or exc}") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return InstalledApp(app, executable, changed=True)
+    # Put back with the very bytes it had (e.g. its record was lost): the grants still apply.
+    same = old_hash == code_hash
+    return InstalledApp(app, executable, changed=not same, code_hash=code_hash, replaced_hash="" if same else old_hash)
 
 
-def _unchanged(record_path: Path, executable: Path, source: str) -> bool:
-    """Whether the installed app was built from ``source`` and its executable is still what was signed."""
+def _sha256_of(path: Path) -> str:
     try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-        current = _sha256(executable.read_bytes())
+        return _sha256(path.read_bytes())
+    except OSError:
+        return ""
+
+
+def _record(path: Path) -> dict[str, object]:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(record, dict) and record.get("source") == source and record.get("executable") == current
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _unchanged(record: dict[str, object], executable: Path, source: str) -> bool:
+    """Whether the installed app was built from ``source`` and its executable is still what was signed."""
+    current = _sha256_of(executable)
+    return bool(current) and record.get("source") == source and record.get("executable") == current
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """An install that replaced an app of other bytes: the grants given to the old one no longer apply."""
+
+    old_hash: str
+    new_hash: str
+
+
+def replaced_by(app: Path) -> Replaced | None:
+    """What the last install of ``app`` replaced, from the record beside it; None when it replaced nothing."""
+    record = _record(app.parent / _RECORD)
+    old, new = record.get("replaced"), record.get("executable")
+    return Replaced(old, new) if isinstance(old, str) and isinstance(new, str) and old else None
+
+
+def full_disk_access_regrant(app: Path) -> str:
+    """How to give Full Disk Access again to a new build of ``app``: System Settings keeps showing the old entry
+    switched on, and only removing it and adding the app again makes macOS record the new code hash."""
+    return (
+        f"remove {APP_NAME} from System Settings > Privacy & Security > Full Disk Access (select it, then the - "
+        f"button) and add it again (the + button, then Cmd+Shift+G and {shown(app)})"
+    )
+
+
+AUTOMATION_RESET = ["tccutil", "reset", "AppleEvents", BUNDLE_ID]
+
+
+def reset_automation(tccutil: str = "tccutil") -> str | None:
+    """Forgets Messages' Automation answer for the app (given to its old build), so that macOS asks again; returns
+    why it could not, or None."""
+    try:
+        done = subprocess.run(
+            [tccutil, *AUTOMATION_RESET[1:]], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+            timeout=CODESIGN_TIMEOUT, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if done.returncode == 0 else (done.stderr or done.stdout).strip() or f"exit {done.returncode}"
 
 
 def _sign(codesign: str, app: Path) -> None:

@@ -34,7 +34,15 @@ BOOTSTRAP_BUSY = frozenset({5, 37})
 # 5 that lasts is not the race: launchd refuses a job that is disabled (`launchctl disable`, which `enable` before
 # each bootstrap undoes) or whose "Allow in the Background" switch under Login Items is off.
 BOOTSTRAP_IO_ERROR = 5
+BOOTSTRAP_DISABLED = 119  # "Bootstrap failed: 119: Service is disabled"
 LOGIN_ITEMS_SETTINGS = "System Settings > General > Login Items & Extensions"
+SWITCH_ON = (
+    f"open {LOGIN_ITEMS_SETTINGS}, switch on \u201cApple Flow\u201d under Allow in the Background, then run "
+    "`apple-flow service install`"
+)
+# launchd starts a KeepAlive job that exited no sooner than this after its start (the daemon's own relaunch for a
+# new grant waits as long).
+THROTTLE_INTERVAL = 10
 EXIT_TIMEOUT_MARGIN = 10  # seconds launchd waits beyond the daemon's shutdown grace before SIGKILL
 LEAVE_TIMEOUT_SECONDS = 15.0  # how long a booted-out job may take to leave the domain
 BOOTSTRAP_RETRY_SECONDS = 20.0  # how long bootstrap is retried on 5 / 37
@@ -105,7 +113,7 @@ def build_plist(
         "EnvironmentVariables": service_environment(settings),
         "RunAtLoad": True,
         "KeepAlive": True,
-        "ThrottleInterval": 10,
+        "ThrottleInterval": THROTTLE_INTERVAL,
         "ExitTimeOut": exit_timeout(settings),
         "StandardOutPath": str(files.stdout_log),
         "StandardErrorPath": str(files.stderr_log),
@@ -234,6 +242,19 @@ class Launchd:
     def restart(self) -> None:
         self._call("kickstart", "-k", self.target)
 
+    def disabled(self) -> bool:
+        """Whether launchd keeps the job disabled (``launchctl disable``, or the owner switched "Apple Flow" off under
+        Login Items, e.g. after macOS's "Background Items Added" notice): then it never runs, installed or not."""
+        done = self._call("print-disabled", self._domain, check=False)
+        if done.returncode != 0:
+            return False  # an older launchctl, or none: nothing known
+        label = self._settings.service_label
+        for line in done.stdout.splitlines():
+            name, sep, value = line.strip().partition("=>")
+            if sep and name.strip().strip('"') == label:
+                return value.strip() in ("disabled", "true")  # macOS 13+; before, true meant disabled
+        return False
+
 
 def _bootstrap_hint(code: int) -> str:
     if code == BOOTSTRAP_IO_ERROR:
@@ -242,6 +263,8 @@ def _bootstrap_hint(code: int) -> str:
             f"Flow\u201d is switched off under Allow in the Background. Open {LOGIN_ITEMS_SETTINGS}, switch on "
             "\u201cApple Flow\u201d under Allow in the Background, then run `apple-flow service install` again."
         )
+    if code == BOOTSTRAP_DISABLED:
+        return f" The service is switched off: {SWITCH_ON}."
     if code in BOOTSTRAP_BUSY:
         return (
             f" launchd was still busy with the old job after {BOOTSTRAP_RETRY_SECONDS:g} s: wait a minute, then run "

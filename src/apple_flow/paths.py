@@ -21,10 +21,10 @@ def built_apple_code() -> Path | None:
 
 
 def built_launcher() -> Path:
-    """Where ``scripts/setup.sh`` (``swift build``) puts ``apple-flow-launcher``, the executable of ``Apple Flow.app``.
-    Always the debug build, the one setup makes: a switch between builds would change the app's bytes, and macOS
-    would ask for its permissions again."""
-    return APPLE_CODE_PACKAGE / ".build" / "debug" / "apple-flow-launcher"
+    """Where ``scripts/build-launcher.sh`` (run by ``scripts/setup.sh``) puts ``apple-flow-launcher``, the executable
+    of ``Apple Flow.app``: a release build of its own, made reproducibly, so that the same source and toolchain give
+    the same bytes (and keep macOS's grants) wherever the checkout is and however often it is rebuilt."""
+    return APPLE_CODE_PACKAGE / ".build" / "launcher" / "release" / "apple-flow-launcher"
 
 
 def resolve_apple_code(command: str = "apple-code") -> Path | None:

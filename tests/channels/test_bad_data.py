@@ -175,14 +175,18 @@ def _unreadable_error(path: Path, platform: str, tmp_path: Path) -> tuple[str, s
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
-def test_no_permission_on_macos_names_full_disk_access_and_the_python_binary(
+def test_no_permission_on_macos_names_full_disk_access_for_apple_flow_and_the_python_binary(
     chat_db: ChatDbWriter, tmp_path: Path
 ) -> None:
     chat_db.message("secret")
     problem, message, binary = _unreadable_error(chat_db.path, "darwin", tmp_path)
     assert problem == "no-permission"
     assert "Full Disk Access" in message
-    assert f"grant Full Disk Access to {binary} in System Settings" in message
+    # The service reads as Apple Flow: that is the grant meant; run by hand, the terminal or else this binary.
+    assert "reads as Apple Flow: switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access" in (
+        message
+    )
+    assert f"your terminal app (then quit and reopen it), or without one {binary}" in message
     assert binary == os.path.realpath(sys.executable)  # the real file, not a symlink to it
 
 

@@ -94,8 +94,8 @@ def test_the_full_disk_access_fix_names_apple_flow_and_where_to_find_it(
     assert finding.state is State.DENIED and finding.detail == f"Apple Flow may not read {tmp_path / 'chat.db'}"
     assert finding.fix == (
         "switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access (not listed? the + button, "
-        "then Cmd+Shift+G and ~/Library/Application Support/Apple Flow/Apple Flow.app); apple-flow tries again by "
-        "itself, or run `apple-flow service restart`"
+        "then Cmd+Shift+G and ~/Library/Application Support/Apple Flow/Apple Flow.app); the service sees the grant "
+        "and restarts itself to use it (or run `apple-flow service restart`)"
     )
 
 
@@ -143,6 +143,21 @@ def test_a_refused_automation_is_reported_with_its_fix_and_probed_again(
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any("Messages (Automation): denied" in e and "Privacy & Security > Automation" in e for e in errors)
     assert len(errors) == 1  # one line per change, not one per probe
+
+
+def test_an_offline_imessage_account_is_not_ready_until_it_connects(
+    chat_db: ChatDbWriter, store: Store, probe_osascript: FakeOsascript
+) -> None:
+    probe_osascript.account("offline")
+    monitor = PermissionMonitor(settings_for(chat_db.path), store.meta, app=SERVICE)
+    monitor.start()
+    report = wait_for(lambda: (r := read_report(store.path)) and r.settled and r, 10, "a settled report")
+    automation = {f.name: f for f in report.findings}[AUTOMATION]
+    assert not report.ok and automation.state is State.PROBLEM
+    assert "but the account is disconnected" in automation.detail and "signed in to iMessage" in automation.fix
+    probe_osascript.account("ok")  # Messages connects again
+    wait_for(lambda: (r := read_report(store.path)) and r.ok, 10, "the report to turn ok")
+    monitor.close()
 
 
 def test_waiting_for_chat_db_backs_off_and_ends_when_it_is_readable(

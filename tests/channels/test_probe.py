@@ -18,6 +18,30 @@ def test_the_probe_asks_messages_for_its_imessage_account(fake_osascript: FakeOs
     assert QUERY in call["stdin"] and "get name" not in call["stdin"]
 
 
+def test_the_probe_reads_the_accounts_enabled_and_connection_state(fake_osascript: FakeOsascript) -> None:
+    result = probe_messages_automation("osascript", 10, app="Apple Flow")
+    assert result.detail == "Apple Flow may control Messages (iMessage account 8D5E0A7B-3F1C-4B9E-9C11-2A7E5D40F6B3)"
+    (call,) = fake_osascript.calls()
+    assert "enabled of theAccount" in call["stdin"] and "connection status of theAccount" in call["stdin"]
+
+
+def test_a_switched_off_imessage_account_is_not_ready_with_its_fix(fake_osascript: FakeOsascript) -> None:
+    fake_osascript.account("disabled")
+    result = probe_messages_automation("osascript", 10, app="Apple Flow")
+    assert not result.ok and result.state is ProbeState.ACCOUNT_OFF
+    assert result.detail.endswith("(iMessage account 8D5E0A7B-3F1C-4B9E-9C11-2A7E5D40F6B3), but the account is "
+                                  "switched off")
+    assert "Messages > Settings > iMessage" in result.fix and "\u201cEnable this account\u201d" in result.fix
+
+
+def test_a_signed_out_or_offline_imessage_account_is_not_ready_with_its_fix(fake_osascript: FakeOsascript) -> None:
+    fake_osascript.account("offline")
+    result = probe_messages_automation("osascript", 10, app="Apple Flow")
+    assert not result.ok and result.state is ProbeState.OFFLINE
+    assert result.detail.endswith("but the account is disconnected, not connected")
+    assert "signed in to iMessage" in result.fix and "online" in result.fix
+
+
 def test_a_refused_apple_event_is_the_automation_permission_with_its_fix(fake_osascript: FakeOsascript) -> None:
     fake_osascript.mode("deny")
     result = probe_messages_automation("osascript", 10, app="Terminal")

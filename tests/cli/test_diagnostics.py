@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import plistlib
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,8 +21,10 @@ from apple_flow.cli import app, diagnostics
 from apple_flow.config import Settings, load_settings
 from apple_flow.daemon.store import Store
 from apple_flow.health import doctor
+from apple_flow.paths import PROJECT_ROOT
 from support.chatdb import ChatDbWriter, make_body
 from support.daemon_process import wait_for
+from support.fake_launchctl import FakeLaunchctl
 from support.fake_osascript import FakeOsascript
 from support.scripted_server import MODEL_ID, ScriptedServer
 
@@ -389,3 +393,99 @@ def test_only_a_missing_agent_binary_counts_as_missing(
     missing = doctor.probe_agent(connector_settings(afm_command=str(tmp_path / "nowhere" / "apple-code")))
     assert (missing.ok, missing.missing) == (False, True)
     assert "CLI not found" in missing.detail
+
+
+def test_doctor_with_the_service_installed_asks_macos_nothing_about_the_terminal_and_checks_the_service(
+    cli: Any, fake_osascript: FakeOsascript, monkeypatch: Any, tmp_path: Path
+) -> None:
+    from apple_flow.channels.imessage.permissions import PermissionMonitor, Responsible
+
+    monkeypatch.setattr(host, "is_macos", lambda: True)
+    monkeypatch.setenv("TERM_PROGRAM", "Apple_Terminal")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    plist = tmp_path / "home" / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist"
+    plist.parent.mkdir(parents=True)
+    plist.write_bytes(plistlib.dumps({"Label": "com.apple-flow.daemon"}))
+    FakeLaunchctl(tmp_path, monkeypatch)
+    subprocess.run(["launchctl", "bootstrap", f"gui/{os.getuid()}", str(plist)], check=True)
+    state = tmp_path / "state" / "relay.db"
+    monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(state))
+    # The terminal may not read this (it is missing): with a service, the doctor does not try.
+    monkeypatch.setenv("APPLE_FLOW_MESSAGES_DB_PATH", str(tmp_path / "Messages" / "chat.db"))
+    fake_osascript.mode("deny")
+
+    result = cli("doctor", "--no-sandbox-check")
+    rows = table_rows(result.stdout)
+    assert fake_osascript.calls() == []  # no Apple event from the terminal: no Automation prompt about Terminal
+    for name in ("chat.db", "new-message pickup", "Full Disk Access", "Messages automation"):
+        assert rows[name].startswith("n/a the service checks this itself, as Apple Flow"), rows[name]
+    assert "Terminal" not in result.stdout
+    assert "installed, but the daemon has not reported" in rows["service"]
+
+    # The service's own report decides: Apple Flow without Full Disk Access fails the doctor.
+    chat_db = tmp_path / "Messages" / "chat.db"
+    store = Store(state)
+    settings = load_settings(env_file=None, messages_db_path=chat_db)
+    app = Responsible("Apple Flow", terminal=False, app=str(tmp_path / "home" / "Apple Flow.app"))
+    monitor = PermissionMonitor(settings, store.meta, app=app)
+    monitor.start()
+    wait_for(lambda: (r := doctor.read_report(state)) and r.settled, 10, "the service's report")
+    monitor.close()
+    store.close()
+    result = cli("doctor", "--no-sandbox-check")
+    row = table_rows(result.stdout)["service"]
+    assert row.startswith("FAIL the daemon (pid") and "as Apple Flow" in row
+    assert "Messages (Automation): denied" in row and "switch on Messages under Apple Flow" in row
+    assert result.exit_code == 1
+    assert "Terminal" not in result.stdout
+
+
+def test_doctor_says_when_the_installed_service_is_switched_off_and_how_to_switch_it_on(
+    cli: Any, monkeypatch: Any, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(host, "is_macos", lambda: True)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    plist = tmp_path / "home" / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist"
+    plist.parent.mkdir(parents=True)
+    plist.write_bytes(plistlib.dumps({"Label": "com.apple-flow.daemon"}))
+    launchctl = FakeLaunchctl(tmp_path, monkeypatch)
+    target = f"gui/{os.getuid()}/com.apple-flow.daemon"
+    row = table_rows(cli("doctor", "--no-sandbox-check").stdout)["service"]
+    assert row.startswith(f"FAIL installed but not loaded: launchd does not know {target}")
+    assert "run `apple-flow service install`" in row
+
+    launchctl.configure(disabled=[target], background_off=True)
+    result = cli("doctor", "--no-sandbox-check")
+    row = table_rows(result.stdout)["service"]
+    assert row.startswith(f"FAIL installed but switched off: launchd keeps {target} disabled, so it never runs")
+    assert "switch on \u201cApple Flow\u201d under Allow in the Background" in row
+    assert result.exit_code == 1
+
+
+def test_doctor_says_whether_safari_opens_the_pages_name_and_how_to_make_it(
+    cli: Any, monkeypatch: Any, tmp_path: Path
+) -> None:
+    import socket
+
+    from apple_flow.web import local_name
+
+    monkeypatch.setattr(host, "is_macos", lambda: True)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("APPLE_FLOW_WEB_ENABLED", "true")
+
+    def macos_resolver(name: str, port: object) -> list[Any]:  # no /etc/hosts line: .localhost names are unknown
+        raise socket.gaierror(8, "nodename nor servname provided, or not known")
+
+    monkeypatch.setattr(local_name, "RESOLVE", macos_resolver)
+    row = table_rows(cli("doctor", "--no-sandbox-check").stdout)["web page in Safari"]
+    assert row == (
+        "warn Safari cannot open apple-flow.localhost on this Mac (Chrome and Firefox can) fix: run once in Terminal: "
+        "echo '127.0.0.1 apple-flow.localhost' | sudo tee -a /etc/hosts; sudo killall -HUP mDNSResponder"
+    )
+    monkeypatch.setattr(local_name, "RESOLVE", lambda name, port: [(socket.AF_INET6, 1, 6, "", ("::1", 0, 0, 0))])
+    row = table_rows(cli("doctor", "--no-sandbox-check").stdout)["web page in Safari"]
+    assert row == "ok apple-flow.localhost resolves on this Mac: Safari opens the page"
+    doc = (PROJECT_ROOT / "docs" / "mac-first-run.md").read_text()
+    assert local_name.hosts_fix("apple-flow.localhost") in doc and row.removeprefix("ok ") in doc
+    monkeypatch.setenv("APPLE_FLOW_WEB_LOCAL_NAME", "")  # served as 127.0.0.1: nothing to resolve
+    assert table_rows(cli("doctor", "--no-sandbox-check").stdout)["web page in Safari"].startswith("n/a")

@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from apple_flow.cli import setup as setup_cli
 from apple_flow.daemon.owner_notices import chat_db_lost_text, ready_text
 from apple_flow.daemon.store import Store
 from apple_flow.paths import PROJECT_ROOT
+from apple_flow.web import local_name
 from support.chatdb import ChatDbWriter
 from support.daemon_process import wait_for
 from support.fake_codesign import FakeCodesign
@@ -84,6 +86,9 @@ def fake_mac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher_bin: Path
     monkeypatch.setattr(host, "is_macos", lambda: True)
     monkeypatch.setattr(setup_cli, "PROJECT_ROOT", checkout)
     monkeypatch.setattr(launchd_module, "POLL_SECONDS", 0.05)
+    # A new Mac: the page is on (as setup leaves it), and Safari's resolver knows only the bare localhost.
+    monkeypatch.setenv("APPLE_FLOW_WEB_ENABLED", "true")
+    monkeypatch.setattr(local_name, "RESOLVE", macos_resolver)
     # What launchd's bare environment does not give the service: where the fakes are.
     (checkout / ".env").write_text(
         f"APPLE_FLOW_AFM_COMMAND={apple_code}\nAPPLE_FLOW_OSASCRIPT_COMMAND={osascript.path}\n"
@@ -92,6 +97,11 @@ def fake_mac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher_bin: Path
     yield {"home": home, "chat": chat, "launchctl": launchctl, "osascript": osascript, "tmp": tmp_path}
     launchctl.kill_all()
     shutil.rmtree(home, ignore_errors=True)
+
+
+def macos_resolver(name: str, port: object) -> list[object]:
+    """macOS's system resolver, as Safari meets it: no name under .localhost resolves, without an /etc/hosts line."""
+    raise socket.gaierror(8, "nodename nor servname provided, or not known")
 
 
 def _folder(path: Path) -> Path:
@@ -103,6 +113,7 @@ def as_on_a_mac(text: str, home: Path, tmp: Path) -> str:
     text = text.replace(str(home), MAC_HOME).replace(str(tmp), "/private/var/folders/xy")
     text = text.replace(f"gui/{os.getuid()}/", "gui/501/")
     text = re.sub(r"pid \d+", "pid 812", text)
+    text = re.sub(r"code hash [0-9a-f]{12}", "code hash 5c1f0e27a9b3", text)  # a Mac build's bytes differ
     # A moment as times.moment writes it: its time today, with the date on another day.
     text = re.sub(r"started (\d{4}-\d\d-\d\d |[A-Z][a-z]{2} \d\d )?\d\d:\d\d(:\d\d)?", "started 09:12", text)
     return "\n".join(line.rstrip() for line in text.strip().splitlines())

@@ -4,8 +4,12 @@ real Apple Flow.app launcher. On Linux the commands print the systemd user unit.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import plistlib
+import re
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -22,11 +26,13 @@ from apple_flow.channels.imessage.permissions import read_report
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.config import Settings
+from apple_flow.paths import PROJECT_ROOT
 from support.chatdb import ChatDbWriter
 from support.daemon_process import wait_for
 from support.fake_codesign import FakeCodesign
 from support.fake_launchctl import FakeLaunchctl
 from support.fake_osascript import FakeOsascript
+from support.fake_tccutil import FakeTccutil
 
 APP = Path("Library") / "Application Support" / "Apple Flow" / "Apple Flow.app"
 
@@ -57,8 +63,9 @@ def mac(
     monkeypatch.setattr(host, "is_macos", lambda: True)
     monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 0)  # no daemon runs unless a test starts one
     codesign = FakeCodesign(tmp_path / "codesign-bin", monkeypatch)
+    tccutil = FakeTccutil(tmp_path / "tccutil-bin", monkeypatch)
     return {"launchctl": launchctl, "home": tmp_path / "home", "project": project, "apple_code": apple_code,
-            "logs": tmp_path / "logs", "codesign": codesign, "app": tmp_path / "home" / APP}
+            "logs": tmp_path / "logs", "codesign": codesign, "app": tmp_path / "home" / APP, "tccutil": tccutil}
 
 
 def test_install_takes_its_settings_from_the_given_env_file(mac: dict[str, Any], tmp_path: Path) -> None:
@@ -332,9 +339,11 @@ def test_install_assembles_and_signs_apple_flow_app(mac: dict[str, Any], launche
     assert call[:-1] == ["--force", "--sign", "-", "--identifier", "com.apple-flow.launcher"]
     assert call[-1].endswith("/Apple Flow.app")  # signed whole, before it took the place of the old one
     assert sorted(p.name for p in bundle.parent.iterdir()) == ["Apple Flow.app", "installed.json"]
-    assert "Installed ~/Library/Application Support/Apple Flow/Apple Flow.app (new or updated" in " ".join(
+    assert "Installed ~/Library/Application Support/Apple Flow/Apple Flow.app (code hash " in " ".join(
         result.output.split()
     )
+    assert "new, so it has no permissions yet" in " ".join(result.output.split())
+    assert mac["tccutil"].calls() == []  # nothing was granted to a build before it
 
 
 def test_a_reinstall_leaves_an_unchanged_app_alone_so_its_grants_stay(
@@ -346,7 +355,8 @@ def test_a_reinstall_leaves_an_unchanged_app_alone_so_its_grants_stay(
     before = executable.stat()
     again = runner.invoke(app, ["service", "install"])
     assert again.exit_code == 0, again.output
-    assert "is unchanged: the permissions you gave it stay" in " ".join(again.output.split())
+    assert "is unchanged (code hash " in " ".join(again.output.split())
+    assert "): the permissions you gave it stay" in " ".join(again.output.split())
     assert len(mac["codesign"].calls()) == 1
     after = executable.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
@@ -432,3 +442,105 @@ def test_restart_runs_the_service_with_the_current_env_file(
     wait_for(lambda: str(second.path) in chat_db_read(), 30, "the restarted daemon's report")
     first.close()
     second.close()
+
+
+def test_a_new_build_of_the_app_says_the_old_grants_no_longer_apply_and_how_to_give_them_again(
+    mac: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher_bin: Path
+) -> None:
+    runner = CliRunner()
+    assert runner.invoke(app, ["service", "install"]).exit_code == 0
+    executable = mac["app"] / "Contents" / "MacOS" / "Apple Flow"
+    old_hash = hashlib.sha256(executable.read_bytes()).hexdigest()
+    rebuilt = tmp_path / "rebuilt" / "apple-flow-launcher"
+    rebuilt.parent.mkdir()
+    rebuilt.write_bytes(launcher_bin.read_bytes() + b"\0another toolchain")
+    monkeypatch.setattr(service_cli, "built_launcher", lambda: rebuilt)
+
+    result = runner.invoke(app, ["service", "install"])
+    assert result.exit_code == 0, result.output
+    new_hash = hashlib.sha256(executable.read_bytes()).hexdigest()
+    shown = " ".join(result.output.split())
+    assert (
+        f"Installed a new build of ~/Library/Application Support/Apple Flow/Apple Flow.app (code hash {new_hash[:12]}, "
+        f"was {old_hash[:12]}): macOS keys its permissions on that hash, so those given to the old build no longer "
+        "apply, although System Settings may still show Apple Flow switched on." in shown
+    )
+    assert (
+        "chat.db (Full Disk Access): remove Apple Flow from System Settings > Privacy & Security > Full Disk Access "
+        "(select it, then the - button) and add it again (the + button, then Cmd+Shift+G and ~/Library/Application "
+        "Support/Apple Flow/Apple Flow.app)." in shown
+    )
+    assert "Messages (Automation): reset (`tccutil reset AppleEvents com.apple-flow.launcher`)" in shown
+    assert "The service texts you the same once it can send." in shown
+    assert mac["tccutil"].calls() == [["reset", "AppleEvents", "com.apple-flow.launcher"]]
+    # docs/mac-first-run.md shows these lines as printed (with a Mac's hashes).
+    printed = [re.sub(r"code hash \w{12}, was \w{12}", "HASHES", line) for line in result.output.splitlines()]
+    doc = re.sub(r"code hash \w{12}, was \w{12}", "HASHES", (PROJECT_ROOT / "docs" / "mac-first-run.md").read_text())
+    assert "\n".join(printed[:4]) in doc
+    record = json.loads((mac["app"].parent / "installed.json").read_text())
+    assert record["executable"] == new_hash and record["replaced"] == old_hash
+
+    # The same build again: nothing to give again, nothing reset.
+    again = runner.invoke(app, ["service", "install"])
+    assert "is unchanged (code hash" in " ".join(again.output.split())
+    assert len(mac["tccutil"].calls()) == 1
+
+    # The record lost, the same bytes put back: still the same grants, nothing reset.
+    (mac["app"].parent / "installed.json").unlink()
+    put_back = " ".join(runner.invoke(app, ["service", "install"]).output.split())
+    assert f"is unchanged (code hash {new_hash[:12]}): the permissions you gave it stay" in put_back
+    assert len(mac["tccutil"].calls()) == 1
+
+    # tccutil refusing is said, with the command to run.
+    rebuilt.write_bytes(launcher_bin.read_bytes() + b"\0a third build")
+    mac["tccutil"].fail()
+    third = " ".join(runner.invoke(app, ["service", "install"]).output.split())
+    assert "`tccutil reset AppleEvents com.apple-flow.launcher` failed (tccutil: Failed to reset" in third
+    assert "run it, then `apple-flow service restart`" in third
+
+
+def test_status_says_when_the_service_was_switched_off_under_login_items_and_how_to_switch_it_on(
+    mac: dict[str, Any]
+) -> None:
+    runner = CliRunner()
+    assert runner.invoke(app, ["service", "install"]).exit_code == 0
+    target = f"gui/{os.getuid()}/com.apple-flow.daemon"
+    mac["launchctl"].switch_off(target)  # after macOS's "Background Items Added" notice, or under Login Items
+    mac["launchctl"].clear_calls()
+    status = runner.invoke(app, ["service", "status"])
+    assert status.exit_code == 1
+    shown = " ".join(status.output.split())
+    assert (
+        f"installed but switched off: launchd keeps {target} disabled, so it never runs. To switch it back on: open "
+        "System Settings > General > Login Items & Extensions, switch on \u201cApple Flow\u201d under Allow in the "
+        "Background, then run `apple-flow service install`." in shown
+    )
+    assert f"print-disabled gui/{os.getuid()}" in mac["launchctl"].calls()
+
+    # Loaded, but disabled for the next login (`launchctl disable`): it runs now, and status says what will not.
+    mac["launchctl"].configure(disabled=[], background_off=False)
+    assert runner.invoke(app, ["service", "install"]).exit_code == 0
+    mac["launchctl"].configure(disabled=[target])
+    status = runner.invoke(app, ["service", "status"])
+    assert status.exit_code == 0 and "running" in status.stdout
+    assert "switched off: it runs now, but launchd will not start it at the next login" in " ".join(
+        status.output.split()
+    )
+
+    # Installed and enabled, but not loaded (booted out by hand).
+    mac["launchctl"].configure(disabled=[])
+    subprocess.run(["launchctl", "bootout", target], check=True, capture_output=True)
+    status = runner.invoke(app, ["service", "status"])
+    assert status.exit_code == 1
+    assert "installed but not loaded: `apple-flow service install` loads it again." in status.output
+
+
+def test_a_bootstrap_refused_as_disabled_says_how_to_switch_the_service_on(
+    mac: dict[str, Any]
+) -> None:
+    mac["launchctl"].configure(busy=1, busy_code=119)
+    result = CliRunner().invoke(app, ["service", "install"])
+    assert result.exit_code == 1
+    shown = " ".join(result.output.split())
+    assert "exit 119" in shown and "The service is switched off: open System Settings > General > Login Items" in shown
+    assert mac["launchctl"].verbs().count("bootstrap") == 1  # not the race of errors 5 and 37: no retry

@@ -4,13 +4,19 @@ group; the link is recorded (as a digest) with the reply that holds it."""
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
+import pytest
+
+from apple_flow import host
 from apple_flow.channels.base import InboundMessage
 from apple_flow.config import Settings
 from apple_flow.daemon.decisions import LoginLinks, Reply, View
 from apple_flow.daemon.store.web_logins import WebLoginTable, digest
+from apple_flow.web import local_name
 from support.daemon_harness import ANA, Harness, ask, wait_until
 
 LINK = re.compile(r"(http://\S+)/login/link/(\S+)")
@@ -73,3 +79,38 @@ def test_a_link_is_never_sent_into_a_group(harness: Callable[..., Harness]) -> N
     decision = orchestrator.decide(group, "imessage:7", View())
     assert isinstance(decision, Reply) and decision.login_link is None
     assert "never sent into a group" in decision.text
+
+
+def test_the_link_a_mac_whose_safari_cannot_open_the_pages_name_gets_says_how_to_make_it_open(
+    harness: Callable[..., Harness], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Safari asks macOS's resolver, which knows only the bare localhost (Chrome and Firefox resolve .localhost
+    names themselves); the link keeps the page's name, so the cookie stays off other local servers, and says how
+    to make the name resolve."""
+    monkeypatch.setattr(host, "is_macos", lambda: True)
+    asked: list[str] = []
+
+    def macos_resolver(name: str, port: object) -> list[Any]:
+        asked.append(name)
+        raise socket.gaierror(8, "nodename nor servname provided, or not known")
+
+    monkeypatch.setattr(local_name, "RESOLVE", macos_resolver)
+    h = harness().start()
+    h.daemon.page_started("http://apple-flow.localhost:8787")
+    text = ask(h, ANA, "web")
+    found = LINK.search(text)
+    assert found is not None and found.group(1) == "http://apple-flow.localhost:8787"
+    assert text.endswith(
+        "\nSafari cannot open apple-flow.localhost on this Mac yet (Chrome and Firefox can): run once in Terminal: "
+        "echo '127.0.0.1 apple-flow.localhost' | sudo tee -a /etc/hosts; sudo killall -HUP mDNSResponder"
+    )
+    assert asked == ["apple-flow.localhost"]
+
+    # With that line in /etc/hosts the resolver answers 127.0.0.1: the link alone.
+    monkeypatch.setattr(local_name, "RESOLVE", lambda name, port: [(socket.AF_INET, 1, 6, "", ("127.0.0.1", 0))])
+    h.daemon.page_started("http://apple-flow.localhost:8787")
+    assert "Safari" not in ask(h, ANA, "web")
+    # A name that resolves elsewhere does not count (only loopback is this Mac).
+    monkeypatch.setattr(local_name, "RESOLVE", lambda name, port: [(socket.AF_INET, 1, 6, "", ("10.0.0.7", 0))])
+    h.daemon.page_started("http://apple-flow.localhost:8787")
+    assert "Safari cannot open" in ask(h, ANA, "web")

@@ -20,6 +20,7 @@ from apple_flow.cli import service as service_cli
 from apple_flow.daemon.commands import HELP_TEXT
 from apple_flow.daemon.owner_notices import CHAT_DB_LOST_KEY, READY_KEY, OwnerNotices
 from apple_flow.daemon.store import Store
+from apple_flow.paths import PROJECT_ROOT
 from support.chatdb import ChatDbWriter
 from support.daemon_process import wait_for
 from support.fake_codesign import FakeCodesign
@@ -176,3 +177,45 @@ def _install_and_wait_for_the_ready_text(
     chat_db.message("help", sender=OWNER)
     sent = wait_for(lambda: sends() if len(sends()) >= 2 else None, 30, "the answer to help")
     assert [call["argv"][2] for call in sent] == [ready, HELP_TEXT]
+
+
+def test_after_a_new_build_of_the_app_the_owner_is_told_how_to_give_full_disk_access_again(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher_bin: Path
+) -> None:
+    from apple_flow.app_bundle import install_app
+    from apple_flow.cli.run import _rebuilt
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    FakeCodesign(tmp_path / "codesign", monkeypatch)
+    install_app(launcher_bin, home)
+    rebuilt_launcher = tmp_path / "rebuilt"
+    rebuilt_launcher.write_bytes(launcher_bin.read_bytes() + b"\0another toolchain")
+    installed = install_app(rebuilt_launcher, home)
+    assert installed.replaced_hash and installed.replaced_hash != installed.code_hash
+    # The service, as the launcher starts it: it reads what its install replaced.
+    monkeypatch.setenv("APPLE_FLOW_LAUNCHER", str(installed.executable))
+    rebuilt = _rebuilt()
+    assert rebuilt is not None and rebuilt.code_hash == installed.code_hash
+
+    phone = Phone()
+    notices = OwnerNotices(store, OWNER, rebuilt)
+    notices.attach(phone.send)
+    notices.update(report(State.DENIED, State.DENIED))  # cannot send yet: the Automation answer went too
+    assert phone.texts == []
+    notices.update(report(State.DENIED, State.OK))  # Allow clicked again: it can send
+    notices.update(report(State.DENIED, State.OK))
+    assert phone.texts == [(OWNER, (
+        "Apple Flow on your Mac is a new build, and macOS no longer applies the Full Disk Access given to the old one "
+        "(System Settings may still show it switched on). On the Mac: remove Apple Flow from System Settings > "
+        "Privacy & Security > Full Disk Access (select it, then the - button) and add it again (the + button, then "
+        "Cmd+Shift+G and ~/Library/Application Support/Apple Flow/Apple Flow.app)."
+    ))]
+    assert f"> {phone.texts[0][1]}" in (PROJECT_ROOT / "docs" / "mac-first-run.md").read_text()
+    restarted = OwnerNotices(store, OWNER, rebuilt)  # once per build, across restarts
+    restarted.attach(phone.send)
+    restarted.update(report(State.DENIED, State.OK))
+    assert len(phone.texts) == 1
+
+    monkeypatch.setenv("APPLE_FLOW_LAUNCHER", str(tmp_path / "apple-flow-launcher"))  # not an app: nothing to say
+    assert _rebuilt() is None

@@ -6,6 +6,9 @@ FAKE_OSASCRIPT_MODE   ok (default) | fail | fail-participant (the participant fo
                       Automation permission) | hang | fail-once (the first call fails) | fail-after-first (only the
                       first call works) | no-imessage (no iMessage account: Messages is not signed in)
 FAKE_OSASCRIPT_ACCOUNT_ID  the answer to ``get id of 1st account whose service type = iMessage``
+FAKE_OSASCRIPT_ACCOUNT_STATE  that account's state, for a script that asks it (``enabled``, ``connection status``):
+                      ok (enabled, connected; default) | disabled (listed, switched off) | offline (enabled,
+                      disconnected)
 FAKE_OSASCRIPT_FAIL   texts containing this are refused (exit 1), as Messages refuses a send
 FAKE_OSASCRIPT_HANG   a send whose text (or file path) contains this hangs (a minute) before Messages stores it:
                       a test kills the daemon in the middle of that send
@@ -81,7 +84,13 @@ if mode == "deny":
     sys.stderr.write("execution error: Not authorized to send Apple events to Messages. (-1743)\\n")
     sys.exit(1)
 if account_query:
-    print(os.environ.get("FAKE_OSASCRIPT_ACCOUNT_ID", "8D5E0A7B-3F1C-4B9E-9C11-2A7E5D40F6B3"))
+    account = os.environ.get("FAKE_OSASCRIPT_ACCOUNT_ID", "8D5E0A7B-3F1C-4B9E-9C11-2A7E5D40F6B3")
+    if "connection status of" in script and "enabled of" in script:
+        state = os.environ.get("FAKE_OSASCRIPT_ACCOUNT_STATE", "ok")
+        enabled, connection = {{"disabled": ("false", "disconnected"), "offline": ("true", "disconnected")}}.get(
+            state, ("true", "connected"))
+        account = "\t".join((account, enabled, connection))
+    print(account)
 chat_db = os.environ.get("FAKE_OSASCRIPT_CHATDB")
 row = os.environ.get("FAKE_OSASCRIPT_ROW", "sent")
 dropped = (row == "none" or (row == "none-for-buddy" and "buddy" in script)
@@ -137,6 +146,10 @@ class FakeOsascript:
 
     def mode(self, mode: str) -> None:
         self._monkeypatch.setenv("FAKE_OSASCRIPT_MODE", mode)
+
+    def account(self, state: str) -> None:
+        """The iMessage account's state: ok, disabled or offline (see the fake)."""
+        self._monkeypatch.setenv("FAKE_OSASCRIPT_ACCOUNT_STATE", state)
 
     def rows(self, row: str) -> None:
         """What a send leaves in chat.db: sent, queued, error, none, none-for-buddy (see the fake)."""

@@ -20,6 +20,8 @@ public struct RunCommandTool: WorkspaceTool {
     public let sandbox: CommandSandbox?
     /// Whether a result says the command ran without a sandbox: when the machine's was detected, not chosen.
     let announcesMissingSandbox: Bool
+    /// The Mac toolchain hints this run has given (each once).
+    let hints = CommandHints()
 
     public init(sandbox: CommandSandbox? = nil) {
         self.init(sandbox: sandbox, announcesMissingSandbox: sandbox == nil)
@@ -58,14 +60,14 @@ public struct RunCommandTool: WorkspaceTool {
         if announcesMissingSandbox, case .none(let reason) = sandbox {
             notes.append("Note: this command ran without a sandbox: \(reason).")
         }
-        var result = Self.describe(outcome, timeout: seconds, command: command, notes: notes)
+        var result = Self.describe(outcome, timeout: seconds, command: command, notes: notes, hints: hints)
         result.commandsRun = 1
         return result
     }
 
     /// The text the model sees: how the command ended first, then its output (head and tail when long).
-    static func describe(_ outcome: CommandOutcome, timeout: Int, command: String, notes given: [String] = [])
-        -> ToolResult {
+    static func describe(_ outcome: CommandOutcome, timeout: Int, command: String, notes given: [String] = [],
+                         hints: CommandHints = CommandHints()) -> ToolResult {
         let output = outcome.output.isEmpty ? nil : outcome.output.text
         let status: String
         let ok: Bool
@@ -86,7 +88,8 @@ public struct RunCommandTool: WorkspaceTool {
             ok = false
             status = "Command stopped: the run was cancelled or its time ran out; it was killed."
         }
-        let notes = given + (output.map(notes(for:)) ?? [])
+        // Placed before the output (which may be cut) so that it is always seen; only for a failure.
+        let notes = given + (ok ? [] : output.map(hints.new(for:)) ?? [])
         let text = ([status] + notes + (output.map { [$0] } ?? [])).joined(separator: "\n")
         let short = command.count > 60 ? String(command.prefix(60)) + "..." : command
         let ending = switch outcome.ending {
@@ -100,19 +103,6 @@ public struct RunCommandTool: WorkspaceTool {
         var exitCode: Int?
         if case .exited(let code) = outcome.ending { exitCode = Int(code) }
         return ToolResult(text: text, ok: ok, summary: "\(short): \(ending)", exitCode: exitCode)
-    }
-}
-
-extension RunCommandTool {
-    /// What the model needs to know to get past a failure the sandbox caused, placed before the output (which
-    /// may be cut) so it is always seen.
-    static func notes(for output: String) -> [String] {
-        // SwiftPM (and swiftc's macro plugins, xcodebuild) start sandbox-exec themselves; macOS refuses a
-        // sandbox inside apple-code's, with "sandbox-exec: sandbox_apply: Operation not permitted" (exit 71).
-        guard output.contains("sandbox_apply") else { return [] }
-        return ["Note: commands already run in apple-code's sandbox and macOS refuses a second sandbox inside it. "
-                + "Turn off the tool's own sandbox: `swift build --disable-sandbox` (likewise swift test, swift run, "
-                + "swift package); xcodebuild: add -IDEPackageSupportDisableManifestSandbox=YES."]
     }
 }
 

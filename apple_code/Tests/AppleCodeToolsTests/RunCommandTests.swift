@@ -74,17 +74,43 @@ func survivors(of marker: String, seconds: Int = 3) async throws -> [pid_t] {
     }
 
     /// SwiftPM cannot start its own sandbox inside apple-code's (macOS refuses a nested one, exit
-    /// 71): the result tells the model exactly how to run it instead.
-    @Test func nestedSandboxFailureExplainsTheWayAround() async throws {
+    /// 71): the result tells the model exactly how to run it instead, in one line, once per run.
+    @Test func nestedSandboxFailureExplainsTheWayAroundOnce() async throws {
         let ws = try TempWorkspace()
+        let tool = RunCommandTool(sandbox: .none(reason: "test"))
         let command = "echo 'error: manifest parse error'; echo 'sandbox-exec: sandbox_apply: Operation not permitted' >&2; exit 71"
-        let result = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": .string(command)])
-        #expect(result.text.hasPrefix("exit code 71\nNote: "), "\(result.text)")
-        #expect(result.text.contains("swift build --disable-sandbox"))
-        #expect(result.text.contains("-IDEPackageSupportDisableManifestSandbox=YES"))
+        let result = await ws.call(tool, ["command": .string(command)])
+        let lines = result.text.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines[0] == "exit code 71")
+        #expect(lines[1] == "Hint: macOS refuses a sandbox inside apple-code's; add --disable-sandbox (swift build, "
+                + "test, run, package; xcodebuild: -IDEPackageSupportDisableManifestSandbox=YES).")
         #expect(result.text.hasSuffix("sandbox-exec: sandbox_apply: Operation not permitted\n"))
-        let plain = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": "echo fine; exit 71"])
+        // The same failure again in this run: the model has the hint already.
+        let again = await ws.call(tool, ["command": .string(command)])
+        #expect(again.text.hasPrefix("exit code 71\nerror: manifest parse error"), "\(again.text)")
+        let plain = await ws.call(tool, ["command": "echo fine; exit 71"])
         #expect(plain.text == "exit code 71\nfine\n")
+        // A copy of the tool is the same run: it does not say it again either.
+        let copy = tool
+        #expect(!(await ws.call(copy, ["command": .string(command)])).text.contains("Hint:"))
+    }
+
+    /// `swift test` with only the Command Line Tools: no Swift Testing. The hint says what to do instead, once,
+    /// and only when the command failed (a passing command that prints the words gets none).
+    @Test func missingSwiftTestingIsAnsweredWithXCTestOrXcodeOnce() async throws {
+        let ws = try TempWorkspace()
+        let tool = RunCommandTool(sandbox: .none(reason: "test"))
+        let passing = await ws.call(tool, ["command": "echo \"error: no such module 'Testing'\""])
+        #expect(!passing.text.contains("Hint:"))
+        let failing = "echo \"Tests/AppTests/AppTests.swift:1:8: error: no such module 'Testing'\" >&2; exit 1"
+        let result = await ws.call(tool, ["command": .string(failing)])
+        #expect(result.text.hasPrefix("exit code 1\nHint: Swift Testing needs Xcode, which this Mac lacks; write "
+                                      + "the tests with XCTest (import XCTest) or ask the user to install Xcode.\n"),
+                "\(result.text)")
+        #expect(!(await ws.call(tool, ["command": .string(failing)])).text.contains("Hint:"))
+        // Another run (a new tool): told again.
+        let next = await ws.call(RunCommandTool(sandbox: .none(reason: "test")), ["command": .string(failing)])
+        #expect(next.text.contains("Hint: Swift Testing needs Xcode"))
     }
 
     /// A command gets stdin, stdout and stderr and nothing else of apple-code's: a descriptor apple-code (or a

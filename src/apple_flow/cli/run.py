@@ -29,8 +29,11 @@ from apple_flow.daemon.store import Store, StoreError
 from apple_flow.filelimit import raise_open_files
 from apple_flow.handles import normalize_handle
 
+RELAUNCH_EXIT = 75  # = permissions.RELAUNCH_EXIT (not imported here: that module loads the iMessage channel)
+
 if TYPE_CHECKING:
     from apple_flow.channels.imessage.permissions import PermissionMonitor
+    from apple_flow.daemon.owner_notices import Rebuilt
     from apple_flow.web.server import WebServer
 
 
@@ -94,11 +97,20 @@ def _serve(
         print_error(exc)
         return 1
     checks = None
+    daemon: Runtime | None = None
+
+    def relaunch() -> None:
+        if daemon is not None:
+            daemon.request_stop()
+
     if channel == "imessage":
         from apple_flow.channels.imessage.permissions import PermissionMonitor
 
         # First, so that the Automation prompt shows at once (a service just installed asks the user now).
-        checks = PermissionMonitor(settings, store.meta, installed_at=service.installed_at if service else None)
+        checks = PermissionMonitor(
+            settings, store.meta, installed_at=service.installed_at if service else None,
+            relaunch=relaunch if service else None,
+        )
         checks.start()
     try:
         ingress, egress = build_channel(store)
@@ -121,10 +133,12 @@ def _serve(
         signal.signal(signal.SIGINT, stop)
         page = _web_page(settings, store, daemon, channel, env_file)
         try:
-            return daemon.run()
+            status = daemon.run()
         finally:
             if page is not None:
                 page.stop()
+        # launchd's KeepAlive starts the service again, and the new process has the grant this one lacked.
+        return RELAUNCH_EXIT if checks is not None and checks.relaunching else status
     except SettingsError as exc:
         print_error(exc)
         return 2
@@ -152,9 +166,19 @@ def _watch_permissions(
     if service is None:
         return
     owner = normalize_handle(settings.allowed_senders[0], settings.default_region) if settings.allowed_senders else None
-    notices = OwnerNotices(store, owner)
+    notices = OwnerNotices(store, owner, _rebuilt())
     checks.listen(notices.update)
     notices.attach(daemon.send_notice)
+
+
+def _rebuilt() -> Rebuilt | None:
+    """Whether the install that started this service replaced its app with other bytes (see ``OwnerNotices``)."""
+    from apple_flow.app_bundle import full_disk_access_regrant, replaced_by, running_app
+    from apple_flow.daemon.owner_notices import Rebuilt
+
+    app = running_app()
+    replaced = replaced_by(app) if app is not None else None
+    return Rebuilt(replaced.new_hash, full_disk_access_regrant(app)) if app is not None and replaced else None
 
 
 def _export_other_values(env_file: Path) -> None:
@@ -193,6 +217,10 @@ def _web_page(
     daemon.page_started(page.url)
     err.print(f"Web page: {page.url} (log in with APPLE_FLOW_WEB_TOKEN from {env_file.absolute()}, or text `web` "
               "to this Mac for a login link)")
+    from apple_flow.web.local_name import safari_problem
+
+    if note := safari_problem(page.url):
+        err.print(f"[yellow]{escape(note)}[/yellow]", soft_wrap=True)
     return page
 
 

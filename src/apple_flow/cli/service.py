@@ -11,7 +11,17 @@ import typer
 from rich.markup import escape
 
 from apple_flow import host
-from apple_flow.app_bundle import AppBundleError, InstalledApp, app_path, install_app, shown
+from apple_flow.app_bundle import (
+    APP_NAME,
+    AUTOMATION_RESET,
+    AppBundleError,
+    InstalledApp,
+    app_path,
+    full_disk_access_regrant,
+    install_app,
+    reset_automation,
+    shown,
+)
 from apple_flow.channels.imessage.permissions import (
     AUTOMATION,
     CHAT_DB,
@@ -25,7 +35,7 @@ from apple_flow.channels.imessage.permissions import (
 from apple_flow.channels.imessage.probe import AUTOMATION_SETTINGS
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings
-from apple_flow.login_service import Launchd, ServiceError, build_plist, service_files, systemd_unit
+from apple_flow.login_service import SWITCH_ON, Launchd, ServiceError, build_plist, service_files, systemd_unit
 from apple_flow.paths import built_launcher
 from apple_flow.times import moment
 
@@ -126,18 +136,39 @@ def print_readiness(report: PermissionReport | None) -> bool:
             if finding.fix:
                 err.print(f"    [bold]fix:[/bold] {escape(finding.fix)}", soft_wrap=True)
     err.print(
-        "The service keeps checking by itself and texts you once it is ready; `apple-flow service status` shows "
-        "where it stands.", soft_wrap=True,
+        "The service looks for the grants by itself (it restarts once to use a new Full Disk Access grant) and "
+        "texts you once it is ready; `apple-flow service status` shows where it stands.", soft_wrap=True,
     )
     return False
 
 
 def _say_app(app: InstalledApp) -> None:
+    """What the install did to the app the grants belong to, and, for a new build, how to give them again."""
     where = shown(app.path)
-    if app.changed:
-        err.print(f"Installed {escape(where)} (new or updated: macOS asks about its permissions).", soft_wrap=True)
+    code = f"code hash {app.code_hash[:12]}"
+    if not app.changed:
+        err.print(f"{escape(where)} is unchanged ({code}): the permissions you gave it stay.", soft_wrap=True)
+        return
+    if not app.replaced_hash:
+        err.print(f"Installed {escape(where)} ({code}): new, so it has no permissions yet (below).", soft_wrap=True)
+        return
+    err.print(
+        f"[bold yellow]Installed a new build of {escape(where)}[/bold yellow] ({code}, was "
+        f"{app.replaced_hash[:12]}): macOS keys its permissions on that hash, so those given to the old build no "
+        f"longer apply, although System Settings may still show {APP_NAME} switched on. Give them again:",
+        soft_wrap=True,
+    )
+    err.print(f"  {CHAT_DB}: {escape(full_disk_access_regrant(app.path))}.", soft_wrap=True)
+    problem = reset_automation()
+    command = " ".join(AUTOMATION_RESET)
+    if problem is None:
+        err.print(f"  {AUTOMATION}: reset (`{command}`): macOS asks again, below.", soft_wrap=True)
     else:
-        err.print(f"{escape(where)} is unchanged: the permissions you gave it stay.", soft_wrap=True)
+        err.print(
+            f"  {AUTOMATION}: `{command}` failed ({escape(problem)}): run it, then `apple-flow service restart`.",
+            soft_wrap=True,
+        )
+    err.print("The service texts you the same once it can send.", soft_wrap=True)
 
 
 def _explain_permissions(app: Responsible) -> None:
@@ -215,9 +246,23 @@ def status(env_file: Path = EnvOption) -> None:
         state = launchd.status()
     except ServiceError as exc:
         raise _fail(exc) from exc
+    switched_off = files.plist.exists() and launchd.disabled()
     if not state:
-        err.print("installed but not loaded" if files.plist.exists() else "not installed")
+        if not files.plist.exists():
+            err.print("not installed")
+        elif switched_off:
+            err.print(
+                f"[red]installed but switched off[/red]: launchd keeps {launchd.target} disabled, so it never runs. To "
+                f"switch it back on: {SWITCH_ON}.", soft_wrap=True,
+            )
+        else:
+            err.print("installed but not loaded: `apple-flow service install` loads it again.", soft_wrap=True)
         raise typer.Exit(1)
+    if switched_off:
+        err.print(
+            f"[yellow]switched off[/yellow]: it runs now, but launchd will not start it at the next login. To switch "
+            f"it back on: {SWITCH_ON}.", soft_wrap=True,
+        )
     pid = f", pid {state['pid']}" if "pid" in state else ""
     typer.echo(f"{launchd.target}: {state.get('state', 'unknown')}{pid}")
     report = read_report(settings.db_path)

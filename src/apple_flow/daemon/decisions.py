@@ -80,6 +80,7 @@ class LoginLinks:
     minutes: int  # how long a link works
     mac_only: bool  # no base URL: the link opens on this Mac only
     over_imessage: bool  # the channel is iMessage (a link is never printed on the console or sent another way)
+    safari_note: str = ""  # the page's name does not open in Safari on this Mac: why, and the fix
 
 
 def new_run_id() -> str:

@@ -225,6 +225,8 @@ class Orchestrator:
                 f"{links.base_url}/login/link/{secret}")
         if links.mac_only:
             text += "\nIt opens on this Mac only; for your phone set APPLE_FLOW_WEB_BASE_URL (docs/web.md says how)."
+        if links.safari_note:
+            text += f"\n{links.safari_note}"
         return Reply(text, login_link=secret)
 
     def _cancel(self, sender: str, target: str | None, view: View) -> Reply:

@@ -366,10 +366,12 @@ class Runtime:
 
     def page_started(self, local_url: str) -> None:
         """The web page serves at ``local_url``: `web` now answers with login links (to the base URL if set)."""
+        from apple_flow.web.local_name import safari_problem
+
         base = self._settings.web_base_url
         self.orchestrator.login_links = LoginLinks(
             base or local_url, self._settings.web_link_minutes, mac_only=base is None,
-            over_imessage=self._channel == "imessage",
+            over_imessage=self._channel == "imessage", safari_note="" if base else safari_problem(local_url),
         )
 
     def send_notice(self, recipient: str, text: str) -> str | None:

@@ -99,11 +99,19 @@ def check_automation(settings: Settings, app: Responsible) -> Check:
     return Check("Messages automation", CheckStatus.OK if result.ok else CheckStatus.FAIL, result.detail, result.fix)
 
 
-def check_service_report(settings: Settings) -> Check:
-    """What the daemon found when it checked its own permissions (the service's differ from this terminal's)."""
+def check_service_report(settings: Settings, installed: bool = False) -> Check:
+    """What the daemon found when it checked its own permissions (the service's differ from this terminal's). With
+    the service ``installed`` its report is the check of chat.db and Messages: a missing grant fails."""
     if not host.is_macos():
         return Check("service", CheckStatus.NA, "macOS only")
+    if installed and (unloaded := _not_running(settings)) is not None:
+        return unloaded
     report = read_report(settings.db_path)
+    if report is None and installed:
+        return Check(
+            "service", CheckStatus.WARN, "installed, but the daemon has not reported its permissions yet",
+            "`apple-flow service status` says whether it runs; its log: `apple-flow service logs`",
+        )
     if report is None:
         return Check(
             "service", CheckStatus.NA,
@@ -116,7 +124,29 @@ def check_service_report(settings: Settings) -> Check:
     problems = [f for f in report.findings if not f.ok]
     if not problems:
         return Check("service", CheckStatus.OK, detail)
-    return Check("service", CheckStatus.WARN, detail, " ".join(f"{f.name}: {f.fix or f.detail}." for f in problems))
+    fixes = " ".join(f"{f.name}: {f.fix or f.detail}." for f in problems)
+    return Check("service", CheckStatus.FAIL if installed else CheckStatus.WARN, detail, fixes)
+
+
+def _not_running(settings: Settings) -> Check | None:
+    """An installed service that launchd does not run: switched off under Login Items, or not loaded."""
+    from apple_flow.login_service import SWITCH_ON, Launchd, ServiceError
+
+    launchd = Launchd(settings)
+    try:
+        if launchd.disabled():
+            return Check(
+                "service", CheckStatus.FAIL,
+                f"installed but switched off: launchd keeps {launchd.target} disabled, so it never runs", SWITCH_ON,
+            )
+        if not launchd.is_loaded():
+            return Check(
+                "service", CheckStatus.FAIL, f"installed but not loaded: launchd does not know {launchd.target}",
+                "run `apple-flow service install` (it loads it again)",
+            )
+    except ServiceError:
+        return None  # launchctl missing or silent: the report below still tells what the service last found
+    return None
 
 
 @dataclass(frozen=True)
@@ -256,6 +286,23 @@ class ReadOnlyEvents:
         return [Event(*row) for row in reversed(rows)]
 
 
+def check_web_name(settings: Settings) -> Check:
+    """Whether Safari, the Mac's default browser, opens the page under its own name (it asks the system resolver,
+    which knows only the bare localhost; see ``web.local_name``)."""
+    from apple_flow.web.local_name import hosts_fix, resolves_here
+
+    name = "web page in Safari"
+    local = settings.web_local_name
+    if not host.is_macos() or not settings.web_enabled or not local or settings.web_base_url:
+        return Check(name, CheckStatus.NA, "only for the page's own name on a Mac")
+    if resolves_here(local):
+        return Check(name, CheckStatus.OK, f"{local} resolves on this Mac: Safari opens the page")
+    return Check(
+        name, CheckStatus.WARN, f"Safari cannot open {local} on this Mac (Chrome and Firefox can)",
+        f"run once in Terminal: {hosts_fix(local)}",
+    )
+
+
 SANDBOX_CHECK_TIMEOUT = 900.0  # its swift build of a tiny package takes a minute or more the first time
 
 
@@ -292,13 +339,25 @@ def check_sandbox(settings: Settings) -> Check:
 SERVICE_CHECKS_ITSELF = "the service checks this itself, as Apple Flow (see the service line)"
 
 
-def run_doctor(db: Path | None, env_file: Path = Path(".env"), terminal_permissions: bool = True,
+def service_installed(settings: Settings) -> bool:
+    """Whether the login service is installed here (its launchd plist exists): then the service reads messages, as
+    Apple Flow, and what this terminal may do says nothing about it."""
+    from apple_flow.login_service import service_files
+
+    return host.is_macos() and service_files(settings).plist.is_file()
+
+
+def run_doctor(db: Path | None, env_file: Path = Path(".env"), terminal_permissions: bool | None = None,
                sandbox: bool = True) -> list[Check]:
-    """Every check. Without ``terminal_permissions`` (setup with a service: the terminal never reads messages)
-    chat.db and Messages are not tried from here, so macOS asks nothing about the terminal."""
+    """Every check. Without ``terminal_permissions`` (by default: when a service is installed, as the terminal then
+    never reads messages) Messages and the terminal's Full Disk Access are not tried from here, so macOS asks
+    nothing about the terminal; a chat.db given as ``db`` (a copy) is still read."""
     settings, settings_check = check_settings(env_file)
+    service = service_installed(settings)
+    if terminal_permissions is None:
+        terminal_permissions = not service
+    path = (db or settings.messages_db_path).expanduser()
     if terminal_permissions:
-        path = (db or settings.messages_db_path).expanduser()
         chat_check, chat_error = check_chat_db(path, given=db is not None)
         app = responsible_app()
         permissions = [
@@ -308,17 +367,24 @@ def run_doctor(db: Path | None, env_file: Path = Path(".env"), terminal_permissi
             check_automation(settings, app),
         ]
     else:
-        permissions = [
+        permissions = []
+        if db is not None:  # a copy named on the command line: reading it asks macOS about nothing
+            chat_check, _ = check_chat_db(path, given=True)
+            permissions = [chat_check, check_pickup(path, settings, chat_check)]
+        shown = {check.name for check in permissions}
+        permissions += [
             Check(name, CheckStatus.NA, SERVICE_CHECKS_ITSELF)
             for name in ("chat.db", "new-message pickup", "Full Disk Access", "Messages automation")
+            if name not in shown
         ]
     return [
         settings_check,
         *permissions,
-        check_service_report(settings),
+        check_service_report(settings, installed=service),
         check_agent(settings),
         check_workspaces(settings),
         check_allowlist(settings),
         check_sms(settings, ReadOnlyEvents(settings.db_path)),
+        check_web_name(settings),
         *([check_sandbox(settings)] if sandbox else []),
     ]

@@ -145,14 +145,14 @@ def full_disk_access_hint() -> str:
     if app is not None:  # the service: macOS asks about Apple Flow.app, whose launcher started this Python
         return (
             f"switch on {app.stem} in System Settings > Privacy & Security > Full Disk Access (not listed? the + "
-            f"button, then Cmd+Shift+G and {app}); apple-flow tries again by itself"
+            f"button, then Cmd+Shift+G and {app}); the service sees the grant and restarts itself to use it"
         )
     bundle = python_app_bundle()
     also = f" (and, for this framework build of Python, {bundle})" if bundle is not None else ""
     return (
-        f"grant Full Disk Access to {python_binary()}{also} in System Settings > Privacy & Security > Full Disk "
-        "Access (use the + button; press Cmd+Shift+G to type the path), then restart apple-flow. If you run "
-        "apple-flow from a terminal, that terminal app needs Full Disk Access too."
+        "the login service (`apple-flow service install`) reads as Apple Flow: switch on Apple Flow in System "
+        "Settings > Privacy & Security > Full Disk Access. Run by hand, the app macOS asks about is the one it runs "
+        f"in: your terminal app (then quit and reopen it), or without one {python_binary()}{also}"
     )
 
 

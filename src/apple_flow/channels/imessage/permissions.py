@@ -8,7 +8,11 @@ service, so every result names the app it applies to, and the daemon checks for 
 to its log, to ``health``, and to the store, where ``apple-flow service status`` (another process) reads them.
 
 While chat.db cannot be read the daemon waits and tries again with a growing pause, instead of exiting into
-launchd's KeepAlive restart every 10 s. Automation is probed in the background, because the first probe waits on
+launchd's KeepAlive restart every 10 s. macOS decides Full Disk Access when a process starts, so a refused service
+stays refused after the grant: at each try it also reads chat.db in a new process (``fresh_read``), and when that
+works while its own read does not, the service exits once with ``RELAUNCH_EXIT`` for launchd to start it again with
+the grant (never sooner than ``THROTTLE_INTERVAL`` after its start, and once: a relaunch that did not help is
+remembered until chat.db was readable again). Automation is probed in the background, because the first probe waits on
 the permission prompt until the user answers it, and again later while Messages refuses. For the first minutes
 after ``service install`` both are checked every few seconds (the owner is in System Settings right then).
 
@@ -31,8 +35,10 @@ from typing import Protocol
 
 from apple_flow.app_bundle import LAUNCHER_VARIABLE, app_of_executable, shown
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_app_bundle, python_binary
+from apple_flow.channels.imessage.fresh_read import readable_in_new_process
 from apple_flow.channels.imessage.probe import ProbeResult, ProbeState, probe_messages_automation
 from apple_flow.config import Settings
+from apple_flow.login_service import THROTTLE_INTERVAL
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +51,11 @@ PROBE_TIMEOUT_SECONDS = 150.0
 MAX_PAUSE_SECONDS = 300.0
 QUICK_WINDOW_SECONDS = 600.0  # after `service install`: the owner is granting permissions right now
 QUICK_PAUSE_SECONDS = 3.0
+# The service's exit status when only a restart gives it a grant the owner has just given (launchd's KeepAlive starts
+# it again; EX_TEMPFAIL). The launcher passes it on.
+RELAUNCH_EXIT = 75
+RELAUNCH_KEY = "relaunched_for_grant"  # set before such an exit; cleared once chat.db was read
+GRANT_SEEN = "the grant is there, but this process started before it"
 
 # TERM_PROGRAM of the terminal apps people use, and the name System Settings lists them under.
 TERMINAL_APPS = {
@@ -155,13 +166,14 @@ def full_disk_access_fix(app: Responsible) -> str:
     if app.app:
         return (
             f"switch on {app.name} in {FULL_DISK_ACCESS_SETTINGS} (not listed? the + button, then Cmd+Shift+G and "
-            f"{shown(Path(app.app))}); apple-flow tries again by itself, or run `apple-flow service restart`"
+            f"{shown(Path(app.app))}); the service sees the grant and restarts itself to use it (or run "
+            "`apple-flow service restart`)"
         )
     bundle = python_app_bundle()
     also = f" (and {bundle}, for this framework build of Python)" if bundle is not None else ""
     return (
         f"grant Full Disk Access to {app.name}{also} in {FULL_DISK_ACCESS_SETTINGS} (the + button; Cmd+Shift+G "
-        "to type the path); apple-flow tries again by itself, or run `apple-flow service restart`"
+        "to type the path), then run `apple-flow service restart` (a process keeps the access it started with)"
     )
 
 
@@ -202,6 +214,8 @@ class ReportRecord(Protocol):
 
     def set(self, key: str, value: str) -> None: ...
 
+    def get(self, key: str) -> str | None: ...
+
 
 class PermissionMonitor:
     """The daemon's own check of its permissions; see the module docstring."""
@@ -213,7 +227,11 @@ class PermissionMonitor:
         app: Responsible | None = None,
         clock: Callable[[], float] = time.time,
         installed_at: float | None = None,
+        relaunch: Callable[[], None] | None = None,
+        fresh_read: Callable[[Path], bool] = readable_in_new_process,
     ) -> None:
+        """``relaunch`` (the service: the daemon's stop) ends this process for launchd to start it again, when only a
+        new process would get a new grant; None (run by hand): it never does."""
         self._settings = settings
         self._record_to = record
         self.app = app or responsible_app()
@@ -225,6 +243,11 @@ class PermissionMonitor:
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._listeners: list[Callable[[PermissionReport], None]] = []
+        self._relaunch = relaunch
+        self._fresh_read = fresh_read
+        self.relaunching = False  # the daemon's exit status is then RELAUNCH_EXIT
+        self._watching_grant = False
+        self._stuck: Finding | None = None  # a relaunch for the grant did not help: what to do instead
         self._findings = {
             CHAT_DB: Finding(CHAT_DB, State.CHECKING, f"not read yet by {self.app.name}"),
             AUTOMATION: Finding(
@@ -261,6 +284,20 @@ class PermissionMonitor:
             raise error
 
         self._record(chat_db_finding(failed, self._path, self.app))
+        with self._lock:
+            watching, self._watching_grant = self._watching_grant, True
+        if not watching and self._relaunch is not None:
+            threading.Thread(target=self._watch_grant, name="grant-watch", daemon=True).start()
+
+    def _watch_grant(self) -> None:
+        """While the reader is refused at run time: looks for the grant in a new process, as at start."""
+        pause = self._first_pause
+        while not self._closed.wait(self._pause(pause)) and not self._findings[CHAT_DB].ok:
+            if self._grant_needs_relaunch():
+                return
+            pause = min(pause * 2, MAX_PAUSE_SECONDS)
+        with self._lock:
+            self._watching_grant = False
 
     def wait_until_ready(self, stop: threading.Event) -> bool:
         """Returns once chat.db can be read (True), or when ``stop`` is set (False). Tries again after a pause
@@ -273,6 +310,34 @@ class PermissionMonitor:
                 return False
             pause = min(pause * 2, MAX_PAUSE_SECONDS)
             self._check_chat_db()
+            if not self._findings[CHAT_DB].ok and self._grant_needs_relaunch():
+                return False
+        return True
+
+    def _grant_needs_relaunch(self) -> bool:
+        """When this process is refused chat.db and a new one is not: relaunches (once, and not sooner than
+        launchd's throttle after the start) and returns True."""
+        if self._relaunch is None or self.relaunching or self._stuck is not None:
+            return False
+        if self._findings[CHAT_DB].state is not State.DENIED:
+            return False
+        if self._clock() - self._started_at < THROTTLE_INTERVAL or not self._fresh_read(self._path):
+            return False
+        if self._record_to.get(RELAUNCH_KEY):
+            # The last start was such a relaunch and it did not help: exiting again would loop. Said once.
+            self._stuck = Finding(
+                CHAT_DB, State.DENIED,
+                f"a new process can read {self._path}, but {self.app.name}, restarted for the grant, still cannot",
+                f"run `apple-flow service restart`; if that does not help, remove {self.app.name} from "
+                f"{FULL_DISK_ACCESS_SETTINGS} and add it again",
+            )
+            self._record(self._stuck)
+            return False
+        self._record_to.set(RELAUNCH_KEY, f"{self._clock():.0f}")
+        self._record(Finding(CHAT_DB, State.CHECKING, f"{GRANT_SEEN}: {self.app.name} restarts to use it"))
+        log.warning("Full Disk Access was granted after this process started; exiting for launchd to restart it")
+        self.relaunching = True
+        self._relaunch()
         return True
 
     def _pause(self, backoff: float) -> float:
@@ -295,9 +360,16 @@ class PermissionMonitor:
     def _check_chat_db(self) -> None:
         db = ChatDB(self._path)
         try:
-            self._record(chat_db_finding(db.latest_rowid, self._path, self.app))
+            finding = chat_db_finding(db.latest_rowid, self._path, self.app)
         finally:
             db.close()
+        if finding.ok:
+            self._stuck = None
+            if self._record_to.get(RELAUNCH_KEY):
+                self._record_to.set(RELAUNCH_KEY, "")
+        elif self._stuck is not None and finding.state is State.DENIED:
+            finding = self._stuck  # what the owner must do is still that
+        self._record(finding)
 
     def _probe_automation(self) -> None:
         pause = self._first_pause
