@@ -19,8 +19,12 @@ enum Bubblewrap {
     ///   when bwrap (killed at a timeout) or apple-code goes. `--new-session`: no controlling terminal (TIOCSTI).
     /// - `hooksFolder`: the folder `core.hooksPath` names inside the workspace, read-only like `.git/hooks`.
     /// - `hidden`: the owner's secrets, each covered by an empty read-only folder or file (`hiddenPaths`).
+    /// - `--cap-drop ALL`: no capabilities, whoever runs apple-code. Run by root, bwrap would otherwise hand the
+    ///   command every capability, and with them `umount` of what covers a hidden path and a read-write remount
+    ///   of the host. `userNamespace` (root, where the kernel allows it): a user namespace of its own as well, so
+    ///   the bounding set is empty too and no capability of the host's namespace is left to regain.
     static func arguments(executable: String, workspace: String, host: HostFiles, hooksFolder: String? = nil,
-                          hidden: HiddenPaths = HiddenPaths(paths: [])) -> [String] {
+                          hidden: HiddenPaths = HiddenPaths(paths: []), userNamespace: Bool = false) -> [String] {
         var arguments = [executable, "--ro-bind", "/", "/", "--tmpfs", "/tmp"]
         if host.kind("/run") == .directory {
             arguments += ["--tmpfs", "/run", "--ro-bind-try", "/run/current-system", "/run/current-system"]
@@ -49,8 +53,9 @@ enum Bubblewrap {
             }
         }
         arguments += hiddenPaths(others, workspace: workspace, host: host)
-        arguments += ["--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1",
-                      "--new-session", "--die-with-parent", "--setenv", "TMPDIR", "/tmp", "--chdir", workspace]
+        arguments += ["--dev", "/dev", "--proc", "/proc"] + (userNamespace ? ["--unshare-user"] : [])
+            + ["--unshare-net", "--unshare-pid", "--as-pid-1", "--cap-drop", "ALL", "--new-session",
+               "--die-with-parent", "--setenv", "TMPDIR", "/tmp", "--chdir", workspace]
         return arguments
     }
 }

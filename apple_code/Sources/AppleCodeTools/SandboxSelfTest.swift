@@ -49,10 +49,12 @@ public enum SandboxSelfTest {
         }
         defer { try? FileManager.default.removeItem(atPath: base) }
         let runner = Runner(sandbox: sandbox, workspace: workspace,
-                            hidden: HiddenPaths(paths: hidden.paths + [canary]), deniedPorts: deniedPorts)
+                            hidden: HiddenPaths(paths: hidden.paths + [canary]), deniedPorts: deniedPorts,
+                            canary: canary)
         var checks = [await runner.writesInside(), await runner.writeOutsideIsRefused(home: home),
                       await runner.gitIsProtected(), await runner.gitConfigIsRefused(),
                       await runner.caseFoldedGitHooksAreRefused(), await runner.hiddenPathsAreUnreadable(),
+                      await runner.hiddenPathsCannotBeUnmounted(), await runner.remountReadWriteIsRefused(home: home),
                       await runner.networkIsRefused(), await runner.nameLookupFails(), await runner.loopbackWorks(),
                       await runner.webPortIsRefused(), await runner.terminalInputCannotBePushed(),
                       await runner.processesOutsideCannotBeKilled()]
@@ -80,12 +82,16 @@ public enum SandboxSelfTest {
 
 /// Why a check does not run on this system.
 private let macOSOnly = "macOS only"
+/// Why a check of bwrap's mounts does not run under sandbox-exec.
+private let bubblewrapOnly = "Linux only: it tries to undo bwrap's mounts, and macOS's sandbox has none"
 
 private struct Runner {
     let sandbox: CommandSandbox
     let workspace: String
     let hidden: HiddenPaths
     let deniedPorts: [Int]
+    /// A hidden file of the check's own, outside the workspace, holding `apple-code-canary`.
+    let canary: String
 
     /// Runs `command` in the sandbox; its exit status (nil: it did not exit by itself) and output.
     func run(_ command: String, seconds: Int = 30, denying extraPort: Int? = nil) async
@@ -179,6 +185,39 @@ private struct Runner {
         }
         return .init(name: "every hidden path is unreadable (\(present.count) here)", passed: readable.isEmpty,
                      detail: "a command read " + readable.joined(separator: ", "))
+    }
+
+    /// With a capability left (bwrap run by root keeps them all unless told), `umount` of what covers a hidden
+    /// path uncovers it: every hidden path here, and the private /tmp over the check's own hidden file (which is
+    /// then read). bwrap only: these are its mounts (and unconfined, they would be the host's).
+    func hiddenPathsCannotBeUnmounted() async -> SandboxSelfTest.Check {
+        let name = "`umount` of a hidden path is refused"
+        guard case .bubblewrap = sandbox else { return .skip(name, bubblewrapOnly) }
+        let targets = hidden.paths.filter { [.file, .directory].contains(Workspace.fileKind($0)) } + ["/tmp"]
+        let attempts = targets.map { target in
+            "umount -l \(shellQuoted(target)) 2>/dev/null && echo \(shellQuoted("unmounted " + target))"
+        }
+        let (_, output) = await run(attempts.joined(separator: "; ") + "; cat \(shellQuoted(canary)) 2>/dev/null")
+        let through = output.split(separator: "\n")
+            .filter { $0.hasPrefix("unmounted ") || $0.contains("apple-code-canary") }
+        return .init(name: name, passed: through.isEmpty, detail: through.joined(separator: "; "))
+    }
+
+    /// A read-write remount of the host's file system (a capability would allow it), then a write aimed at the
+    /// home folder through it; removed again if it got through. bwrap only, as above.
+    func remountReadWriteIsRefused(home: String?) async -> SandboxSelfTest.Check {
+        let name = "a read-write remount of the file system is refused"
+        guard case .bubblewrap = sandbox else { return .skip(name, bubblewrapOnly) }
+        guard let home else { return .init(name: name, passed: false, detail: "no home folder ($HOME) to aim at") }
+        let target = home + "/.apple-code-sandbox-check-\(UUID().uuidString)"
+        let (_, output) = await run("mount -o remount,bind,rw / 2>/dev/null && echo 'remounted /'; "
+            + "echo escaped > \(shellQuoted(target)) 2>/dev/null; true")
+        var through = output.split(separator: "\n").filter { $0.hasPrefix("remounted ") }.map(String.init)
+        if Workspace.fileKind(target) != .missing {
+            unlink(target)
+            through.append("a command wrote \(target) (removed again)")
+        }
+        return .init(name: name, passed: through.isEmpty, detail: through.joined(separator: "; "))
     }
 
     func networkIsRefused() async -> SandboxSelfTest.Check {

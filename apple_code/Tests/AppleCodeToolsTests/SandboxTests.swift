@@ -52,6 +52,38 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(!ws.exists("/run/x"))
     }
 
+    /// No capabilities inside a command, whoever runs apple-code (here root, in the project's tests usually): with
+    /// them, `umount` of what covers a hidden path uncovered it and a read-write remount wrote outside the
+    /// workspace. tests/apple_code/test_sandbox_cli.py runs the same as a normal user.
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapLeavesNoCapabilities() async throws {
+        let ws = try TempWorkspace()
+        try ws.write(".env", "TOKEN=env-secret\n")
+        let workspace = try Workspace(ws.path, hidden: HiddenPaths(paths: [ws.path + "/.env"]))
+        let probe = "/var/tmp/apple-code-remount-\(UUID().uuidString)"
+        defer { unlink(probe) }  // only there if the sandbox failed
+        let command = """
+            grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status; \
+            umount -l .env 2>/dev/null && echo unmounted; cat .env 2>/dev/null; \
+            mount -o remount,bind,rw / 2>/dev/null && echo remounted; (echo x > \(probe)) 2>/dev/null; true
+            """
+        func run(_ command: String) async throws -> String {
+            try await RunCommandTool(sandbox: .detected)
+                .perform(ToolArguments(["command": .string(command)]), in: workspace,
+                         context: ToolContext(workspace: ws.path, maxResultTokens: 3000)).text
+        }
+        let zero = "0000000000000000"
+        let said = try await run(command)
+        #expect(said == "exit code 0\nCapInh:\t\(zero)\nCapPrm:\t\(zero)\nCapEff:\t\(zero)\nCapAmb:\t\(zero)\n",
+                "\(said)")
+        #expect(!ws.exists(probe))
+        #expect(ws.read(".env") == "TOKEN=env-secret\n")
+        // Run by root with a user namespace (and always as a normal user): not even a bounding set to regain from.
+        if case .bubblewrap(_, let userNamespace) = CommandSandbox.detected, userNamespace || geteuid() != 0 {
+            #expect(try await run("grep '^CapBnd:' /proc/self/status") == "exit code 0\nCapBnd:\t\(zero)\n")
+        }
+    }
+
     /// A server and its client on loopback work inside the sandbox (bwrap's own loopback);
     /// any other address is unreachable.
     @Test(.enabled(if: hasBubblewrap && hasPython, "needs a working bwrap (Linux) and python3"))
@@ -235,8 +267,12 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
                          "--dir", "/run/user/1000",
                          "--bind", "/w s", "/w s",
                          "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1",
-                         "--new-session", "--die-with-parent",
+                         "--cap-drop", "ALL", "--new-session", "--die-with-parent",
                          "--setenv", "TMPDIR", "/tmp", "--chdir", "/w s"])
+        // Run by root: a user namespace of its own too.
+        let asRoot = Bubblewrap.arguments(executable: "/usr/bin/bwrap", workspace: "/w s", host: debian,
+                                          userNamespace: true)
+        #expect(asRoot.joined(separator: " ").contains("--proc /proc --unshare-user --unshare-net"))
         // An old layout with /var/run a folder of its own; no /run at all; a runtime folder elsewhere.
         let old = HostFiles(kind: { ["/var/run": .directory][$0] ?? .missing }, entries: { _ in [] },
                             runtimeDirectory: "/tmp/rt")
