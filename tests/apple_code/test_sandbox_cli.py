@@ -87,6 +87,7 @@ def test_sandbox_check_passes_every_check_under_bwrap(apple_code_bin: Path, tmp_
     # The whole list runs here; the Mac-only checks are skipped and say why.
     for expected in ("writes there", "outside the workspace is refused", ".git/hooks", "outlive", "swift build",
                      "ok    `umount` of a hidden path is refused",
+                     "ok    .git/commondir and a nested submodule's config cannot be written",
                      "ok    a read-write remount of the file system is refused",
                      "ok    every hidden path is unreadable (3 here)", "core.hooksPath", "curl https://example.com",
                      "DNS lookup", "loopback server", "denied loopback port", "TIOCSTI", "`kill` of a process"):

@@ -81,51 +81,35 @@ extension Bubblewrap {
         return arguments
     }
 
-    /// git runs .git/hooks, and what .git/config names, later and outside any sandbox, so a command must not
-    /// write them: they are bound read-only over themselves (a repository without hooks gets an empty read-only
-    /// folder, left behind empty), and so are those of submodules (.git/modules/...) and worktrees
-    /// (.git/worktrees/...). `.git` itself is bound over itself: a mount point cannot be renamed or removed, so a
-    /// command cannot swap in a repository of its own. A `.git` file (a worktree's or submodule's pointer) is
-    /// read-only. A workspace with no `.git` can get one from a command: bwrap has no rule for a missing path.
+    /// git runs .git/hooks, and what .git/config names, later and outside any sandbox, and follows `commondir`
+    /// and `gitdir` pointers to other git folders, whose config it then reads: so in every repository under the
+    /// workspace (`GitPointers`) these are bound read-only over themselves (`GitPointers.protectedNames`: config,
+    /// config.worktree, commondir, gitdir, hooks, info), in its submodules' and worktrees' git folders too. A
+    /// repository without hooks gets an empty read-only folder (left behind empty). Each `.git` folder is bound over
+    /// itself: a mount point cannot be renamed or removed, so a command cannot swap in a repository of its own. A
+    /// `.git` file (a worktree's or submodule's pointer) is read-only. What does not exist cannot be bound: a
+    /// pointer file a command makes is removed after it (`GitPointers.created`); a workspace with no `.git` can
+    /// get one.
     static func gitProtection(workspace: String, host: HostFiles) -> [String] {
-        let git = (workspace == "/" ? "" : workspace) + "/.git"
-        switch host.kind(git) {
-        case .file:
-            return ["--ro-bind", git, git]
-        case .directory:
-            var arguments = ["--bind", git, git]
-            for folder in [git] + nestedGitFolders(of: git, host: host) {
-                for name in ["config", "config.worktree", "hooks"] {
-                    let path = folder + "/" + name
-                    switch host.kind(path) {
-                    case .file, .directory: arguments += ["--ro-bind", path, path]
-                    case .missing where folder == git && name == "hooks":
-                        arguments += ["--tmpfs", path, "--remount-ro", path]
-                    default: break
-                    }
-                }
-            }
-            return arguments
-        default:
-            return []
-        }
+        gitProtection(GitPointers.find(in: workspace, host: host), host: host)
     }
 
-    /// The git folders of submodules and worktrees inside a repository's .git (at most 64, 4 levels deep).
-    static func nestedGitFolders(of git: String, host: HostFiles) -> [String] {
-        var found: [String] = []
-        var queue = [(git, 0)]
-        while let (folder, depth) = queue.popLast(), depth < 4 {
-            for kind in ["modules", "worktrees"] where host.kind(folder + "/" + kind) == .directory {
-                for name in host.entries(folder + "/" + kind).sorted() where found.count < 64 {
-                    let nested = folder + "/" + kind + "/" + name
-                    guard host.kind(nested) == .directory else { continue }
-                    found.append(nested)
-                    queue.insert((nested, depth + 1), at: 0)
+    static func gitProtection(_ repositories: GitPointers, host: HostFiles) -> [String] {
+        var arguments: [String] = []
+        for git in repositories.gitFolders { arguments += ["--bind", git, git] }
+        for folder in repositories.allGitFolders {
+            for name in GitPointers.protectedNames {
+                let path = folder + "/" + name
+                switch host.kind(path) {
+                case .file, .directory: arguments += ["--ro-bind", path, path]
+                case .missing where name == "hooks" && repositories.gitFolders.contains(folder):
+                    arguments += ["--tmpfs", path, "--remount-ro", path]
+                default: break
                 }
             }
         }
-        return found
+        for file in repositories.gitFiles { arguments += ["--ro-bind", file, file] }
+        return arguments
     }
 }
 

@@ -46,6 +46,19 @@ public enum CommandSandbox: Sendable, Equatable {
         }
     }
 
+    /// The git pointer files missing now under `workspace` that bwrap cannot keep a command from making
+    /// (`GitPointers`): looked at again after the command, and removed when made. None elsewhere: the Seatbelt
+    /// profile denies making them, and without a sandbox nothing is kept.
+    public func watchedGitPointers(workspace: String) -> [String] {
+        guard case .bubblewrap = self else { return [] }
+        return GitPointers.find(in: workspace, host: .live).missingPointers(host: .live)
+    }
+
+    /// After a command: removes the watched pointer files it made; the note for its result, if it made any.
+    public static func removeGitPointers(madeFrom watched: [String], workspace: String) -> String? {
+        GitPointers.removeCreated(GitPointers.created(since: watched, host: .live), workspace: workspace)
+    }
+
     public var label: String {
         switch self {
         case .bubblewrap: "bwrap (writes: the workspace and a private /tmp; network: its own loopback only; "

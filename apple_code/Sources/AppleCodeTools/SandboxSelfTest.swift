@@ -53,6 +53,7 @@ public enum SandboxSelfTest {
                             canary: canary)
         var checks = [await runner.writesInside(), await runner.writeOutsideIsRefused(home: home),
                       await runner.gitIsProtected(), await runner.gitConfigIsRefused(),
+                      await runner.gitPointersAreRefused(),
                       await runner.caseFoldedGitHooksAreRefused(), await runner.hiddenPathsAreUnreadable(),
                       await runner.hiddenPathsCannotBeUnmounted(), await runner.remountReadWriteIsRefused(home: home),
                       await runner.networkIsRefused(), await runner.nameLookupFails(), await runner.loopbackWorks(),
@@ -98,9 +99,10 @@ private struct Runner {
         -> (status: Int32?, output: String) {
         let argv = sandbox.argv(command: command, workspace: workspace, hidden: hidden,
                                 deniedPorts: deniedPorts + (extraPort.map { [$0] } ?? []))
-        guard let outcome = try? await CommandRunner.run(argv, in: workspace, timeout: .seconds(seconds)) else {
-            return (nil, "could not start the command")
-        }
+        let watched = sandbox.watchedGitPointers(workspace: workspace)
+        let ran = try? await CommandRunner.run(argv, in: workspace, timeout: .seconds(seconds))
+        _ = CommandSandbox.removeGitPointers(madeFrom: watched, workspace: workspace)  // as runCommand does
+        guard let outcome = ran else { return (nil, "could not start the command") }
         if case .exited(let code) = outcome.ending { return (code, outcome.output.text) }
         return (nil, "it did not finish: \(outcome.ending); " + outcome.output.text)
     }
@@ -158,6 +160,27 @@ private struct Runner {
         return .init(name: name, passed: after == before && !(after ?? "").contains("hooksPath = x"),
                      detail: "git exited \(status.map(String.init) ?? "without a status") and changed .git/config: "
                          + oneLine(output))
+    }
+
+    /// After `gitIsProtected`: a `commondir` (git would read the config of the folder it names: `core.fsmonitor`
+    /// runs a program at the owner's next `git status`) and the config of a submodule whose name holds a slash.
+    func gitPointersAreRefused() async -> SandboxSelfTest.Check {
+        let name = ".git/commondir and a nested submodule's config cannot be written"
+        let module = ".git/modules/libs/a"
+        do {
+            try FileManager.default.createDirectory(atPath: path(module), withIntermediateDirectories: true)
+            try "ref: refs/heads/main\n".write(toFile: path(module + "/HEAD"), atomically: false, encoding: .utf8)
+            try "[core]\n".write(toFile: path(module + "/config"), atomically: false, encoding: .utf8)
+        } catch {
+            return .init(name: name, passed: false, detail: "cannot make a submodule's git folder: \(error)")
+        }
+        _ = await run("mkdir -p /tmp/evil; echo /tmp/evil > .git/commondir; "
+            + "echo '[core] fsmonitor = evil' >> \(module)/config; echo .. > \(module)/commondir")
+        var written: [String] = []
+        if Workspace.fileKind(path(".git/commondir")) != .missing { written.append(".git/commondir") }
+        if read(module + "/config") != "[core]\n" { written.append(module + "/config") }
+        if Workspace.fileKind(path(module + "/commondir")) != .missing { written.append(module + "/commondir") }
+        return .init(name: name, passed: written.isEmpty, detail: "a command wrote " + written.joined(separator: ", "))
     }
 
     /// macOS's file system does not tell `.GIT` from `.git`: the same hooks, another spelling.

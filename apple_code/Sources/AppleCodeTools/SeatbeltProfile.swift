@@ -103,8 +103,9 @@ public enum SeatbeltProfile {
         lines += [
             "",
             "; Code git runs later, outside any sandbox: inside the workspace no .git is made, replaced or removed, and",
-            "; no repository's hooks or config (or a submodule's or worktree's) are written, in any letter case (the",
-            "; Mac's file system does not tell .GIT/Hooks from .git/hooks).",
+            "; no repository's hooks, info, config or pointer to another git folder (commondir, gitdir; a submodule's",
+            "; or worktree's too, at any depth) is made or written, in any letter case (the Mac's file system does not",
+            "; tell .GIT/Hooks from .git/hooks).",
             #"(deny file-write* (require-all (subpath (param "WORKSPACE")) (regex #""# + gitFolderPattern + #"")))"#,
             #"(deny file-write* (require-all (subpath (param "WORKSPACE"))"#,
             #"    (regex #""# + gitInternalsPattern + #"")))"#,
@@ -141,9 +142,12 @@ public enum SeatbeltProfile {
 
     /// `.git` itself, as the last name of a path, in any letter case.
     static let gitFolderPattern = "/" + anyCase(".git") + "$"
-    /// hooks, config and config.worktree of a repository, a submodule or a worktree, in any letter case.
+    /// What git reads as configuration, code or a pointer elsewhere (`GitPointers.protectedNames`: hooks, info,
+    /// config, config.worktree, commondir, gitdir) in a repository's git folder, or anywhere below its `modules`
+    /// and `worktrees` (a submodule's name may hold slashes, so its git folder may be at any depth), in any letter
+    /// case. Made or written, both are denied.
     static let gitInternalsPattern = "/" + anyCase(".git") + "/((" + anyCase("modules") + "|" + anyCase("worktrees")
-        + ")/[^/]+/)*(" + anyCase("hooks") + "|" + anyCase("config") + "|" + anyCase("config.worktree") + ")(/.*)?$"
+        + ")/(.+/)?)?(" + GitPointers.protectedNames.map(anyCase).joined(separator: "|") + ")(/.*)?$"
 
     /// A regex that matches `text` in any letter case: each letter as `[xX]`, a dot as `\.`.
     static func anyCase(_ text: String) -> String {

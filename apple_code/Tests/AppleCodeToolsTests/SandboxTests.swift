@@ -172,7 +172,7 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(!Bubblewrap.arguments(executable: "bwrap", workspace: "/w", host: host).contains("/w/.githooks"))
     }
 
-    /// Everyday git still works with hooks and config read-only: add, commit, log, status, branch.
+    /// Everyday git still works with hooks, config and pointers read-only: add, commit, checkout -b, stash, merge.
     @Test(.enabled(if: hasBubblewrap && CommandSandbox.findExecutable("git") != nil, "needs bwrap and git"))
     func bubblewrapLetsGitCommit() async throws {
         let ws = try TempWorkspace()
@@ -181,12 +181,17 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         git.arguments = ["-c", "cd \"$0\" && git init -q", ws.path]
         try git.run()
         await onOwnThread { git.waitUntilExit() }
+        // add, commit, checkout -b, stash (and pop), merge: what git writes for them stays writable.
         let command = """
-            echo hi > a.txt && git add a.txt && git -c user.name=t -c user.email=t@example.com commit -qm one \
-            && git branch topic && git log --oneline | wc -l && git status --short | wc -l
+            g() { git -c user.name=t -c user.email=t@example.com "$@"; }; \
+            echo hi > a.txt && g add a.txt && g commit -qm one && g branch topic && g checkout -qb side \
+            && echo t > t.txt && g add t.txt && g commit -qm two && g checkout -q topic \
+            && echo more >> a.txt && g stash -q && g stash pop -q && g stash -q \
+            && g merge -q --no-ff -m merged side && g stash pop -q \
+            && g log --oneline | wc -l && g status --short
             """
         let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": .string(command)])
-        #expect(result.text == "exit code 0\n1\n0\n", "\(result.text)")
+        #expect(result.text == "exit code 0\n3\n M a.txt\n", "\(result.text)")
     }
 
     /// On Linux: make, python3 and npm run inside the sandbox (each where installed).
@@ -234,6 +239,7 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
             "/w/.git/modules": .directory, "/w/.git/modules/lib": .directory, "/w/.git/modules/lib/config": .file,
             "/w/.git/modules/lib/hooks": .directory, "/w/.git/worktrees": .directory,
             "/w/.git/worktrees/wt": .directory, "/w/.git/worktrees/wt/config.worktree": .file,
+            "/w/.git/modules/lib/HEAD": .file, "/w/.git/worktrees/wt/HEAD": .file,
         ]
         let listing = ["/w/.git/modules": ["lib"], "/w/.git/worktrees": ["wt"]]
         let host = HostFiles(kind: { files[$0] ?? .missing }, entries: { listing[$0] ?? [] }, runtimeDirectory: nil)
@@ -256,6 +262,77 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         let symlink = HostFiles(kind: { $0 == "/w/.git" ? .symlink : .missing }, entries: { _ in [] },
                                 runtimeDirectory: nil)
         #expect(Bubblewrap.gitProtection(workspace: "/w", host: symlink) == [])
+    }
+
+    /// Every repository under the workspace, and a submodule whose name holds a slash (its git folder is
+    /// `.git/modules/libs/a`): their config, pointers and hooks are bound read-only.
+    @Test func bubblewrapGitArgumentsReachNestedRepositoriesAndSlashedSubmodules() {
+        let files: [String: Workspace.FileKind] = [
+            "/w/.git": .directory, "/w/.git/config": .file, "/w/.git/hooks": .directory, "/w/.git/info": .directory,
+            "/w/.git/modules": .directory, "/w/.git/modules/libs": .directory,
+            "/w/.git/modules/libs/a": .directory, "/w/.git/modules/libs/a/HEAD": .file,
+            "/w/.git/modules/libs/a/config": .file, "/w/.git/modules/libs/a/commondir": .file,
+            "/w/.git/worktrees": .directory, "/w/.git/worktrees/wt": .directory, "/w/.git/worktrees/wt/HEAD": .file,
+            "/w/.git/worktrees/wt/commondir": .file, "/w/.git/worktrees/wt/gitdir": .file,
+            "/w/vendor": .directory, "/w/vendor/x": .directory, "/w/vendor/x/.git": .directory,
+            "/w/vendor/x/.git/config": .file, "/w/vendor/x/.git/hooks": .directory, "/w/sub": .directory,
+            "/w/sub/.git": .file,
+        ]
+        let listing = ["/w": [".git", "vendor", "sub"], "/w/vendor": ["x"], "/w/vendor/x": [".git"],
+                       "/w/.git/modules": ["libs"], "/w/.git/modules/libs": ["a"], "/w/.git/worktrees": ["wt"]]
+        let host = HostFiles(kind: { files[$0] ?? .missing }, entries: { listing[$0] ?? [] }, runtimeDirectory: nil)
+        let found = GitPointers.find(in: "/w", host: host)
+        #expect(found.gitFolders == ["/w/.git", "/w/vendor/x/.git"])
+        #expect(found.gitFiles == ["/w/sub/.git"])
+        #expect(found.allGitFolders == ["/w/.git", "/w/.git/worktrees/wt", "/w/.git/modules/libs/a",
+                                        "/w/vendor/x/.git"])
+        #expect(Bubblewrap.gitProtection(workspace: "/w", host: host) == [
+            "--bind", "/w/.git", "/w/.git", "--bind", "/w/vendor/x/.git", "/w/vendor/x/.git",
+            "--ro-bind", "/w/.git/config", "/w/.git/config",
+            "--ro-bind", "/w/.git/hooks", "/w/.git/hooks",
+            "--ro-bind", "/w/.git/info", "/w/.git/info",
+            "--ro-bind", "/w/.git/worktrees/wt/commondir", "/w/.git/worktrees/wt/commondir",
+            "--ro-bind", "/w/.git/worktrees/wt/gitdir", "/w/.git/worktrees/wt/gitdir",
+            "--ro-bind", "/w/.git/modules/libs/a/config", "/w/.git/modules/libs/a/config",
+            "--ro-bind", "/w/.git/modules/libs/a/commondir", "/w/.git/modules/libs/a/commondir",
+            "--ro-bind", "/w/vendor/x/.git/config", "/w/vendor/x/.git/config",
+            "--ro-bind", "/w/vendor/x/.git/hooks", "/w/vendor/x/.git/hooks",
+            "--ro-bind", "/w/sub/.git", "/w/sub/.git",
+        ])
+        // The pointer files missing now are watched: a command that makes one has it removed afterwards.
+        #expect(found.missingPointers(host: host) == [
+            "/w/.git/commondir", "/w/.git/config.worktree", "/w/.git/gitdir",
+            "/w/.git/worktrees/wt/config.worktree",
+            "/w/.git/modules/libs/a/config.worktree", "/w/.git/modules/libs/a/gitdir",
+            "/w/vendor/x/.git/commondir", "/w/vendor/x/.git/config.worktree", "/w/vendor/x/.git/gitdir",
+        ])
+    }
+
+    /// In the real sandbox: no config, pointer, hook or info of any repository under the workspace can be
+    /// written, and a `commondir` a command makes is gone after it (with a note that says why).
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapKeepsGitPointersReadOnly() async throws {
+        let ws = try TempWorkspace()
+        let files = [".git/config": "[core]\n", ".git/HEAD": "ref: refs/heads/main\n", ".git/info/exclude": "x\n",
+                     ".git/worktrees/wt/HEAD": "ref: refs/heads/wt\n", ".git/worktrees/wt/commondir": "../..\n",
+                     ".git/worktrees/wt/gitdir": "/elsewhere/wt/.git\n", ".git/modules/libs/a/HEAD": "ref: x\n",
+                     ".git/modules/libs/a/config": "[core]\n", "vendor/x/.git/HEAD": "ref: x\n",
+                     "vendor/x/.git/config": "[core]\n", "sub/.git": "gitdir: ../.git/modules/libs/a\n"]
+        for (path, text) in files { try ws.write(path, text) }
+        let command = """
+            mkdir -p /tmp/evil; echo /tmp/evil > .git/commondir; echo /tmp/evil > .git/modules/libs/a/commondir; \
+            for f in .git/config .git/info/exclude .git/worktrees/wt/commondir .git/worktrees/wt/gitdir \
+                .git/modules/libs/a/config vendor/x/.git/config sub/.git; do echo evil >> $f; done; \
+            echo evil > .git/info/attributes; mv vendor/x/.git vendor/x/.git-old; echo ok > .git/index && echo index
+            """
+        let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": .string(command)])
+        for (path, text) in files { #expect(ws.read(path) == text, "\(path): \(result.text)") }
+        for path in [".git/commondir", ".git/modules/libs/a/commondir", ".git/info/attributes", "vendor/x/.git-old"] {
+            #expect(!ws.exists(ws.path + "/" + path), "\(path): \(result.text)")
+        }
+        #expect(ws.read(".git/index") == "ok\n")
+        #expect(result.text.contains("Note: removed .git/commondir, .git/modules/libs/a/commondir, which this command "
+                                     + "created"), "\(result.text)")
     }
 
     @Test func bubblewrapArguments() {

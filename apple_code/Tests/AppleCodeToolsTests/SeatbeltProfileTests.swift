@@ -337,11 +337,14 @@ struct ReadProfile {
         for path in ["/w/.git/hooks", "/w/.git/hooks/pre-commit", "/w/.git/config", "/w/sub/.git/config",
                      "/w/.git/modules/lib/hooks/post-checkout", "/w/.git/worktrees/b/config.worktree",
                      "/w/.GIT/hooks/pre-commit", "/w/.Git/Hooks", "/w/.git/CONFIG", "/w/.gIt/MODULES/x/HOOKS/a",
-                     "/w/.git/WorkTrees/b/Config.Worktree"] {
+                     "/w/.git/WorkTrees/b/Config.Worktree", "/w/.git/commondir", "/w/.git/worktrees/b/commondir",
+                     "/w/.git/worktrees/b/gitdir", "/w/.git/modules/libs/a/config", "/w/.git/modules/a/b/c/hooks/x",
+                     "/w/.git/info/attributes", "/w/.git/info/config-notes", "/w/.git/CommonDir",
+                     "/w/sub/.git/modules/x/commondir"] {
             #expect(path.contains(git), "\(path)")
         }
         for path in ["/w/.git/index", "/w/.git/objects/ab/cd", "/w/.git/refs/heads/config2", "/w/hooks/x",
-                     "/w/.gitconfig", "/w/.git/info/config-notes", "/w/.GITX/hooks"] {
+                     "/w/.gitconfig", "/w/.git/objects/info/packs", "/w/.git/commondir2", "/w/.GITX/hooks"] {
             #expect(!path.contains(git), "\(path)")
         }
         let folder = try Regex(SeatbeltProfile.gitFolderPattern)
