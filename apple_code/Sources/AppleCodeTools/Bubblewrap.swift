@@ -69,9 +69,15 @@ extension Bubblewrap {
     static func hiddenPaths(_ paths: [String], workspace: String, host: HostFiles, holding: Bool = false)
         -> [String] {
         var arguments: [String] = []
+        var boundFolders: Set<String> = []
         for path in paths {
             let private_ = ["/tmp", "/run", "/var/run"].contains { HiddenPaths.isWithin(path, $0) }
             if private_, !HiddenPaths.isWithin(path, workspace), !HiddenPaths.isWithin(workspace, path) { continue }
+            if !holding, host.kind(path) != .missing {
+                for folder in foldersBetween(workspace, path, host: host) where boundFolders.insert(folder).inserted {
+                    arguments += ["--bind", folder, folder]
+                }
+            }
             switch host.kind(path) {
             case .directory: arguments += ["--tmpfs", path] + (holding ? [] : ["--remount-ro", path])
             case .missing, .symlink: break
@@ -79,6 +85,22 @@ extension Bubblewrap {
             }
         }
         return arguments
+    }
+
+    /// The folders strictly between the workspace and a hidden path inside it, outermost first. Each is bound over
+    /// itself: a mount point cannot be renamed (EBUSY), so `mv sub sub2` cannot carry `sub/secret.txt` out from
+    /// under its cover to where the next command would find it uncovered.
+    static func foldersBetween(_ workspace: String, _ path: String, host: HostFiles) -> [String] {
+        guard workspace != "/", workspace != path, HiddenPaths.isWithin(path, workspace) else { return [] }
+        let prefix = workspace == "/" ? "" : workspace
+        var folders: [String] = []
+        var current = prefix
+        for name in path.dropFirst(prefix.count).split(separator: "/").dropLast() {
+            current += "/" + name
+            guard host.kind(current) == .directory else { break }
+            folders.append(current)
+        }
+        return folders
     }
 
     /// git runs .git/hooks, and what .git/config names, later and outside any sandbox, and follows `commondir`

@@ -34,7 +34,9 @@ public enum SeatbeltProfile {
 
     /// The profile for a workspace that `holding` hidden folders hold (everything in them but the workspace is
     /// hidden) with `others` further hidden paths, refusing `deniedPorts` on loopback besides `alwaysDeniedPorts`.
-    public static func text(holding: Int = 0, others: Int = 0, deniedPorts: [Int] = []) -> String {
+    /// `lockedFolders`: the folders inside the workspace that hold a hidden path, which may not be renamed.
+    public static func text(holding: Int = 0, others: Int = 0, deniedPorts: [Int] = [], lockedFolders: Int = 0)
+        -> String {
         var lines = [
             "(version 1)",
             "(deny default)",
@@ -123,6 +125,13 @@ public enum SeatbeltProfile {
             lines.append(#"(deny file-read* file-map-executable file-write* (subpath (param ""#
                          + hiddenParameter(index) + #"")))"#)
         }
+        if lockedFolders > 0 {
+            lines.append("; A folder inside the workspace that holds a hidden path is not renamed or removed: the hidden")
+            lines.append("; path would be uncovered under the new name.")
+        }
+        for index in 0..<lockedFolders {
+            lines.append(#"(deny file-write-unlink (literal (param ""# + lockedParameter(index) + #"")))"#)
+        }
         lines += [
             "",
             "; Ways out: a program started through LaunchServices (open), an Apple event (osascript), a launchd job",
@@ -160,6 +169,8 @@ public enum SeatbeltProfile {
 
     static func hiddenParameter(_ index: Int) -> String { "HIDDEN_\(index)" }
 
+    static func lockedParameter(_ index: Int) -> String { "HIDDEN_HOLDER_\(index)" }
+
     /// `executable -p <profile> -DKEY=value ... --`; the command follows. `hooksFolder`: the folder
     /// `core.hooksPath` names inside the workspace, if any; `hidden`: the paths commands may not read;
     /// `deniedPorts`: loopback ports they may not connect to (default: what this run was given).
@@ -168,9 +179,16 @@ public enum SeatbeltProfile {
         let hooks = hooksFolder ?? (workspace == "/" ? "" : workspace) + "/.git/hooks"
         let (holding, others) = hidden.split(for: workspace)
         let hiddenParameters = (holding + others).enumerated().map { (hiddenParameter($0.offset), $0.element) }
+        var locked: [String] = []
+        for path in others where Workspace.fileKind(path) != .missing {
+            for folder in Bubblewrap.foldersBetween(workspace, path, host: .live) where !locked.contains(folder) {
+                locked.append(folder)
+            }
+        }
         let parameters = [("WORKSPACE", workspace)] + folders.parameters + [("GIT_HOOKS_PATH", hooks)]
-            + hiddenParameters
-        let profile = text(holding: holding.count, others: others.count, deniedPorts: deniedPorts ?? configuredPorts)
+            + hiddenParameters + locked.enumerated().map { (lockedParameter($0.offset), $0.element) }
+        let profile = text(holding: holding.count, others: others.count, deniedPorts: deniedPorts ?? configuredPorts,
+                           lockedFolders: locked.count)
         return [executable, "-p", profile] + parameters.map { "-D\($0.0)=\($0.1)" } + ["--"]
     }
 

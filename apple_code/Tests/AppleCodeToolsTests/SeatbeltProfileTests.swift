@@ -352,6 +352,21 @@ struct ReadProfile {
         #expect(!"/w/.gitignore".contains(folder))
     }
 
+    /// A folder inside the workspace that holds a hidden path may not be renamed or removed (the hidden path
+    /// would be uncovered under the new name): each is a parameter and a deny after every allow.
+    @Test func foldersHoldingAHiddenPathCannotBeRenamed() throws {
+        let ws = try TempWorkspace()
+        try ws.write("sub/deeper/secret.txt", "key\n")
+        let argv = SeatbeltProfile.argv(executable: "/usr/bin/sandbox-exec", workspace: ws.path,
+                                        folders: SandboxProbeTests.folders,
+                                        hidden: HiddenPaths(paths: [ws.path + "/sub/deeper/secret.txt"]))
+        #expect(argv.contains("-DHIDDEN_HOLDER_0=\(ws.path)/sub") && argv.contains("-DHIDDEN_HOLDER_1=\(ws.path)/sub/deeper"))
+        let profile = argv[2]
+        #expect(profile.contains(#"(deny file-write-unlink (literal (param "HIDDEN_HOLDER_1")))"#))
+        #expect(!profile.contains("HIDDEN_HOLDER_2"))
+        #expect(!SeatbeltProfile.text().contains("HIDDEN_HOLDER"))
+    }
+
     /// Programs that open a pseudo-terminal (`script`, expect-style tests) work as under bwrap's own /dev: the
     /// multiplexer, and only terminals made inside the sandbox (they carry the sandbox's pty extension).
     @Test func newPseudoTerminalsAreWritable() throws {
