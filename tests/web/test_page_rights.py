@@ -35,7 +35,7 @@ def setup(page: Page) -> tuple[str, str]:
 
 
 def test_a_link_session_sees_only_its_senders_runs_and_approvals(page: Page) -> None:
-    ana_approval, ben_approval = setup(page)
+    ana_approval, _ = setup(page)
     ben = linked(page, BEN)
     approvals = ben.get("/approvals").text
     assert "a small fix for ben" in approvals and "the secret plan of ana" not in approvals
