@@ -55,12 +55,19 @@ enum Bubblewrap {
         arguments += hiddenPaths(others, workspace: workspace, host: host)
         arguments += ["--dev", "/dev", "--proc", "/proc"] + (userNamespace ? ["--unshare-user"] : [])
             + ["--unshare-net", "--unshare-pid", "--as-pid-1", "--cap-drop", "ALL", "--new-session",
-               "--die-with-parent", "--setenv", "TMPDIR", "/tmp", "--chdir", workspace]
+               "--die-with-parent", "--setenv", "TMPDIR", "/tmp"] + cacheEnvironment + ["--chdir", workspace]
         return arguments
     }
 }
 
 extension Bubblewrap {
+    /// A writable cache folder in the command's private /tmp: the home folder's ~/.cache is read-only, and without
+    /// one `swift build` fails (clang cannot write its module cache: "could not build C module 'SwiftShims'"), as
+    /// would pip and others. XDG_CACHE_HOME is where SwiftPM, pip and most tools on Linux keep theirs;
+    /// CLANG_MODULE_CACHE_PATH is clang's (swiftc's C modules). They vanish with the command, like /tmp.
+    static let cacheEnvironment = ["--setenv", "XDG_CACHE_HOME", "/tmp/.cache",
+                                   "--setenv", "CLANG_MODULE_CACHE_PATH", "/tmp/.cache/clang/ModuleCache"]
+
     /// An empty read-only folder over each hidden folder, /dev/null over each hidden file (read: nothing). A
     /// missing path needs nothing (the rest of the file system is read-only: a command cannot make it), nor does
     /// a symlink (its real path is in the list too), nor anything under the private /tmp and /run outside the

@@ -194,6 +194,28 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(result.text == "exit code 0\n3\n M a.txt\n", "\(result.text)")
     }
 
+    /// `swift build` of a package in the workspace works: with the home folder's ~/.cache read-only, clang's module
+    /// cache and SwiftPM's need a writable cache folder of the command's own.
+    @Test(.enabled(if: hasBubblewrap && CommandSandbox.findExecutable("swift") != nil, "needs bwrap and swift"))
+    func bubblewrapBuildsASwiftPackage() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("tiny/Package.swift", """
+            // swift-tools-version:5.9
+            import PackageDescription
+            let package = Package(name: "tiny", targets: [.executableTarget(name: "tiny")])
+
+            """)
+        try ws.write("tiny/Sources/tiny/main.swift", "print(\"tiny built\")\n")
+        let command = "cd tiny && swift build --disable-sandbox >build.log 2>&1; tail -3 build.log; .build/debug/tiny; "
+            + "echo \"$XDG_CACHE_HOME $CLANG_MODULE_CACHE_PATH\"; touch ~/.cache/x 2>/dev/null || echo home cache read-only"
+        let result = await ws.call(RunCommandTool(sandbox: .detected),
+                                   ["command": .string(command), "timeout": 600])
+        #expect(result.text.contains("tiny built\n/tmp/.cache /tmp/.cache/clang/ModuleCache\n"), "\(result.text)")
+        if Workspace.fileKind(NSHomeDirectory() + "/.cache") == .directory, !NSHomeDirectory().hasPrefix("/tmp/") {
+            #expect(result.text.contains("home cache read-only"), "\(result.text)")
+        }
+    }
+
     /// On Linux: make, python3 and npm run inside the sandbox (each where installed).
     @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
     func bubblewrapRunsEverydayTools() async throws {
@@ -345,7 +367,8 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
                          "--bind", "/w s", "/w s",
                          "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1",
                          "--cap-drop", "ALL", "--new-session", "--die-with-parent",
-                         "--setenv", "TMPDIR", "/tmp", "--chdir", "/w s"])
+                         "--setenv", "TMPDIR", "/tmp", "--setenv", "XDG_CACHE_HOME", "/tmp/.cache",
+                         "--setenv", "CLANG_MODULE_CACHE_PATH", "/tmp/.cache/clang/ModuleCache", "--chdir", "/w s"])
         // Run by root: a user namespace of its own too.
         let asRoot = Bubblewrap.arguments(executable: "/usr/bin/bwrap", workspace: "/w s", host: debian,
                                           userNamespace: true)
