@@ -34,10 +34,12 @@ public enum CommandSandbox: Sendable, Equatable {
                                         userNamespace: userNamespace)
                 + ["/bin/sh", "-c", command]
         case .seatbelt(let executable, let folders):
+            // The commands' own temporary folder, where they may also bind Unix-domain sockets.
+            let temporary = folders.sockets.isEmpty ? [] : ["/usr/bin/env", "TMPDIR=" + folders.sockets + "/"]
             return SeatbeltProfile.argv(executable: executable, workspace: workspace, folders: folders,
                                         hooksFolder: GitInternals.hooksFolder(root: workspace), hidden: hidden,
                                         deniedPorts: deniedPorts)
-                + ["/bin/sh", "-c", command]
+                + temporary + ["/bin/sh", "-c", command]
         case .none:
             return ["/bin/sh", "-c", command]
         case .broken:
@@ -119,11 +121,17 @@ public enum CommandSandbox: Sendable, Equatable {
 
     /// Why `path` cannot be a workspace whose commands may write (nil when it can): it is `/`, a home folder or
     /// a folder above one, where shell start-up files and ~/Library/LaunchAgents would be writable and run later
-    /// outside any sandbox. `path` and `homes` are real paths.
+    /// outside any sandbox, or ~/Library itself or its LaunchAgents. `path` and `homes` are real paths.
     public static func broadFolderProblem(_ path: String, homes: [String]) -> String? {
         if path == "/" { return "is the root folder" }
         if homes.contains(path) { return "is the home folder" }
         if let home = homes.first(where: { $0.hasPrefix(path + "/") }) { return "holds the home folder \(home)" }
+        // ~/Library holds LaunchAgents (started at login), preferences and other programs' state.
+        for home in homes {
+            if path == home + "/Library" { return "is the home folder's Library" }
+            let agents = home + "/Library/LaunchAgents"
+            if path == agents || path.hasPrefix(agents + "/") { return "is in the home folder's Library/LaunchAgents" }
+        }
         return nil
     }
 

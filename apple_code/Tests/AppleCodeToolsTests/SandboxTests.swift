@@ -111,13 +111,17 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         ("/Users/me", "is the home folder"),
         ("/Users", "holds the home folder /Users/me"),
         ("/var/root", "is the home folder"),
+        ("/Users/me/Library", "is the home folder's Library"),
+        ("/Users/me/Library/LaunchAgents", "is in the home folder's Library/LaunchAgents"),
+        ("/Users/me/Library/LaunchAgents/sub", "is in the home folder's Library/LaunchAgents"),
     ])
     func broadWorkspacesAreRefused(path: String, said: String) {
         let problem = CommandSandbox.broadFolderProblem(path, homes: ["/Users/me", "/var/root"])
         #expect(problem == said)
     }
 
-    @Test(arguments: ["/Users/me/code/site", "/Users/meow", "/tmp/ws", "/Users/me/.config"])
+    @Test(arguments: ["/Users/me/code/site", "/Users/meow", "/tmp/ws", "/Users/me/.config",
+                      "/Users/me/Library/Mobile Documents/com~apple~CloudDocs/code", "/Users/me/Libraryx"])
     func projectFoldersAreAccepted(path: String) {
         #expect(CommandSandbox.broadFolderProblem(path, homes: ["/Users/me"]) == nil)
     }

@@ -367,6 +367,59 @@ struct ReadProfile {
         #expect(!SeatbeltProfile.text().contains("HIDDEN_HOLDER"))
     }
 
+    /// sysctl reads are the listed names and prefixes, each with its reason above it; not every sysctl (another
+    /// process's arguments, kern.procargs2, among them).
+    @Test func sysctlReadsAreTheListedOnesEachWithAReason() throws {
+        let text = SeatbeltProfile.text()
+        let profile = try ReadProfile(text)
+        let rules = profile.rules("allow").filter { $0.rule.operation == "sysctl-read" }.map(\.rule.description)
+        #expect(rules == SeatbeltProfile.sysctls.map { sysctl in
+            "(allow sysctl-read (\(sysctl.name.hasSuffix(".") ? "sysctl-name-prefix" : "sysctl-name") \"\(sysctl.name)\"))"
+        })
+        #expect(!text.contains("(allow sysctl-read)\n"))
+        for sysctl in SeatbeltProfile.sysctls {
+            #expect(!sysctl.reason.isEmpty && text.contains("; \(sysctl.reason)\n(allow sysctl-read"), "\(sysctl.name)")
+        }
+        for name in ["kern.procargs2", "kern.proc.all", "kern.proc.pid.1", "security.mac.lockdown_mode_state"] {
+            #expect(!SeatbeltProfile.sysctls.contains { $0.name == name || ($0.name.hasSuffix(".") && name.hasPrefix($0.name)) },
+                    "\(name)")
+        }
+    }
+
+    /// Unix-domain sockets: in the workspace, and in the commands' own temporary folder when there is one (pytest's
+    /// tmp_path, multiprocessing's Manager), which is their TMPDIR; never the shared /tmp or the user's $TMPDIR.
+    @Test func unixSocketsInTheCommandsOwnTemporaryFolder() throws {
+        let plain = try ReadProfile(SeatbeltProfile.text())
+        #expect(!plain.rules("allow").contains { $0.rule.description.contains("SOCKETS") })
+        let profile = try ReadProfile(SeatbeltProfile.text(sockets: true))
+        let sockets = profile.rules("allow").map(\.rule.description).filter { $0.contains("unix-socket") }
+        #expect(sockets == [
+            #"(allow network-bind (local unix-socket (subpath (param "WORKSPACE"))))"#,
+            #"(allow network-outbound (remote unix-socket (subpath (param "WORKSPACE"))))"#,
+            #"(allow network-bind (local unix-socket (subpath (param "SOCKETS"))))"#,
+            #"(allow network-outbound (remote unix-socket (subpath (param "SOCKETS"))))"#,
+        ])
+        var folders = SandboxProbeTests.folders
+        folders.sockets = "/tmp/apple-code-commands-ab12"
+        let argv = CommandSandbox.seatbelt(executable: "/usr/bin/sandbox-exec", folders: folders)
+            .argv(command: "pytest", workspace: "/w", hidden: HiddenPaths(paths: []), deniedPorts: [])
+        #expect(argv.contains("-DSOCKETS=/tmp/apple-code-commands-ab12") && argv[2].contains(#"(param "SOCKETS")"#))
+        #expect(Array(argv.suffix(5)) == ["/usr/bin/env", "TMPDIR=/tmp/apple-code-commands-ab12/", "/bin/sh", "-c",
+                                          "pytest"])
+        let made = try #require(SeatbeltFolders.makeCommandsTemp(in: NSTemporaryDirectory()))
+        defer { rmdir(made) }
+        var info = stat()
+        #expect(stat(made, &info) == 0 && info.st_mode & 0o777 == 0o700)
+    }
+
+    /// The model server's port when it is on this machine: denied to commands (its API can fetch from the network).
+    @Test(arguments: [("http://127.0.0.1:11434/v1", 11434), ("http://localhost:8765/v1", 8765),
+                      ("http://[::1]:8080/v1", 8080), ("http://127.0.0.1/v1", 80), ("https://api.openai.com/v1", nil),
+                      ("http://192.168.1.5:11434/v1", nil), ("not a url", nil)] as [(String, Int?)])
+    func theModelServersLoopbackPort(url: String, port: Int?) {
+        #expect(SeatbeltFolders.loopbackPort(of: url) == port)
+    }
+
     /// Programs that open a pseudo-terminal (`script`, expect-style tests) work as under bwrap's own /dev: the
     /// multiplexer, and only terminals made inside the sandbox (they carry the sandbox's pty extension).
     @Test func newPseudoTerminalsAreWritable() throws {
