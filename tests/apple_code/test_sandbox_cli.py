@@ -88,8 +88,9 @@ def test_sandbox_check_passes_every_check_under_bwrap(apple_code_bin: Path, tmp_
     for expected in ("writes there", "outside the workspace is refused", ".git/hooks", "outlive", "swift build",
                      "ok    `umount` of a hidden path is refused",
                      "ok    .git/commondir and a nested submodule's config cannot be written",
+                     "ok    a folder holding a hidden path cannot be renamed",
                      "ok    a read-write remount of the file system is refused",
-                     "ok    every hidden path is unreadable (3 here)", "core.hooksPath", "curl https://example.com",
+                     "ok    every hidden path is unreadable (4 here)", "core.hooksPath", "curl https://example.com",
                      "DNS lookup", "loopback server", "denied loopback port", "TIOCSTI", "`kill` of a process"):
         assert expected in names, expected
     for mac_only in (".GIT/hooks/pre-commit", "osascript", "launchctl submit", "`open`"):
@@ -124,7 +125,9 @@ def test_sandbox_check_passes_as_a_normal_user(apple_code_bin: Path) -> None:
         assert done.returncode == 0, done.stdout + done.stderr
         assert "ok    `umount` of a hidden path is refused" in lines
         assert "ok    a read-write remount of the file system is refused" in lines
-        assert "ok    every hidden path is unreadable (2 here)" in lines
+        assert "ok    .git/commondir and a nested submodule's config cannot be written" in lines
+        assert "ok    a folder holding a hidden path cannot be renamed" in lines
+        assert "ok    every hidden path is unreadable (3 here)" in lines
         assert sorted(p.name for p in home.iterdir()) == [".ssh"]
 
 

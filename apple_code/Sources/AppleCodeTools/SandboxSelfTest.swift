@@ -43,19 +43,24 @@ public enum SandboxSelfTest {
             + "/apple-code-sandbox-check-\(UUID().uuidString)"
         let workspace = base + "/ws"
         let canary = base + "/hidden-secret"  // a hidden file of the check's own, so that check is never empty
-        guard (try? FileManager.default.createDirectory(atPath: workspace, withIntermediateDirectories: true))
-            != nil, (try? "apple-code-canary\n".write(toFile: canary, atomically: false, encoding: .utf8)) != nil else {
+        // And one inside the workspace, two folders down, for the rename check.
+        let held = workspace + "/" + Runner.heldSecret
+        guard (try? FileManager.default.createDirectory(atPath: (held as NSString).deletingLastPathComponent,
+                                                        withIntermediateDirectories: true)) != nil,
+              (try? "apple-code-canary\n".write(toFile: canary, atomically: false, encoding: .utf8)) != nil,
+              (try? "apple-code-canary\n".write(toFile: held, atomically: false, encoding: .utf8)) != nil else {
             return [Check(name: "a temporary workspace", passed: false, detail: "cannot create \(workspace)")]
         }
         defer { try? FileManager.default.removeItem(atPath: base) }
         let runner = Runner(sandbox: sandbox, workspace: workspace,
-                            hidden: HiddenPaths(paths: hidden.paths + [canary]), deniedPorts: deniedPorts,
+                            hidden: HiddenPaths(paths: hidden.paths + [canary, held]), deniedPorts: deniedPorts,
                             canary: canary)
         var checks = [await runner.writesInside(), await runner.writeOutsideIsRefused(home: home),
                       await runner.gitIsProtected(), await runner.gitConfigIsRefused(),
                       await runner.gitPointersAreRefused(),
                       await runner.caseFoldedGitHooksAreRefused(), await runner.hiddenPathsAreUnreadable(),
                       await runner.hiddenPathsCannotBeUnmounted(), await runner.remountReadWriteIsRefused(home: home),
+                      await runner.foldersAroundAHiddenPathCannotBeRenamed(),
                       await runner.networkIsRefused(), await runner.nameLookupFails(), await runner.loopbackWorks(),
                       await runner.webPortIsRefused(), await runner.terminalInputCannotBePushed(),
                       await runner.processesOutsideCannotBeKilled()]
@@ -93,6 +98,8 @@ private struct Runner {
     let deniedPorts: [Int]
     /// A hidden file of the check's own, outside the workspace, holding `apple-code-canary`.
     let canary: String
+    /// The check's hidden file inside the workspace, relative to it.
+    static let heldSecret = "held/deeper/secret.txt"
 
     /// Runs `command` in the sandbox; its exit status (nil: it did not exit by itself) and output.
     func run(_ command: String, seconds: Int = 30, denying extraPort: Int? = nil) async
@@ -223,6 +230,21 @@ private struct Runner {
         let (_, output) = await run(attempts.joined(separator: "; ") + "; cat \(shellQuoted(canary)) 2>/dev/null")
         let through = output.split(separator: "\n")
             .filter { $0.hasPrefix("unmounted ") || $0.contains("apple-code-canary") }
+        return .init(name: name, passed: through.isEmpty, detail: through.joined(separator: "; "))
+    }
+
+    /// Renaming a folder that holds a hidden path would carry it out from under its cover for the next command.
+    func foldersAroundAHiddenPathCannotBeRenamed() async -> SandboxSelfTest.Check {
+        let name = "a folder holding a hidden path cannot be renamed"
+        _ = await run("mv held held2; mv held/deeper deeper2; true")
+        let (_, output) = await run("cat held2/deeper/secret.txt deeper2/secret.txt \(Runner.heldSecret) 2>/dev/null")
+        var through: [String] = []
+        if Workspace.fileKind(path(Runner.heldSecret)) != .file { through.append("held/deeper was renamed") }
+        if output.contains("apple-code-canary") { through.append("the next command read the hidden file") }
+        if through.isEmpty == false {  // put back for the checks after this one
+            _ = rename(path("held2"), path("held"))
+            _ = rename(path("deeper2"), path("held/deeper"))
+        }
         return .init(name: name, passed: through.isEmpty, detail: through.joined(separator: "; "))
     }
 
