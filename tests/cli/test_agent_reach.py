@@ -15,6 +15,7 @@ from typing import Any
 
 from apple_flow.config import load_settings
 from apple_flow.connectors import AppleCodeConnector
+from apple_flow.daemon.own_folders import own_folder_warnings
 from apple_flow.login_service import launchd_arguments
 from apple_flow.paths import PROJECT_ROOT
 
@@ -96,3 +97,22 @@ def test_the_connector_hides_the_file_the_settings_came_from(tmp_path: Path, fak
     settings.note_web_port(40123)
     assert flags(AppleCodeConnector(settings).reach_flags(), "--deny-port") == ["40123"]
     assert load_settings(None).env_file_read is None
+
+
+def test_the_daemon_warns_when_its_own_folder_is_inside_a_workspace(tmp_path: Path, fake_apple_code: Path) -> None:
+    """Its .env's folder or its state's inside a workspace the agent's commands run in: said at start. The home
+    folder as a workspace is not (apple-code runs no command there)."""
+    home = tmp_path / "home"
+    code = home / "code"
+    daemon = code / "apple-flow"
+    daemon.mkdir(parents=True)
+    env_file = write_env(daemon / ".env", fake_apple_code, code, home / ".apple-flow", 0)
+    (warning,) = own_folder_warnings(load_settings(env_file), home=home)
+    assert str(daemon) in warning and "its .env" in warning and f"the workspace {code}" in warning
+    apart = write_env(home / "apple-flow" / ".env", fake_apple_code, code, home / ".apple-flow", 0)
+    assert own_folder_warnings(load_settings(apart), home=home) == []
+    at_home = write_env(home / "apple-flow" / ".env", fake_apple_code, home, home / ".apple-flow", 0)
+    assert own_folder_warnings(load_settings(at_home), home=home) == []
+    state_inside = write_env(home / "apple-flow" / ".env", fake_apple_code, code, code / "state", 0)
+    (warning,) = own_folder_warnings(load_settings(state_inside), home=home)
+    assert str(code / "state") in warning and "its state" in warning
