@@ -198,23 +198,35 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(result.text == "exit code 0\n3\n M a.txt\n", "\(result.text)")
     }
 
-    /// `swift build` of a package in the workspace works: with the home folder's ~/.cache read-only, clang's module
-    /// cache and SwiftPM's need a writable cache folder of the command's own.
+    /// `swift build` and `swift test` of a package in the workspace work: with the home folder's ~/.cache read-only,
+    /// clang's module cache and SwiftPM's need a writable cache folder of the command's own.
     @Test(.enabled(if: hasBubblewrap && CommandSandbox.findExecutable("swift") != nil, "needs bwrap and swift"))
-    func bubblewrapBuildsASwiftPackage() async throws {
+    func bubblewrapBuildsAndTestsASwiftPackage() async throws {
         let ws = try TempWorkspace()
         try ws.write("tiny/Package.swift", """
             // swift-tools-version:5.9
             import PackageDescription
-            let package = Package(name: "tiny", targets: [.executableTarget(name: "tiny")])
+            let package = Package(name: "tiny", targets: [
+                .target(name: "TinyLib"), .executableTarget(name: "tiny", dependencies: ["TinyLib"]),
+                .testTarget(name: "TinyLibTests", dependencies: ["TinyLib"]),
+            ])
 
             """)
-        try ws.write("tiny/Sources/tiny/main.swift", "print(\"tiny built\")\n")
+        try ws.write("tiny/Sources/TinyLib/TinyLib.swift", "public func twice(_ x: Int) -> Int { 2 * x }\n")
+        try ws.write("tiny/Sources/tiny/main.swift", "import TinyLib\nprint(\"tiny built \\(twice(21))\")\n")
+        try ws.write("tiny/Tests/TinyLibTests/TinyTests.swift", """
+            import XCTest
+            @testable import TinyLib
+            final class TinyTests: XCTestCase { func testTwice() { XCTAssertEqual(twice(2), 4) } }
+
+            """)
         let command = "cd tiny && swift build --disable-sandbox >build.log 2>&1; tail -3 build.log; .build/debug/tiny; "
+            + "swift test --disable-sandbox 2>&1 | grep -m1 -o 'Executed 1 test, with 0 failures'; "
             + "echo \"$XDG_CACHE_HOME $CLANG_MODULE_CACHE_PATH\"; touch ~/.cache/x 2>/dev/null || echo home cache read-only"
         let result = await ws.call(RunCommandTool(sandbox: .detected),
                                    ["command": .string(command), "timeout": 600])
-        #expect(result.text.contains("tiny built\n/tmp/.cache /tmp/.cache/clang/ModuleCache\n"), "\(result.text)")
+        #expect(result.text.contains("tiny built 42\nExecuted 1 test, with 0 failures\n"
+                                     + "/tmp/.cache /tmp/.cache/clang/ModuleCache\n"), "\(result.text)")
         if Workspace.fileKind(NSHomeDirectory() + "/.cache") == .directory, !NSHomeDirectory().hasPrefix("/tmp/") {
             #expect(result.text.contains("home cache read-only"), "\(result.text)")
         }
