@@ -238,6 +238,16 @@ public enum SeatbeltProfile {
     public static var configuredPorts: [Int] { ports.withLock { $0 } }
 
     public static func configure(deniedPorts: [Int]) { ports.withLock { $0 = deniedPorts } }
+
+    /// The ports a run's commands are refused: those named (`--deny-port`), and the model server's when `modelURL`
+    /// is on this machine, unless the owner allows it (`APPLE_CODE_MODEL_PORT_OPEN=1` in `environment`).
+    public static func deniedPorts(named: [Int], modelURL: String?, environment: [String: String]) -> [Int] {
+        guard environment["APPLE_CODE_MODEL_PORT_OPEN"] != "1",
+              let model = modelURL.flatMap(SeatbeltFolders.loopbackPort(of:)), !named.contains(model) else {
+            return named
+        }
+        return named + [model]
+    }
 }
 
 /// The folders besides the workspace that commands may write under sandbox-exec, as real paths (the profile

@@ -420,6 +420,16 @@ struct ReadProfile {
         #expect(SeatbeltFolders.loopbackPort(of: url) == port)
     }
 
+    @Test func theModelServersPortIsDeniedUnlessTheOwnerAllowsIt() {
+        let url = "http://127.0.0.1:11434/v1"
+        #expect(SeatbeltProfile.deniedPorts(named: [8787], modelURL: url, environment: [:]) == [8787, 11434])
+        #expect(SeatbeltProfile.deniedPorts(named: [8787], modelURL: url, environment: ["APPLE_CODE_MODEL_PORT_OPEN": "1"])
+            == [8787])
+        #expect(SeatbeltProfile.deniedPorts(named: [11434], modelURL: url, environment: [:]) == [11434])
+        #expect(SeatbeltProfile.deniedPorts(named: [], modelURL: "https://api.openai.com/v1", environment: [:]) == [])
+        #expect(SeatbeltProfile.deniedPorts(named: [1], modelURL: nil, environment: [:]) == [1])
+    }
+
     /// Programs that open a pseudo-terminal (`script`, expect-style tests) work as under bwrap's own /dev: the
     /// multiplexer, and only terminals made inside the sandbox (they carry the sandbox's pty extension).
     @Test func newPseudoTerminalsAreWritable() throws {
