@@ -43,6 +43,8 @@ enum Bubblewrap {
         // A hidden folder that holds the workspace is emptied first; the workspace is bound back inside it.
         arguments += hiddenPaths(holding, workspace: workspace, host: host, holding: true)
         arguments += ["--bind", workspace, workspace]
+        // Before anything mounted inside them: a bind of a folder over itself covers what was mounted below it.
+        arguments += renameLocks(others, workspace: workspace, host: host)
         arguments += gitProtection(workspace: workspace, host: host)
         if let hooksFolder {
             switch host.kind(hooksFolder) {
@@ -76,19 +78,25 @@ extension Bubblewrap {
     static func hiddenPaths(_ paths: [String], workspace: String, host: HostFiles, holding: Bool = false)
         -> [String] {
         var arguments: [String] = []
-        var boundFolders: Set<String> = []
         for path in paths {
             let private_ = ["/tmp", "/run", "/var/run"].contains { HiddenPaths.isWithin(path, $0) }
             if private_, !HiddenPaths.isWithin(path, workspace), !HiddenPaths.isWithin(workspace, path) { continue }
-            if !holding, host.kind(path) != .missing {
-                for folder in foldersBetween(workspace, path, host: host) where boundFolders.insert(folder).inserted {
-                    arguments += ["--bind", folder, folder]
-                }
-            }
             switch host.kind(path) {
             case .directory: arguments += ["--tmpfs", path] + (holding ? [] : ["--remount-ro", path])
             case .missing, .symlink: break
             default: arguments += ["--ro-bind", "/dev/null", path]
+            }
+        }
+        return arguments
+    }
+
+    /// `--bind F F` for each folder between the workspace and an existing hidden path inside it (`foldersBetween`).
+    static func renameLocks(_ paths: [String], workspace: String, host: HostFiles) -> [String] {
+        var arguments: [String] = []
+        var bound: Set<String> = []
+        for path in paths where host.kind(path) != .missing {
+            for folder in foldersBetween(workspace, path, host: host) where bound.insert(folder).inserted {
+                arguments += ["--bind", folder, folder]
             }
         }
         return arguments

@@ -174,6 +174,8 @@ import Testing
         try ws.write("apple-flow/.env", "TOKEN=env-secret\n")
         try ws.write("sub/deeper/secret.txt", "key-secret\n")
         try ws.write("sub/readme.txt", "ok\n")
+        try ws.write("sub/.git/HEAD", "ref: refs/heads/main\n")  // a repository in a folder the rename lock binds
+        try ws.write("sub/.git/config", "[core]\n")
         let hidden = HiddenPaths(paths: [ws.path + "/apple-flow/.env", ws.path + "/sub/deeper/secret.txt"])
         let workspace = try Workspace(ws.path, hidden: hidden)
         func run(_ command: String) async throws -> String {
@@ -181,7 +183,9 @@ import Testing
                 .perform(ToolArguments(["command": .string(command)]), in: workspace,
                          context: ToolContext(workspace: ws.path, maxResultTokens: 3000)).text
         }
-        _ = try await run("mv apple-flow x; mv sub sub2; mv sub/deeper d; echo new > sub/new.txt")
+        _ = try await run("mv apple-flow x; mv sub sub2; mv sub/deeper d; echo new > sub/new.txt; "
+                          + "echo evil >> sub/.git/config")
+        #expect(ws.read("sub/.git/config") == "[core]\n")  // the lock's bind does not cover the .git protection
         let second = try await run("cat x/.env sub2/deeper/secret.txt d/secret.txt 2>&1; cat sub/readme.txt")
         #expect(!second.contains("env-secret") && !second.contains("key-secret"), "\(second)")
         #expect(second.contains("ok"))
