@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # The connectors: apple_flow.connectors.registry maps each name to its class (a test keeps the two alike).
@@ -347,6 +347,24 @@ class Settings(BaseSettings):
                     setattr(self, name, value)
         return self
 
+    # Not settings but what this process read and serves, which the agent must not reach (connectors/apple_code.py):
+    # the .env file the settings came from (`run --env-file FILE`, the service's) and the port the web page
+    # actually listens on (APPLE_FLOW_WEB_PORT=0 lets the system choose it).
+    _env_file_read: Path | None = PrivateAttr(default=None)
+    _web_port_listening: int | None = PrivateAttr(default=None)
+
+    @property
+    def env_file_read(self) -> Path | None:
+        return self._env_file_read
+
+    @property
+    def web_port_listening(self) -> int | None:
+        return self._web_port_listening
+
+    def note_web_port(self, port: int) -> None:
+        """The web page listens on ``port`` now."""
+        self._web_port_listening = port
+
     def profile_line(self) -> str | None:
         """The demo profile's limits in one line, shown when the daemon starts; None for the standard profile."""
         if self.profile != "demo":
@@ -387,7 +405,10 @@ def _describe(error: dict[str, Any]) -> str:
 def load_settings(env_file: str | Path | None = ".env", **overrides: Any) -> Settings:
     """Builds the settings, turning pydantic's errors into one readable ``SettingsError``."""
     try:
-        return Settings(_env_file=env_file, **overrides)  # type: ignore[call-arg]
+        settings = Settings(_env_file=env_file, **overrides)  # type: ignore[call-arg]
     except ValidationError as exc:
         lines = [_describe(dict(e)) for e in exc.errors()]
         raise SettingsError("Invalid configuration:\n  " + "\n  ".join(lines)) from exc
+    if env_file is not None and Path(env_file).is_file():
+        settings._env_file_read = Path(env_file).absolute()
+    return settings

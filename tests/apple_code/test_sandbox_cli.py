@@ -4,9 +4,11 @@ sandbox. The home folder here is a folder of the test's own (HOME points at it),
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -84,13 +86,49 @@ def test_sandbox_check_passes_every_check_under_bwrap(apple_code_bin: Path, tmp_
     names = " | ".join(checks)
     # The whole list runs here; the Mac-only checks are skipped and say why.
     for expected in ("writes there", "outside the workspace is refused", ".git/hooks", "outlive", "swift build",
-                     "ok    every hidden path is unreadable (3 here)", "core.hooksPath", "curl https://example.com",
+                     "ok    `umount` of a hidden path is refused",
+                     "ok    .git/commondir and a nested submodule's config cannot be written",
+                     "ok    a folder holding a hidden path cannot be renamed",
+                     "ok    a read-write remount of the file system is refused",
+                     "ok    every hidden path is unreadable (4 here)", "core.hooksPath", "curl https://example.com",
                      "DNS lookup", "loopback server", "denied loopback port", "TIOCSTI", "`kill` of a process"):
         assert expected in names, expected
     for mac_only in (".GIT/hooks/pre-commit", "osascript", "launchctl submit", "`open`"):
         (line,) = [line for line in checks if mac_only in line]
         assert line.startswith("skip  ") and ": macOS only" in line
     assert sorted(p.name for p in home.iterdir()) == [".ssh"]  # the write aimed at the home folder was refused
+
+
+NOBODY = 65534
+
+
+@pytest.mark.skipif(not bwrap_works(), reason="needs a working bwrap")
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to become nobody (as a normal user the test above is this one)")
+def test_sandbox_check_passes_as_a_normal_user(apple_code_bin: Path) -> None:
+    """The capability checks as a user without root: bwrap then makes a user namespace itself, and --cap-drop ALL
+    must not get in its way. A folder of the test's own under /tmp (pytest's tmp_path is root's alone)."""
+    with tempfile.TemporaryDirectory(prefix="apple-code-nobody-") as folder:
+        base = Path(folder)
+        home, tmp = base / "home", base / "tmp"
+        for path in (home / ".ssh", tmp):
+            path.mkdir(parents=True)
+        (home / ".ssh" / "id_ed25519").write_text("key")
+        for path in (base, home, home / ".ssh", home / ".ssh" / "id_ed25519", tmp):
+            os.chown(path, NOBODY, NOBODY)
+        env = clean_env(HOME=str(home), TMPDIR=str(tmp), PATH="/usr/bin:/bin")  # no swift: no 10-minute build
+        done = subprocess.run(
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
+             str(apple_code_bin), "--sandbox-check"],
+            capture_output=True, text=True, timeout=300, env=env, stdin=subprocess.DEVNULL)
+        lines = [line for line in done.stdout.splitlines() if line.strip()]
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "ok    `umount` of a hidden path is refused" in lines
+        assert "ok    a read-write remount of the file system is refused" in lines
+        assert "ok    .git/commondir and a nested submodule's config cannot be written" in lines
+        assert "ok    a folder holding a hidden path cannot be renamed" in lines
+        assert "ok    every hidden path is unreadable (3 here)" in lines
+        assert sorted(p.name for p in home.iterdir()) == [".ssh"]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the missing sandbox here is bwrap")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,6 +39,23 @@ def test_text_and_handle_are_arguments_never_script_source(
     assert call["argv"] == ["-", "+15551234567", text]
     assert call["stdin"] == PARTICIPANT_SCRIPT
     assert text not in call["stdin"]
+
+
+def test_the_handle_and_text_never_appear_in_osascripts_arguments(
+    channel_settings: Any, fake_osascript: FakeOsascript
+) -> None:
+    """A process's arguments are visible to every local user (`ps`), and a reply may be a one-time login link:
+    osascript gets only the paths of files only this user can read, which are gone after the send."""
+    link = "Log in: http://apple-flow.localhost:8787/login/link/s3cret-one-time-secret"
+    build_imessage_egress(channel_settings()).send("+1 (555) 123-4567", link)
+    (call,) = fake_osascript.calls()
+    assert call["argv"] == ["-", "+15551234567", link]  # what the script reads
+    raw = call["raw_argv"]
+    assert raw[0] == "-" and all(Path(path).name.startswith("apple-flow-osascript-") for path in raw[1:])
+    assert not any("s3cret" in item or "5551234567" in item for item in raw)
+    assert call["modes"] == [None, "0o600", "0o600"]
+    assert all(not Path(path).exists() for path in raw[1:])
+    assert "read (POSIX file (item 2 of argv)) as «class utf8»" in call["stdin"]
 
 
 def test_text_argv_cannot_carry_is_cleaned_before_osascript(

@@ -51,7 +51,7 @@ def test_the_path_is_an_argument_never_script_source(
 
     (call,) = fake_osascript.calls()
     assert call["stdin"] == FILE_SCRIPTS["participant"]
-    assert "POSIX file (item 2 of argv)" in call["stdin"]
+    assert "POSIX file (read (POSIX file (item 2 of argv))" in call["stdin"]
     assert name not in call["stdin"] and str(workspace) not in call["stdin"]
     handle, staged = call["argv"][1:]
     assert call["argv"][0] == "-" and handle == "+15551234567"

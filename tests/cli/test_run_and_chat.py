@@ -48,7 +48,7 @@ def test_run_on_the_console_answers_each_line_and_exits_0(env: dict[str, str]) -
 def test_the_demo_profile_is_shown_at_start(env: dict[str, str]) -> None:
     standard = CliRunner().invoke(app, ["run", "--channel", "console"], input="hello\n", env=env)
     assert standard.exit_code == 0, standard.output
-    assert "profile" not in standard.output
+    assert "Demo profile" not in standard.output
     for command in (["run", "--channel", "console"], ["chat"]):
         demo = CliRunner().invoke(app, command, input="hello\n", env={**env, "APPLE_FLOW_PROFILE": "demo"})
         assert demo.exit_code == 0, demo.output

@@ -107,7 +107,7 @@ def test_the_agent_sends_back_the_file_it_wrote_and_nothing_from_outside_the_wor
     handle, staged = call["argv"][1:]
     assert handle == ANA and Path(staged).read_text() == "day,sales\nmon,3\n"
     assert Path(staged).is_relative_to(attachments / "apple-flow")
-    assert staged not in call["stdin"] and "POSIX file (item 2 of argv)" in call["stdin"]
+    assert staged not in call["stdin"] and "POSIX file (read (POSIX file (item 2 of argv))" in call["stdin"]
 
 
 # ---------------------------------------------------------------------------------------------- kill -9 and files
@@ -127,7 +127,7 @@ def sent_after(daemon: DaemonProcess, count: int) -> list[tuple[str, str]]:
     for call in daemon.calls()[count:]:
         recipient, what = call["argv"][1:3]
         if recipient == ANA:
-            found.append(("file", Path(what).name) if "POSIX file" in call["stdin"] else ("text", what))
+            found.append(("file", Path(what).name) if "send theFile" in call["stdin"] else ("text", what))
     return found
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 from apple_flow.connectors.base import TurnRequest
 from apple_flow.health.check import CheckStatus
@@ -64,3 +65,30 @@ def test_an_sms_can_never_approve_deny_or_cancel(harness: MakeHarness) -> None:
     assert approval is not None and approval.state == "pending"
     assert len(h.connector.calls) == 1  # only the planning turn ran
     assert ask(h, ANA, f"approve {rid}").startswith(f"Done ({rid}")  # by iMessage it works
+
+
+def test_a_late_sms_keeps_its_mark_in_the_listing_and_on_run(harness: MakeHarness) -> None:
+    """Held while the Mac slept, an SMS is listed as such, and `run` (even by iMessage) gives it the refusals and
+    the read-only rule it would have had on arrival: a held SMS `approve <id>` approves nothing."""
+    h = harness(FakeConnector(answer=lambda prompt, request: "1. Edit a.py")).start()
+    plan = ask(h, ANA, "task: fix the parser")
+    match = re.search(r"approve (req_[0-9a-f]{8})", plan)
+    assert match
+    rid = match.group(1)
+    asleep = datetime.now(UTC) - timedelta(hours=2)
+    before = len(h.egress.to(ANA))
+    h.ingress.add(ANA, f"approve {rid}", date=asleep, late=True, forgeable=True)
+    h.ingress.add(ANA, "fix the bug in a.py", date=asleep + timedelta(seconds=1), late=True, forgeable=True)
+    h.ingress.add(ANA, "explain a.py", date=asleep + timedelta(seconds=2), late=True)
+    listing = str(wait_until(lambda: h.egress.to(ANA)[before] if len(h.egress.to(ANA)) > before else None))
+    lines = listing.splitlines()
+    assert lines[1].startswith("1. ") and " by SMS approve " in lines[1]
+    assert lines[2].startswith("2. ") and " by SMS fix the bug" in lines[2]
+    assert lines[3].startswith("3. ") and "by SMS" not in lines[3]
+    assert "is not taken by SMS or RCS" in ask(h, ANA, "run 1")
+    approval = h.store.approvals.get(rid)
+    assert approval is not None and approval.state == "pending"
+    ask(h, ANA, "run 2")
+    ask(h, ANA, "run 3")
+    requests = [call.request for call in h.connector.calls[1:]]
+    assert [(r.message, r.read_only) for r in requests] == [("fix the bug in a.py", True), ("explain a.py", False)]

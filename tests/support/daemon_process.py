@@ -113,11 +113,11 @@ class DaemonProcess:
 
     def sends(self) -> list[tuple[str, str]]:
         """(recipient, text) of every text sent, in order."""
-        return [(e["argv"][1], e["argv"][2]) for e in self.calls() if "POSIX file" not in e["stdin"]]
+        return [(e["argv"][1], e["argv"][2]) for e in self.calls() if "send theFile" not in e["stdin"]]
 
     def file_sends(self) -> list[dict[str, Any]]:
         """The calls that send a file (argv and script), in order."""
-        return [e for e in self.calls() if "POSIX file" in e["stdin"]]
+        return [e for e in self.calls() if "send theFile" in e["stdin"]]
 
     def sends_to(self, recipient: str) -> list[str]:
         return [text for who, text in self.sends() if who == recipient]

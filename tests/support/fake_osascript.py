@@ -1,4 +1,5 @@
-"""A fake ``osascript`` (AppleScript cannot run here): it records every call, argv and the script read from stdin,
+"""A fake ``osascript`` (AppleScript cannot run here): it records every call, argv (each private file the daemon
+named there read back, as the script reads it; ``raw_argv`` the arguments as given) and the script read from stdin,
 as one JSON line in ``$FAKE_OSASCRIPT_LOG``, then answers as Messages would, as the environment says:
 
 FAKE_OSASCRIPT_MODE   ok (default) | fail | fail-participant (the participant form fails, others work) |
@@ -43,8 +44,15 @@ SCRIPT = """#!{python}
 import json, os, re, sys, time
 script = sys.stdin.read()
 log = os.environ["FAKE_OSASCRIPT_LOG"]
+# The values the daemon hands over in private files (run_osascript_private), as the script reads them: "argv" holds
+# them, "raw_argv" what the process table showed; "modes" each file's permission bits.
+raw = sys.argv[1:]
+private = [os.path.basename(a).startswith("apple-flow-osascript-") and os.path.isfile(a) for a in raw]
+argv = [open(a, encoding="utf-8", newline="").read() if p else a for a, p in zip(raw, private)]
+modes = [oct(os.stat(a).st_mode & 0o777) if p else None for a, p in zip(raw, private)]
 with open(log, "a", encoding="utf-8") as f:
-    f.write(json.dumps({{"argv": sys.argv[1:], "stdin": script}}) + "\\n")
+    f.write(json.dumps({{"argv": argv, "raw_argv": raw, "modes": modes, "stdin": script}}) + "\\n")
+sys.argv = [sys.argv[0], *argv]
 delay = float(os.environ.get("FAKE_OSASCRIPT_DELAY", "0"))
 if delay:
     time.sleep(delay)
@@ -94,7 +102,7 @@ if account_query:
 chat_db = os.environ.get("FAKE_OSASCRIPT_CHATDB")
 row = os.environ.get("FAKE_OSASCRIPT_ROW", "sent")
 dropped = (row == "none" or (row == "none-for-buddy" and "buddy" in script)
-           or (row == "none-for-files" and "POSIX file" in script))
+           or (row == "none-for-files" and "send theFile" in script))
 if chat_db and len(sys.argv) > 3 and not dropped:
     sys.path.insert(0, {tests!r})
     from pathlib import Path
@@ -105,7 +113,7 @@ if chat_db and len(sys.argv) > 3 and not dropped:
     db = ChatDbWriter(Path(chat_db))
     status = {{"sent": dict(is_sent=1), "queued": dict(is_sent=0), "error": dict(is_sent=0, error=22)}}
     extra = status.get(row, dict(is_sent=1))
-    if "POSIX file" in script:  # a file: Messages stores a message of that file alone
+    if "send theFile" in script:  # a file: Messages stores a message of that file alone
         sent = Path(text)
         extra = dict(extra, files=[dict(filename=text, transfer_name=sent.name, is_outgoing=1,
                                         total_bytes=sent.stat().st_size if sent.exists() else -1)])

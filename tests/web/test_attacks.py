@@ -13,7 +13,7 @@ import pytest
 
 from apple_flow.web.app import DISCONNECTS
 from apple_flow.web.auth import COOKIE
-from apple_flow.web.limits import Limits
+from apple_flow.web.limits import OVER_CONCURRENCY, Limits
 from support.daemon_harness import ANA, wait_until
 from web.conftest import TOKEN, Page
 
@@ -87,7 +87,9 @@ def test_a_new_token_ends_every_session(page: Page) -> None:
 
 def test_the_page_moves_a_browser_to_its_own_name_and_sets_no_cookie_for_127_0_0_1(page: Page) -> None:
     """A cookie set by 127.0.0.1 or localhost goes to every local server, whatever its port."""
-    for host in (f"127.0.0.1:{page.port}", f"localhost:{page.port}", f"[::1]:{page.port}"):
+    # The unspecified address and IPv4-mapped loopback reach this Mac's servers as well: the same.
+    for host in (f"127.0.0.1:{page.port}", f"localhost:{page.port}", f"[::1]:{page.port}", f"0.0.0.0:{page.port}",
+                 f"[::ffff:7f00:1]:{page.port}", f"[::ffff:127.0.0.1]:{page.port}", f"[::]:{page.port}"):
         client = page.client(host=host)
         moved = client.get("/runs/run_abc?fragment")
         assert moved.status_code == 307, host
@@ -164,6 +166,21 @@ def test_a_half_sent_request_is_cut_off(make_page: Callable[..., Page]) -> None:
                       "Content-Type: application/x-www-form-urlencoded\r\n"
                       "Content-Length: 100\r\n\r\ntoken=ab").encode())
         assert closed_within(sock, 5)
+
+
+def test_requests_refused_at_the_connection_limit_are_logged_once_with_a_count(
+    make_page: Callable[..., Page], caplog: pytest.LogCaptureFixture
+) -> None:
+    """uvicorn answers a request at its concurrency limit 503 and logged a line for each (3,780 in 15 s)."""
+    caplog.set_level(logging.INFO)
+    page = make_page(limits=Limits(max_connections=2))
+    before = OVER_CONCURRENCY.noted
+    with socket.create_connection(("127.0.0.1", page.port)):  # held open: the next one is at the limit
+        answers = [page.client().get("/login").status_code for _ in range(30)]
+    assert answers.count(503) == 30 and OVER_CONCURRENCY.noted - before == 30
+    assert not [r for r in caplog.records if r.name.startswith("uvicorn")]
+    notes = [r.getMessage() for r in caplog.records if "at the connection limit" in r.getMessage()]
+    assert len(notes) <= 1
 
 
 def test_uploads_cut_short_are_logged_once_not_as_tracebacks(page: Page, caplog: pytest.LogCaptureFixture) -> None:

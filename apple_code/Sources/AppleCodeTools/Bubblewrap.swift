@@ -19,8 +19,12 @@ enum Bubblewrap {
     ///   when bwrap (killed at a timeout) or apple-code goes. `--new-session`: no controlling terminal (TIOCSTI).
     /// - `hooksFolder`: the folder `core.hooksPath` names inside the workspace, read-only like `.git/hooks`.
     /// - `hidden`: the owner's secrets, each covered by an empty read-only folder or file (`hiddenPaths`).
+    /// - `--cap-drop ALL`: no capabilities, whoever runs apple-code. Run by root, bwrap would otherwise hand the
+    ///   command every capability, and with them `umount` of what covers a hidden path and a read-write remount
+    ///   of the host. `userNamespace` (root, where the kernel allows it): a user namespace of its own as well, so
+    ///   the bounding set is empty too and no capability of the host's namespace is left to regain.
     static func arguments(executable: String, workspace: String, host: HostFiles, hooksFolder: String? = nil,
-                          hidden: HiddenPaths = HiddenPaths(paths: [])) -> [String] {
+                          hidden: HiddenPaths = HiddenPaths(paths: []), userNamespace: Bool = false) -> [String] {
         var arguments = [executable, "--ro-bind", "/", "/", "--tmpfs", "/tmp"]
         if host.kind("/run") == .directory {
             arguments += ["--tmpfs", "/run", "--ro-bind-try", "/run/current-system", "/run/current-system"]
@@ -39,6 +43,8 @@ enum Bubblewrap {
         // A hidden folder that holds the workspace is emptied first; the workspace is bound back inside it.
         arguments += hiddenPaths(holding, workspace: workspace, host: host, holding: true)
         arguments += ["--bind", workspace, workspace]
+        // Before anything mounted inside them: a bind of a folder over itself covers what was mounted below it.
+        arguments += renameLocks(others, workspace: workspace, host: host)
         arguments += gitProtection(workspace: workspace, host: host)
         if let hooksFolder {
             switch host.kind(hooksFolder) {
@@ -49,13 +55,21 @@ enum Bubblewrap {
             }
         }
         arguments += hiddenPaths(others, workspace: workspace, host: host)
-        arguments += ["--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1",
-                      "--new-session", "--die-with-parent", "--setenv", "TMPDIR", "/tmp", "--chdir", workspace]
+        arguments += ["--dev", "/dev", "--proc", "/proc"] + (userNamespace ? ["--unshare-user"] : [])
+            + ["--unshare-net", "--unshare-pid", "--as-pid-1", "--cap-drop", "ALL", "--new-session",
+               "--die-with-parent", "--setenv", "TMPDIR", "/tmp"] + cacheEnvironment + ["--chdir", workspace]
         return arguments
     }
 }
 
 extension Bubblewrap {
+    /// A writable cache folder in the command's private /tmp: the home folder's ~/.cache is read-only, and without
+    /// one `swift build` fails (clang cannot write its module cache: "could not build C module 'SwiftShims'"), as
+    /// would pip and others. XDG_CACHE_HOME is where SwiftPM, pip and most tools on Linux keep theirs;
+    /// CLANG_MODULE_CACHE_PATH is clang's (swiftc's C modules). They vanish with the command, like /tmp.
+    static let cacheEnvironment = ["--setenv", "XDG_CACHE_HOME", "/tmp/.cache",
+                                   "--setenv", "CLANG_MODULE_CACHE_PATH", "/tmp/.cache/clang/ModuleCache"]
+
     /// An empty read-only folder over each hidden folder, /dev/null over each hidden file (read: nothing). A
     /// missing path needs nothing (the rest of the file system is read-only: a command cannot make it), nor does
     /// a symlink (its real path is in the list too), nor anything under the private /tmp and /run outside the
@@ -76,51 +90,63 @@ extension Bubblewrap {
         return arguments
     }
 
-    /// git runs .git/hooks, and what .git/config names, later and outside any sandbox, so a command must not
-    /// write them: they are bound read-only over themselves (a repository without hooks gets an empty read-only
-    /// folder, left behind empty), and so are those of submodules (.git/modules/...) and worktrees
-    /// (.git/worktrees/...). `.git` itself is bound over itself: a mount point cannot be renamed or removed, so a
-    /// command cannot swap in a repository of its own. A `.git` file (a worktree's or submodule's pointer) is
-    /// read-only. A workspace with no `.git` can get one from a command: bwrap has no rule for a missing path.
-    static func gitProtection(workspace: String, host: HostFiles) -> [String] {
-        let git = (workspace == "/" ? "" : workspace) + "/.git"
-        switch host.kind(git) {
-        case .file:
-            return ["--ro-bind", git, git]
-        case .directory:
-            var arguments = ["--bind", git, git]
-            for folder in [git] + nestedGitFolders(of: git, host: host) {
-                for name in ["config", "config.worktree", "hooks"] {
-                    let path = folder + "/" + name
-                    switch host.kind(path) {
-                    case .file, .directory: arguments += ["--ro-bind", path, path]
-                    case .missing where folder == git && name == "hooks":
-                        arguments += ["--tmpfs", path, "--remount-ro", path]
-                    default: break
-                    }
-                }
+    /// `--bind F F` for each folder between the workspace and an existing hidden path inside it (`foldersBetween`).
+    static func renameLocks(_ paths: [String], workspace: String, host: HostFiles) -> [String] {
+        var arguments: [String] = []
+        var bound: Set<String> = []
+        for path in paths where host.kind(path) != .missing {
+            for folder in foldersBetween(workspace, path, host: host) where bound.insert(folder).inserted {
+                arguments += ["--bind", folder, folder]
             }
-            return arguments
-        default:
-            return []
         }
+        return arguments
     }
 
-    /// The git folders of submodules and worktrees inside a repository's .git (at most 64, 4 levels deep).
-    static func nestedGitFolders(of git: String, host: HostFiles) -> [String] {
-        var found: [String] = []
-        var queue = [(git, 0)]
-        while let (folder, depth) = queue.popLast(), depth < 4 {
-            for kind in ["modules", "worktrees"] where host.kind(folder + "/" + kind) == .directory {
-                for name in host.entries(folder + "/" + kind).sorted() where found.count < 64 {
-                    let nested = folder + "/" + kind + "/" + name
-                    guard host.kind(nested) == .directory else { continue }
-                    found.append(nested)
-                    queue.insert((nested, depth + 1), at: 0)
+    /// The folders strictly between the workspace and a hidden path inside it, outermost first. Each is bound over
+    /// itself: a mount point cannot be renamed (EBUSY), so `mv sub sub2` cannot carry `sub/secret.txt` out from
+    /// under its cover to where the next command would find it uncovered.
+    static func foldersBetween(_ workspace: String, _ path: String, host: HostFiles) -> [String] {
+        guard workspace != "/", workspace != path, HiddenPaths.isWithin(path, workspace) else { return [] }
+        let prefix = workspace == "/" ? "" : workspace
+        var folders: [String] = []
+        var current = prefix
+        for name in path.dropFirst(prefix.count).split(separator: "/").dropLast() {
+            current += "/" + name
+            guard host.kind(current) == .directory else { break }
+            folders.append(current)
+        }
+        return folders
+    }
+
+    /// git runs .git/hooks, and what .git/config names, later and outside any sandbox, and follows `commondir`
+    /// and `gitdir` pointers to other git folders, whose config it then reads: so in every repository under the
+    /// workspace (`GitPointers`) these are bound read-only over themselves (`GitPointers.protectedNames`: config,
+    /// config.worktree, commondir, gitdir, hooks, info), in its submodules' and worktrees' git folders too. A
+    /// repository without hooks gets an empty read-only folder (left behind empty). Each `.git` folder is bound over
+    /// itself: a mount point cannot be renamed or removed, so a command cannot swap in a repository of its own. A
+    /// `.git` file (a worktree's or submodule's pointer) is read-only. What does not exist cannot be bound: a
+    /// pointer file a command makes is removed after it (`GitPointers.created`); a workspace with no `.git` can
+    /// get one.
+    static func gitProtection(workspace: String, host: HostFiles) -> [String] {
+        gitProtection(GitPointers.find(in: workspace, host: host), host: host)
+    }
+
+    static func gitProtection(_ repositories: GitPointers, host: HostFiles) -> [String] {
+        var arguments: [String] = []
+        for git in repositories.gitFolders { arguments += ["--bind", git, git] }
+        for folder in repositories.allGitFolders {
+            for name in GitPointers.protectedNames {
+                let path = folder + "/" + name
+                switch host.kind(path) {
+                case .file, .directory: arguments += ["--ro-bind", path, path]
+                case .missing where name == "hooks" && repositories.gitFolders.contains(folder):
+                    arguments += ["--tmpfs", path, "--remount-ro", path]
+                default: break
                 }
             }
         }
-        return found
+        for file in repositories.gitFiles { arguments += ["--ro-bind", file, file] }
+        return arguments
     }
 }
 

@@ -9,8 +9,9 @@ import Darwin
 /// `CommandPolicy` is only a courtesy. CONTRACT.md lists what each one allows and denies.
 public enum CommandSandbox: Sendable, Equatable {
     /// Linux: bubblewrap (`Bubblewrap`). The whole file system read-only, the workspace writable, a private /tmp
-    /// and /run, no network but a loopback of its own.
-    case bubblewrap(executable: String)
+    /// and /run, no network but a loopback of its own, no capabilities. `userNamespace`: run by root, the command
+    /// also gets a user namespace of its own (where the kernel allows one), which empties its bounding set.
+    case bubblewrap(executable: String, userNamespace: Bool = false)
     /// macOS: sandbox-exec with apple-code's profile (`SeatbeltProfile`): writes only to the workspace and the
     /// temp and per-user cache folders, loopback only, no way to start programs outside it.
     case seatbelt(executable: String, folders: SeatbeltFolders)
@@ -27,15 +28,18 @@ public enum CommandSandbox: Sendable, Equatable {
     public func argv(command: String, workspace: String, hidden: HiddenPaths = .current,
                      deniedPorts: [Int]? = nil) -> [String] {
         switch self {
-        case .bubblewrap(let executable):
+        case .bubblewrap(let executable, let userNamespace):
             return Bubblewrap.arguments(executable: executable, workspace: workspace, host: .live,
-                                        hooksFolder: GitInternals.hooksFolder(root: workspace), hidden: hidden)
+                                        hooksFolder: GitInternals.hooksFolder(root: workspace), hidden: hidden,
+                                        userNamespace: userNamespace)
                 + ["/bin/sh", "-c", command]
         case .seatbelt(let executable, let folders):
+            // The commands' own temporary folder, where they may also bind Unix-domain sockets.
+            let temporary = folders.sockets.isEmpty ? [] : ["/usr/bin/env", "TMPDIR=" + folders.sockets + "/"]
             return SeatbeltProfile.argv(executable: executable, workspace: workspace, folders: folders,
                                         hooksFolder: GitInternals.hooksFolder(root: workspace), hidden: hidden,
                                         deniedPorts: deniedPorts)
-                + ["/bin/sh", "-c", command]
+                + temporary + ["/bin/sh", "-c", command]
         case .none:
             return ["/bin/sh", "-c", command]
         case .broken:
@@ -44,9 +48,23 @@ public enum CommandSandbox: Sendable, Equatable {
         }
     }
 
+    /// The git pointer files missing now under `workspace` that bwrap cannot keep a command from making
+    /// (`GitPointers`): looked at again after the command, and removed when made. None elsewhere: the Seatbelt
+    /// profile denies making them, and without a sandbox nothing is kept.
+    public func watchedGitPointers(workspace: String) -> [String] {
+        guard case .bubblewrap = self else { return [] }
+        return GitPointers.find(in: workspace, host: .live).missingPointers(host: .live)
+    }
+
+    /// After a command: removes the watched pointer files it made; the note for its result, if it made any.
+    public static func removeGitPointers(madeFrom watched: [String], workspace: String) -> String? {
+        GitPointers.removeCreated(GitPointers.created(since: watched, host: .live), workspace: workspace)
+    }
+
     public var label: String {
         switch self {
-        case .bubblewrap: "bwrap (writes: the workspace and a private /tmp; network: its own loopback only)"
+        case .bubblewrap: "bwrap (writes: the workspace and a private /tmp; network: its own loopback only; "
+            + "no capabilities)"
         case .seatbelt: "sandbox-exec (writes: the workspace and the temp folders; network: loopback only)"
         case .none(let reason): "none (\(reason))"
         case .broken(let reason): "broken (\(reason)); commands are refused"
@@ -66,15 +84,19 @@ public enum CommandSandbox: Sendable, Equatable {
         guard let executable = findExecutable("bwrap") else {
             return .none(reason: "bwrap not installed; install the bubblewrap package")
         }
-        // bwrap may be installed yet unable to start (no user namespaces in a container): try it once.
-        let sandbox = CommandSandbox.bubblewrap(executable: executable)
-        // No hidden paths: covering them is not what is probed (and under "/" there is no workspace to keep).
-        let probe = sandbox.argv(command: "true", workspace: "/", hidden: HiddenPaths(paths: []))
-        let (status, output) = runBlocking(probe, seconds: 10)
-        guard status == 0 else {
-            return .none(reason: "bwrap is installed but cannot start a sandbox here (\(firstLine(output)))")
+        // bwrap may be installed yet unable to start (no user namespaces in a container): try it. Run by root, a
+        // user namespace is tried first; where the kernel refuses one, `--cap-drop ALL` alone still leaves the
+        // command no capability (and bwrap's no_new_privs keeps it from gaining any).
+        var output = ""
+        for userNamespace in geteuid() == 0 ? [true, false] : [false] {
+            let sandbox = CommandSandbox.bubblewrap(executable: executable, userNamespace: userNamespace)
+            // No hidden paths: covering them is not what is probed (and under "/" there is no workspace to keep).
+            let probe = sandbox.argv(command: "true", workspace: "/", hidden: HiddenPaths(paths: []))
+            let (status, said) = runBlocking(probe, seconds: 10)
+            if status == 0 { return sandbox }
+            if output.isEmpty { output = said }
         }
-        return sandbox
+        return .none(reason: "bwrap is installed but cannot start a sandbox here (\(firstLine(output)))")
         #endif
     }
 
@@ -99,11 +121,17 @@ public enum CommandSandbox: Sendable, Equatable {
 
     /// Why `path` cannot be a workspace whose commands may write (nil when it can): it is `/`, a home folder or
     /// a folder above one, where shell start-up files and ~/Library/LaunchAgents would be writable and run later
-    /// outside any sandbox. `path` and `homes` are real paths.
+    /// outside any sandbox, or ~/Library itself or its LaunchAgents. `path` and `homes` are real paths.
     public static func broadFolderProblem(_ path: String, homes: [String]) -> String? {
         if path == "/" { return "is the root folder" }
         if homes.contains(path) { return "is the home folder" }
         if let home = homes.first(where: { $0.hasPrefix(path + "/") }) { return "holds the home folder \(home)" }
+        // ~/Library holds LaunchAgents (started at login), preferences and other programs' state.
+        for home in homes {
+            if path == home + "/Library" { return "is the home folder's Library" }
+            let agents = home + "/Library/LaunchAgents"
+            if path == agents || path.hasPrefix(agents + "/") { return "is in the home folder's Library/LaunchAgents" }
+        }
         return nil
     }
 

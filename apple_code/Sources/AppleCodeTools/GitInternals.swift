@@ -5,8 +5,9 @@ import Darwin
 #endif
 import Foundation
 
-/// What the file tools must not write because git runs it later, outside any sandbox: a repository's hooks and
-/// config (also those of submodules and worktrees under `.git/modules`, `.git/worktrees`), a `.git` file (it
+/// What the file tools must not write because git runs it later, outside any sandbox: a repository's hooks, info
+/// and config, and its pointers to other git folders (`commondir`, `gitdir`), also those of submodules and
+/// worktrees under `.git/modules`, `.git/worktrees` at any depth (`GitPointers.protectedNames`), a `.git` file (it
 /// points git at a repository whose hooks then run), and the folder `core.hooksPath` names when that is inside
 /// the workspace. Commands are kept from them by the sandbox (Bubblewrap, SeatbeltProfile); this is the same
 /// rule for writeFile and editFile.
@@ -15,8 +16,9 @@ enum GitInternals {
     static func refuseWrite(to target: Workspace.Resolved, in workspace: Workspace) throws {
         if isRepositoryInternal(target.absolute) {
             throw ToolFailure("\(target.relative) is refused: git runs a repository's hooks, and programs its "
-                + "config names, later and outside the sandbox, so the file tools do not write .git/hooks, "
-                + ".git/config or a .git file. If the change is needed, tell the user what to change.")
+                + "config names, later and outside the sandbox, and follows its pointers to other repositories, so "
+                + "the file tools do not write .git/hooks, .git/info, .git/config, .git/commondir, a gitdir file or "
+                + "a .git file. If the change is needed, tell the user what to change.")
         }
         if let hooks = hooksFolder(for: workspace), target.absolute == hooks || target.absolute.hasPrefix(hooks + "/") {
             throw ToolFailure("\(target.relative) is refused: it is in \(workspace.relative(hooks)), the folder "
@@ -25,11 +27,12 @@ enum GitInternals {
         }
     }
 
-    /// Whether an absolute path is a `.git` itself, or hooks/config inside a git folder. Names are compared
-    /// without case: macOS's usual file system does not tell `.GIT/Hooks` from `.git/hooks`.
+    /// Whether an absolute path is a `.git` itself, or one of `GitPointers.protectedNames` (or inside one) in a git
+    /// folder. Names are compared without case: macOS's usual file system does not tell `.GIT/Hooks` from
+    /// `.git/hooks`.
     static func isRepositoryInternal(_ path: String) -> Bool {
         let names = path.split(separator: "/").map { $0.lowercased() }
-        let protected: Set<String> = ["hooks", "config", "config.worktree"]
+        let protected = Set(GitPointers.protectedNames)
         for (index, name) in names.enumerated() where name == ".git" {
             let rest = names[(index + 1)...]
             guard let first = rest.first else { return true }

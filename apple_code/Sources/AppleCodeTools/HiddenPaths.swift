@@ -29,11 +29,20 @@ public struct HiddenPaths: Sendable, Equatable {
     /// Absolute paths without a trailing slash: each as named and, when different, its real path (a symlinked
     /// ~/.ssh is hidden at both ends).
     public let paths: [String]
+    /// What each existing path was when the list was made (device and inode), so a hidden file or folder stays
+    /// hidden from the file tools under another name: renaming a folder around it (`mv sub sub2`, or the daemon's
+    /// folder inside a workspace) or a hard link.
+    public let identities: [(path: String, identity: FileIdentity)]
 
     public init(paths: [String]) {
         var unique: [String] = []
         for path in paths where !unique.contains(path) { unique.append(path) }
         self.paths = unique
+        identities = unique.compactMap { path in FileIdentity(following: path).map { (path, $0) } }
+    }
+
+    public static func == (left: HiddenPaths, right: HiddenPaths) -> Bool {
+        left.paths == right.paths && left.identities.map(\.identity) == right.identities.map(\.identity)
     }
 
     /// The standard list for `home` (none without one) and this system, then `extra`, made absolute against
@@ -64,7 +73,28 @@ public struct HiddenPaths: Sendable, Equatable {
         paths.contains { hidden in
             guard Self.isWithin(path, hidden) else { return false }
             return !Self.isWithin(workspace, hidden) || !Self.isWithin(path, workspace)
+        } || isHiddenFile(path, workspace: workspace)
+    }
+
+    /// Whether `path` (inside `workspace`) is, by device and inode, a hidden file or folder that is not the
+    /// workspace or above it: one moved or linked to another name.
+    public func isHiddenFile(_ path: String, workspace: String) -> Bool {
+        guard !identities.isEmpty, path != workspace, let identity = FileIdentity(of: path) else { return false }
+        return identities.contains { $0.identity == identity && !Self.isWithin(workspace, $0.path) }
+    }
+
+    /// `hides` for `path` or any folder between the workspace and it (the file tools: a hidden folder renamed
+    /// makes what it holds hidden under the new name too).
+    public func hidesAnyPart(of path: String, workspace: String) -> Bool {
+        if hides(path, workspace: workspace) { return true }
+        guard !identities.isEmpty, Self.isWithin(path, workspace) else { return false }
+        var current = path
+        while let slash = current.lastIndex(of: "/"), current != workspace {
+            current = slash == current.startIndex ? "/" : String(current[..<slash])
+            guard current != workspace, Self.isWithin(current, workspace) else { break }
+            if isHiddenFile(current, workspace: workspace) { return true }
         }
+        return false
     }
 
     /// The hidden paths a sandbox must cover for `workspace`: those that hold it (`holdingWorkspace`: everything in
@@ -110,5 +140,27 @@ public struct HiddenPaths: Sendable, Equatable {
 
     private static func homeFromEnvironment() -> String? {
         getenv("HOME").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+    }
+}
+
+/// A file's device and inode: the same file under any name.
+public struct FileIdentity: Sendable, Hashable {
+    public let device: UInt64
+    public let inode: UInt64
+
+    /// Of what is at `path` itself (a symlink is itself); nil when nothing is.
+    init?(of path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+
+    /// Of what `path` leads to, links followed (a symlinked ~/.ssh: the folder it names).
+    init?(following path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
     }
 }

@@ -52,6 +52,7 @@ public struct RunCommandTool: WorkspaceTool {
             throw ToolFailure("the command sandbox does not work here (\(reason)), so commands are not run. "
                               + "Tell the user; `apple-code --check` shows the sandbox")
         }
+        let watched = sandbox.watchedGitPointers(workspace: workspace.root)
         let outcome = try await CommandRunner.run(sandbox.argv(command: command, workspace: workspace.root,
                                                                hidden: workspace.hidden),
                                                   in: workspace.root, timeout: .seconds(seconds),
@@ -59,6 +60,10 @@ public struct RunCommandTool: WorkspaceTool {
         var notes: [String] = []
         if announcesMissingSandbox, case .none(let reason) = sandbox {
             notes.append("Note: this command ran without a sandbox: \(reason).")
+        }
+        // Everything the command started is gone by now (its own PID namespace), so nothing remakes them.
+        if let note = CommandSandbox.removeGitPointers(madeFrom: watched, workspace: workspace.root) {
+            notes.append(note)
         }
         var result = Self.describe(outcome, timeout: seconds, command: command, notes: notes, hints: hints)
         result.commandsRun = 1

@@ -43,16 +43,24 @@ public enum SandboxSelfTest {
             + "/apple-code-sandbox-check-\(UUID().uuidString)"
         let workspace = base + "/ws"
         let canary = base + "/hidden-secret"  // a hidden file of the check's own, so that check is never empty
-        guard (try? FileManager.default.createDirectory(atPath: workspace, withIntermediateDirectories: true))
-            != nil, (try? "apple-code-canary\n".write(toFile: canary, atomically: false, encoding: .utf8)) != nil else {
+        // And one inside the workspace, two folders down, for the rename check.
+        let held = workspace + "/" + Runner.heldSecret
+        guard (try? FileManager.default.createDirectory(atPath: (held as NSString).deletingLastPathComponent,
+                                                        withIntermediateDirectories: true)) != nil,
+              (try? "apple-code-canary\n".write(toFile: canary, atomically: false, encoding: .utf8)) != nil,
+              (try? "apple-code-canary\n".write(toFile: held, atomically: false, encoding: .utf8)) != nil else {
             return [Check(name: "a temporary workspace", passed: false, detail: "cannot create \(workspace)")]
         }
         defer { try? FileManager.default.removeItem(atPath: base) }
         let runner = Runner(sandbox: sandbox, workspace: workspace,
-                            hidden: HiddenPaths(paths: hidden.paths + [canary]), deniedPorts: deniedPorts)
+                            hidden: HiddenPaths(paths: hidden.paths + [canary, held]), deniedPorts: deniedPorts,
+                            canary: canary)
         var checks = [await runner.writesInside(), await runner.writeOutsideIsRefused(home: home),
                       await runner.gitIsProtected(), await runner.gitConfigIsRefused(),
+                      await runner.gitPointersAreRefused(),
                       await runner.caseFoldedGitHooksAreRefused(), await runner.hiddenPathsAreUnreadable(),
+                      await runner.hiddenPathsCannotBeUnmounted(), await runner.remountReadWriteIsRefused(home: home),
+                      await runner.foldersAroundAHiddenPathCannotBeRenamed(),
                       await runner.networkIsRefused(), await runner.nameLookupFails(), await runner.loopbackWorks(),
                       await runner.webPortIsRefused(), await runner.terminalInputCannotBePushed(),
                       await runner.processesOutsideCannotBeKilled()]
@@ -80,21 +88,28 @@ public enum SandboxSelfTest {
 
 /// Why a check does not run on this system.
 private let macOSOnly = "macOS only"
+/// Why a check of bwrap's mounts does not run under sandbox-exec.
+private let bubblewrapOnly = "Linux only: it tries to undo bwrap's mounts, and macOS's sandbox has none"
 
 private struct Runner {
     let sandbox: CommandSandbox
     let workspace: String
     let hidden: HiddenPaths
     let deniedPorts: [Int]
+    /// A hidden file of the check's own, outside the workspace, holding `apple-code-canary`.
+    let canary: String
+    /// The check's hidden file inside the workspace, relative to it.
+    static let heldSecret = "held/deeper/secret.txt"
 
     /// Runs `command` in the sandbox; its exit status (nil: it did not exit by itself) and output.
     func run(_ command: String, seconds: Int = 30, denying extraPort: Int? = nil) async
         -> (status: Int32?, output: String) {
         let argv = sandbox.argv(command: command, workspace: workspace, hidden: hidden,
                                 deniedPorts: deniedPorts + (extraPort.map { [$0] } ?? []))
-        guard let outcome = try? await CommandRunner.run(argv, in: workspace, timeout: .seconds(seconds)) else {
-            return (nil, "could not start the command")
-        }
+        let watched = sandbox.watchedGitPointers(workspace: workspace)
+        let ran = try? await CommandRunner.run(argv, in: workspace, timeout: .seconds(seconds))
+        _ = CommandSandbox.removeGitPointers(madeFrom: watched, workspace: workspace)  // as runCommand does
+        guard let outcome = ran else { return (nil, "could not start the command") }
         if case .exited(let code) = outcome.ending { return (code, outcome.output.text) }
         return (nil, "it did not finish: \(outcome.ending); " + outcome.output.text)
     }
@@ -154,6 +169,27 @@ private struct Runner {
                          + oneLine(output))
     }
 
+    /// After `gitIsProtected`: a `commondir` (git would read the config of the folder it names: `core.fsmonitor`
+    /// runs a program at the owner's next `git status`) and the config of a submodule whose name holds a slash.
+    func gitPointersAreRefused() async -> SandboxSelfTest.Check {
+        let name = ".git/commondir and a nested submodule's config cannot be written"
+        let module = ".git/modules/libs/a"
+        do {
+            try FileManager.default.createDirectory(atPath: path(module), withIntermediateDirectories: true)
+            try "ref: refs/heads/main\n".write(toFile: path(module + "/HEAD"), atomically: false, encoding: .utf8)
+            try "[core]\n".write(toFile: path(module + "/config"), atomically: false, encoding: .utf8)
+        } catch {
+            return .init(name: name, passed: false, detail: "cannot make a submodule's git folder: \(error)")
+        }
+        _ = await run("mkdir -p /tmp/evil; echo /tmp/evil > .git/commondir; "
+            + "echo '[core] fsmonitor = evil' >> \(module)/config; echo .. > \(module)/commondir")
+        var written: [String] = []
+        if Workspace.fileKind(path(".git/commondir")) != .missing { written.append(".git/commondir") }
+        if read(module + "/config") != "[core]\n" { written.append(module + "/config") }
+        if Workspace.fileKind(path(module + "/commondir")) != .missing { written.append(module + "/commondir") }
+        return .init(name: name, passed: written.isEmpty, detail: "a command wrote " + written.joined(separator: ", "))
+    }
+
     /// macOS's file system does not tell `.GIT` from `.git`: the same hooks, another spelling.
     func caseFoldedGitHooksAreRefused() async -> SandboxSelfTest.Check {
         let name = "a write to .GIT/hooks/pre-commit is refused"
@@ -179,6 +215,54 @@ private struct Runner {
         }
         return .init(name: "every hidden path is unreadable (\(present.count) here)", passed: readable.isEmpty,
                      detail: "a command read " + readable.joined(separator: ", "))
+    }
+
+    /// With a capability left (bwrap run by root keeps them all unless told), `umount` of what covers a hidden
+    /// path uncovers it: every hidden path here, and the private /tmp over the check's own hidden file (which is
+    /// then read). bwrap only: these are its mounts (and unconfined, they would be the host's).
+    func hiddenPathsCannotBeUnmounted() async -> SandboxSelfTest.Check {
+        let name = "`umount` of a hidden path is refused"
+        guard case .bubblewrap = sandbox else { return .skip(name, bubblewrapOnly) }
+        let targets = hidden.paths.filter { [.file, .directory].contains(Workspace.fileKind($0)) } + ["/tmp"]
+        let attempts = targets.map { target in
+            "umount -l \(shellQuoted(target)) 2>/dev/null && echo \(shellQuoted("unmounted " + target))"
+        }
+        let (_, output) = await run(attempts.joined(separator: "; ") + "; cat \(shellQuoted(canary)) 2>/dev/null")
+        let through = output.split(separator: "\n")
+            .filter { $0.hasPrefix("unmounted ") || $0.contains("apple-code-canary") }
+        return .init(name: name, passed: through.isEmpty, detail: through.joined(separator: "; "))
+    }
+
+    /// Renaming a folder that holds a hidden path would carry it out from under its cover for the next command.
+    func foldersAroundAHiddenPathCannotBeRenamed() async -> SandboxSelfTest.Check {
+        let name = "a folder holding a hidden path cannot be renamed"
+        _ = await run("mv held held2; mv held/deeper deeper2; true")
+        let (_, output) = await run("cat held2/deeper/secret.txt deeper2/secret.txt \(Runner.heldSecret) 2>/dev/null")
+        var through: [String] = []
+        if Workspace.fileKind(path(Runner.heldSecret)) != .file { through.append("held/deeper was renamed") }
+        if output.contains("apple-code-canary") { through.append("the next command read the hidden file") }
+        if through.isEmpty == false {  // put back for the checks after this one
+            _ = rename(path("held2"), path("held"))
+            _ = rename(path("deeper2"), path("held/deeper"))
+        }
+        return .init(name: name, passed: through.isEmpty, detail: through.joined(separator: "; "))
+    }
+
+    /// A read-write remount of the host's file system (a capability would allow it), then a write aimed at the
+    /// home folder through it; removed again if it got through. bwrap only, as above.
+    func remountReadWriteIsRefused(home: String?) async -> SandboxSelfTest.Check {
+        let name = "a read-write remount of the file system is refused"
+        guard case .bubblewrap = sandbox else { return .skip(name, bubblewrapOnly) }
+        guard let home else { return .init(name: name, passed: false, detail: "no home folder ($HOME) to aim at") }
+        let target = home + "/.apple-code-sandbox-check-\(UUID().uuidString)"
+        let (_, output) = await run("mount -o remount,bind,rw / 2>/dev/null && echo 'remounted /'; "
+            + "echo escaped > \(shellQuoted(target)) 2>/dev/null; true")
+        var through = output.split(separator: "\n").filter { $0.hasPrefix("remounted ") }.map(String.init)
+        if Workspace.fileKind(target) != .missing {
+            unlink(target)
+            through.append("a command wrote \(target) (removed again)")
+        }
+        return .init(name: name, passed: through.isEmpty, detail: through.joined(separator: "; "))
     }
 
     func networkIsRefused() async -> SandboxSelfTest.Check {

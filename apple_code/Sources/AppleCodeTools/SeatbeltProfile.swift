@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 import Synchronization
 
 /// apple-code's sandbox-exec profile (macOS), written from `(deny default)`: everything a command may do is allowed
@@ -29,12 +30,38 @@ public enum SeatbeltProfile {
         ("com.apple.logd", "os_log of the toolchain (without it only their log lines are lost)"),
     ]
 
+    /// The sysctl values a command may read (a name, or a prefix ending in `.`), each with the reason; every other one
+    /// is denied: among them `kern.procargs2` and `kern.proc.*`, the arguments and environment of the user's other
+    /// processes. Enough for the shell, swift, git, python3 and make.
+    public static let sysctls: [(name: String, reason: String)] = [
+        ("hw.", "the CPU and memory: core counts (make -j, swift-build, os.cpu_count), features, cache and page sizes"),
+        ("machdep.cpu.", "the CPU's brand and features: clang's and swiftc's host checks, python's platform module"),
+        ("kern.ostype", "uname -s: the shell, python's platform module, configure scripts"),
+        ("kern.osrelease", "uname -r: the same"),
+        ("kern.version", "uname -v: the same"),
+        ("kern.hostname", "uname -n: git's default identity, python's socket.gethostname"),
+        ("kern.osversion", "the OS build: xcrun, swift, python's platform.mac_ver"),
+        ("kern.osproductversion", "the macOS version (and its compatibility form): the same"),
+        ("kern.osvariant_status", "libSystem asks it as every program starts"),
+        ("kern.secure_kernel", "libSystem asks it as every program starts"),
+        ("kern.argmax", "the longest argument list: xargs, make, the shell"),
+        ("kern.maxfilesperproc", "the open-file limit: python, swift-build"),
+        ("kern.usrstack64", "the stack's address: language runtimes at start"),
+        ("vm.loadavg", "the load average: make -l, python's os.getloadavg"),
+        ("sysctl.proc_translated", "whether a program runs under Rosetta: python, swift, installers"),
+        ("sysctl.proc_cputype", "a program's CPU type: the same"),
+    ]
+
     /// Loopback ports refused whatever the caller says: Remote Login and Screen Sharing act as the user.
     public static let alwaysDeniedPorts = [22, 5900]
 
     /// The profile for a workspace that `holding` hidden folders hold (everything in them but the workspace is
     /// hidden) with `others` further hidden paths, refusing `deniedPorts` on loopback besides `alwaysDeniedPorts`.
-    public static func text(holding: Int = 0, others: Int = 0, deniedPorts: [Int] = []) -> String {
+    /// `lockedFolders`: the folders inside the workspace that hold a hidden path, which may not be renamed.
+    /// `sockets`: whether the commands' own temporary folder is a parameter (`SOCKETS`), where they may bind and
+    /// connect to Unix-domain sockets too.
+    public static func text(holding: Int = 0, others: Int = 0, deniedPorts: [Int] = [], lockedFolders: Int = 0,
+                            sockets: Bool = false) -> String {
         var lines = [
             "(version 1)",
             "(deny default)",
@@ -44,8 +71,6 @@ public enum SeatbeltProfile {
             "(allow process-fork)",
             "(allow signal (target same-sandbox))",
             "(allow process-info* (target same-sandbox))",
-            "; Hardware and OS facts (CPU count, OS version) that toolchains read.",
-            "(allow sysctl-read)",
             "; POSIX semaphores: python3's multiprocessing locks.",
             "(allow ipc-posix-sem)",
             "; The shared memory notify(3) reads.",
@@ -58,6 +83,12 @@ public enum SeatbeltProfile {
             "(allow dynamic-code-generation)",
             "",
         ]
+        lines.append("; sysctl reads: only these (another process's arguments, kern.procargs2, are not among them).")
+        for sysctl in sysctls {
+            let filter = sysctl.name.hasSuffix(".") ? "sysctl-name-prefix" : "sysctl-name"
+            lines.append("; \(sysctl.reason)")
+            lines.append(#"(allow sysctl-read ("# + filter + #" ""# + sysctl.name + #""))"#)
+        }
         for service in machServices {
             lines.append("; \(service.reason)")
             lines.append(#"(allow mach-lookup (global-name ""# + service.name + #""))"#)
@@ -94,6 +125,17 @@ public enum SeatbeltProfile {
             #"(allow network-outbound (remote ip "localhost:*"))"#,
             #"(allow network-bind (local unix-socket (subpath (param "WORKSPACE"))))"#,
             #"(allow network-outbound (remote unix-socket (subpath (param "WORKSPACE"))))"#,
+        ]
+        if sockets {
+            lines += [
+                "; And in the commands' own temporary folder (their TMPDIR): pytest's tmp_path, multiprocessing's",
+                "; Manager. Not the shared /tmp or the user's $TMPDIR, where other programs' sockets live (tmux's, an",
+                "; editor's), which would run commands outside the sandbox.",
+                #"(allow network-bind (local unix-socket (subpath (param "SOCKETS"))))"#,
+                #"(allow network-outbound (remote unix-socket (subpath (param "SOCKETS"))))"#,
+            ]
+        }
+        lines += [
             "; The Mac's loopback is shared with its own services: those that act as the user, and the daemon's web",
             "; page (a command must not approve its own work), stay closed.",
         ]
@@ -103,8 +145,9 @@ public enum SeatbeltProfile {
         lines += [
             "",
             "; Code git runs later, outside any sandbox: inside the workspace no .git is made, replaced or removed, and",
-            "; no repository's hooks or config (or a submodule's or worktree's) are written, in any letter case (the",
-            "; Mac's file system does not tell .GIT/Hooks from .git/hooks).",
+            "; no repository's hooks, info, config or pointer to another git folder (commondir, gitdir; a submodule's",
+            "; or worktree's too, at any depth) is made or written, in any letter case (the Mac's file system does not",
+            "; tell .GIT/Hooks from .git/hooks).",
             #"(deny file-write* (require-all (subpath (param "WORKSPACE")) (regex #""# + gitFolderPattern + #"")))"#,
             #"(deny file-write* (require-all (subpath (param "WORKSPACE"))"#,
             #"    (regex #""# + gitInternalsPattern + #"")))"#,
@@ -121,6 +164,13 @@ public enum SeatbeltProfile {
         for index in holding..<(holding + others) {
             lines.append(#"(deny file-read* file-map-executable file-write* (subpath (param ""#
                          + hiddenParameter(index) + #"")))"#)
+        }
+        if lockedFolders > 0 {
+            lines.append("; A folder inside the workspace that holds a hidden path is not renamed or removed: the hidden")
+            lines.append("; path would be uncovered under the new name.")
+        }
+        for index in 0..<lockedFolders {
+            lines.append(#"(deny file-write-unlink (literal (param ""# + lockedParameter(index) + #"")))"#)
         }
         lines += [
             "",
@@ -141,9 +191,12 @@ public enum SeatbeltProfile {
 
     /// `.git` itself, as the last name of a path, in any letter case.
     static let gitFolderPattern = "/" + anyCase(".git") + "$"
-    /// hooks, config and config.worktree of a repository, a submodule or a worktree, in any letter case.
+    /// What git reads as configuration, code or a pointer elsewhere (`GitPointers.protectedNames`: hooks, info,
+    /// config, config.worktree, commondir, gitdir) in a repository's git folder, or anywhere below its `modules`
+    /// and `worktrees` (a submodule's name may hold slashes, so its git folder may be at any depth), in any letter
+    /// case. Made or written, both are denied.
     static let gitInternalsPattern = "/" + anyCase(".git") + "/((" + anyCase("modules") + "|" + anyCase("worktrees")
-        + ")/[^/]+/)*(" + anyCase("hooks") + "|" + anyCase("config") + "|" + anyCase("config.worktree") + ")(/.*)?$"
+        + ")/(.+/)?)?(" + GitPointers.protectedNames.map(anyCase).joined(separator: "|") + ")(/.*)?$"
 
     /// A regex that matches `text` in any letter case: each letter as `[xX]`, a dot as `\.`.
     static func anyCase(_ text: String) -> String {
@@ -156,6 +209,8 @@ public enum SeatbeltProfile {
 
     static func hiddenParameter(_ index: Int) -> String { "HIDDEN_\(index)" }
 
+    static func lockedParameter(_ index: Int) -> String { "HIDDEN_HOLDER_\(index)" }
+
     /// `executable -p <profile> -DKEY=value ... --`; the command follows. `hooksFolder`: the folder
     /// `core.hooksPath` names inside the workspace, if any; `hidden`: the paths commands may not read;
     /// `deniedPorts`: loopback ports they may not connect to (default: what this run was given).
@@ -164,9 +219,16 @@ public enum SeatbeltProfile {
         let hooks = hooksFolder ?? (workspace == "/" ? "" : workspace) + "/.git/hooks"
         let (holding, others) = hidden.split(for: workspace)
         let hiddenParameters = (holding + others).enumerated().map { (hiddenParameter($0.offset), $0.element) }
+        var locked: [String] = []
+        for path in others where Workspace.fileKind(path) != .missing {
+            for folder in Bubblewrap.foldersBetween(workspace, path, host: .live) where !locked.contains(folder) {
+                locked.append(folder)
+            }
+        }
         let parameters = [("WORKSPACE", workspace)] + folders.parameters + [("GIT_HOOKS_PATH", hooks)]
-            + hiddenParameters
-        let profile = text(holding: holding.count, others: others.count, deniedPorts: deniedPorts ?? configuredPorts)
+            + hiddenParameters + locked.enumerated().map { (lockedParameter($0.offset), $0.element) }
+        let profile = text(holding: holding.count, others: others.count, deniedPorts: deniedPorts ?? configuredPorts,
+                           lockedFolders: locked.count, sockets: !folders.sockets.isEmpty)
         return [executable, "-p", profile] + parameters.map { "-D\($0.0)=\($0.1)" } + ["--"]
     }
 
@@ -176,6 +238,16 @@ public enum SeatbeltProfile {
     public static var configuredPorts: [Int] { ports.withLock { $0 } }
 
     public static func configure(deniedPorts: [Int]) { ports.withLock { $0 = deniedPorts } }
+
+    /// The ports a run's commands are refused: those named (`--deny-port`), and the model server's when `modelURL`
+    /// is on this machine, unless the owner allows it (`APPLE_CODE_MODEL_PORT_OPEN=1` in `environment`).
+    public static func deniedPorts(named: [Int], modelURL: String?, environment: [String: String]) -> [Int] {
+        guard environment["APPLE_CODE_MODEL_PORT_OPEN"] != "1",
+              let model = modelURL.flatMap(SeatbeltFolders.loopbackPort(of:)), !named.contains(model) else {
+            return named
+        }
+        return named + [model]
+    }
 }
 
 /// The folders besides the workspace that commands may write under sandbox-exec, as real paths (the profile
@@ -187,10 +259,14 @@ public struct SeatbeltFolders: Sendable, Equatable {
     public var tmpdir: String
     public var userTemp: String
     public var userCache: String
+    /// The commands' own temporary folder (their TMPDIR), made by this process (0700) inside `tmpdir`; Unix-domain
+    /// sockets may be bound there. Empty: none (sockets only in the workspace).
+    public var sockets: String = ""
 
     /// The profile's parameters, in the order the profile names them.
     var parameters: [(String, String)] {
         [("TMP", tmp), ("VAR_TMP", varTmp), ("TMPDIR", tmpdir), ("USER_TEMP", userTemp), ("USER_CACHE", userCache)]
+            + (sockets.isEmpty ? [] : [("SOCKETS", sockets)])
     }
 
     /// This process's folders.
@@ -202,8 +278,29 @@ public struct SeatbeltFolders: Sendable, Equatable {
         let userTemp: String? = nil
         let userCache: String? = nil
         #endif
-        return resolve(tmpdir: getenv("TMPDIR").map { String(cString: $0) }, userTemp: userTemp,
-                       userCache: userCache, homes: CommandSandbox.homeFolders(), realPath: Workspace.realPath)
+        var folders = resolve(tmpdir: getenv("TMPDIR").map { String(cString: $0) }, userTemp: userTemp,
+                              userCache: userCache, homes: CommandSandbox.homeFolders(), realPath: Workspace.realPath)
+        folders.sockets = makeCommandsTemp(in: folders.tmpdir) ?? ""
+        return folders
+    }
+
+    /// A new folder only this user can enter, for the commands' temporary files and sockets (left for the system's
+    /// clean-up of the temp folder); nil when it cannot be made.
+    static func makeCommandsTemp(in folder: String) -> String? {
+        var template = Array((folder + "/apple-code-commands-XXXXXX").utf8CString)
+        return template.withUnsafeMutableBufferPointer { buffer -> String? in
+            guard let base = buffer.baseAddress, mkdtemp(base) != nil else { return nil }
+            return String(cString: base)
+        }
+    }
+
+    /// The port of a model server at `baseURL` when it listens on this machine's loopback (nil otherwise): commands
+    /// are refused it unless the owner allows it, since a local server's API can fetch (Ollama's /api/pull) and so
+    /// carry data out, which the sandbox's no-network rule is for.
+    public static func loopbackPort(of baseURL: String) -> Int? {
+        guard let components = URLComponents(string: baseURL), let host = components.host?.lowercased(),
+              ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) || host.hasPrefix("127.") else { return nil }
+        return components.port ?? (components.scheme?.lowercased() == "https" ? 443 : 80)
     }
 
     /// Every folder as a real path. One that is unset, missing, or would make everything writable (`/`, a home

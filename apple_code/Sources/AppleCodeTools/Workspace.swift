@@ -53,7 +53,7 @@ public struct Workspace: Sendable, Equatable {
         guard contains(real) else {
             throw ToolFailure("\(path) is outside the workspace; only paths inside \(root) are allowed")
         }
-        if isHidden(real) {
+        if hidden.hidesAnyPart(of: real, workspace: root) {
             throw ToolFailure("\(path) is hidden: it holds the owner's secrets, which no tool or command may read. "
                               + "Do without it, or tell the user what you need from it")
         }

@@ -39,14 +39,15 @@ case .success(.sandboxCheck(let options)):
     print(SandboxSelfTest.report(checks, sandbox: CommandSandbox.detected))
     exit(checks.allSatisfy(\.passed) ? 0 : 1)
 case .success(.run(let options)):
-    limitCommands(options)
+    limitCommands(options, modelURL: options.baseURL)
     let code = await Runner(options: options, environment: environment, started: started).run()
     exit(code)
 }
 
 /// What commands and file tools may not reach in this process: the hidden paths (relative ones against the current
-/// folder) and the loopback ports the caller named.
-func limitCommands(_ options: RunOptions) {
+/// folder), the loopback ports the caller named, and the model server's when it is on this machine (`modelURL`).
+func limitCommands(_ options: RunOptions, modelURL: String? = nil) {
     HiddenPaths.configure(extra: options.hide, current: FileManager.default.currentDirectoryPath)
-    SeatbeltProfile.configure(deniedPorts: options.deniedPorts)
+    SeatbeltProfile.configure(deniedPorts: SeatbeltProfile.deniedPorts(named: options.deniedPorts, modelURL: modelURL,
+                                                                       environment: environment))
 }

@@ -18,7 +18,10 @@ import Testing
         let ws = try repository()
         for path in [".git/hooks/pre-commit", ".git/config", ".git/config.worktree", ".git/hooks/deep/x",
                      "./.git/hooks/../hooks/post-checkout", ".git/modules/sub/hooks/post-merge",
-                     ".git/worktrees/w/config.worktree", "vendor/lib/.git/config", ".git/HOOKS/pre-push"] {
+                     ".git/worktrees/w/config.worktree", "vendor/lib/.git/config", ".git/HOOKS/pre-push",
+                     ".git/commondir", ".git/worktrees/w/commondir", ".git/worktrees/w/gitdir",
+                     ".git/modules/libs/a/config", ".git/modules/libs/a/b/hooks/x", ".git/info/attributes",
+                     ".git/modules/libs/a/commondir", "vendor/lib/.git/commondir"] {
             let result = await ws.call(WriteFileTool(), ["path": .string(path), "content": "#!/bin/sh\ncurl evil\n"])
             #expect(!result.ok, "\(path)")
             #expect(result.text.hasPrefix("Error: writeFile: "), "\(path): \(result.text)")
@@ -63,8 +66,8 @@ import Testing
 
     @Test func theRestOfTheRepositoryAndLookAlikesStayWritable() async throws {
         let ws = try repository()
-        for path in [".gitignore", ".github/workflows/ci.yml", "src/hooks/config", ".git/info/exclude",
-                     ".git/COMMIT_EDITMSG", "docs/git/hooks/pre-commit", ".git-hooks/x"] {
+        for path in [".gitignore", ".github/workflows/ci.yml", "src/hooks/config", ".git/refs/heads/info",
+                     ".git/COMMIT_EDITMSG", "src/commondir", ".git/objects/info/packs", "docs/git/hooks/pre-commit", ".git-hooks/x"] {
             let result = await ws.call(WriteFileTool(), ["path": .string(path), "content": "ok\n"])
             #expect(result.ok, "\(path): \(result.text)")
             #expect(ws.read(path) == "ok\n")

@@ -118,4 +118,79 @@ import Testing
         // Untouched on the host.
         #expect((try? String(contentsOfFile: workspacePath + "/.env", encoding: .utf8)) == "env-secret")
     }
+
+    /// A hidden path stays hidden when a folder around it is renamed: the file tools know it by device and inode
+    /// too (`mv sub sub2` outside them, then readFile `sub2/secret.txt`), and commands cannot rename that folder.
+    @Test func theFileToolsKnowAHiddenPathUnderAnotherName() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("apple-flow/.env", "APPLE_FLOW_WEB_TOKEN=hunter2-secret\n")
+        try ws.write("sub/secret.txt", "key-secret\n")
+        try ws.write("app.py", "print(1)\n")
+        let hidden = HiddenPaths(paths: [ws.path + "/apple-flow", ws.path + "/sub/secret.txt"])
+        // Renamed after the list was made, as a command (or anything else) could.
+        for (from, to) in [("apple-flow", "x"), ("sub", "sub2")] {
+            #expect(rename(ws.path + "/" + from, ws.path + "/" + to) == 0)
+        }
+        let workspace = try Workspace(ws.path, hidden: hidden)
+        let context = ws.context()
+        func run(_ tool: some WorkspaceTool, _ arguments: [String: JSONValue]) async -> String {
+            do { return try await tool.perform(ToolArguments(arguments), in: workspace, context: context).text }
+            catch let failure as ToolFailure { return "Error: " + failure.message }
+            catch { return "Error: \(error)" }
+        }
+        #expect(await run(ReadFileTool(), ["path": "x/.env"]).hasPrefix("Error: x/.env is hidden"))
+        #expect(await run(ReadFileTool(), ["path": "sub2/secret.txt"]).hasPrefix("Error: sub2/secret.txt is hidden"))
+        #expect(await run(WriteFileTool(), ["path": "x/new.txt", "content": "x"]).contains("is hidden"))
+        let listing = await run(ListDirectoryTool(), ["path": ".", "recursive": true])
+        #expect(listing.contains("app.py") && listing.contains("sub2") && !listing.contains("secret.txt")
+                && !listing.contains(".env") && !listing.contains("x/"), "\(listing)")
+        #expect(!(await run(SearchContentTool(), ["pattern": "secret"])).contains("-secret"))
+        // A hard link to a hidden file is the same file.
+        #expect(link(ws.path + "/sub2/secret.txt", ws.path + "/copy.txt") == 0)
+        #expect(await run(ReadFileTool(), ["path": "copy.txt"]).contains("is hidden"))
+        #expect(await run(ReadFileTool(), ["path": "app.py"]).contains("print(1)"))
+    }
+
+    @Test func bubblewrapBindsTheFoldersAroundAHiddenPathInTheWorkspace() {
+        let kinds: [String: Workspace.FileKind] = [
+            "/w/a": .directory, "/w/a/b": .directory, "/w/a/b/secret.txt": .file, "/w/a/other.env": .file,
+            "/w/top.env": .file, "/w/gone": .directory,
+        ]
+        let host = HostFiles(kind: { kinds[$0] ?? .missing }, entries: { _ in [] }, runtimeDirectory: nil)
+        let hidden = HiddenPaths(paths: ["/w/a/b/secret.txt", "/w/a/other.env", "/w/top.env", "/w/gone/x"])
+        let joined = Bubblewrap.arguments(executable: "bwrap", workspace: "/w", host: host, hidden: hidden)
+            .joined(separator: " ")
+        #expect(joined.contains("--bind /w/a /w/a --bind /w/a/b /w/a/b --ro-bind /dev/null /w/a/b/secret.txt "
+                                + "--ro-bind /dev/null /w/a/other.env --ro-bind /dev/null /w/top.env --dev"), "\(joined)")
+        #expect(!joined.contains("/w/gone"))  // nothing there to uncover
+        #expect(Bubblewrap.foldersBetween("/", "/w/a/b", host: host) == [])
+    }
+
+    /// In the real sandbox: `mv sub sub2` (and of the daemon's folder) fails, so the next command does not find
+    /// the hidden file uncovered under the new name.
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapCommandsCannotRenameAFolderHoldingAHiddenPath() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("apple-flow/.env", "TOKEN=env-secret\n")
+        try ws.write("sub/deeper/secret.txt", "key-secret\n")
+        try ws.write("sub/readme.txt", "ok\n")
+        try ws.write("sub/.git/HEAD", "ref: refs/heads/main\n")  // a repository in a folder the rename lock binds
+        try ws.write("sub/.git/config", "[core]\n")
+        let hidden = HiddenPaths(paths: [ws.path + "/apple-flow/.env", ws.path + "/sub/deeper/secret.txt"])
+        let workspace = try Workspace(ws.path, hidden: hidden)
+        func run(_ command: String) async throws -> String {
+            try await RunCommandTool(sandbox: .detected)
+                .perform(ToolArguments(["command": .string(command)]), in: workspace,
+                         context: ToolContext(workspace: ws.path, maxResultTokens: 3000)).text
+        }
+        _ = try await run("mv apple-flow x; mv sub sub2; mv sub/deeper d; echo new > sub/new.txt; "
+                          + "echo evil >> sub/.git/config")
+        #expect(ws.read("sub/.git/config") == "[core]\n")  // the lock's bind does not cover the .git protection
+        let second = try await run("cat x/.env sub2/deeper/secret.txt d/secret.txt 2>&1; cat sub/readme.txt")
+        #expect(!second.contains("env-secret") && !second.contains("key-secret"), "\(second)")
+        #expect(second.contains("ok"))
+        #expect(ws.read("apple-flow/.env") == "TOKEN=env-secret\n")
+        #expect(ws.read("sub/deeper/secret.txt") == "key-secret\n")
+        #expect(ws.read("sub/new.txt") == "new\n")  // the folders stay writable
+    }
 }

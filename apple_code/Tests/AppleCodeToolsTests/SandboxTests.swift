@@ -52,6 +52,38 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(!ws.exists("/run/x"))
     }
 
+    /// No capabilities inside a command, whoever runs apple-code (here root, in the project's tests usually): with
+    /// them, `umount` of what covers a hidden path uncovered it and a read-write remount wrote outside the
+    /// workspace. tests/apple_code/test_sandbox_cli.py runs the same as a normal user.
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapLeavesNoCapabilities() async throws {
+        let ws = try TempWorkspace()
+        try ws.write(".env", "TOKEN=env-secret\n")
+        let workspace = try Workspace(ws.path, hidden: HiddenPaths(paths: [ws.path + "/.env"]))
+        let probe = "/var/tmp/apple-code-remount-\(UUID().uuidString)"
+        defer { unlink(probe) }  // only there if the sandbox failed
+        let command = """
+            grep -E '^Cap(Inh|Prm|Eff|Amb):' /proc/self/status; \
+            umount -l .env 2>/dev/null && echo unmounted; cat .env 2>/dev/null; \
+            mount -o remount,bind,rw / 2>/dev/null && echo remounted; (echo x > \(probe)) 2>/dev/null; true
+            """
+        func run(_ command: String) async throws -> String {
+            try await RunCommandTool(sandbox: .detected)
+                .perform(ToolArguments(["command": .string(command)]), in: workspace,
+                         context: ToolContext(workspace: ws.path, maxResultTokens: 3000)).text
+        }
+        let zero = "0000000000000000"
+        let said = try await run(command)
+        #expect(said == "exit code 0\nCapInh:\t\(zero)\nCapPrm:\t\(zero)\nCapEff:\t\(zero)\nCapAmb:\t\(zero)\n",
+                "\(said)")
+        #expect(!ws.exists(probe))
+        #expect(ws.read(".env") == "TOKEN=env-secret\n")
+        // Run by root with a user namespace (and always as a normal user): not even a bounding set to regain from.
+        if case .bubblewrap(_, let userNamespace) = CommandSandbox.detected, userNamespace || geteuid() != 0 {
+            #expect(try await run("grep '^CapBnd:' /proc/self/status") == "exit code 0\nCapBnd:\t\(zero)\n")
+        }
+    }
+
     /// A server and its client on loopback work inside the sandbox (bwrap's own loopback);
     /// any other address is unreachable.
     @Test(.enabled(if: hasBubblewrap && hasPython, "needs a working bwrap (Linux) and python3"))
@@ -79,13 +111,17 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         ("/Users/me", "is the home folder"),
         ("/Users", "holds the home folder /Users/me"),
         ("/var/root", "is the home folder"),
+        ("/Users/me/Library", "is the home folder's Library"),
+        ("/Users/me/Library/LaunchAgents", "is in the home folder's Library/LaunchAgents"),
+        ("/Users/me/Library/LaunchAgents/sub", "is in the home folder's Library/LaunchAgents"),
     ])
     func broadWorkspacesAreRefused(path: String, said: String) {
         let problem = CommandSandbox.broadFolderProblem(path, homes: ["/Users/me", "/var/root"])
         #expect(problem == said)
     }
 
-    @Test(arguments: ["/Users/me/code/site", "/Users/meow", "/tmp/ws", "/Users/me/.config"])
+    @Test(arguments: ["/Users/me/code/site", "/Users/meow", "/tmp/ws", "/Users/me/.config",
+                      "/Users/me/Library/Mobile Documents/com~apple~CloudDocs/code", "/Users/me/Libraryx"])
     func projectFoldersAreAccepted(path: String) {
         #expect(CommandSandbox.broadFolderProblem(path, homes: ["/Users/me"]) == nil)
     }
@@ -140,7 +176,7 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(!Bubblewrap.arguments(executable: "bwrap", workspace: "/w", host: host).contains("/w/.githooks"))
     }
 
-    /// Everyday git still works with hooks and config read-only: add, commit, log, status, branch.
+    /// Everyday git still works with hooks, config and pointers read-only: add, commit, checkout -b, stash, merge.
     @Test(.enabled(if: hasBubblewrap && CommandSandbox.findExecutable("git") != nil, "needs bwrap and git"))
     func bubblewrapLetsGitCommit() async throws {
         let ws = try TempWorkspace()
@@ -149,12 +185,51 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         git.arguments = ["-c", "cd \"$0\" && git init -q", ws.path]
         try git.run()
         await onOwnThread { git.waitUntilExit() }
+        // add, commit, checkout -b, stash (and pop), merge: what git writes for them stays writable.
         let command = """
-            echo hi > a.txt && git add a.txt && git -c user.name=t -c user.email=t@example.com commit -qm one \
-            && git branch topic && git log --oneline | wc -l && git status --short | wc -l
+            g() { git -c user.name=t -c user.email=t@example.com "$@"; }; \
+            echo hi > a.txt && g add a.txt && g commit -qm one && g branch topic && g checkout -qb side \
+            && echo t > t.txt && g add t.txt && g commit -qm two && g checkout -q topic \
+            && echo more >> a.txt && g stash -q && g stash pop -q && g stash -q \
+            && g merge -q --no-ff -m merged side && g stash pop -q \
+            && g log --oneline | wc -l && g status --short
             """
         let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": .string(command)])
-        #expect(result.text == "exit code 0\n1\n0\n", "\(result.text)")
+        #expect(result.text == "exit code 0\n3\n M a.txt\n", "\(result.text)")
+    }
+
+    /// `swift build` and `swift test` of a package in the workspace work: with the home folder's ~/.cache read-only,
+    /// clang's module cache and SwiftPM's need a writable cache folder of the command's own.
+    @Test(.enabled(if: hasBubblewrap && CommandSandbox.findExecutable("swift") != nil, "needs bwrap and swift"))
+    func bubblewrapBuildsAndTestsASwiftPackage() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("tiny/Package.swift", """
+            // swift-tools-version:5.9
+            import PackageDescription
+            let package = Package(name: "tiny", targets: [
+                .target(name: "TinyLib"), .executableTarget(name: "tiny", dependencies: ["TinyLib"]),
+                .testTarget(name: "TinyLibTests", dependencies: ["TinyLib"]),
+            ])
+
+            """)
+        try ws.write("tiny/Sources/TinyLib/TinyLib.swift", "public func twice(_ x: Int) -> Int { 2 * x }\n")
+        try ws.write("tiny/Sources/tiny/main.swift", "import TinyLib\nprint(\"tiny built \\(twice(21))\")\n")
+        try ws.write("tiny/Tests/TinyLibTests/TinyTests.swift", """
+            import XCTest
+            @testable import TinyLib
+            final class TinyTests: XCTestCase { func testTwice() { XCTAssertEqual(twice(2), 4) } }
+
+            """)
+        let command = "cd tiny && swift build --disable-sandbox >build.log 2>&1; tail -3 build.log; .build/debug/tiny; "
+            + "swift test --disable-sandbox 2>&1 | grep -m1 -o 'Executed 1 test, with 0 failures'; "
+            + "echo \"$XDG_CACHE_HOME $CLANG_MODULE_CACHE_PATH\"; touch ~/.cache/x 2>/dev/null || echo home cache read-only"
+        let result = await ws.call(RunCommandTool(sandbox: .detected),
+                                   ["command": .string(command), "timeout": 600])
+        #expect(result.text.contains("tiny built 42\nExecuted 1 test, with 0 failures\n"
+                                     + "/tmp/.cache /tmp/.cache/clang/ModuleCache\n"), "\(result.text)")
+        if Workspace.fileKind(NSHomeDirectory() + "/.cache") == .directory, !NSHomeDirectory().hasPrefix("/tmp/") {
+            #expect(result.text.contains("home cache read-only"), "\(result.text)")
+        }
     }
 
     /// On Linux: make, python3 and npm run inside the sandbox (each where installed).
@@ -202,6 +277,7 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
             "/w/.git/modules": .directory, "/w/.git/modules/lib": .directory, "/w/.git/modules/lib/config": .file,
             "/w/.git/modules/lib/hooks": .directory, "/w/.git/worktrees": .directory,
             "/w/.git/worktrees/wt": .directory, "/w/.git/worktrees/wt/config.worktree": .file,
+            "/w/.git/modules/lib/HEAD": .file, "/w/.git/worktrees/wt/HEAD": .file,
         ]
         let listing = ["/w/.git/modules": ["lib"], "/w/.git/worktrees": ["wt"]]
         let host = HostFiles(kind: { files[$0] ?? .missing }, entries: { listing[$0] ?? [] }, runtimeDirectory: nil)
@@ -226,6 +302,77 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         #expect(Bubblewrap.gitProtection(workspace: "/w", host: symlink) == [])
     }
 
+    /// Every repository under the workspace, and a submodule whose name holds a slash (its git folder is
+    /// `.git/modules/libs/a`): their config, pointers and hooks are bound read-only.
+    @Test func bubblewrapGitArgumentsReachNestedRepositoriesAndSlashedSubmodules() {
+        let files: [String: Workspace.FileKind] = [
+            "/w/.git": .directory, "/w/.git/config": .file, "/w/.git/hooks": .directory, "/w/.git/info": .directory,
+            "/w/.git/modules": .directory, "/w/.git/modules/libs": .directory,
+            "/w/.git/modules/libs/a": .directory, "/w/.git/modules/libs/a/HEAD": .file,
+            "/w/.git/modules/libs/a/config": .file, "/w/.git/modules/libs/a/commondir": .file,
+            "/w/.git/worktrees": .directory, "/w/.git/worktrees/wt": .directory, "/w/.git/worktrees/wt/HEAD": .file,
+            "/w/.git/worktrees/wt/commondir": .file, "/w/.git/worktrees/wt/gitdir": .file,
+            "/w/vendor": .directory, "/w/vendor/x": .directory, "/w/vendor/x/.git": .directory,
+            "/w/vendor/x/.git/config": .file, "/w/vendor/x/.git/hooks": .directory, "/w/sub": .directory,
+            "/w/sub/.git": .file,
+        ]
+        let listing = ["/w": [".git", "vendor", "sub"], "/w/vendor": ["x"], "/w/vendor/x": [".git"],
+                       "/w/.git/modules": ["libs"], "/w/.git/modules/libs": ["a"], "/w/.git/worktrees": ["wt"]]
+        let host = HostFiles(kind: { files[$0] ?? .missing }, entries: { listing[$0] ?? [] }, runtimeDirectory: nil)
+        let found = GitPointers.find(in: "/w", host: host)
+        #expect(found.gitFolders == ["/w/.git", "/w/vendor/x/.git"])
+        #expect(found.gitFiles == ["/w/sub/.git"])
+        #expect(found.allGitFolders == ["/w/.git", "/w/.git/worktrees/wt", "/w/.git/modules/libs/a",
+                                        "/w/vendor/x/.git"])
+        #expect(Bubblewrap.gitProtection(workspace: "/w", host: host) == [
+            "--bind", "/w/.git", "/w/.git", "--bind", "/w/vendor/x/.git", "/w/vendor/x/.git",
+            "--ro-bind", "/w/.git/config", "/w/.git/config",
+            "--ro-bind", "/w/.git/hooks", "/w/.git/hooks",
+            "--ro-bind", "/w/.git/info", "/w/.git/info",
+            "--ro-bind", "/w/.git/worktrees/wt/commondir", "/w/.git/worktrees/wt/commondir",
+            "--ro-bind", "/w/.git/worktrees/wt/gitdir", "/w/.git/worktrees/wt/gitdir",
+            "--ro-bind", "/w/.git/modules/libs/a/config", "/w/.git/modules/libs/a/config",
+            "--ro-bind", "/w/.git/modules/libs/a/commondir", "/w/.git/modules/libs/a/commondir",
+            "--ro-bind", "/w/vendor/x/.git/config", "/w/vendor/x/.git/config",
+            "--ro-bind", "/w/vendor/x/.git/hooks", "/w/vendor/x/.git/hooks",
+            "--ro-bind", "/w/sub/.git", "/w/sub/.git",
+        ])
+        // The pointer files missing now are watched: a command that makes one has it removed afterwards.
+        #expect(found.missingPointers(host: host) == [
+            "/w/.git/commondir", "/w/.git/config.worktree", "/w/.git/gitdir",
+            "/w/.git/worktrees/wt/config.worktree",
+            "/w/.git/modules/libs/a/config.worktree", "/w/.git/modules/libs/a/gitdir",
+            "/w/vendor/x/.git/commondir", "/w/vendor/x/.git/config.worktree", "/w/vendor/x/.git/gitdir",
+        ])
+    }
+
+    /// In the real sandbox: no config, pointer, hook or info of any repository under the workspace can be
+    /// written, and a `commondir` a command makes is gone after it (with a note that says why).
+    @Test(.enabled(if: hasBubblewrap, "needs a working bwrap (Linux)"))
+    func bubblewrapKeepsGitPointersReadOnly() async throws {
+        let ws = try TempWorkspace()
+        let files = [".git/config": "[core]\n", ".git/HEAD": "ref: refs/heads/main\n", ".git/info/exclude": "x\n",
+                     ".git/worktrees/wt/HEAD": "ref: refs/heads/wt\n", ".git/worktrees/wt/commondir": "../..\n",
+                     ".git/worktrees/wt/gitdir": "/elsewhere/wt/.git\n", ".git/modules/libs/a/HEAD": "ref: x\n",
+                     ".git/modules/libs/a/config": "[core]\n", "vendor/x/.git/HEAD": "ref: x\n",
+                     "vendor/x/.git/config": "[core]\n", "sub/.git": "gitdir: ../.git/modules/libs/a\n"]
+        for (path, text) in files { try ws.write(path, text) }
+        let command = """
+            mkdir -p /tmp/evil; echo /tmp/evil > .git/commondir; echo /tmp/evil > .git/modules/libs/a/commondir; \
+            for f in .git/config .git/info/exclude .git/worktrees/wt/commondir .git/worktrees/wt/gitdir \
+                .git/modules/libs/a/config vendor/x/.git/config sub/.git; do echo evil >> $f; done; \
+            echo evil > .git/info/attributes; mv vendor/x/.git vendor/x/.git-old; echo ok > .git/index && echo index
+            """
+        let result = await ws.call(RunCommandTool(sandbox: .detected), ["command": .string(command)])
+        for (path, text) in files { #expect(ws.read(path) == text, "\(path): \(result.text)") }
+        for path in [".git/commondir", ".git/modules/libs/a/commondir", ".git/info/attributes", "vendor/x/.git-old"] {
+            #expect(!ws.exists(ws.path + "/" + path), "\(path): \(result.text)")
+        }
+        #expect(ws.read(".git/index") == "ok\n")
+        #expect(result.text.contains("Note: removed .git/commondir, .git/modules/libs/a/commondir, which this command "
+                                     + "created"), "\(result.text)")
+    }
+
     @Test func bubblewrapArguments() {
         let debian = HostFiles(kind: { ["/run": .directory, "/var/run": .symlink][$0] ?? .missing },
                                entries: { _ in [] }, runtimeDirectory: "/run/user/1000")
@@ -235,8 +382,13 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
                          "--dir", "/run/user/1000",
                          "--bind", "/w s", "/w s",
                          "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid", "--as-pid-1",
-                         "--new-session", "--die-with-parent",
-                         "--setenv", "TMPDIR", "/tmp", "--chdir", "/w s"])
+                         "--cap-drop", "ALL", "--new-session", "--die-with-parent",
+                         "--setenv", "TMPDIR", "/tmp", "--setenv", "XDG_CACHE_HOME", "/tmp/.cache",
+                         "--setenv", "CLANG_MODULE_CACHE_PATH", "/tmp/.cache/clang/ModuleCache", "--chdir", "/w s"])
+        // Run by root: a user namespace of its own too.
+        let asRoot = Bubblewrap.arguments(executable: "/usr/bin/bwrap", workspace: "/w s", host: debian,
+                                          userNamespace: true)
+        #expect(asRoot.joined(separator: " ").contains("--proc /proc --unshare-user --unshare-net"))
         // An old layout with /var/run a folder of its own; no /run at all; a runtime folder elsewhere.
         let old = HostFiles(kind: { ["/var/run": .directory][$0] ?? .missing }, entries: { _ in [] },
                             runtimeDirectory: "/tmp/rt")
@@ -364,6 +516,8 @@ let hasPython = CommandSandbox.findExecutable("python3") != nil
         // The secrets, the daemon's port and the processes outside are all within reach of it.
         #expect(failed.contains { $0.hasPrefix("every hidden path is unreadable") })
         #expect(failed.contains("`kill` of a process outside the sandbox is refused"))
+        #expect(failed.contains("a folder holding a hidden path cannot be renamed"))
+        #expect(failed.contains(".git/commondir and a nested submodule's config cannot be written"))
         if hasPython { #expect(failed.contains("a denied loopback port (the daemon's web page) is refused")) }
         if CommandSandbox.findExecutable("git") != nil {
             #expect(failed.contains("`git config core.hooksPath x` is refused"))

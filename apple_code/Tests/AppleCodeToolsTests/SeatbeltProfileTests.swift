@@ -337,16 +337,97 @@ struct ReadProfile {
         for path in ["/w/.git/hooks", "/w/.git/hooks/pre-commit", "/w/.git/config", "/w/sub/.git/config",
                      "/w/.git/modules/lib/hooks/post-checkout", "/w/.git/worktrees/b/config.worktree",
                      "/w/.GIT/hooks/pre-commit", "/w/.Git/Hooks", "/w/.git/CONFIG", "/w/.gIt/MODULES/x/HOOKS/a",
-                     "/w/.git/WorkTrees/b/Config.Worktree"] {
+                     "/w/.git/WorkTrees/b/Config.Worktree", "/w/.git/commondir", "/w/.git/worktrees/b/commondir",
+                     "/w/.git/worktrees/b/gitdir", "/w/.git/modules/libs/a/config", "/w/.git/modules/a/b/c/hooks/x",
+                     "/w/.git/info/attributes", "/w/.git/info/config-notes", "/w/.git/CommonDir",
+                     "/w/sub/.git/modules/x/commondir"] {
             #expect(path.contains(git), "\(path)")
         }
         for path in ["/w/.git/index", "/w/.git/objects/ab/cd", "/w/.git/refs/heads/config2", "/w/hooks/x",
-                     "/w/.gitconfig", "/w/.git/info/config-notes", "/w/.GITX/hooks"] {
+                     "/w/.gitconfig", "/w/.git/objects/info/packs", "/w/.git/commondir2", "/w/.GITX/hooks"] {
             #expect(!path.contains(git), "\(path)")
         }
         let folder = try Regex(SeatbeltProfile.gitFolderPattern)
         #expect("/w/sub/.git".contains(folder) && "/w/.GIT".contains(folder) && "/w/a/.Git".contains(folder))
         #expect(!"/w/.gitignore".contains(folder))
+    }
+
+    /// A folder inside the workspace that holds a hidden path may not be renamed or removed (the hidden path
+    /// would be uncovered under the new name): each is a parameter and a deny after every allow.
+    @Test func foldersHoldingAHiddenPathCannotBeRenamed() throws {
+        let ws = try TempWorkspace()
+        try ws.write("sub/deeper/secret.txt", "key\n")
+        let argv = SeatbeltProfile.argv(executable: "/usr/bin/sandbox-exec", workspace: ws.path,
+                                        folders: SandboxProbeTests.folders,
+                                        hidden: HiddenPaths(paths: [ws.path + "/sub/deeper/secret.txt"]))
+        #expect(argv.contains("-DHIDDEN_HOLDER_0=\(ws.path)/sub") && argv.contains("-DHIDDEN_HOLDER_1=\(ws.path)/sub/deeper"))
+        let profile = argv[2]
+        #expect(profile.contains(#"(deny file-write-unlink (literal (param "HIDDEN_HOLDER_1")))"#))
+        #expect(!profile.contains("HIDDEN_HOLDER_2"))
+        #expect(!SeatbeltProfile.text().contains("HIDDEN_HOLDER"))
+    }
+
+    /// sysctl reads are the listed names and prefixes, each with its reason above it; not every sysctl (another
+    /// process's arguments, kern.procargs2, among them).
+    @Test func sysctlReadsAreTheListedOnesEachWithAReason() throws {
+        let text = SeatbeltProfile.text()
+        let profile = try ReadProfile(text)
+        let rules = profile.rules("allow").filter { $0.rule.operation == "sysctl-read" }.map(\.rule.description)
+        #expect(rules == SeatbeltProfile.sysctls.map { sysctl in
+            "(allow sysctl-read (\(sysctl.name.hasSuffix(".") ? "sysctl-name-prefix" : "sysctl-name") \"\(sysctl.name)\"))"
+        })
+        #expect(!text.contains("(allow sysctl-read)\n"))
+        for sysctl in SeatbeltProfile.sysctls {
+            #expect(!sysctl.reason.isEmpty && text.contains("; \(sysctl.reason)\n(allow sysctl-read"), "\(sysctl.name)")
+        }
+        for name in ["kern.procargs2", "kern.proc.all", "kern.proc.pid.1", "security.mac.lockdown_mode_state"] {
+            #expect(!SeatbeltProfile.sysctls.contains { $0.name == name || ($0.name.hasSuffix(".") && name.hasPrefix($0.name)) },
+                    "\(name)")
+        }
+    }
+
+    /// Unix-domain sockets: in the workspace, and in the commands' own temporary folder when there is one (pytest's
+    /// tmp_path, multiprocessing's Manager), which is their TMPDIR; never the shared /tmp or the user's $TMPDIR.
+    @Test func unixSocketsInTheCommandsOwnTemporaryFolder() throws {
+        let plain = try ReadProfile(SeatbeltProfile.text())
+        #expect(!plain.rules("allow").contains { $0.rule.description.contains("SOCKETS") })
+        let profile = try ReadProfile(SeatbeltProfile.text(sockets: true))
+        let sockets = profile.rules("allow").map(\.rule.description).filter { $0.contains("unix-socket") }
+        #expect(sockets == [
+            #"(allow network-bind (local unix-socket (subpath (param "WORKSPACE"))))"#,
+            #"(allow network-outbound (remote unix-socket (subpath (param "WORKSPACE"))))"#,
+            #"(allow network-bind (local unix-socket (subpath (param "SOCKETS"))))"#,
+            #"(allow network-outbound (remote unix-socket (subpath (param "SOCKETS"))))"#,
+        ])
+        var folders = SandboxProbeTests.folders
+        folders.sockets = "/tmp/apple-code-commands-ab12"
+        let argv = CommandSandbox.seatbelt(executable: "/usr/bin/sandbox-exec", folders: folders)
+            .argv(command: "pytest", workspace: "/w", hidden: HiddenPaths(paths: []), deniedPorts: [])
+        #expect(argv.contains("-DSOCKETS=/tmp/apple-code-commands-ab12") && argv[2].contains(#"(param "SOCKETS")"#))
+        #expect(Array(argv.suffix(5)) == ["/usr/bin/env", "TMPDIR=/tmp/apple-code-commands-ab12/", "/bin/sh", "-c",
+                                          "pytest"])
+        let made = try #require(SeatbeltFolders.makeCommandsTemp(in: NSTemporaryDirectory()))
+        defer { rmdir(made) }
+        var info = stat()
+        #expect(stat(made, &info) == 0 && info.st_mode & 0o777 == 0o700)
+    }
+
+    /// The model server's port when it is on this machine: denied to commands (its API can fetch from the network).
+    @Test(arguments: [("http://127.0.0.1:11434/v1", 11434), ("http://localhost:8765/v1", 8765),
+                      ("http://[::1]:8080/v1", 8080), ("http://127.0.0.1/v1", 80), ("https://api.openai.com/v1", nil),
+                      ("http://192.168.1.5:11434/v1", nil), ("not a url", nil)] as [(String, Int?)])
+    func theModelServersLoopbackPort(url: String, port: Int?) {
+        #expect(SeatbeltFolders.loopbackPort(of: url) == port)
+    }
+
+    @Test func theModelServersPortIsDeniedUnlessTheOwnerAllowsIt() {
+        let url = "http://127.0.0.1:11434/v1"
+        #expect(SeatbeltProfile.deniedPorts(named: [8787], modelURL: url, environment: [:]) == [8787, 11434])
+        #expect(SeatbeltProfile.deniedPorts(named: [8787], modelURL: url, environment: ["APPLE_CODE_MODEL_PORT_OPEN": "1"])
+            == [8787])
+        #expect(SeatbeltProfile.deniedPorts(named: [11434], modelURL: url, environment: [:]) == [11434])
+        #expect(SeatbeltProfile.deniedPorts(named: [], modelURL: "https://api.openai.com/v1", environment: [:]) == [])
+        #expect(SeatbeltProfile.deniedPorts(named: [1], modelURL: nil, environment: [:]) == [1])
     }
 
     /// Programs that open a pseudo-terminal (`script`, expect-style tests) work as under bwrap's own /dev: the

@@ -58,8 +58,11 @@ def startup_notes(settings: Settings) -> list[str]:
 
 
 def startup_warnings(settings: Settings, channel: str) -> list[str]:
-    """What a user starting the daemon should know before it goes quiet: set-up that makes it answer nobody."""
-    warnings = []
+    """What a user starting the daemon should know before it goes quiet: set-up that makes it answer nobody, or
+    that puts its own folder inside a workspace."""
+    from apple_flow.daemon.own_folders import own_folder_warnings
+
+    warnings = own_folder_warnings(settings)
     if channel == "imessage" and not settings.allowed_senders:
         warnings.append(
             "APPLE_FLOW_ALLOWED_SENDERS is empty, so no message will be answered. Add your own phone number or "

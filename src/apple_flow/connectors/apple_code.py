@@ -122,15 +122,19 @@ class AppleCodeConnector(CliConnector):
 
     def reach_flags(self) -> list[str]:
         """What apple-code's commands and tools must not reach besides its own list (~/.ssh, ~/.apple-flow ...):
-        the daemon's .env (read from the folder it runs in) and its state (the database, its folder), and the web
-        page's port, whose token would let a command approve its own work."""
+        the daemon's .env (the file the settings were read from, `run --env-file FILE` and the service's, and the
+        one in the folder it runs in) and its state (the database, its folder), and the port the web page listens
+        on (the one the system chose for APPLE_FLOW_WEB_PORT=0), whose token would let a command approve its own
+        work."""
         s = self.settings
         database = s.db_path.expanduser().absolute()
-        hidden = [Path(ENV_FILE).absolute(), database.parent, database,
+        env_files = [path for path in (s.env_file_read, Path(ENV_FILE).absolute()) if path is not None]
+        hidden = [*env_files, database.parent, database,
                   *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))]
         flags = [flag for path in dict.fromkeys(hidden) for flag in ("--hide", str(path))]
-        if s.web_enabled and s.web_port:
-            flags += ["--deny-port", str(s.web_port)]
+        port = s.web_port_listening or s.web_port
+        if s.web_enabled and port:
+            flags += ["--deny-port", str(port)]
         return flags
 
     def new_stream(self) -> EventStream:

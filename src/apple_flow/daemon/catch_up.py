@@ -21,7 +21,9 @@ def listing(held: list[Held], now: float | None = None) -> str:
     else:
         head = f"While this Mac was asleep or offline you sent {count} messages; none was run"
         head += f". The last {len(shown)}:" if count > len(shown) else ":"
-    lines = [f"{item.number}. {moment(item.sent_at, now)} {clip(item.text, 60)}" for item in shown]
+    # By SMS or RCS: the owner must see that its sender may be forged before replying `run`.
+    lines = [f"{item.number}. {moment(item.sent_at, now)}{' by SMS' if item.forgeable else ''} {clip(item.text, 60)}"
+             for item in shown]
     if count == 1:
         tail = "Reply `run` to run it now."
     else:

@@ -161,7 +161,9 @@ class Orchestrator:
         chosen = next((item for item in held if item.number == number), None)
         if chosen is None:
             return Reply(f"There is no {number}: `run 1` to `run {held[-1].number}`, or `run` for the last one.")
-        again = replace(message, text=chosen.text, attachments=(), late=False, tapback=None)
+        # As if it came now, and by the way it came: one that came by SMS or RCS keeps its refusals and read-only rule.
+        again = replace(message, text=chosen.text, attachments=(), late=False, tapback=None,
+                        forgeable=message.forgeable or chosen.forgeable)
         return self._decide_allowed(again, message_ref, view, held=True)
 
     def _turn(self, command: Command, sender: str, workspace: Path) -> Turn:

@@ -333,7 +333,7 @@ class Runtime:
             with store.transaction():
                 store.messages.ignore(self._channel, message.rowid, sender, message.text, "late: listed, runs on `run`")
                 store.held.hold(self._channel, message.rowid, sender, message.reply_target, message.text,
-                                message.date.timestamp())
+                                message.date.timestamp(), forgeable=message.forgeable)
                 store.events.log("held", f"came while offline: {message.text[:80]!r}", sender)
                 self._messages.done(message.rowid)
             self._held_unlisted = True

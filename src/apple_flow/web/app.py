@@ -93,6 +93,16 @@ def build_app(context: WebContext, token: str) -> Starlette:
     def cookie_of(request: Request) -> str:
         return request.cookies.get(COOKIE, "")
 
+    def viewer(request: Request) -> str | None:
+        """Whose runs and approvals this session sees and decides: None for the owner (the token login), else the
+        sender whose login link opened it, who has their own rights only, as by text. A session of any other
+        kind sees nothing (a sender no run has)."""
+        found = guard.session(cookie_of(request))
+        via = found.via if found is not None else ""
+        if via == "token":
+            return None
+        return via.removeprefix("link:") if via.startswith("link:") else "\x00"
+
     def render(request: Request, name: str, status: int = 200, **values: Any) -> HTMLResponse:
         session = cookie_of(request)
         logged_in = values.pop("logged_in", None)
@@ -100,7 +110,8 @@ def build_app(context: WebContext, token: str) -> Starlette:
             logged_in = guard.session(session) is not None
         html = templates.get_template(name).render(
             csrf=guard.csrf_token(session) if logged_in else "", live_seconds=LIVE_SECONDS, path=request.url.path,
-            pending_count=len(context.decisions.pending()) if logged_in else 0, **values,
+            pending_count=len(context.decisions.pending(viewer(request))) if logged_in else 0,
+            owner=logged_in and viewer(request) is None, **values,
         )
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
@@ -191,41 +202,48 @@ def build_app(context: WebContext, token: str) -> Starlette:
         return RedirectResponse("/runs", status_code=303, headers=SECURITY_HEADERS)
 
     async def runs(request: Request) -> Response:
-        rows = runview.run_rows(context.store, now=time.time())
+        sender = viewer(request)
+        rows = runview.run_rows(context.store, now=time.time(), sender=sender)
         name = "runs_table.html" if request.query_params.get("fragment") is not None else "runs.html"
         return render(request, name, rows=rows, notice=_decided_notice(context.store,
-                                                                         request.query_params.get("approved")))
+                                                                         request.query_params.get("approved"), sender))
 
     async def run(request: Request) -> Response:
         detail = runview.run_detail(context.store, request.path_params["run_id"], now=time.time())
-        if detail is None:
+        sender = viewer(request)
+        if detail is None or (sender is not None and detail.row.run.sender != sender):
             return render(request, "missing.html", 404, what=f"No run {request.path_params['run_id']}.")
         name = "run_body.html" if request.query_params.get("fragment") is not None else "run.html"
         return render(request, name, detail=detail, base_url=context.settings.web_base_url)
 
     async def approvals(request: Request) -> Response:
         name = "approvals_list.html" if request.query_params.get("fragment") is not None else "approvals.html"
-        return render(request, name, pending=context.decisions.pending(), now=time.time())
+        return render(request, name, pending=context.decisions.pending(viewer(request)), now=time.time())
 
     async def pending_count(request: Request) -> Response:
         return render(request, "pending_count.html")
 
     async def approve(request: Request) -> Response:
         approval_id = request.path_params["approval_id"]
-        approved, why = context.decisions.approve(approval_id, request.state.form.get("notes", ""))
+        sender = viewer(request)
+        approved, why = context.decisions.approve(approval_id, request.state.form.get("notes", ""), sender)
         if approved is not None:
             return RedirectResponse(f"/runs?approved={approved.id}", status_code=303, headers=SECURITY_HEADERS)
-        return render(request, "approvals.html", 409, pending=context.decisions.pending(), now=time.time(),
+        return render(request, "approvals.html", 409, pending=context.decisions.pending(sender), now=time.time(),
                       error=why)
 
     async def deny(request: Request) -> Response:
-        denied, why = context.decisions.deny(request.path_params["approval_id"])
+        sender = viewer(request)
+        denied, why = context.decisions.deny(request.path_params["approval_id"], sender)
         status = 200 if denied else 409
         message = {"notice": why} if denied else {"error": why}
-        return render(request, "approvals.html", status, pending=context.decisions.pending(), now=time.time(),
+        return render(request, "approvals.html", status, pending=context.decisions.pending(sender), now=time.time(),
                       **message)
 
     async def health(request: Request) -> Response:
+        if viewer(request) is not None:  # the daemon's state, other senders' SMS counts: the owner's view only
+            return render(request, "missing.html", 403,
+                          what="The health view is the Mac owner's: log in with the token on this Mac.")
         state = context.state()
         checks = health_checks(context.settings, context.store, state)
         return render(request, "health.html", checks=checks, state=state, now=time.time())
@@ -250,12 +268,12 @@ def build_app(context: WebContext, token: str) -> Starlette:
     return Starlette(routes=routes, middleware=[Middleware(HostCheck, hosts=hosts)])
 
 
-def _decided_notice(store: Store, approval_id: str | None) -> str | None:
-    """What became of the request named by ``?approved=``, as the store has it now."""
+def _decided_notice(store: Store, approval_id: str | None, sender: str | None = None) -> str | None:
+    """What became of the request named by ``?approved=``, as the store has it now (``sender``: only theirs)."""
     if not approval_id:
         return None
     approval = store.approvals.get(approval_id)
-    if approval is None:
+    if approval is None or (sender is not None and approval.sender != sender):
         return None
     if approval.state == "approved":
         return f"Approved {approval.id}: it runs now; its run appears below."

@@ -121,10 +121,15 @@ def is_ip(name: str) -> bool:
 
 
 def is_loopback_name(name: str) -> bool:
-    """127.0.0.0/8, ::1 or ``localhost``: the names every local program shares (and with it, cookies)."""
+    """127.0.0.0/8, ::1 or ``localhost``: the names every local program shares (and with it, cookies); also the
+    unspecified address (0.0.0.0, ::), which reaches this Mac's own servers too, and IPv4-mapped ones
+    (``::ffff:127.0.0.1``, ``::ffff:7f00:1``)."""
     if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(name).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback or address.is_unspecified

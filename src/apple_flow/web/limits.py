@@ -60,6 +60,21 @@ class QuietLog:
 REFUSED = QuietLog("a connection over the limit was closed")
 CUT_OFF = QuietLog("a request that was not sent in time was cut off")
 OUT_OF_FILES = QuietLog("no file descriptor left to accept a connection (the open-file limit); it waits in the queue")
+OVER_CONCURRENCY = QuietLog("a request at the connection limit was answered 503 (uvicorn: Exceeded concurrency limit)")
+
+
+class _CountedOverConcurrency(logging.Filter):
+    """uvicorn logs "Exceeded concurrency limit." once per request it answers 503 (3,780 lines in 15 s under a
+    flood): each is counted in ``OVER_CONCURRENCY`` instead, which says so at most once a minute."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("Exceeded concurrency limit"):
+            OVER_CONCURRENCY.note()
+            return False
+        return True
+
+
+_OVER_CONCURRENCY_FILTER = _CountedOverConcurrency()
 
 
 def _quiet_accept_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -72,6 +87,9 @@ def _quiet_accept_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any
 
 
 def limited_protocol(limits: Limits) -> type[H11Protocol]:
+    # uvicorn's own logger for its protocols; adding the same filter again does nothing.
+    logging.getLogger("uvicorn.error").addFilter(_OVER_CONCURRENCY_FILTER)
+
     class LimitedH11Protocol(H11Protocol):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)

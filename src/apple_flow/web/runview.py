@@ -112,8 +112,10 @@ class RunDetail:
         return None
 
 
-def run_rows(store: Store, limit: int = RUNS_PER_PAGE, now: float | None = None) -> list[RunRow]:
-    runs = store.runs.recent(limit)
+def run_rows(store: Store, limit: int = RUNS_PER_PAGE, now: float | None = None,
+             sender: str | None = None) -> list[RunRow]:
+    """The newest runs: every sender's, or ``sender``'s only."""
+    runs = store.runs.recent(limit) if sender is None else store.runs.of_sender(sender, limit)
     facts = store.run_events.facts([run.id for run in runs])
     return [_row(run, facts.get(run.id, RunFacts()), now) for run in runs]
 

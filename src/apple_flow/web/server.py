@@ -89,6 +89,7 @@ def start_page(
 
     server = WebServer(OnFirstConnection(build), settings.web_host, settings.web_port, settings.web_local_name)
     server.start()
+    settings.note_web_port(server.port)  # refused to the agent's commands (port 0: the one the system chose)
     return server
 
 
@@ -115,6 +116,7 @@ class WebServer:
         self._stopping = False
         self._wake: tuple[int, int] | None = None  # a pipe that ends the wait for the first connection
         self.url = ""
+        self.port = 0  # the port it listens on, once started (the system's choice for port 0)
 
     def start(self) -> str:
         """Binds and serves; returns the page's URL. Raises ``WebError`` when the address cannot be used."""
@@ -127,7 +129,7 @@ class WebServer:
                 f"Cannot serve the web page on {self._host}:{self._port}: {exc.strerror}{hint}. Set "
                 "APPLE_FLOW_WEB_PORT to a free port, or APPLE_FLOW_WEB_ENABLED=false."
             ) from exc
-        port = sock.getsockname()[1]
+        port = self.port = sock.getsockname()[1]
         host = f"[{self._host}]" if family == socket.AF_INET6 else self._host
         if self._local_name and is_loopback(self._host):
             host = self._local_name

@@ -24,7 +24,8 @@ from apple_flow.channels.imessage.osascript import (
     ScriptResult,
     ScriptTimeout,
     argv_safe,
-    run_osascript,
+    read_argument,
+    run_osascript_private,
 )
 from apple_flow.channels.imessage.split import split_reply
 from apple_flow.channels.imessage.staging import stage
@@ -33,11 +34,11 @@ log = logging.getLogger(__name__)
 
 
 def _send_script(target: str) -> str:
-    """A script sending ``item 2 of argv`` to ``target`` (an expression using ``targetHandle``). Data never
-    enters the source: the handle and text are only ever ``argv`` items."""
+    """A script sending the text to ``target`` (an expression using ``targetHandle``). Data never enters the
+    source, nor osascript's argv: the handle and text are read from the private files ``argv`` names."""
     return f"""on run argv
-	set targetHandle to item 1 of argv
-	set messageText to item 2 of argv
+	set targetHandle to {read_argument(1)}
+	set messageText to {read_argument(2)}
 	tell application "Messages"
 		set targetRecipient to {target}
 		send messageText to targetRecipient
@@ -47,11 +48,11 @@ end run
 
 
 def _send_file_script(target: str) -> str:
-    """A script sending the file whose POSIX path is ``item 2 of argv`` to ``target``: the path too is only ever an
-    ``argv`` item, made a file reference by ``POSIX file`` at run time."""
+    """A script sending the file whose POSIX path is the second value to ``target``: the path too is only ever data
+    (read from the private file ``argv`` names), made a file reference by ``POSIX file`` at run time."""
     return f"""on run argv
-	set targetHandle to item 1 of argv
-	set theFile to POSIX file (item 2 of argv)
+	set targetHandle to {read_argument(1)}
+	set theFile to POSIX file {read_argument(2)}
 	tell application "Messages"
 		set targetRecipient to {target}
 		send theFile to targetRecipient
@@ -344,7 +345,7 @@ class IMessageEgress(Egress):
 
     def _run(self, script: str, handle: str, text: str) -> ScriptResult:
         try:
-            return run_osascript(self._command, script, [handle, text], self._timeout)
+            return run_osascript_private(self._command, script, [handle, text], self._timeout)
         except OsascriptMissing as exc:
             raise SendError(str(exc)) from exc
         except ScriptTimeout as exc:

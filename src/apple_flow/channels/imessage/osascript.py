@@ -1,5 +1,6 @@
-"""Running AppleScript through ``osascript``: the script on stdin (``osascript -``), data only as ``on run argv``
-arguments (never spliced into source), in its own process group, killed whole on timeout."""
+"""Running AppleScript through ``osascript``: the script on stdin (``osascript -``), data never spliced into source:
+only as ``on run argv`` arguments, and a reply's handle and text not even there (``run_osascript_private``: argv
+holds only the paths of files only this user can read), in its own process group, killed whole on timeout."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 from dataclasses import dataclass
 
 _DRAIN_SECONDS = 2.0
@@ -54,6 +56,33 @@ def run_osascript(command: str, script: str, args: list[str], timeout: float) ->
         _kill_group(process)
         raise ScriptTimeout(f"osascript did not finish within {timeout:g}s") from None
     return ScriptResult(process.returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"))
+
+
+# The prefix of the files ``run_osascript_private`` hands over (tests/support/fake_osascript.py reads them back).
+ARGUMENT_PREFIX = "apple-flow-osascript-"
+
+
+def run_osascript_private(command: str, script: str, values: list[str], timeout: float) -> ScriptResult:
+    """``run_osascript`` with each value written to a file only this user can read (0600, in a 0700 folder removed
+    after), its argv holding only their paths: a process's arguments are visible to every local user (``ps``), and
+    a reply may hold a one-time login link. The script reads item N with ``read_argument(N)``."""
+    folder = tempfile.mkdtemp(prefix=ARGUMENT_PREFIX)
+    try:
+        paths = []
+        for number, value in enumerate(values, start=1):
+            path = os.path.join(folder, f"{ARGUMENT_PREFIX}{number}")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as file:
+                file.write(argv_safe(value).encode("utf-8"))
+            paths.append(path)
+        return run_osascript(command, script, paths, timeout)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def read_argument(number: int) -> str:
+    """The AppleScript expression for the text of ``run_osascript_private``'s value ``number`` (from 1)."""
+    return f"(read (POSIX file (item {number} of argv)) as «class utf8»)"
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

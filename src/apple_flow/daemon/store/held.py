@@ -12,11 +12,14 @@ class HeldTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def hold(self, channel: str, rowid: int, sender: str, reply_to: str, text: str, sent_at: float) -> None:
-        """Keeps a late message (once: a message read again after a restart is not kept twice)."""
+    def hold(self, channel: str, rowid: int, sender: str, reply_to: str, text: str, sent_at: float,
+             forgeable: bool = False) -> None:
+        """Keeps a late message (once: a message read again after a restart is not kept twice). ``forgeable``: it
+        came by SMS or RCS."""
         self._db.write(
-            "INSERT OR IGNORE INTO held (channel, rowid, sender, reply_to, text, sent_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (channel, rowid, sender, reply_to, text, sent_at),
+            "INSERT OR IGNORE INTO held (channel, rowid, sender, reply_to, text, sent_at, forgeable) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (channel, rowid, sender, reply_to, text, sent_at, int(forgeable)),
         )
 
     def unlisted(self) -> list[tuple[str, str]]:
@@ -37,7 +40,7 @@ class HeldTable:
     def listing(self, sender: str) -> list[Held]:
         """The sender's newest listing of late messages, numbered from 1 (the oldest)."""
         rows = self._db.rows(
-            "SELECT text, sent_at FROM held WHERE sender = ? AND batch = "
+            "SELECT text, sent_at, forgeable FROM held WHERE sender = ? AND batch = "
             "(SELECT MAX(batch) FROM held WHERE sender = ?) ORDER BY rowid, id", (sender, sender),
         )
-        return [Held(number, str(row[0]), float(row[1])) for number, row in enumerate(rows, start=1)]
+        return [Held(number, str(row[0]), float(row[1]), bool(row[2])) for number, row in enumerate(rows, start=1)]

@@ -208,6 +208,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN escalated_from TEXT;    -- kind escalate: the failed run it runs again
     CREATE INDEX runs_by_escalated_from ON runs (escalated_from);
     """,
+    # 14: a late message that came by SMS or RCS keeps that mark: its listing says so, and `run` gives it the
+    # refusals and the read-only rule it would have had on arrival.
+    """
+    ALTER TABLE held ADD COLUMN forgeable INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -125,3 +125,4 @@ class Held:
     number: int
     text: str
     sent_at: float  # when the sender sent it (chat.db's date)
+    forgeable: bool = False  # came by SMS or RCS (taken with APPLE_FLOW_ALLOW_SMS): its sender may be forged
