@@ -51,6 +51,19 @@ def test_read_only_and_no_commands_offer_fewer_tools(apple_code_bin: Path, flags
     assert [t["function"]["name"] for t in sent["body"]["tools"]] == tools  # type: ignore[index]
 
 
+def test_no_tools_offers_none_and_sends_no_tools_field(apple_code_bin: Path) -> None:
+    lines, sent = first_request(apple_code_bin, "--no-tools")
+    assert lines[0]["tools"] == []
+    assert "tools" not in sent["body"] and "tool_choice" not in sent["body"]  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("other", [["--verify", "true"], ["--plan"]])
+def test_no_tools_with_verify_or_plan_is_a_usage_error(apple_code_bin: Path, other: list[str]) -> None:
+    done = run_apple_code(apple_code_bin, "--no-tools", *other, "--output-format", "json", "task")
+    assert done.returncode == 2
+    assert "--no-tools cannot go with" in json.loads(done.stdout)["result"]
+
+
 def test_defaults_budget_4096_and_bearer_key(apple_code_bin: Path) -> None:
     lines, sent = first_request(apple_code_bin, "--api-key", "sekrit")
     assert lines[0]["context_tokens"] == 4096

@@ -30,6 +30,8 @@ public struct RunOptions: Sendable, Equatable {
     public var maxTurns = 16
     public var readOnly = false
     public var noCommands = false
+    /// `--no-tools`: no tool at all, a plain answer (apple-flow's `apple_foundation_models` tool).
+    public var noTools = false
     /// `--context-tokens`; nil means the model's window.
     public var contextTokens: Int?
     public var plan = false
@@ -172,6 +174,7 @@ public enum OptionParser {
         }, help: "model requests before the run stops (default 16; exit 1)"),
         OptionSpec("--read-only", .flag(\.readOnly), help: "only readFile, listDirectory, searchFiles, searchContent"),
         OptionSpec("--no-commands", .flag(\.noCommands), help: "runCommand is not offered"),
+        OptionSpec("--no-tools", .flag(\.noTools), help: "no tool is offered: the model only answers"),
         OptionSpec("--context-tokens", .value("N") { value, options in
             options.contextTokens = try positiveInt("--context-tokens", value)
         }, help: "budget of one request (default: the model's window, 4096)"),
@@ -319,6 +322,10 @@ public enum OptionParser {
         if options.parallel && !options.plan { throw UsageError("--parallel needs --plan") }
         if given.contains("--verify-rounds") && options.verify == nil {
             throw UsageError("--verify-rounds needs --verify")
+        }
+        if options.noTools && (options.verify != nil || options.plan) {
+            throw UsageError("--no-tools cannot go with --verify or --plan: a run without tools can neither repair a "
+                + "check nor carry out subtasks")
         }
         if options.verify != nil && options.readOnly {
             throw UsageError("--verify needs a run that may change files: a --read-only run could not repair a failing "

@@ -26,7 +26,8 @@ struct Runner {
             let backend = try await withFallback(BackendResolver.resolve(options, environment: environment, log: log),
                                                  control: control, log: log)
             control.setBackend(backend.name, model: backend.model)
-            let tools = standardTools(readOnly: options.readOnly, allowCommands: !options.noCommands)
+            let tools = options.noTools
+                ? [] : standardTools(readOnly: options.readOnly, allowCommands: !options.noCommands)
             let verify = options.verify.map {
                 Verification(CheckCommand.check($0, rounds: options.verifyRounds, workspace: workspace, log: log))
             }
