@@ -107,6 +107,11 @@ class AppleCodeConnector(CliConnector):
     def backend(self) -> Backend:
         return self.backend_of(self.settings)
 
+    def backend_flags(self) -> list[str]:
+        """``--backend``, ``--model``, ``--base-url``, ``--context-tokens`` as the settings give them (the MCP
+        server's plain-answer runs use the same chain as the daemon's turns)."""
+        return self._backend_flags()
+
     def _backend_flags(self) -> list[str]:
         backend = self.backend()
         flags: list[str] = []
