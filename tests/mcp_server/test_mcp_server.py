@@ -72,7 +72,7 @@ def system_text(request: dict[str, Any]) -> str:
 def test_the_tools_are_listed_with_their_schemas(serve: Callable[..., Any]) -> None:
     listed = serve(closed_port_url(), tools)
     by_name = {tool.name: tool for tool in listed}
-    assert set(by_name) == {"apple_foundation_models", "run_task"}
+    assert set(by_name) == {"apple_foundation_models", "run_task", "notify_owner", "ask_owner", "send_file_to_owner"}
     action = by_name["apple_foundation_models"].input_schema["properties"]["action"]
     assert action["enum"] == ["status", "hardware", "models", "generate", "respond", "summarize", "classify"]
     task = by_name["run_task"].input_schema

@@ -23,7 +23,9 @@ from pydantic import Field
 from apple_flow import __version__
 from apple_flow.config import Settings
 from apple_flow.mcp_server.foundation import FoundationModels, ModelFailed, ModelUnavailable
+from apple_flow.mcp_server.owner import OwnerClient, OwnerError
 from apple_flow.mcp_server.tasks import TaskFailed, TaskRefused, TaskRunner, TaskSpec
+from apple_flow.owner_socket import socket_path
 
 Action = Literal["status", "hardware", "models", "generate", "respond", "summarize", "classify"]
 INSTRUCTIONS = (
@@ -109,7 +111,55 @@ def build_server(settings: Settings) -> MCPServer[Any]:
             tasks.cancel()  # the client gave up: apple-code and its commands stop too
             raise
 
+    _owner_tools(server, OwnerClient(socket_path(settings)))
     return server
+
+
+def _owner_tools(server: MCPServer[Any], owner: OwnerClient) -> None:
+    """notify_owner, ask_owner, send_file_to_owner: through the running daemon (``owner``), which texts the owner
+    over iMessage and takes only the owner's answer."""
+
+    async def through_daemon(name: str, work: Any) -> dict[str, Any]:
+        try:
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except OwnerError as exc:
+            raise ToolError(f"{name}: {exc}") from exc
+
+    @server.tool(
+        name="notify_owner",
+        description="Text the Mac's owner on their phone (iMessage), through the running apple-flow daemon.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
+    )
+    async def notify_owner(text: Annotated[str, Field(description="the text")]) -> dict[str, Any]:
+        return await through_daemon("notify_owner", lambda: owner.notify(text))
+
+    @server.tool(
+        name="ask_owner",
+        description=(
+            "Ask the Mac's owner a question by iMessage and wait for the answer: outcome approved (a like or love "
+            "tapback, or `approve <id>`), denied (a dislike, or `deny <id>`), answered (a plain reply: its text is "
+            "in answer) or timed-out. Only the owner's own iMessage answer counts (or the web page's)."
+        ),
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
+    )
+    async def ask_owner(
+        question: Annotated[str, Field(description="the question, e.g. `May I delete build/?`")],
+        details: Annotated[str | None, Field(description="more context, sent after the question")] = None,
+        timeout_seconds: Annotated[float | None, Field(
+            description="how long to wait (default: the daemon's APPLE_FLOW_APPROVAL_TTL_MINUTES)")] = None,
+    ) -> dict[str, Any]:
+        return await through_daemon("ask_owner", lambda: owner.ask(question, details, timeout_seconds))
+
+    @server.tool(
+        name="send_file_to_owner",
+        description=("Send the owner a file by iMessage: an absolute path inside the default workspace or an "
+                     "allowed workspace, within the daemon's size limit."),
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
+    )
+    async def send_file_to_owner(
+        path: Annotated[str, Field(description="absolute path of the file")],
+    ) -> dict[str, Any]:
+        return await through_daemon("send_file_to_owner", lambda: owner.send_file(path))
 
 
 def serve(settings: Settings) -> None:

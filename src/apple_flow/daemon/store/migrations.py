@@ -208,6 +208,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN escalated_from TEXT;    -- kind escalate: the failed run it runs again
     CREATE INDEX runs_by_escalated_from ON runs (escalated_from);
     """,
+    # 14: questions from agents (`apple-flow mcp`'s ask_owner) are approval requests too: decided by the owner's
+    # tapback, `approve`/`deny` or the web page, or answered by a plain reply (state 'answered', the text in extra).
+    """
+    ALTER TABLE approvals ADD COLUMN kind TEXT NOT NULL DEFAULT 'task';  -- task | question
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
