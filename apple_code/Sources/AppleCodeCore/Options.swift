@@ -32,6 +32,8 @@ public struct RunOptions: Sendable, Equatable {
     public var noCommands = false
     /// `--no-tools`: no tool at all, a plain answer (apple-flow's `apple_foundation_models` tool).
     public var noTools = false
+    /// `--mcp-config FILE`: MCP servers whose tools are offered too (`mcp__<server>__<tool>`).
+    public var mcpConfig: String?
     /// `--context-tokens`; nil means the model's window.
     public var contextTokens: Int?
     public var plan = false
@@ -175,6 +177,11 @@ public enum OptionParser {
         OptionSpec("--read-only", .flag(\.readOnly), help: "only readFile, listDirectory, searchFiles, searchContent"),
         OptionSpec("--no-commands", .flag(\.noCommands), help: "runCommand is not offered"),
         OptionSpec("--no-tools", .flag(\.noTools), help: "no tool is offered: the model only answers"),
+        OptionSpec("--mcp-config", .value("FILE") { value, options in
+            guard !value.isEmpty else { throw UsageError("--mcp-config must not be empty") }
+            options.mcpConfig = value
+        }, help: "MCP servers (the mcpServers JSON of Claude Code and others) whose tools are offered too, as "
+            + "mcp__<server>__<tool>"),
         OptionSpec("--context-tokens", .value("N") { value, options in
             options.contextTokens = try positiveInt("--context-tokens", value)
         }, help: "budget of one request (default: the model's window, 4096)"),

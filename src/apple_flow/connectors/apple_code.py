@@ -96,6 +96,8 @@ class AppleCodeConnector(CliConnector):
             argv.append("--plan")
         if request.verify:
             argv += ["--verify", request.verify, "--verify-rounds", str(s.verify_rounds)]
+        if s.afm_mcp_config is not None:  # the servers' own tools; with --read-only only those marked read-only
+            argv += ["--mcp-config", str(s.afm_mcp_config.expanduser().absolute())]
         argv.append("-")
         return Invocation(argv, prompt, cwd, s.afm_timeout_seconds + self.kill_margin_seconds)
 
