@@ -50,6 +50,14 @@ def crash() -> str:
     os._exit(3)
 
 
+@server.tool(annotations=READ_ONLY)
+def hang() -> str:
+    """Never answers."""
+    import threading
+    threading.Event().wait()
+    return "never"
+
+
 if os.environ.get("BIG"):
     @server.tool(annotations=READ_ONLY, description="A manual. " + "It explains everything in detail. " * 200)
     def manual() -> str:
@@ -137,7 +145,7 @@ def test_read_only_offers_only_the_tools_annotated_read_only(
                                     "--mcp-config", str(config))
     assert code == 0, stderr
     names = {name for name in offered(requests[0]) if name.startswith("mcp__")}
-    assert names == {"mcp__notes__lookup", "mcp__notes__tags", "mcp__notes__crash"}
+    assert names == {"mcp__notes__lookup", "mcp__notes__tags", "mcp__notes__crash", "mcp__notes__hang"}
 
 
 def test_a_server_that_crashes_ends_its_tools_not_the_run(
@@ -153,6 +161,22 @@ def test_a_server_that_crashes_ends_its_tools_not_the_run(
     assert "its tools cannot be used in this run" in after["output"] and after["ok"] is False
     assert found["listDirectory"]["ok"] is True
     assert lines[-1]["result"] == "finished anyway"
+
+
+def test_a_server_that_hangs_is_stopped_after_its_timeout_and_ends_only_its_tools(
+    apple_code_bin: Path, workspace: Path, config: Path
+) -> None:
+    data = json.loads(config.read_text())
+    data["mcpServers"]["notes"]["timeout"] = 1  # seconds a request may take
+    config.write_text(json.dumps(data))
+    steps = [tool_call("mcp__notes__hang", {}), tool_call("mcp__notes__lookup", {"word": "x"}), answer("went on")]
+    code, lines, _, stderr = run(apple_code_bin, workspace, steps, "--mcp-config", str(config))
+    assert code == 0, stderr
+    found = results(lines)
+    assert found["mcp__notes__hang"]["ok"] is False
+    assert "did not answer within 1 s" in found["mcp__notes__hang"]["output"]
+    assert "its tools cannot be used in this run" in found["mcp__notes__lookup"]["output"]
+    assert lines[-1]["result"] == "went on"
 
 
 def test_a_catalog_over_a_third_of_the_window_is_cut_to_the_allowlist_or_refused(

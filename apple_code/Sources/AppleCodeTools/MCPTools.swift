@@ -124,7 +124,8 @@ public struct MCPToolSet: Sendable {
             do {
                 let connection = try MCPConnection(server, searchPath: searchPath)
                 connections.append(connection)
-                let timeout = min(server.timeoutSeconds, startTimeout)
+                // Starting (an interpreter importing its SDK) may take longer than the calls the config times.
+                let timeout = max(server.timeoutSeconds, startTimeout)
                 try await connection.initialize(timeout: timeout)
                 var cursor: JSONValue = .null
                 for _ in 0..<20 {  // pages of tools/list
