@@ -107,7 +107,7 @@ def test_status_hardware_and_models(serve: Callable[..., Any]) -> None:
 def test_generate_respond_summarize_run_without_tools(serve: Callable[..., Any]) -> None:
     async def body(session: ClientSession) -> list[dict[str, Any]]:
         calls = [
-            {"action": "generate", "prompt": "Write a haiku about tea."},
+            {"action": "generate", "prompt": "Write a haiku about tea.", "max_tokens": 30, "temperature": 0.5},
             {"action": "respond", "prompt": "Hi", "system": "Answer like a pirate."},
             {"action": "summarize", "text": "A long story about a cat who sat on a mat all day."},
         ]
@@ -120,6 +120,8 @@ def test_generate_respond_summarize_run_without_tools(serve: Callable[..., Any])
     assert responded["text"] == "Ahoy!" and summary["text"] == "A cat sat."
     assert len(requests) == 3
     assert all("tools" not in request for request in requests)  # apple-code --no-tools
+    assert requests[0]["max_tokens"] == 30 and requests[0]["temperature"] == 0.5
+    assert "temperature" not in requests[1]
     assert "Write a haiku about tea." in user_text(requests[0])
     assert "Answer like a pirate." in system_text(requests[1])
     assert "Summarize" in user_text(requests[2]) and "a cat who sat on a mat" in user_text(requests[2])
@@ -157,12 +159,14 @@ def test_bad_arguments_are_errors(serve: Callable[..., Any]) -> None:
     async def body(session: ClientSession) -> list[Any]:
         return [(await call(session, "apple_foundation_models", args))[0] for args in (
             {"action": "generate"}, {"action": "classify", "text": "x", "labels": ["only"]}, {"action": "dance"},
+            {"action": "generate", "prompt": "hi", "temperature": 5},
         )]
 
     results = serve(closed_port_url(), body)
     assert all(result.is_error for result in results)
     assert "prompt must not be empty" in text_of(results[0])
     assert "at least two labels" in text_of(results[1])
+    assert "temperature must be from 0 to 2" in text_of(results[3])
 
 
 # --- run_task -----------------------------------------------------------------------------------------------------

@@ -59,6 +59,8 @@ public struct OpenAIChatModel: ChatModel {
     public let deadline: ContinuousClock.Instant?
     let log: @Sendable (String) -> Void
     private let unstreamable = UnstreamableRequests()
+    /// `--temperature` (sent when given), `--max-tokens` (lowers `max_tokens`).
+    public var sampling = Sampling()
 
     public init(endpoint: OpenAIEndpoint, model: String, deadline: ContinuousClock.Instant?,
                 log: @escaping @Sendable (String) -> Void = { _ in }) {
@@ -77,7 +79,8 @@ public struct OpenAIChatModel: ChatModel {
             body["tools"] = request.toolsJSON
             body["tool_choice"] = "auto"
         }
-        body["max_tokens"] = .int(request.maxTokens)
+        body["max_tokens"] = .int(sampling.responseTokens(request.maxTokens))
+        if let temperature = sampling.temperature { body["temperature"] = .number(temperature) }
         body["stream"] = .bool(stream)
         if stream { body["stream_options"] = ["include_usage": true] }
         return .object(body)
@@ -310,7 +313,8 @@ public struct OpenAIBackend: AgentBackend {
     }
 
     public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
-        let chat = OpenAIChatModel(endpoint: endpoint, model: model, deadline: request.deadline, log: request.log)
+        var chat = OpenAIChatModel(endpoint: endpoint, model: model, deadline: request.deadline, log: request.log)
+        chat.sampling = request.sampling
         let tokenizer = ServerTokenizer(endpoint: endpoint, deadline: request.deadline, escapesHTML: escapesHTML,
                                         log: request.log)
         let loop = AgentLoop(model: chat, style: style ?? .toolMessages, detectDroppedToolMessages: style == nil,

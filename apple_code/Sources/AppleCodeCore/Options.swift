@@ -34,6 +34,8 @@ public struct RunOptions: Sendable, Equatable {
     public var noTools = false
     /// `--mcp-config FILE`: MCP servers whose tools are offered too (`mcp__<server>__<tool>`).
     public var mcpConfig: String?
+    /// `--temperature`, `--max-tokens`.
+    public var sampling = Sampling()
     /// `--context-tokens`; nil means the model's window.
     public var contextTokens: Int?
     public var plan = false
@@ -177,6 +179,15 @@ public enum OptionParser {
         OptionSpec("--read-only", .flag(\.readOnly), help: "only readFile, listDirectory, searchFiles, searchContent"),
         OptionSpec("--no-commands", .flag(\.noCommands), help: "runCommand is not offered"),
         OptionSpec("--no-tools", .flag(\.noTools), help: "no tool is offered: the model only answers"),
+        OptionSpec("--temperature", .value("T") { value, options in
+            guard let temperature = Double(value), temperature >= 0, temperature <= 2 else {
+                throw UsageError("--temperature must be a number from 0 to 2, got '\(value)'")
+            }
+            options.sampling.temperature = temperature
+        }, help: "sampling temperature of the model's responses (default: fm 0.2, openai the server's)"),
+        OptionSpec("--max-tokens", .value("N") { value, options in
+            options.sampling.maxTokens = try positiveInt("--max-tokens", value)
+        }, help: "at most N tokens a response (default: the answer reserve, an eighth of the budget)"),
         OptionSpec("--mcp-config", .value("FILE") { value, options in
             guard !value.isEmpty else { throw UsageError("--mcp-config must not be empty") }
             options.mcpConfig = value

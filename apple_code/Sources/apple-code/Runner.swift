@@ -35,10 +35,12 @@ struct Runner {
             let verify = options.verify.map {
                 Verification(CheckCommand.check($0, rounds: options.verifyRounds, workspace: workspace, log: log))
             }
-            let request = AgentRequest(prompt: options.prompt, instructions: instructions, tools: tools,
-                                       workspace: workspace, maxTurns: options.maxTurns,
-                                       contextTokens: backend.contextTokens, deadline: deadline,
-                                       verbose: options.verbose, verify: verify, log: log)
+            var configured = AgentRequest(prompt: options.prompt, instructions: instructions, tools: tools,
+                                          workspace: workspace, maxTurns: options.maxTurns,
+                                          contextTokens: backend.contextTokens, deadline: deadline,
+                                          verbose: options.verbose, verify: verify, log: log)
+            configured.sampling = options.sampling
+            let request = configured
             events.emit(.start(StartInfo(backend: backend.name, model: backend.model, cwd: workspace,
                                          contextTokens: backend.contextTokens, tools: tools.map(\.name))))
             mcp.notices.forEach(events.notice)  // after the start event, which the stream begins with

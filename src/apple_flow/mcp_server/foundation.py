@@ -40,6 +40,26 @@ class ModelFailed(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """generate and respond's ``temperature`` and ``max_tokens``: apple-code's ``--temperature``, ``--max-tokens``."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+    def flags(self) -> list[str]:
+        flags: list[str] = []
+        if self.temperature is not None:
+            if not 0 <= self.temperature <= 2:
+                raise ValueError(f"temperature must be from 0 to 2, got {self.temperature:g}")
+            flags += ["--temperature", f"{self.temperature:g}"]
+        if self.max_tokens is not None:
+            if self.max_tokens < 1:
+                raise ValueError(f"max_tokens must be 1 or more, got {self.max_tokens}")
+            flags += ["--max-tokens", str(self.max_tokens)]
+        return flags
+
+
+@dataclass(frozen=True)
 class PlainAnswer:
     text: str
     backend: str
@@ -103,11 +123,11 @@ class FoundationModels:
 
     # --- plain answers ---------------------------------------------------------------------------------------
 
-    def generate(self, prompt: str) -> PlainAnswer:
-        return self.answer(_required(prompt, "prompt"))
+    def generate(self, prompt: str, sampling: Sampling | None = None) -> PlainAnswer:
+        return self.answer(_required(prompt, "prompt"), sampling=sampling)
 
-    def respond(self, prompt: str, system: str | None) -> PlainAnswer:
-        return self.answer(_required(prompt, "prompt"), system=system)
+    def respond(self, prompt: str, system: str | None, sampling: Sampling | None = None) -> PlainAnswer:
+        return self.answer(_required(prompt, "prompt"), system=system, sampling=sampling)
 
     def summarize(self, text: str) -> PlainAnswer:
         body = _required(text, "text")
@@ -130,7 +150,7 @@ class FoundationModels:
                               f"({listed})")
         return PlainAnswer(label, said.backend, said.model)
 
-    def answer(self, prompt: str, system: str | None = None) -> PlainAnswer:
+    def answer(self, prompt: str, system: str | None = None, sampling: Sampling | None = None) -> PlainAnswer:
         """One ``apple-code --no-tools`` run: its answer, or ``ModelUnavailable`` / ``ModelFailed`` saying why."""
         s = self.settings
         with tempfile.TemporaryDirectory(prefix="apple-flow-mcp-") as folder:
@@ -138,6 +158,7 @@ class FoundationModels:
                     "--output-format", "json", "--timeout", format_seconds(s.afm_timeout_seconds)]
             if system and system.strip():
                 argv += ["--system", system]
+            argv += (sampling or Sampling()).flags()
             argv += [*self.connector.backend_flags(), *self.connector.reach_flags(), "-"]
             result = self._run(argv, prompt, s.afm_timeout_seconds + self.connector.kill_margin_seconds, folder)
         report = _last_json(result.stdout)

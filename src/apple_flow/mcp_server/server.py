@@ -22,7 +22,7 @@ from pydantic import Field
 
 from apple_flow import __version__
 from apple_flow.config import Settings
-from apple_flow.mcp_server.foundation import FoundationModels, ModelFailed, ModelUnavailable
+from apple_flow.mcp_server.foundation import FoundationModels, ModelFailed, ModelUnavailable, Sampling
 from apple_flow.mcp_server.owner import OwnerClient, OwnerError
 from apple_flow.mcp_server.tasks import TaskFailed, TaskRefused, TaskRunner, TaskSpec
 from apple_flow.owner_socket import socket_path
@@ -45,8 +45,8 @@ def build_server(settings: Settings) -> MCPServer[Any]:
         description=(
             "The Mac's own language model, with no tools. action: status (which backend answers, whether Apple "
             "Intelligence is on and why not, the window), hardware (chip, memory, OS), models (what is available), "
-            "generate (prompt), respond (prompt and system), summarize (text), classify (text and labels: returns "
-            "one label). An unavailable model is an error that says why."
+            "generate (prompt; max_tokens, temperature), respond (prompt and system, the same), summarize (text), "
+            "classify (text and labels: returns one label). An unavailable model is an error that says why."
         ),
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
@@ -56,7 +56,11 @@ def build_server(settings: Settings) -> MCPServer[Any]:
         system: Annotated[str | None, Field(description="respond: instructions for the model")] = None,
         text: Annotated[str | None, Field(description="summarize, classify: the text")] = None,
         labels: Annotated[list[str] | None, Field(description="classify: the labels to choose from")] = None,
+        max_tokens: Annotated[int | None, Field(description="generate, respond: at most this many tokens")] = None,
+        temperature: Annotated[float | None, Field(description="generate, respond: temperature, 0 to 2")] = None,
     ) -> dict[str, Any]:
+        sampling = Sampling(temperature, max_tokens)
+
         def work() -> dict[str, Any]:
             if action == "status":
                 return models.status()
@@ -65,9 +69,9 @@ def build_server(settings: Settings) -> MCPServer[Any]:
             if action == "models":
                 return models.models()
             if action == "generate":
-                return models.generate(prompt or "").as_dict()
+                return models.generate(prompt or "", sampling).as_dict()
             if action == "respond":
-                return models.respond(prompt or "", system).as_dict()
+                return models.respond(prompt or "", system, sampling).as_dict()
             if action == "summarize":
                 return models.summarize(text or "").as_dict()
             return models.classify(text or "", labels or []).as_dict()
