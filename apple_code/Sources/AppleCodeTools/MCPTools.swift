@@ -2,9 +2,10 @@ import AppleCodeCore
 import Foundation
 
 /// One tool of an MCP server, offered to the model as `mcp__<server>__<tool>`. A flat input schema (an object of
-/// string, integer and boolean properties) becomes the tool's own parameters, which every backend can express; any
-/// other schema is offered as one string argument, `arguments`, holding the JSON object (the "universal JSON
-/// proxy"), with the schema in its description. Results are cut to the room the window has left.
+/// string, integer and boolean properties) becomes the tool's own parameters, which every backend can express. Any
+/// other schema is kept as the spec's `schema` (the openai backend sends it as it is) and stood in for by one
+/// string argument, `arguments`, holding the JSON object (the "universal JSON proxy"), with the schema in its
+/// description: what fm's runtime schema offers. Results are cut to the room the window has left.
 public struct MCPTool: AgentTool {
     public let spec: ToolSpec
     public let remoteName: String
@@ -32,7 +33,7 @@ public struct MCPTool: AgentTool {
         }
         let argument = ParameterSpec(proxyArgument, .string, "the arguments as one JSON object, with this JSON schema: "
             + schema.jsonText)
-        let spec = ToolSpec(name: name, description: description, parameters: [argument])
+        let spec = ToolSpec(name: name, description: description, parameters: [argument], schema: schema)
         return (MCPTool(spec: spec, remoteName: remote, proxied: true, connection: connection,
                         timeout: server.timeoutSeconds), nil)
     }
@@ -53,12 +54,16 @@ public struct MCPTool: AgentTool {
 
     public func run(_ arguments: ToolArguments, context: ToolContext) async -> ToolResult {
         var object = JSONObject()
-        if proxied {
-            let text = arguments.string(MCPTool.proxyArgument) ?? "{}"
+        if proxied, arguments.values.count == 1, let text = arguments.string(MCPTool.proxyArgument),
+           spec.schema?["properties"]?[MCPTool.proxyArgument] == nil {
+            // The stand-in (fm): one JSON-string argument holding the object.
             guard let parsed = try? JSONValue.parse(text), let given = parsed.objectValue else {
                 return .failure("Error: \(spec.name): '\(MCPTool.proxyArgument)' must be a JSON object")
             }
             object = given
+        } else if proxied {
+            // The server's own schema (openai): the arguments as the model gave them.
+            for (key, value) in arguments.values.sorted(by: { $0.key < $1.key }) { object[key] = value }
         } else {
             for parameter in spec.parameters {
                 if let value = arguments.values[parameter.name] { object[parameter.name] = value }

@@ -53,6 +53,16 @@ import Testing
         }
     }
 
+    @Test func aSchemaOfTheToolsOwnIsSentAsItIsAndItsArgumentsPassThrough() throws {
+        let schema = try JSONValue.parse(#"{"type": "object", "properties": {"items": {"type": "array"}}}"#)
+        let spec = ToolSpec(name: "mcp__s__tags", description: "Join tags.",
+                            parameters: [ParameterSpec("arguments", .string, "the JSON object")], schema: schema)
+        #expect(spec.jsonSchema == schema)
+        let given = try JSONValue.parse(#"{"items": ["a", 1]}"#)
+        #expect(try spec.validate(given).get().values["items"] == .array(["a", 1]))
+        #expect(throws: ToolArgumentError.self) { try spec.validate("not an object").get() }
+    }
+
     @Test func aCommandIsFoundOnThePathGivenOrTakenAsAPath() {
         #expect(MCPConnection.resolve("sh", searchPath: "/nonexistent:/bin") == "/bin/sh")
         #expect(MCPConnection.resolve("sh", searchPath: "/nonexistent") == nil)
