@@ -41,7 +41,8 @@ def folders(tmp_path: Path) -> dict[str, Path]:
 def serve(apple_code_bin: Path, tmp_path: Path, folders: dict[str, Path]) -> Callable[..., Any]:
     """Runs ``body(session)`` against ``apple-flow mcp`` whose model is the server at ``url``."""
 
-    def run(url: str, body: Callable[[ClientSession], Awaitable[T]], **settings: str) -> T:
+    def run(url: str, body: Callable[[ClientSession], Awaitable[T]], env_file: Path | None = None,
+            **settings: str) -> T:
         env = {
             "APPLE_FLOW_AFM_COMMAND": str(apple_code_bin),
             "APPLE_FLOW_AFM_BACKEND": "openai",
@@ -54,7 +55,7 @@ def serve(apple_code_bin: Path, tmp_path: Path, folders: dict[str, Path]) -> Cal
             "APPLE_FLOW_WEB_ENABLED": "false",
             **settings,
         }
-        return with_session(env, tmp_path, body)
+        return with_session(env, tmp_path, body, env_file)
 
     return run
 
@@ -223,6 +224,23 @@ def test_run_task_refuses_a_workspace_the_owner_did_not_allow(
     assert "outside the folders the owner allowed" in text_of(results[1])
     assert "absolute path" in text_of(results[2])
     assert "verify needs read_only false" in text_of(results[3])
+
+
+def test_run_task_cannot_read_the_settings_file_it_was_given(
+    serve: Callable[..., Any], folders: dict[str, Path]
+) -> None:
+    settings = folders["workspace"] / "apple-flow.env"  # inside the workspace, under another name than .env
+    settings.write_text("APPLE_FLOW_WEB_TOKEN=not-for-the-agent-0123456789abcdef\n")
+
+    async def body(session: ClientSession) -> Any:
+        return (await call(session, "run_task", {"prompt": "Read apple-flow.env"}))[0]
+
+    with ScriptedServer([tool_call("readFile", {"path": "apple-flow.env"}), answer("I could not.")]) as server:
+        result = serve(server.url, body, env_file=settings)
+        requests = server.requests()
+    assert structured(result)["answer"] == "I could not."
+    sent = str(requests[1]["messages"])
+    assert "is hidden" in sent and "not-for-the-agent" not in sent
 
 
 def test_run_task_without_a_model_is_an_error(serve: Callable[..., Any]) -> None:

@@ -23,22 +23,25 @@ from apple_flow.paths import PROJECT_ROOT
 T = TypeVar("T")
 
 
-def server_parameters(env: dict[str, str], cwd: Path) -> StdioServerParameters:
-    """``apple-flow mcp`` with ``env`` over the SDK's safe default environment (HOME, PATH ...); no .env is read."""
+def server_parameters(env: dict[str, str], cwd: Path, env_file: Path | None = None) -> StdioServerParameters:
+    """``apple-flow mcp`` with ``env`` over the SDK's safe default environment (HOME, PATH ...) and ``env_file`` as
+    its settings file (none: no .env is read)."""
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "apple_flow", "mcp", "--env-file", str(cwd / "no.env")],
+        args=["-m", "apple_flow", "mcp", "--env-file", str(env_file or cwd / "no.env")],
         env={"PYTHONPATH": str(PROJECT_ROOT / "src"), **env},
         cwd=str(cwd),
     )
 
 
-def with_session(env: dict[str, str], cwd: Path, body: Callable[[ClientSession], Awaitable[T]]) -> T:
+def with_session(
+    env: dict[str, str], cwd: Path, body: Callable[[ClientSession], Awaitable[T]], env_file: Path | None = None,
+) -> T:
     """Starts the server, initializes a session, runs ``body`` with it and stops the server."""
     async def main() -> T:
         with (cwd / "mcp-server.stderr").open("w") as errlog:
             async with (
-                stdio_client(server_parameters(env, cwd), errlog=errlog) as (read, write),
+                stdio_client(server_parameters(env, cwd, env_file), errlog=errlog) as (read, write),
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
