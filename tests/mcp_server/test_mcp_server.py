@@ -8,9 +8,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
+import anyio.to_thread
 import pytest
 from mcp import ClientSession
 
+from support.daemon_process import wait_for
 from support.mcp_client import call, structured, text_of, tools, with_session
 from support.scripted_server import MODEL_ID, ScriptedServer, answer, tool_call
 
@@ -241,6 +244,22 @@ def test_run_task_cannot_read_the_settings_file_it_was_given(
     assert structured(result)["answer"] == "I could not."
     sent = str(requests[1]["messages"])
     assert "is hidden" in sent and "not-for-the-agent" not in sent
+
+
+def test_a_cancelled_run_task_stops_apple_code(serve: Callable[..., Any]) -> None:
+    slow = answer("word " * 200, chunk_delay=0.2)  # streamed slowly: a stopped client shows as a disconnect
+
+    with ScriptedServer([slow]) as server:
+        async def body(session: ClientSession) -> None:
+            async with anyio.create_task_group() as group:
+                group.start_soon(call, session, "run_task", {"prompt": "Say many words."})
+                await anyio.to_thread.run_sync(lambda: wait_for(server.requests, 30, "the model's request"))
+                group.cancel_scope.cancel()  # the MCP client gives up: it sends notifications/cancelled
+            await anyio.to_thread.run_sync(lambda: wait_for(server.disconnects, 30, "apple-code to be stopped"))
+
+        serve(server.url, body)
+        stopped = server.disconnects()[0]
+    assert stopped["chunks"] < stopped["total"]  # cut off, not finished
 
 
 def test_run_task_without_a_model_is_an_error(serve: Callable[..., Any]) -> None:
