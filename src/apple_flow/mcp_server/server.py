@@ -24,7 +24,7 @@ from apple_flow import __version__
 from apple_flow.config import Settings
 from apple_flow.mcp_server.foundation import FoundationModels, ModelFailed, ModelUnavailable, Sampling
 from apple_flow.mcp_server.owner import OwnerClient, OwnerError
-from apple_flow.mcp_server.tasks import TaskFailed, TaskRefused, TaskRunner, TaskSpec
+from apple_flow.mcp_server.tasks import TaskFailed, TaskRefused, TaskRun, TaskSpec
 from apple_flow.owner_socket import socket_path
 
 Action = Literal["status", "hardware", "models", "generate", "respond", "summarize", "classify"]
@@ -38,7 +38,6 @@ INSTRUCTIONS = (
 def build_server(settings: Settings) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer("apple-flow", version=__version__, instructions=INSTRUCTIONS)
     models = FoundationModels(settings)
-    tasks = TaskRunner(settings)
 
     @server.tool(
         name="apple_foundation_models",
@@ -108,11 +107,15 @@ def build_server(settings: Settings) -> MCPServer[Any]:
             anyio.from_thread.run(ctx.report_progress, count, None, line)
 
         try:
-            return await anyio.to_thread.run_sync(lambda: tasks.run(spec, progress), abandon_on_cancel=True)
-        except (TaskRefused, TaskFailed) as exc:
+            job = TaskRun.prepare(settings, spec)
+        except TaskRefused as exc:
+            raise ToolError(f"run_task: {exc}") from exc
+        try:
+            return await anyio.to_thread.run_sync(lambda: job.run(progress), abandon_on_cancel=True)
+        except TaskFailed as exc:
             raise ToolError(f"run_task: {exc}") from exc
         except anyio.get_cancelled_exc_class():
-            tasks.cancel()  # the client gave up: apple-code and its commands stop too
+            job.cancel()  # the client gave up on this call: its apple-code and commands stop too
             raise
 
     _owner_tools(server, OwnerClient(socket_path(settings)))

@@ -61,44 +61,45 @@ def allowed_workspace(settings: Settings, cwd: str | None) -> Path:
     return real
 
 
-class TaskRunner:
-    """Runs one task at a time per call; ``cancel`` stops every run of this server."""
+class TaskRun:
+    """One run_task call: checked and built by ``prepare`` (``TaskRefused`` when it may not run), then ``run`` on a
+    worker thread; ``cancel`` stops this run alone (its own connector and runner)."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._connectors: list[AppleCodeConnector] = []
+    def __init__(self, connector: AppleCodeConnector, request: TurnRequest) -> None:
+        self._connector = connector
+        self._request = request
 
-    def run(self, spec: TaskSpec, progress: Callable[[str], None]) -> dict[str, Any]:
-        """Runs ``spec`` to its end (blocking: call it from a worker thread), calling ``progress`` with each progress
-        line apple-code's events make; returns what the caller is told."""
+    @classmethod
+    def prepare(cls, settings: Settings, spec: TaskSpec) -> TaskRun:
         if not spec.prompt.strip():
             raise TaskRefused("prompt must not be empty")
         if spec.verify is not None and spec.read_only:
             raise TaskRefused("verify needs read_only false: a run that may not change files cannot repair a check")
-        workspace = allowed_workspace(self.settings, spec.cwd)
-        timeout = self.settings.afm_timeout_seconds if spec.timeout_seconds is None else spec.timeout_seconds
+        workspace = allowed_workspace(settings, spec.cwd)
+        timeout = settings.afm_timeout_seconds if spec.timeout_seconds is None else spec.timeout_seconds
         if not 0 < timeout <= MAX_TIMEOUT_SECONDS:
             raise TaskRefused(f"timeout_seconds must be above 0 and at most {MAX_TIMEOUT_SECONDS:g}, got {timeout:g}")
-        connector = AppleCodeConnector(self.settings.model_copy(update={"afm_timeout_seconds": timeout}))
-        self._connectors.append(connector)
+        connector = AppleCodeConnector(settings.model_copy(update={"afm_timeout_seconds": timeout}))
         request = TurnRequest(spec.prompt, workspace=workspace, read_only=spec.read_only, sender=RUN_OWNER,
                               verify=spec.verify or None)
-        try:
-            outcome = None
-            for item in connector.run(request):
-                if isinstance(item, AgentEvent):
-                    for line in item.progress:
-                        progress(line)
-                else:
-                    outcome = item
-        finally:
-            self._connectors.remove(connector)
+        return cls(connector, request)
+
+    def run(self, progress: Callable[[str], None]) -> dict[str, Any]:
+        """Runs to the end (blocking), calling ``progress`` with each progress line apple-code's events make;
+        returns what the caller is told."""
+        outcome = None
+        for item in self._connector.run(self._request):
+            if isinstance(item, AgentEvent):
+                for line in item.progress:
+                    progress(line)
+            else:
+                outcome = item
         assert outcome is not None
-        return task_result(outcome, workspace)
+        assert self._request.workspace is not None
+        return task_result(outcome, self._request.workspace)
 
     def cancel(self) -> None:
-        for connector in list(self._connectors):
-            connector.cancel(RUN_OWNER)
+        self._connector.cancel(RUN_OWNER)
 
 
 def task_result(outcome: TurnOutcome, workspace: Path) -> dict[str, Any]:
