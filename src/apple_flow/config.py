@@ -114,6 +114,7 @@ class Settings(BaseSettings):
     afm_base_url: str | None = None
     afm_context_tokens: int | None = Field(None, ge=256)
     afm_plan_tasks: bool = True
+    afm_mcp_config: Path | None = None  # apple-code --mcp-config: MCP servers whose tools are offered too
 
     # --- ollama: the afm connector on Ollama (apple-code --backend openai), for Macs without Apple Intelligence --
     ollama_base_url: str = "http://127.0.0.1:11434/v1"  # Ollama's own default
@@ -269,7 +270,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "default_workspace", "allowed_workspaces", "messages_db_path", "db_path", "log_dir", "soul_file",
-        "messages_attachments_path", "local_model_dir", mode="after",
+        "afm_mcp_config", "messages_attachments_path", "local_model_dir", mode="after",
     )
     @classmethod
     def _expand(cls, value: Any) -> Any:

@@ -51,6 +51,32 @@ def test_read_only_and_no_commands_offer_fewer_tools(apple_code_bin: Path, flags
     assert [t["function"]["name"] for t in sent["body"]["tools"]] == tools  # type: ignore[index]
 
 
+def test_no_tools_offers_none_and_sends_no_tools_field(apple_code_bin: Path) -> None:
+    lines, sent = first_request(apple_code_bin, "--no-tools")
+    assert lines[0]["tools"] == []
+    assert "tools" not in sent["body"] and "tool_choice" not in sent["body"]  # type: ignore[operator]
+
+
+def test_temperature_and_max_tokens_shape_every_request(apple_code_bin: Path) -> None:
+    _, sent = first_request(apple_code_bin, "--temperature", "0.3", "--max-tokens", "40")
+    assert sent["body"]["temperature"] == 0.3 and sent["body"]["max_tokens"] == 40  # type: ignore[index]
+    _, sent = first_request(apple_code_bin, "--max-tokens", "100000")  # never above the answer reserve
+    assert sent["body"]["max_tokens"] == 512 and "temperature" not in sent["body"]  # type: ignore[index,operator]
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--temperature", "3"), ("--temperature", "hot"), ("--max-tokens", "0")])
+def test_a_bad_temperature_or_max_tokens_is_a_usage_error(apple_code_bin: Path, flag: str, value: str) -> None:
+    done = run_apple_code(apple_code_bin, flag, value, "--output-format", "json", "task")
+    assert done.returncode == 2 and flag in json.loads(done.stdout)["result"]
+
+
+@pytest.mark.parametrize("other", [["--verify", "true"], ["--plan"]])
+def test_no_tools_with_verify_or_plan_is_a_usage_error(apple_code_bin: Path, other: list[str]) -> None:
+    done = run_apple_code(apple_code_bin, "--no-tools", *other, "--output-format", "json", "task")
+    assert done.returncode == 2
+    assert "--no-tools cannot go with" in json.loads(done.stdout)["result"]
+
+
 def test_defaults_budget_4096_and_bearer_key(apple_code_bin: Path) -> None:
     lines, sent = first_request(apple_code_bin, "--api-key", "sekrit")
     assert lines[0]["context_tokens"] == 4096

@@ -194,6 +194,16 @@ def test_backend_settings_become_flags(connector_settings: MakeSettings, record:
     ]
 
 
+def test_an_mcp_config_is_passed_as_an_absolute_path(
+    connector_settings: MakeSettings, record: Runs, tmp_path: Path
+) -> None:
+    reply(AppleCodeConnector(connector_settings(afm_mcp_config=tmp_path / "mcp.json")), "hi")
+    argv = record()[0]["argv"]
+    assert argv[argv.index("--mcp-config") + 1] == str(tmp_path / "mcp.json") and argv[-1] == "-"
+    reply(AppleCodeConnector(connector_settings()), "hi")
+    assert "--mcp-config" not in record()[-1]["argv"]
+
+
 def test_default_backend_passes_no_backend_flags(connector: AppleCodeConnector, record: Runs) -> None:
     reply(connector, "hi")
     argv = record()[0]["argv"]

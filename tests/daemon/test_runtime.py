@@ -38,7 +38,7 @@ def test_a_daemon_starts_its_threads_in_run_not_when_it_is_made(harness: Callabl
     assert not set(threading.enumerate()) - before  # made: nothing runs yet
     h.start()
     names = sorted(t.name for t in threading.enumerate() if t not in before and t.name != h._thread.name)
-    assert names == ["ingress", "turn-0", "turn-1", "turn-2", "watchdog"]
+    assert names == ["ingress", "owner-link", "turn-0", "turn-1", "turn-2", "watchdog"]
     assert h.finish() == 0
 
 

@@ -95,7 +95,7 @@ def test_runs_left_running_are_marked_interrupted(tmp_path: Path) -> None:
 def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> None:
     path = old_database(tmp_path / "relay.db", 1, "INSERT INTO cursor (channel, last_rowid) VALUES ('imessage', 7)")
     store = Store(path)
-    assert store.db.schema_version == SCHEMA_VERSION == 14
+    assert store.db.schema_version == SCHEMA_VERSION == 15
     assert store.cursors.get("imessage") == 7
     store.meta.set("child_token", "abc")
     assert store.meta.get("child_token") == "abc" and store.meta.get("other") is None

@@ -39,8 +39,9 @@ VERSION = "1.0.0"
 # Every option of the real apple-code: its value's placeholder, None for one without a value.
 OPTIONS: dict[str, str | None] = {
     "--cwd": "DIR", "--system": "TEXT", "--system-file": "PATH", "--timeout": "SECONDS",
-    "--backend": "auto|fm|openai", "--base-url": "URL", "--model": "NAME", "--api-key": "KEY", "--temperature": "T",
+    "--backend": "auto|fm|openai", "--base-url": "URL", "--model": "NAME", "--api-key": "KEY",
     "--output-format": "text|json|stream-json", "--max-turns": "N", "--read-only": None, "--no-commands": None,
+    "--no-tools": None, "--temperature": "T", "--max-tokens": "N", "--mcp-config": "FILE",
     "--context-tokens": "N", "--plan": None, "--max-subtasks": "N", "--parallel": None, "--verify": "CMD",
     "--verify-rounds": "N", "--fallback-openai": None, "--hide": "PATH", "--deny-port": "PORT", "--check": None,
     "--sandbox-check": None, "--verbose": None, "--version": None, "--help": None,

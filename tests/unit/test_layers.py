@@ -15,6 +15,7 @@ LAYERS: dict[str, int] = {
     "apple_flow.cli": 6,
     "apple_flow.web": 5,
     "apple_flow.health": 4,
+    "apple_flow.mcp_server": 4,  # the MCP server: drives the connectors (and reaches the daemon)
     "apple_flow.daemon": 3,
     "apple_flow.channels": 2,
     "apple_flow.connectors": 2,

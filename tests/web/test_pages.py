@@ -149,6 +149,20 @@ def test_approve_runs_the_task_once(page: Page) -> None:
     assert len(page.started) == 1
 
 
+def test_an_agents_question_is_listed_and_answered_on_the_page_without_running_anything(page: Page) -> None:
+    question = page.approvals.ask(ANA, "May I delete build/?", "It holds 2 GB.", 600)
+    page.store.approvals.add(question)
+    client = page.logged_in()
+    html = client.get("/approvals").text
+    assert question.id in html and "May I delete build/?" in html and "It holds 2 GB." in html and "Question" in html
+    done = client.post(f"/approvals/{question.id}/approve", data={"csrf": page.csrf(client), "notes": "yes, all"},
+                       headers={"origin": page.origin})
+    assert done.status_code == 200 and f"Approved {question.id}: the agent is told." in done.text
+    assert page.started == []  # a question runs no task
+    stored = page.store.approvals.get(question.id)
+    assert stored is not None and stored.state == "approved" and stored.extra == "yes, all"
+
+
 def test_deny_and_expiry_follow_the_imessage_rules(page: Page) -> None:
     denied, expired = pending_request(page), pending_request(page, task="old")
     page.store.db.write("UPDATE approvals SET expires_at = 1 WHERE id = ?", (expired,))

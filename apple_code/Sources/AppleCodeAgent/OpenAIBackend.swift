@@ -60,22 +60,23 @@ public struct OpenAIChatModel: ChatModel {
     public let endpoint: OpenAIEndpoint
     public let model: String
     public let deadline: ContinuousClock.Instant?
-    /// Sent with every request: servers sample at their own default otherwise (llama.cpp's 0.8).
-    public let temperature: Double
     let log: @Sendable (String) -> Void
     private let quirks = ServerQuirks()
+    /// `--temperature` (0 when not given: servers sample at their own default otherwise, llama.cpp's 0.8),
+    /// `--max-tokens` (lowers `max_tokens`).
+    public var sampling = Sampling()
 
-    public init(endpoint: OpenAIEndpoint, model: String, deadline: ContinuousClock.Instant?, temperature: Double = 0,
+    public init(endpoint: OpenAIEndpoint, model: String, deadline: ContinuousClock.Instant?,
                 log: @escaping @Sendable (String) -> Void = { _ in }) {
         self.endpoint = endpoint
         self.model = model
         self.deadline = deadline
-        self.temperature = temperature
         self.log = log
     }
 
     /// The request body: always a system message, `tool_choice: "auto"` whenever tools are offered (llama.cpp's
-    /// server returns tool calls only then), `max_tokens` = the answer reserve, the run's temperature; streamed
+    /// server returns tool calls only then), `max_tokens` = the answer reserve, the run's temperature (0 unless
+    /// given); streamed
     /// with the usage asked for (`stream_options.include_usage`; servers that do not know it ignore it).
     public func body(_ request: ChatRequest, stream: Bool = true) -> JSONValue {
         var body: JSONObject = ["model": .string(model), "messages": request.messagesJSON]
@@ -83,8 +84,8 @@ public struct OpenAIChatModel: ChatModel {
             body["tools"] = request.toolsJSON
             body["tool_choice"] = Self.toolChoice(request, refusesRequired: quirks.refusesRequired)
         }
-        body["max_tokens"] = .int(request.maxTokens)
-        body["temperature"] = .number(temperature)
+        body["max_tokens"] = .int(sampling.responseTokens(request.maxTokens))
+        body["temperature"] = .number(sampling.temperature ?? 0)
         body["stream"] = .bool(stream)
         if stream { body["stream_options"] = ["include_usage": true] }
         return .object(body)
@@ -266,20 +267,18 @@ public struct OpenAIBackend: AgentBackend {
     public let style: ToolResultStyle?
     /// The server's chat template escapes HTML in the text it renders (llama-cpp-python's): counted so.
     public let escapesHTML: Bool
-    public let temperature: Double
     /// The first request requires a call to a tool that looks (see `ServerProbe.takesAllowedTools`).
     public let looksFirst: Bool
 
     public static let defaultContextTokens = 4096
 
     public init(endpoint: OpenAIEndpoint, model: String, contextTokens: Int? = nil, style: ToolResultStyle? = nil,
-                escapesHTML: Bool = false, temperature: Double = 0, looksFirst: Bool = false) {
+                escapesHTML: Bool = false, looksFirst: Bool = false) {
         self.endpoint = endpoint
         self.model = model
         self.contextTokens = contextTokens ?? Self.defaultContextTokens
         self.style = style
         self.escapesHTML = escapesHTML
-        self.temperature = temperature
         self.looksFirst = looksFirst
     }
 
@@ -357,8 +356,8 @@ public struct OpenAIBackend: AgentBackend {
     }
 
     public func run(_ request: AgentRequest, events: any EventSink) async throws -> AgentAnswer {
-        let chat = OpenAIChatModel(endpoint: endpoint, model: model, deadline: request.deadline,
-                                   temperature: temperature, log: request.log)
+        var chat = OpenAIChatModel(endpoint: endpoint, model: model, deadline: request.deadline, log: request.log)
+        chat.sampling = request.sampling
         let tokenizer = ServerTokenizer(endpoint: endpoint, deadline: request.deadline, escapesHTML: escapesHTML,
                                         log: request.log)
         let loop = AgentLoop(model: chat, style: style ?? .toolMessages, detectDroppedToolMessages: style == nil,

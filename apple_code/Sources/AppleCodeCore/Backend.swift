@@ -51,6 +51,8 @@ public struct AgentRequest: Sendable {
     public var verify: Verification?
     /// Diagnostics for `--verbose` (stderr).
     public var log: @Sendable (String) -> Void
+    /// `--temperature`, `--max-tokens` (unset: the backend's own).
+    public var sampling = Sampling()
 
     public init(prompt: String, instructions: String, tools: [any AgentTool], workspace: String,
                 maxTurns: Int = 16, contextTokens: Int = 4096, deadline: ContinuousClock.Instant? = nil,

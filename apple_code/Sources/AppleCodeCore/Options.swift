@@ -26,13 +26,16 @@ public struct RunOptions: Sendable, Equatable {
     public var openAIConfigured = false
     public var model: String?
     public var apiKey: String?
-    /// `--temperature`: sampling temperature for the openai backend; 0 (the same reply to the same request) unless
-    /// given, since servers otherwise sample at their own default (llama.cpp's 0.8).
-    public var temperature: Double = 0
     public var outputFormat: OutputFormat = .text
     public var maxTurns = 16
     public var readOnly = false
     public var noCommands = false
+    /// `--no-tools`: no tool at all, a plain answer (apple-flow's `apple_foundation_models` tool).
+    public var noTools = false
+    /// `--mcp-config FILE`: MCP servers whose tools are offered too (`mcp__<server>__<tool>`).
+    public var mcpConfig: String?
+    /// `--temperature`, `--max-tokens`.
+    public var sampling = Sampling()
     /// `--context-tokens`; nil means the model's window.
     public var contextTokens: Int?
     public var plan = false
@@ -163,12 +166,6 @@ public enum OptionParser {
         }, help: "model name (env APPLE_CODE_MODEL)"),
         OptionSpec("--api-key", .value("KEY") { value, options in options.apiKey = value },
                    help: "bearer token (env APPLE_CODE_API_KEY)"),
-        OptionSpec("--temperature", .value("T") { value, options in
-            guard let temperature = Double(value), temperature.isFinite, temperature >= 0, temperature <= 2 else {
-                throw UsageError("--temperature must be a number from 0 to 2, got '\(value)'")
-            }
-            options.temperature = temperature
-        }, help: "sampling temperature of the openai backend (default 0: deterministic)"),
         OptionSpec("--output-format", .value(OutputFormat.allCases.map(\.rawValue).joined(separator: "|")) {
             value, options in
             guard let format = OutputFormat(rawValue: value) else {
@@ -181,6 +178,21 @@ public enum OptionParser {
         }, help: "model requests before the run stops (default 16; exit 1)"),
         OptionSpec("--read-only", .flag(\.readOnly), help: "only readFile, listDirectory, searchFiles, searchContent"),
         OptionSpec("--no-commands", .flag(\.noCommands), help: "runCommand is not offered"),
+        OptionSpec("--no-tools", .flag(\.noTools), help: "no tool is offered: the model only answers"),
+        OptionSpec("--temperature", .value("T") { value, options in
+            guard let temperature = Double(value), temperature >= 0, temperature <= 2 else {
+                throw UsageError("--temperature must be a number from 0 to 2, got '\(value)'")
+            }
+            options.sampling.temperature = temperature
+        }, help: "sampling temperature (default: openai 0, fm the framework's)"),
+        OptionSpec("--max-tokens", .value("N") { value, options in
+            options.sampling.maxTokens = try positiveInt("--max-tokens", value)
+        }, help: "at most N tokens a response (default: the answer reserve, an eighth of the budget)"),
+        OptionSpec("--mcp-config", .value("FILE") { value, options in
+            guard !value.isEmpty else { throw UsageError("--mcp-config must not be empty") }
+            options.mcpConfig = value
+        }, help: "MCP servers (the mcpServers JSON of Claude Code and others) whose tools are offered too, as "
+            + "mcp__<server>__<tool>"),
         OptionSpec("--context-tokens", .value("N") { value, options in
             options.contextTokens = try positiveInt("--context-tokens", value)
         }, help: "budget of one request (default: the model's window, 4096)"),
@@ -328,6 +340,10 @@ public enum OptionParser {
         if options.parallel && !options.plan { throw UsageError("--parallel needs --plan") }
         if given.contains("--verify-rounds") && options.verify == nil {
             throw UsageError("--verify-rounds needs --verify")
+        }
+        if options.noTools && (options.verify != nil || options.plan) {
+            throw UsageError("--no-tools cannot go with --verify or --plan: a run without tools can neither repair a "
+                + "check nor carry out subtasks")
         }
         if options.verify != nil && options.readOnly {
             throw UsageError("--verify needs a run that may change files: a --read-only run could not repair a failing "

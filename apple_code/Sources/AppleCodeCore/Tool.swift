@@ -23,15 +23,21 @@ public struct ToolSpec: Sendable, Equatable {
     public let name: String
     public let description: String
     public let parameters: [ParameterSpec]
+    /// A JSON Schema of the tool's own (an MCP server's) that `parameters` cannot express: sent as it is where
+    /// JSON Schema is the wire format (openai), and the arguments are passed through unchecked; backends with
+    /// schemas of their own (fm) use `parameters`, which then hold a stand-in (one JSON-string argument).
+    public let schema: JSONValue?
 
-    public init(name: String, description: String, parameters: [ParameterSpec]) {
+    public init(name: String, description: String, parameters: [ParameterSpec], schema: JSONValue? = nil) {
         self.name = name
         self.description = description
         self.parameters = parameters
+        self.schema = schema
     }
 
     /// JSON Schema of the arguments object (OpenAI `function.parameters`).
     public var jsonSchema: JSONValue {
+        if let schema { return schema }
         var properties = JSONObject()
         for p in parameters {
             var property: JSONObject = ["type": .string(p.type.rawValue)]
@@ -62,6 +68,9 @@ public struct ToolSpec: Sendable, Equatable {
     public func validate(_ raw: JSONValue) -> Result<ToolArguments, ToolArgumentError> {
         guard let object = raw.objectValue else {
             return .failure(ToolArgumentError(tool: name, message: "arguments must be a JSON object"))
+        }
+        if schema != nil {  // the tool's own schema: its server checks the arguments
+            return .success(ToolArguments(Dictionary(object.entries.map { ($0.key, $0.value) }) { first, _ in first }))
         }
         var values: [String: JSONValue] = [:]
         for p in parameters {

@@ -303,8 +303,9 @@ private struct Attempts: Sendable {
 
     /// Streams one response, sending each snapshot's new text as a `text` event.
     private func respond(_ session: LanguageModelSession, prompt: String) async throws -> String {
-        let options = GenerationOptions(temperature: FoundationModelsBackend.temperature,
-                                        maximumResponseTokens: ledger.plan.responseTokenLimit)
+        let options = GenerationOptions(temperature: request.sampling.temperature ?? FoundationModelsBackend.temperature,
+                                        maximumResponseTokens: request.sampling.responseTokens(
+                                            ledger.plan.responseTokenLimit))
         var deltas = SnapshotDeltas()
         for try await snapshot in session.streamResponse(to: prompt, options: options) {
             switch deltas.next(snapshot.content) {

@@ -59,8 +59,7 @@ enum BackendResolver {
             log("\(error.message); going on")
         }
         return OpenAIBackend(endpoint: endpoint, model: model ?? "default", contextTokens: options.contextTokens,
-                             style: style, escapesHTML: llamaCppPython, temperature: options.temperature,
-                             looksFirst: takesAllowedTools)
+                             style: style, escapesHTML: llamaCppPython, looksFirst: takesAllowedTools)
     }
 
     /// `APPLE_CODE_TOOL_RESULTS=tool|user` fixes how tool results are sent; unset or `auto` detects it.

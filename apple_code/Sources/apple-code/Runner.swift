@@ -26,17 +26,24 @@ struct Runner {
             let backend = try await withFallback(BackendResolver.resolve(options, environment: environment, log: log),
                                                  control: control, log: log)
             control.setBackend(backend.name, model: backend.model)
-            let tools = standardTools(readOnly: options.readOnly, allowCommands: !options.noCommands)
+            var tools = options.noTools
+                ? [] : standardTools(readOnly: options.readOnly, allowCommands: !options.noCommands)
+            let events = OutputSink(output: output)
+            let mcp = try await mcpTools(contextTokens: backend.contextTokens, log: log)
+            defer { mcp.shutdown() }
+            tools += mcp.tools
             let verify = options.verify.map {
                 Verification(CheckCommand.check($0, rounds: options.verifyRounds, workspace: workspace, log: log))
             }
-            let request = AgentRequest(prompt: options.prompt, instructions: instructions, tools: tools,
-                                       workspace: workspace, maxTurns: options.maxTurns,
-                                       contextTokens: backend.contextTokens, deadline: deadline,
-                                       verbose: options.verbose, verify: verify, log: log)
-            let events = OutputSink(output: output)
+            var configured = AgentRequest(prompt: options.prompt, instructions: instructions, tools: tools,
+                                          workspace: workspace, maxTurns: options.maxTurns,
+                                          contextTokens: backend.contextTokens, deadline: deadline,
+                                          verbose: options.verbose, verify: verify, log: log)
+            configured.sampling = options.sampling
+            let request = configured
             events.emit(.start(StartInfo(backend: backend.name, model: backend.model, cwd: workspace,
                                          contextTokens: backend.contextTokens, tools: tools.map(\.name))))
+            mcp.notices.forEach(events.notice)  // after the start event, which the stream begins with
             let plan = options.plan
             let runner = PlanRunner(backend: backend, maxSubtasks: options.maxSubtasks, parallel: options.parallel)
             let answer = try await control.perform {
@@ -59,6 +66,19 @@ struct Runner {
         return FallbackBackend(primary: backend, fallback: {
             try await BackendResolver.openAI(options, environment: environment, log: log)
         }, onSwitch: { control.setBackend($0, model: $1) })
+    }
+
+    /// `--mcp-config`'s servers started and their tools listed (none with `--no-tools`); a bad file is a usage error.
+    private func mcpTools(contextTokens: Int, log: @escaping @Sendable (String) -> Void) async throws -> MCPToolSet {
+        guard let path = options.mcpConfig, !options.noTools else { return .empty }
+        let config: MCPConfig
+        do {
+            config = try MCPConfig.load(path: path)
+        } catch {
+            throw AgentError(.usage, "--mcp-config \(path): \(error)")
+        }
+        return try await MCPToolSet.start(config, readOnly: options.readOnly, contextTokens: contextTokens,
+                                          searchPath: environment["PATH"] ?? "/usr/bin:/bin", log: log)
     }
 
     /// `--cwd` as an absolute path; missing, not a folder, or (unless --read-only) `/`, a home folder or a folder

@@ -89,8 +89,9 @@ import Testing
         case "--backend": "openai"
         case "--base-url": "http://127.0.0.1:1/v1"
         case "--output-format": "json"
+        case "--timeout", "--max-turns", "--context-tokens", "--max-subtasks", "--verify-rounds", "--deny-port",
+             "--max-tokens": "3"
         case "--temperature": "0.5"
-        case "--timeout", "--max-turns", "--context-tokens", "--max-subtasks", "--verify-rounds", "--deny-port": "3"
         default: "v"
         }
     }

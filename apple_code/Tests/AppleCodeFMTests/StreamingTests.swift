@@ -38,5 +38,15 @@ import Testing
         #expect(options.sampling == nil)
         #expect(options.temperature == 0.2)
     }
+
+    @Test func samplingGivenByTheCallerSetsTheTemperatureAndLowersTheLimit() async throws {
+        let (backend, script) = scriptedBackend([[.snapshots(["ok"])]])
+        var given = request(tools: [])
+        given.sampling = Sampling(temperature: 0.7, maxTokens: 40)
+        _ = try await backend.run(given, events: RecordingSink())
+        let options = try #require(script.requests.first?.options)
+        #expect(options.temperature == 0.7)
+        #expect(options.maximumResponseTokens == 40)
+    }
 }
 #endif

@@ -15,7 +15,7 @@ import typer
 
 from apple_flow import __version__
 
-MODULES = ("setup", "model", "run", "diagnostics", "service")  # in the order `--help` lists them
+MODULES = ("setup", "model", "run", "diagnostics", "service", "mcp_tools")  # in the order `--help` lists them
 
 
 def build(modules: tuple[str, ...] = MODULES) -> typer.Typer:

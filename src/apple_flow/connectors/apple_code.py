@@ -96,6 +96,8 @@ class AppleCodeConnector(CliConnector):
             argv.append("--plan")
         if request.verify:
             argv += ["--verify", request.verify, "--verify-rounds", str(s.verify_rounds)]
+        if s.afm_mcp_config is not None:  # the servers' own tools; with --read-only only those marked read-only
+            argv += ["--mcp-config", str(s.afm_mcp_config.expanduser().absolute())]
         argv.append("-")
         return Invocation(argv, prompt, cwd, s.afm_timeout_seconds + self.kill_margin_seconds)
 
@@ -106,6 +108,11 @@ class AppleCodeConnector(CliConnector):
 
     def backend(self) -> Backend:
         return self.backend_of(self.settings)
+
+    def backend_flags(self) -> list[str]:
+        """``--backend``, ``--model``, ``--base-url``, ``--context-tokens`` as the settings give them (the MCP
+        server's plain-answer runs use the same chain as the daemon's turns)."""
+        return self._backend_flags()
 
     def _backend_flags(self) -> list[str]:
         backend = self.backend()

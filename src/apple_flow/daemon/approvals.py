@@ -41,6 +41,10 @@ def new_id() -> str:
     return f"req_{secrets.token_hex(4)}"
 
 
+def new_question_id() -> str:
+    return f"q_{secrets.token_hex(4)}"
+
+
 class Approvals:
     def __init__(self, records: ApprovalRecords, ttl_minutes: int, clock: Callable[[], float] = time.time) -> None:
         self._records = records
@@ -54,6 +58,28 @@ class Approvals:
             id=new_id(), sender=sender, task=task, plan=plan, workspace=workspace, state="pending",
             created_at=now, expires_at=now + self._ttl, decided_at=None, decided_by=None, extra=None,
         )
+
+    def ask(self, owner: str, question: str, details: str, timeout_seconds: float) -> Approval:
+        """An agent's question to ``owner`` (``apple-flow mcp``'s ask_owner), open for ``timeout_seconds``; stored by
+        the caller before it is texted, so that an answer finds it."""
+        now = self._clock()
+        return Approval(
+            id=new_question_id(), sender=owner, task=question, plan=details, workspace="", state="pending",
+            created_at=now, expires_at=now + timeout_seconds, decided_at=None, decided_by=None, extra=None,
+            kind="question",
+        )
+
+    def answer(self, sender: str, text: str, decided_by: str) -> ApprovalDecision | None:
+        """A plain reply of the sender's answers their newest open question with its text; None when they have none
+        open (the message is then an ordinary one)."""
+        replayed = self._decided_by(sender, decided_by, "answered")
+        if replayed:  # this very message answered it before a restart
+            return ApprovalDecision(replayed[0], answered_text(replayed[0]))
+        questions = [a for a in self.pending(sender) if a.is_question]
+        if not questions:
+            return None
+        answered = self._decide(questions[-1], "answered", decided_by, text)
+        return ApprovalDecision(answered, answered_text(answered), (answered,))
 
     @property
     def ttl_minutes(self) -> int:
@@ -105,6 +131,8 @@ class Approvals:
         if refusal:
             return ApprovalDecision(None, refusal)
         denied = self._decide(found, "denied", decided_by)
+        if found.is_question:
+            return ApprovalDecision(denied, f"Denied {found.id}: the agent is told.", (denied,))
         return ApprovalDecision(denied, f"Denied {found.id}; nothing was changed.", (denied,))
 
     def deny_all(self, sender: str, decided_by: str) -> ApprovalDecision:
@@ -130,6 +158,12 @@ class Approvals:
     def _refusal(self, approval: Approval) -> str:
         if approval.state != "pending":
             return f"{approval.id} was already {approval.state}."
+        if approval.expires_at <= self._clock() and approval.is_question:
+            return f"{approval.id} timed out: the agent was told there was no answer."
         if approval.expires_at <= self._clock():
             return f"{approval.id} expired (requests last {self.ttl_minutes} minutes). Send the task again."
         return ""
+
+
+def answered_text(question: Approval) -> str:
+    return f"Passed your answer to {question.id} on to the agent."

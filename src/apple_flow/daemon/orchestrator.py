@@ -52,6 +52,9 @@ FORGEABLE_REFUSAL = (
     "web page."
 )
 
+# An agent's question is the owner's alone: answered in the owner's own chat, never by what is said in a group.
+GROUP_QUESTION_REFUSAL = "Questions from agents are answered in your own chat with this Mac, not in a group."
+
 
 class Orchestrator:
     def __init__(
@@ -126,6 +129,12 @@ class Orchestrator:
             return Reply(FORGEABLE_REFUSAL.format(name=f"`{command.kind.value.replace('_', ' ')}`"))
         if command.kind is Kind.WEB:
             return self._login_link(message)
+        if message.reply_to is not None and self._names_question(command):
+            return Reply(GROUP_QUESTION_REFUSAL)
+        if command.kind is Kind.CHAT and message.text.strip() and not (held or message.forgeable or message.reply_to):
+            answered = self._approvals.answer(sender, message.text.strip(), message_ref)
+            if answered is not None:  # a plain reply while an agent's question is open answers it
+                return Reply(answered.message, answered.decided)
         if command.kind in FAST:
             return self._fast(command, sender, message_ref, view)
         try:
@@ -138,6 +147,13 @@ class Orchestrator:
         turn = self._turn(command, sender, workspace)
         # By SMS or RCS (taken with APPLE_FLOW_ALLOW_SMS): the sender may be forged, so the agent only reads.
         return replace(turn, read_only=True) if message.forgeable else turn
+
+    def _names_question(self, command: Command) -> bool:
+        """Whether ``command`` decides an agent's question (`approve q_...`, `deny q_...`)."""
+        if command.kind not in (Kind.APPROVE, Kind.DENY) or command.target is None:
+            return False
+        found = self._store.approvals.get(command.target.strip().rstrip(".,!").lower())
+        return found is not None and found.is_question
 
     def _tapback(self, tapback: Tapback, sender: str, message_ref: str) -> Decision:
         """A like or love on the message that presented the sender's plan approves it as `approve <id>` would; a
@@ -265,6 +281,8 @@ class Orchestrator:
         decision = self._approvals.approve(sender, command.target, message_ref, command.body)
         if decision.approval is None:
             return Reply(decision.message)
+        if decision.approval.is_question:  # nothing runs: the agent that asked is told
+            return Reply(f"Approved {decision.approval.id}: the agent is told.", decision.decided)
         return self.approved_turn(decision.approval, decision.decided)
 
     def approved_turn(self, approval: Approval, decided: tuple[Approval, ...] = ()) -> Turn:

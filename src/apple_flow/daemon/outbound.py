@@ -87,6 +87,15 @@ class Outbound:
         with self._confirmed:
             return self._confirmed.wait_for(lambda: self._confirming == 0, timeout)
 
+    def send_file(self, recipient: str, path: Path) -> str | None:
+        """Sends one file (checked by the caller) under the recipient's lock; returns why it could not, or None."""
+        try:
+            with self._lock(recipient):
+                self._egress.send_file(recipient, path)
+        except Exception as exc:  # SendError, or a channel bug: said to the caller, never fatal
+            return _failure(recipient, exc)
+        return None
+
     def progress(self, recipient: str, text: str) -> None:
         """Best effort: progress is not recorded with the message, and a failure to send it does not stop the
         turn (its confirmation is waited for off the turn's path, and only logged)."""

@@ -55,6 +55,7 @@ from apple_flow.daemon.escalation import Escalation
 from apple_flow.daemon.message_work import MessageReplies
 from apple_flow.daemon.orchestrator import Orchestrator
 from apple_flow.daemon.outbound import Outbound
+from apple_flow.daemon.owner_link import OwnerLink
 from apple_flow.daemon.policy import Policy
 from apple_flow.daemon.scheduler import Job, Scheduler
 from apple_flow.daemon.status_replies import FORGEABLE_EVENT
@@ -63,6 +64,7 @@ from apple_flow.daemon.turns import TurnWorkers
 from apple_flow.daemon.web_work import WebReplies
 from apple_flow.daemon.work import Work
 from apple_flow.daemon.workspaces import Workspaces
+from apple_flow.handles import normalize_handle
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +150,11 @@ class Runtime:
                                   connector, escalation_connector, self._stop)
         self._messages = MessageReplies(channel_key, store, ingress, self._outbound, settings, self._stop)
         self._web = WebReplies(store, self._outbound)
+        # Agents ask the owner (the first allowed sender) through `apple-flow mcp`, over a socket by the database.
+        owner = normalize_handle(settings.allowed_senders[0], settings.default_region) \
+            if settings.allowed_senders else None
+        self._owner_link = OwnerLink(settings, store, Approvals(store.approvals, settings.approval_ttl_minutes),
+                                     self._outbound, owner)
         self._held_unlisted = True  # late messages may wait to be listed (checked once the backlog is read)
         self.ready = threading.Event()
 
@@ -193,6 +200,7 @@ class Runtime:
         for approval in self._web.resume():  # a message is handled again instead, when the ingress reads it
             self._inbox.put(_WebApproval(approval))
         threading.Thread(target=self._read, args=(start,), name="ingress", daemon=True).start()
+        self._owner_link.start()
         self._store.events.log("start", f"channel {self._channel}, cursor {start}")
         log.info("apple-flow daemon ready (channel %s, cursor %d)", self._channel, start)
         self.ready.set()
@@ -275,6 +283,7 @@ class Runtime:
         self._inbox.put(_End())
 
     def _shutdown(self) -> None:
+        self._owner_link.stop()
         self._scheduler.close()
         grace = self._settings.shutdown_grace_seconds
         if not self._scheduler.wait_idle(grace):

@@ -34,12 +34,15 @@ class WebDecisions:
             return None, f"No approval request {approval_id}."
         # A decision of its own for every click: "web:<approval>" alone would let a second click replay the first
         # (the replay rule that lets a message redo its own decision after a crash).
+        # An agent's question runs nothing: approving it tells the agent (with the notes, if any).
         decision = self._decide(
-            lambda: self._approvals.approve(found.sender, found.id, _decided_by(), notes.strip()), queue_run=True
+            lambda: self._approvals.approve(found.sender, found.id, _decided_by(), notes.strip()),
+            queue_run=not found.is_question,
         )
         if decision.approval is None:
             return None, decision.message
-        self._run_approved(decision.approval)
+        if not decision.approval.is_question:
+            self._run_approved(decision.approval)
         return decision.approval, ""
 
     def deny(self, approval_id: str, sender: str | None = None) -> tuple[bool, str]:

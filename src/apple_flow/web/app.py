@@ -227,6 +227,9 @@ def build_app(context: WebContext, token: str) -> Starlette:
         approval_id = request.path_params["approval_id"]
         sender = viewer(request)
         approved, why = context.decisions.approve(approval_id, request.state.form.get("notes", ""), sender)
+        if approved is not None and approved.is_question:
+            return render(request, "approvals.html", 200, pending=context.decisions.pending(sender), now=time.time(),
+                          notice=f"Approved {approved.id}: the agent is told.")
         if approved is not None:
             return RedirectResponse(f"/runs?approved={approved.id}", status_code=303, headers=SECURITY_HEADERS)
         return render(request, "approvals.html", 409, pending=context.decisions.pending(sender), now=time.time(),

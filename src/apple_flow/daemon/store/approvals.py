@@ -16,10 +16,11 @@ class ApprovalTable:
     def add(self, approval: Approval) -> None:
         self._db.write(
             "INSERT INTO approvals (id, sender, task, plan, workspace, state, created_at, expires_at, decided_at, "
-            "decided_by, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "decided_by, extra, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 approval.id, approval.sender, approval.task, approval.plan, approval.workspace, approval.state,
                 approval.created_at, approval.expires_at, approval.decided_at, approval.decided_by, approval.extra,
+                approval.kind,
             ),
         )
 

@@ -213,6 +213,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE held ADD COLUMN forgeable INTEGER NOT NULL DEFAULT 0;
     """,
+    # 15: questions from agents (`apple-flow mcp`'s ask_owner) are approval requests too: decided by the owner's
+    # tapback, `approve`/`deny` or the web page, or answered by a plain reply (state 'answered', the text in extra).
+    """
+    ALTER TABLE approvals ADD COLUMN kind TEXT NOT NULL DEFAULT 'task';  -- task | question
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -108,6 +108,13 @@ class Approval:
     decided_at: float | None
     decided_by: str | None
     extra: str | None
+    #: task: a planned task that runs once approved; question: an agent's question to the owner (ask_owner), which
+    #: runs nothing: approved, denied, answered (a plain reply, its text in ``extra``) or left to time out.
+    kind: str = "task"
+
+    @property
+    def is_question(self) -> bool:
+        return self.kind == "question"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""apple-flow as an MCP server: the daemon's model and agent as tools for other agents (``apple-flow mcp``)."""
