@@ -1,5 +1,6 @@
 """A newcomer's first session with the console demo, measured: the daemon (`apple-flow run --channel console`, the
-demo profile, as ./scripts/run.sh starts it on Linux) on the real local model server (SmolLM2-135M on llama.cpp).
+demo profile, as ./scripts/run.sh starts it on Linux) on the real local model server (``--local-model``, by default
+Qwen2.5-Coder-0.5B, on llama.cpp).
 
 A fixed session, the kind a newcomer types first, is typed into the daemon one message at a time, each after the
 reply to the one before; per message it records the time to the reply, the outcome the daemon recorded for the turn
@@ -43,11 +44,12 @@ from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 
 from apple_flow.config import DEMO_PROFILE  # noqa: E402
-from apple_flow.localmodel import LocalModelError, LocalModelServer  # noqa: E402
+from apple_flow.localmodel import DEFAULT_MODEL, LocalModelError, LocalModelServer, model_named  # noqa: E402
 
 WORKSPACE = ROOT / "examples" / "workspace"
 APPLE_CODE = ROOT / "apple_code" / ".build" / "debug" / "apple-code"
 MEDIAN_TARGET_S = 10.0
+TASK_TARGET_S = 120.0  # an approved task, planned before: fixed and checked
 REPLY_WAIT_S = 300.0  # a reply later than this counts as none (the demo profile stops a turn long before)
 
 # Words of ours a reply must not carry: apple-code's built-in instructions, the heading of a tool result folded
@@ -95,6 +97,13 @@ def reports_status(reply: str, workspace: Path) -> bool:
     return bool(reply.strip())
 
 
+def tally_tests_pass(reply: str, workspace: Path) -> bool:
+    """The example's failing test (tally.py's one-line bug) passes now: run, not taken from the reply."""
+    done = subprocess.run([sys.executable, "-B", "-m", "unittest", "-q", "test_tally"], cwd=workspace,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return done.returncode == 0
+
+
 @dataclass(frozen=True)
 class Message:
     text: str
@@ -102,7 +111,8 @@ class Message:
 
 
 # The session (hi, the files, help, the README, a task, status), with one more question whose answer
-# is in a file (greet.py).
+# is in a file (greet.py), and the first real task: the example's failing test, planned, approved ({approval} is the
+# id the plan's reply gave), fixed and checked.
 SESSION = (
     Message("hi"),
     Message("what files are in the workspace?", Check("names a file that is there, invents none",
@@ -113,7 +123,10 @@ SESSION = (
     Message("what does greet.py print?", Check('says "Hello, world"', says_what_greet_prints)),
     Message('task: add a line "hello" to notes.txt', Check("a plan and an approval id", asks_for_approval)),
     Message("status", Check("answers", reports_status)),
+    Message("task: make test fails; fix the bug in tally.py", Check("a plan and an approval id", asks_for_approval)),
+    Message("approve {approval}", Check("tally.py fixed: make test passes", tally_tests_pass)),
 )
+APPROVAL_ID = re.compile(r"req_[0-9a-f]{8}")
 
 
 @dataclass
@@ -145,7 +158,6 @@ def daemon_env(folder: Path, workspace: Path, url: str, overrides: dict[str, str
         "APPLE_FLOW_AFM_COMMAND": str(apple_code),
         "APPLE_FLOW_AFM_BACKEND": "openai",
         "APPLE_FLOW_AFM_BASE_URL": url,
-        "APPLE_FLOW_AFM_MODEL": "smollm2-135m",
         "APPLE_FLOW_PROFILE": "demo",
         "APPLE_FLOW_DEFAULT_WORKSPACE": str(workspace),
         "APPLE_FLOW_DB_PATH": str(folder / "relay.db"),
@@ -255,8 +267,11 @@ def run_session(number: int, folder: Path, url: str, overrides: dict[str, str], 
     session = Session(folder, url, overrides, apple_code)
     replies = []
     try:
+        approval = ""
         for message in SESSION:
-            seconds, text, outcome, events = session.ask(message.text)
+            seconds, text, outcome, events = session.ask(message.text.replace("{approval}", approval))
+            found = APPROVAL_ID.search(text)
+            approval = found.group(0) if found else approval
             agent = outcome != "command"
             echoes = [w for w in OUR_WORDS if w.lower() in text.lower()] if agent else []
             holds = message.check.holds(text, session.workspace) if message.check and seconds is not None else None
@@ -324,8 +339,11 @@ def load_sentence(loads: list[tuple[float, float, float]]) -> str:
 
 def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, float]], wall: float,
            work: dict[str, tuple[float, int]], cpu: dict[str, float], overrides: dict[str, str],
-           apple_code: Path) -> str:
-    agent = [r for r in replies if r.outcome != "command"]
+           apple_code: Path, model_title: str) -> str:
+    approved = [r for r in replies if r.message.text.startswith("approve")]
+    fixed_in_time = [r for r in approved if r.holds and r.seconds is not None and r.seconds <= TASK_TARGET_S]
+    task_times = ", ".join(f"{r.seconds:.0f} s" if r.seconds is not None else "no reply" for r in approved)
+    agent = [r for r in replies if r.outcome != "command" and r not in approved]
     times = [r.seconds for r in replies if r.seconds is not None]
     agent_times = [r.seconds for r in agent if r.seconds is not None]
     outcomes = Counter(r.outcome for r in replies)
@@ -361,7 +379,10 @@ def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, 
         f"no 'no model available': {'met' if no_model == 0 else f'MISSED ({no_model})'}",
         f"no turn stopped by the timeout: {'met' if timed_out == 0 else f'MISSED ({timed_out})'}",
         f"median agent reply under {MEDIAN_TARGET_S:.0f} s: {'met' if median < MEDIAN_TARGET_S else 'MISSED'} "
-        f"({median:.1f} s)",
+        f"({median:.1f} s; p90 {p90:.1f} s)",
+        f"the approved task on the example's failing test fixed and checked within {TASK_TARGET_S:.0f} s: "
+        f"{'met' if approved and len(fixed_in_time) == len(approved) else 'MISSED'} ({len(fixed_in_time)} of "
+        f"{len(approved)}; {task_times or 'not run'})",
     ]
     binary = ("the debug build of apple-code as run.sh uses it" if apple_code == APPLE_CODE
               else f"apple-code {apple_code}")
@@ -371,7 +392,7 @@ def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, 
 {platform.python_version()}. {sessions} session(s) of {len(SESSION)} messages, {wall:.0f} s in all. The daemon
 (`apple-flow run --channel console`) with the demo profile ({', '.join(f'{k}={v}' for k, v in DEMO_PROFILE.items())}){
 f"; set for this run: {', '.join(f'{k}={v}' for k, v in overrides.items())}" if overrides else ""},
-{binary}, SmolLM2-135M (Q4_1) on llama-cpp-python's server; a fresh daemon,
+{binary}, {model_title} on llama-cpp-python's server (apple_flow.localmodel.serve); a fresh daemon,
 database and copy of examples/workspace per session, one server for all. {load_sentence(loads)}
 
 ## Targets
@@ -379,6 +400,7 @@ database and copy of examples/workspace per session, one server for all. {load_s
 - {verdicts[0]}
 - {verdicts[1]}
 - {verdicts[2]}
+- {verdicts[3]}
 
 ## Figures
 
@@ -410,6 +432,7 @@ database and copy of examples/workspace per session, one server for all. {load_s
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=3, help="sessions to run (default 3)")
+    parser.add_argument("--local-model", default=DEFAULT_MODEL, help="the model to serve (apple-flow model list)")
     parser.add_argument("--report", type=Path, default=ROOT / "reports" / "bench_demo.md")
     parser.add_argument("--apple-code", type=Path, default=APPLE_CODE,
                         help="the apple-code binary (default: the debug build run.sh uses), e.g. an older build")
@@ -427,8 +450,9 @@ def main() -> int:
     loads: list[tuple[float, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench-demo-") as tmp:
         folder = Path(tmp)
-        server = LocalModelServer(port=free_port(), state_dir=folder / "server")
-        console.print("starting the local model server (SmolLM2-135M on llama.cpp)")
+        model = model_named(args.local_model)
+        server = LocalModelServer(port=free_port(), state_dir=folder / "server", model=model)
+        console.print(f"starting the local model server ({model.title} on llama.cpp)")
         try:
             server.start(wait_seconds=180)
         except LocalModelError as exc:
@@ -458,7 +482,7 @@ def main() -> int:
             server.stop()
         wall = time.monotonic() - started
         work = server_work(server.log_file)
-    text = report(replies, args.sessions, loads, wall, work, cpu, overrides, args.apple_code)
+    text = report(replies, args.sessions, loads, wall, work, cpu, overrides, args.apple_code, model.title)
     write_report(args.report, text, console)
     return 0
 

@@ -11,6 +11,11 @@ from apple-code's own trace (``--output-format stream-json --verbose``):
   aside);
 - answered: the final answer holds the file's real first word.
 
+apple-code's first request to this server requires a call to a tool that looks (``allowed_tools``), so its first
+reply is a call by construction; the model's own choice is measured too: each request apple-code sends first is
+recorded (by a stand-in server it talks to once) and sent again to the model server with ``tool_choice`` "auto",
+unstreamed, and its reply is counted the same way ("auto" columns).
+
 Not a test: the figures go to reports/bench_tool_calls.md.
 
     scripts/bench_tool_calls [--local-model NAME | --base-url URL --model NAME] [--report PATH]
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.server
 import json
 import os
 import platform
@@ -28,10 +34,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, ClassVar
 
 SCRIPTS = Path(__file__).resolve().parent
 ROOT = SCRIPTS.parent
@@ -68,6 +77,73 @@ class Outcome:
     first_call: str
     seconds: float
     note: str = ""
+    auto_structured: bool = False
+    auto_right: bool = False
+    auto_reply: str = ""
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """A stand-in server apple-code talks to once: it lists one model and keeps the first chat request's body."""
+
+    bodies: ClassVar[list[dict[str, Any]]] = []
+
+    def do_GET(self) -> None:
+        self._answer(200, {"object": "list", "data": [{"id": "recorder", "owned_by": "apple-flow"}]})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.bodies.append(json.loads(self.rfile.read(length)))
+        self._answer(400, {"error": {"message": "recorded"}})
+
+    def _answer(self, status: int, value: dict[str, Any]) -> None:
+        data = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def first_request(apple_code: Path, folder: Path, prompt: str) -> dict[str, Any]:
+    """The first chat request apple-code sends for ``prompt`` in ``folder``, as it sends it."""
+    _Recorder.bodies = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        subprocess.run([str(apple_code), "--backend", "openai", "--base-url",
+                        f"http://127.0.0.1:{server.server_address[1]}/v1", "--cwd", str(folder), "--timeout", "30",
+                        prompt], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    finally:
+        server.shutdown()
+    if not _Recorder.bodies:
+        raise SystemExit("apple-code sent no chat request to the recording server")
+    return _Recorder.bodies[0]
+
+
+def auto_choice(url: str, body: dict[str, Any], model: str | None, name: str) -> tuple[bool, bool, str]:
+    """The same request with tool_choice "auto", unstreamed: (structured, right call, what came back)."""
+    sent = {**body, "tool_choice": "auto", "stream": False}
+    sent.pop("stream_options", None)
+    if model:
+        sent["model"] = model
+    request = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(sent).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as response:
+        message = json.load(response)["choices"][0]["message"]
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return False, False, "text: " + (message.get("content") or "")[:60]
+    function = calls[0]["function"]
+    try:
+        path = str(json.loads(function.get("arguments") or "{}").get("path", ""))
+    except ValueError:
+        path = ""
+    right = function.get("name") == "readFile" and path.removeprefix("./") == name
+    return True, right, f"{function.get('name')}({function.get('arguments')})"[:80]
 
 
 def first_word(text: str) -> str:
@@ -81,11 +157,12 @@ def free_port() -> int:
 
 
 def run_case(case: tuple[str, str, str], folder: Path, apple_code: Path, backend: list[str],
-             timeout: float) -> Outcome:
+             timeout: float, url: str, model: str | None) -> Outcome:
     name, text, prompt = case
     folder.mkdir(parents=True)
     for file, content in {**OTHERS, name: text}.items():
         (folder / file).write_text(content, encoding="utf-8")
+    auto = auto_choice(url, first_request(apple_code, folder, prompt), model, name)
     started = time.monotonic()
     done = subprocess.run(
         [str(apple_code), *backend, "--cwd", str(folder), "--output-format", "stream-json", "--verbose",
@@ -106,7 +183,8 @@ def run_case(case: tuple[str, str, str], folder: Path, apple_code: Path, backend
     ended = str(result.get("subtype", f"exit {done.returncode}"))
     return Outcome(name, structured=bool(first) and not recovered, right=right,
                    answered=first_word(text) in answer.lower(), first_call=shown[:80], seconds=seconds,
-                   note="" if ended == "success" else ended)
+                   note="" if ended == "success" else ended, auto_structured=auto[0], auto_right=auto[1],
+                   auto_reply=auto[2])
 
 
 def report(outcomes: list[Outcome], backend: str, args: argparse.Namespace, wall: float, load: float) -> str:
@@ -134,17 +212,20 @@ def report(outcomes: list[Outcome], backend: str, args: argparse.Namespace, wall
         f"| ... and the right call (`readFile` of the file asked about) | {structured_right} |",
         f"| a call recovered by apple-code from text | {recovered} |",
         f"| the final answer gives the file's first word | {sum(o.answered for o in outcomes)} |",
+        f"| the same first request with `tool_choice` \"auto\": structured `tool_calls` | "
+        f"{sum(o.auto_structured for o in outcomes)} |",
+        f"| ... and the right call | {sum(o.auto_structured and o.auto_right for o in outcomes)} |",
         f"| median seconds per request | {statistics.median(o.seconds for o in outcomes):.1f} |",
         "",
         "## Per request",
         "",
-        "| file | structured | right call | answered | first call | seconds | note |",
-        "|---|---|---|---|---|---|---|",
+        "| file | structured | right call | answered | first call | seconds | note | \"auto\": reply |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
         mark = {True: "yes", False: "no"}
         lines.append(f"| {o.file} | {mark[o.structured]} | {mark[o.right]} | {mark[o.answered]} | "
-                     f"`{o.first_call}` | {o.seconds:.1f} | {o.note} |")
+                     f"`{o.first_call}` | {o.seconds:.1f} | {o.note} | `{o.auto_reply.replace('|', '/')}` |")
     return "\n".join(lines) + "\n"
 
 
@@ -165,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.base_url:
             flags = ["--backend", "openai", "--base-url", args.base_url]
             flags += ["--model", args.model] if args.model else []
+            url, model_name = args.base_url, args.model
             backend = f"the server at {args.base_url}" + (f", model {args.model}" if args.model else "")
         else:
             from apple_flow.localmodel import LocalModelServer, model_named
@@ -176,14 +258,16 @@ def main(argv: list[str] | None = None) -> int:
             server.start(wait_seconds=180)
             stack.callback(server.stop)
             flags = ["--backend", "openai", "--base-url", server.url, "--model", model.name]
+            url, model_name = server.url, model.name
             backend = (f"{model.title} on llama-cpp-python 0.3.36 with apple-flow's tool-call handler "
                        f"(apple_flow.localmodel.serve), {server.context_tokens:,}-token window")
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-calls-")))
         outcomes = []
         for index, case in enumerate(CASES):
-            outcome = run_case(case, work / f"ws{index}", args.apple_code, flags, args.timeout)
+            outcome = run_case(case, work / f"ws{index}", args.apple_code, flags, args.timeout, url, model_name)
             console.print(f"{case[0]}: structured={outcome.structured} right={outcome.right} "
-                          f"answered={outcome.answered} {outcome.first_call} {outcome.seconds:.1f}s")
+                          f"answered={outcome.answered} {outcome.first_call} {outcome.seconds:.1f}s; auto: "
+                          f"{outcome.auto_reply}")
             outcomes.append(outcome)
     write_report(args.report, report(outcomes, backend, args, time.monotonic() - started, load), console)
     return 0

@@ -3,7 +3,8 @@
 #  - macOS: the first run asks a few questions (`apple-flow setup`) while .env names no allowed sender; then
 #    iMessage in, apple-code on Apple's on-device model (or the agent chosen in the setup).
 #  - anywhere else: the console channel (type a message, get the agent's answer), apple-code on the local
-#    demo model (SmolLM2-135M on llama.cpp), started here and stopped when you leave.
+#    model (Qwen2.5-Coder-0.5B on llama.cpp unless APPLE_FLOW_LOCAL_MODEL names another), started here and stopped
+#    when you leave.
 # Extra arguments go to `apple-flow run`.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -64,7 +65,7 @@ trap '"$ROOT/scripts/local-model.sh" stop --port "$port" >/dev/null 2>&1 || true
 export PATH="$ROOT/apple_code/.build/debug:$PATH"
 export APPLE_FLOW_AFM_BACKEND=openai
 export APPLE_FLOW_AFM_BASE_URL="http://127.0.0.1:$port/v1"
-export APPLE_FLOW_AFM_MODEL=smollm2-135m
+# No APPLE_FLOW_AFM_MODEL: apple-code takes the model the server lists, whichever APPLE_FLOW_LOCAL_MODEL chose.
 # Limits that fit this small model (config.DEMO_PROFILE; the daemon shows them at start).
 export APPLE_FLOW_PROFILE=${APPLE_FLOW_PROFILE:-demo}
 # The agent may write files: it works on a copy of examples/workspace outside this checkout, never in it.
@@ -73,5 +74,5 @@ if [ -z "${APPLE_FLOW_DEFAULT_WORKSPACE:-}" ] && ! grep -qi "^APPLE_FLOW_DEFAULT
     [ -d "$demo" ] || { mkdir -p "$(dirname "$demo")" && cp -R "$ROOT/examples/workspace" "$demo"; }
     export APPLE_FLOW_DEFAULT_WORKSPACE="$demo"
 fi
-say "Console channel with the local demo model (SmolLM2-135M: real, fast, not a capable coding agent). Type a message; Ctrl-D to quit."
+say "Console channel with the local model (above: a small coding model, see docs/connectors.md for what it can do). Type a message; Ctrl-D to quit."
 "$VENV/bin/apple-flow" run --channel console "$@"

@@ -78,6 +78,17 @@ def test_a_streamed_call_comes_back_as_a_tool_calls_delta(server: LocalModelServ
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
 
 
+def test_allowed_tools_requires_a_call_to_one_of_them(server: LocalModelServer) -> None:
+    """OpenAI's allowed_tools shape, through the served process's middleware: the prompt shows both tools, the call
+    must be to the one allowed, even for a request the model would answer in words."""
+    body = request("In one word: what colour is the sky on a clear day?")
+    body["tool_choice"] = {"type": "allowed_tools", "allowed_tools": {
+        "mode": "required", "tools": [{"type": "function", "function": {"name": "listDirectory"}}]}}
+    reply = json.loads(post(server.url, body))
+    calls = reply["choices"][0]["message"].get("tool_calls")
+    assert calls and calls[0]["function"]["name"] == "listDirectory", reply
+
+
 def test_a_plain_question_is_answered_in_words(server: LocalModelServer) -> None:
     body = request("In one word: what colour is the sky on a clear day?")
     body["tools"] = [READ_FILE]

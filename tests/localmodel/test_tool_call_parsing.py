@@ -72,3 +72,33 @@ def test_only_templates_that_show_tools_and_expect_tags_get_the_handler() -> Non
     assert template_has_tool_calls("{% if tools %}<tools>{{ tools }}</tools> ... <tool_call>{% endif %}")
     assert not template_has_tool_calls("{% for message in messages %}{{ message.content }}{% endfor %}")
     assert not template_has_tool_calls(None)
+
+
+def test_allowed_tools_is_taken_off_the_request_and_limits_the_required_call() -> None:
+    import contextvars
+
+    from apple_flow.localmodel.serve import AllowedTools
+    from apple_flow.localmodel.tool_calls import _forced_tools
+
+    body = {"model": "m", "tools": [READ, LIST], "tool_choice": {
+        "type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+            {"type": "function", "function": {"name": "listDirectory"}}]}}}
+
+    def in_a_request() -> tuple[dict[str, object], list[str]]:
+        sent = json.loads(AllowedTools._rewritten(json.dumps(body).encode()))
+        forced = _forced_tools([READ, LIST], sent["tool_choice"]) or []
+        return sent, [tool["function"]["name"] for tool in forced]
+
+    sent, forced = contextvars.copy_context().run(in_a_request)
+    # What llama-cpp-python's request model accepts, the prompt's tools untouched, the call limited.
+    assert sent["tool_choice"] == "required" and sent["tools"] == [READ, LIST]
+    assert forced == ["listDirectory"]
+    # Another request (another context) is not limited; "auto" and other bodies pass as they are.
+    assert [t["function"]["name"] for t in _forced_tools([READ, LIST], "required") or []] == ["readFile",
+                                                                                              "listDirectory"]
+    assert _forced_tools([READ, LIST], "auto") is None
+    plain = json.dumps({"tool_choice": "auto"}).encode()
+    assert AllowedTools._rewritten(plain) == plain
+    assert AllowedTools._rewritten(b"not json") == b"not json"
+    with pytest.raises(ValueError, match="none of them among the tools offered"):
+        _forced_tools([READ], {"type": "function", "function": {"name": "runCommand"}})

@@ -65,7 +65,7 @@ QWEN_05B = LocalModel(
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     ),
     licence="Apache-2.0",
-    summary="a small coding model: follows the tool schema, fixes small bugs; 0.5 GB, fast on two cores",
+    summary="a small coding model: calls tools well, reads and answers in seconds; few multi-step changes",
 )
 
 QWEN_15B = LocalModel(
@@ -80,7 +80,7 @@ QWEN_15B = LocalModel(
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     ),
     licence="Apache-2.0",
-    summary="the larger coding model: better answers, about three times slower; 1.1 GB",
+    summary="the larger coding model: about three times slower; not much better at multi-step changes here",
 )
 
 SMOLLM2 = LocalModel(

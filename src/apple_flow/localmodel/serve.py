@@ -80,7 +80,7 @@ def build_app(model: Path, name: str, context_tokens: int, threads: int) -> Any:
         n_threads_batch=threads,
         logits_all=False,
         chat_format=HANDLER_NAME if handled else FALLBACK_FORMAT,
-        verbose=False,
+        verbose=True,  # llama.cpp's timings of each request go to the log (scripts/bench_demo reads them)
     )
     app = create_app(server_settings=ServerSettings(), model_settings=[settings])
     _describe_models(app, name, model, context_tokens, handled)
