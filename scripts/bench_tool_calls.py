@@ -196,8 +196,8 @@ def report(outcomes: list[Outcome], backend: str, args: argparse.Namespace, wall
         f"- When and where: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs, load average {load:.1f} at the start; it took {wall:.0f} s.",
         f"- Backend: {backend}.",
-        f"- apple-code: `{args.apple_code}`, its real request (instructions, 7 tools, `tool_choice` \"auto\", "
-        "temperature 0), `--max-turns 3`.",
+        f"- apple-code: `{args.apple_code}`, its real requests (instructions, 7 tools, temperature 0; the first one "
+        "to apple-flow's server requires a call to a tool that looks, `allowed_tools`), `--max-turns 3`.",
         f"- Command: `scripts/bench_tool_calls {' '.join(args.argv)}`".rstrip() + "`" if args.argv else
         "- Command: `scripts/bench_tool_calls`",
         "",

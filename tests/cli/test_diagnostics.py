@@ -467,7 +467,7 @@ def test_doctor_says_whether_safari_opens_the_pages_name_and_how_to_make_it(
 ) -> None:
     import socket
 
-    from apple_flow.web import local_name
+    from apple_flow import local_name
 
     monkeypatch.setattr(host, "is_macos", lambda: True)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

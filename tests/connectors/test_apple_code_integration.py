@@ -158,13 +158,15 @@ def test_planning_turn_is_read_only_for_real(settings_for: Callable[..., Setting
 
 def test_task_turn_edits_the_workspace(settings_for: Callable[..., Settings], project: Path) -> None:
     script = [
+        tool_call("readFile", {"path": "greet.py"}),  # a file is read before it is edited
         tool_call("editFile", {"path": "greet.py", "oldText": "Hello", "newText": "Hi"}),
         answer("Changed the greeting."),
     ]
     with ScriptedServer(script) as server:
         text, progress = with_progress(AppleCodeConnector(settings_for(server)), "say Hi")
     assert text == "Changed the greeting."
-    assert [line for line in progress if not line.startswith("writing the answer")] == ["editing greet.py"]
+    assert [line for line in progress if not line.startswith("writing the answer")] == ["reading greet.py",
+                                                                                        "editing greet.py"]
     assert "Hi, {name}!" in (project / "greet.py").read_text(encoding="utf-8")
 
 

@@ -20,7 +20,8 @@ LAYERS: dict[str, int] = {
     "apple_flow.channels": 2,
     "apple_flow.connectors": 2,
     "apple_flow.localmodel": 2,
-    "apple_flow": 1,  # config, envfile, handles, host, paths, privatefile, regularfile
+    "apple_flow.localmodel.catalog": 1,  # the local models' names and sources: data the settings check names against
+    "apple_flow": 1,  # config, envfile, handles, host, local_name, paths, privatefile, regularfile
 }
 
 

@@ -104,6 +104,7 @@ def test_log_in_watch_runs_see_a_diff_and_approve_a_task(
     from playwright.sync_api import expect
 
     steps = [
+        tool_call("readFile", {"path": "app.py"}),  # a file is read before it is edited
         tool_call("editFile", {"path": "app.py", "oldText": "'hello'", "newText": "'hi'"}),
         tool_call("runCommand", {"command": "grep -c hi app.py"}),
         answer("Changed the greeting to hi.", delay=4),

@@ -220,7 +220,7 @@ def _web_page(
     daemon.page_started(page.url)
     err.print(f"Web page: {page.url} (log in with APPLE_FLOW_WEB_TOKEN from {env_file.absolute()}, or text `web` "
               "to this Mac for a login link)")
-    from apple_flow.web.local_name import safari_problem
+    from apple_flow.local_name import safari_problem
 
     if note := safari_problem(page.url):
         err.print(f"[yellow]{escape(note)}[/yellow]", soft_wrap=True)

@@ -375,7 +375,7 @@ class Runtime:
 
     def page_started(self, local_url: str) -> None:
         """The web page serves at ``local_url``: `web` now answers with login links (to the base URL if set)."""
-        from apple_flow.web.local_name import safari_problem
+        from apple_flow.local_name import safari_problem
 
         base = self._settings.web_base_url
         self.orchestrator.login_links = LoginLinks(

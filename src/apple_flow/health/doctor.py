@@ -289,7 +289,7 @@ class ReadOnlyEvents:
 def check_web_name(settings: Settings) -> Check:
     """Whether Safari, the Mac's default browser, opens the page under its own name (it asks the system resolver,
     which knows only the bare localhost; see ``web.local_name``)."""
-    from apple_flow.web.local_name import hosts_fix, resolves_here
+    from apple_flow.local_name import hosts_fix, resolves_here
 
     name = "web page in Safari"
     local = settings.web_local_name
