@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from apple_flow import host
+from apple_flow import host, local_name
 from apple_flow import login_service as launchd_module
 from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem
 from apple_flow.channels.imessage.permissions import (
@@ -39,7 +39,6 @@ from apple_flow.cli import setup as setup_cli
 from apple_flow.daemon.owner_notices import chat_db_lost_text, ready_text
 from apple_flow.daemon.store import Store
 from apple_flow.paths import PROJECT_ROOT
-from apple_flow import local_name
 from support.chatdb import ChatDbWriter
 from support.daemon_process import wait_for
 from support.fake_codesign import FakeCodesign

@@ -11,12 +11,11 @@ from typing import Any
 
 import pytest
 
-from apple_flow import host
+from apple_flow import host, local_name
 from apple_flow.channels.base import InboundMessage
 from apple_flow.config import Settings
 from apple_flow.daemon.decisions import LoginLinks, Reply, View
 from apple_flow.daemon.store.web_logins import WebLoginTable, digest
-from apple_flow import local_name
 from support.daemon_harness import ANA, Harness, ask, wait_until
 
 LINK = re.compile(r"(http://\S+)/login/link/(\S+)")
