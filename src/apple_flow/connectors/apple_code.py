@@ -189,7 +189,7 @@ class AppleCodeConnector(CliConnector):
         self._require_version()
         executable = self.executable()
         result = self._probe([executable, "--check", *self._backend_flags()])
-        check = _parse_check(result.stdout)
+        check = last_json_object(result.stdout)
         if result.exit_code == 0:
             return
         if result.exit_code == EXIT_MODEL_UNAVAILABLE:
@@ -220,7 +220,8 @@ def _answer_and_message(result: str) -> tuple[str, str]:
     return ("", text[1:-1].strip()) if text.startswith("(") else (text, "")
 
 
-def _parse_check(stdout: str) -> dict[str, Any]:
+def last_json_object(stdout: str) -> dict[str, Any]:
+    """The last line of apple-code's output that is a JSON object (its result, or `--check`'s report); {} if none."""
     for line in reversed(stdout.splitlines()):
         try:
             value = json.loads(line)

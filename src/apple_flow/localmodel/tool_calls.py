@@ -127,7 +127,8 @@ class ToolCallHandler:
     def __init__(self, template: str, eos_token: str, bos_token: str) -> None:
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        self.formatter = Jinja2ChatFormatter(template=template, eos_token=eos_token, bos_token=bos_token)
+        # Any: the request's messages and tools are the server's already-validated JSON, passed on as they are.
+        self.formatter: Any = Jinja2ChatFormatter(template=template, eos_token=eos_token, bos_token=bos_token)
         self._grammars: dict[str, Any] = {}
 
     def __call__(self, *, llama: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,

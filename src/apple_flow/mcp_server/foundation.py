@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from apple_flow.config import Settings
-from apple_flow.connectors.apple_code import EXIT_MODEL_UNAVAILABLE, AppleCodeConnector
+from apple_flow.connectors.apple_code import EXIT_MODEL_UNAVAILABLE, AppleCodeConnector, last_json_object
 from apple_flow.connectors.cli import format_seconds
 from apple_flow.connectors.runner import ProcessRunner, SpawnError
 
@@ -161,7 +161,7 @@ class FoundationModels:
             argv += (sampling or Sampling()).flags()
             argv += [*self.connector.backend_flags(), *self.connector.reach_flags(), "-"]
             result = self._run(argv, prompt, s.afm_timeout_seconds + self.connector.kill_margin_seconds, folder)
-        report = _last_json(result.stdout)
+        report = last_json_object(result.stdout)
         said = str(report.get("result") or "")
         if result.exit_code == EXIT_MODEL_UNAVAILABLE:
             raise ModelUnavailable(self._unavailable(said or result.last_stderr_line))
@@ -177,7 +177,7 @@ class FoundationModels:
 
     def _check(self, flags: list[str]) -> dict[str, Any]:
         result = self._run([self.connector.executable(), "--check", *flags], "", CHECK_TIMEOUT_SECONDS, None)
-        found = _last_json(result.stdout)
+        found = last_json_object(result.stdout)
         if not found:
             raise ModelFailed(f"apple-code --check failed (exit code {result.exit_code}): "
                               f"{result.last_stderr_line or 'no output'}")
@@ -205,17 +205,6 @@ def _required(text: str, name: str) -> str:
     if not text or not text.strip():
         raise ValueError(f"{name} must not be empty")
     return text
-
-
-def _last_json(stdout: str) -> dict[str, Any]:
-    for line in reversed(stdout.splitlines()):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return {}
 
 
 def _server_models(base_url: str) -> list[str]:
