@@ -32,6 +32,7 @@ def serve(script: Path, log: Path) -> None:
     elif loaded.get("count_with"):
         counter = ServerCounter(loaded["count_with"])
     counting = not isinstance(counter, ScriptedCounter)  # playing the llama-cpp-python server it counts with
+    owned_by: str | None = loaded.get("owned_by")  # playing another server: "apple-flow" for the local model's
     lock = threading.Lock()
     call_ids = itertools.count(1)
     completion_ids = itertools.count(1)
@@ -105,6 +106,8 @@ def serve(script: Path, log: Path) -> None:
                 listed = {"id": MODEL_ID, "object": "model"}
                 if counting:
                     listed["owned_by"] = "me"
+                if owned_by:
+                    listed["owned_by"] = owned_by
                 self._send(200, json.dumps({"object": "list", "data": [listed]}))
             else:
                 self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}))

@@ -110,7 +110,7 @@ class ScriptedServer:
     def __init__(
         self, steps: Sequence[Step], startup_timeout: float = 10.0, streaming: bool = True, models_delay: float = 0.0,
         tokenizer: str | None = None, count_usage: bool = False, count_with: str | None = None,
-        count_model: str | None = None, count_context: int = 4096,
+        count_model: str | None = None, count_context: int = 4096, owned_by: str | None = None,
     ) -> None:
         if tokenizer not in (None, "llama-cpp-python", "llama.cpp"):
             raise ValueError(f"tokenizer must be None, 'llama-cpp-python' or 'llama.cpp', not {tokenizer!r}")
@@ -118,7 +118,7 @@ class ScriptedServer:
         self._startup_timeout = startup_timeout
         self._options = {"streaming": streaming, "models_delay": models_delay, "tokenizer": tokenizer,
                          "count_usage": count_usage, "count_with": count_with, "count_model": count_model,
-                         "count_context": count_context}
+                         "count_context": count_context, "owned_by": owned_by}
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._process: subprocess.Popen[str] | None = None
         self.port = 0

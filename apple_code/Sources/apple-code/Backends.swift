@@ -53,6 +53,9 @@ enum BackendResolver {
             if style == nil, probe.dropsToolMessages { style = .userMessages }
             llamaCppPython = probe.dropsToolMessages
             takesAllowedTools = probe.takesAllowedTools
+            // apple-flow's server renders tool messages with the model's own template: a model that repeats a call
+            // is repeating itself, not missing the result, so no switch to folded results.
+            if style == nil, probe.takesAllowedTools { style = .toolMessages }
         case .failure(let error) where error.outcome == .modelUnavailable:
             throw error
         case .failure(let error):
