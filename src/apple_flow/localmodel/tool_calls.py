@@ -23,7 +23,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # The names of OpenAI's `allowed_tools` tool choice for this request: llama-cpp-python's request model knows only
@@ -117,7 +117,6 @@ class Reply:
     finish_reason: str = "stop"
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    pieces: list[str] = field(default_factory=list)
 
 
 class ToolCallHandler:
