@@ -9,6 +9,7 @@ gives commands a /tmp of their own, so secrets there would be out of reach whate
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import sqlite3
@@ -83,7 +84,11 @@ def test_a_prompt_injected_command_cannot_read_the_secrets_or_approve_its_own_ta
     (workspace / "parser.py").write_text("print('parse')\n")
     (daemon_root / ".env").write_text(f"APPLE_FLOW_WEB_TOKEN={TOKEN}\n")
     port = free_port()
-    command = f"{sys.executable} - {daemon_root} {port} <<'EOF'\n{ATTACK}\nEOF"
+    # The interpreter itself, not a venv's link to it: a checkout under /tmp (a clone for CI, say) would put the
+    # venv's python under the sandbox's private /tmp, where the command could not find it. The attack needs only
+    # the standard library.
+    python = os.path.realpath(sys.executable)
+    command = f"{python} - {daemon_root} {port} <<'EOF'\n{ATTACK}\nEOF"
     steps = [
         answer("1. Edit parser.py\n2. Run the tests"),  # the plan of `task:` (a read-only turn)
         tool_call("runCommand", {"command": command}),  # the chat turn the injected README steers
