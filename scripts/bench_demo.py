@@ -22,7 +22,6 @@ import os
 import platform
 import re
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -39,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 import psutil  # noqa: E402
-from bench_support import write_report  # noqa: E402
+from bench_support import free_port, write_report  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 
@@ -141,12 +140,6 @@ class Reply:
     calls: list[str] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def daemon_env(folder: Path, workspace: Path, url: str, overrides: dict[str, str],

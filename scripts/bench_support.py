@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+
+
+def free_port() -> int:
+    """A free port on 127.0.0.1, for a server a benchmark starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def counting_options(tokenizer: str) -> dict[str, Any]:

@@ -37,7 +37,6 @@ import os
 import platform
 import shlex
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -53,7 +52,7 @@ ROOT = SCRIPTS.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(SCRIPTS))
 
-from bench_support import write_report  # noqa: E402
+from bench_support import free_port, write_report  # noqa: E402
 from bench_task_set import TASKS, Task, make_workspace  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
@@ -95,12 +94,6 @@ class Outcome:
 class Backend:
     flags: tuple[str, ...]  # apple-code's backend options
     label: str  # for the report
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def version(apple_code: Path) -> str:

@@ -29,7 +29,6 @@ import http.server
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -47,7 +46,7 @@ ROOT = SCRIPTS.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(SCRIPTS))
 
-from bench_support import write_report  # noqa: E402
+from bench_support import free_port, write_report  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 APPLE_CODE = ROOT / "apple_code" / ".build" / "debug" / "apple-code"
@@ -148,12 +147,6 @@ def auto_choice(url: str, body: dict[str, Any], model: str | None, name: str) ->
 
 def first_word(text: str) -> str:
     return text.replace("[", " ").replace(",", " ").split()[0].strip(".,").lower()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def run_case(case: tuple[str, str, str], folder: Path, apple_code: Path, backend: list[str],
