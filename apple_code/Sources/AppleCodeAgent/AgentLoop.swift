@@ -79,6 +79,8 @@ private struct LoopRun {
     let request: AgentRequest
     let events: any EventSink
     let specs: [ToolSpec]
+    /// The offered tools that look (read, list, search, run): what the first request may be made to call.
+    let lookingTools: [String]
     var style: ToolResultStyle
     var entries: [ChatEntry]
     var progress = RunProgress()
@@ -111,6 +113,7 @@ private struct LoopRun {
         self.request = request
         self.events = events
         self.specs = request.tools.map(\.spec)
+        self.lookingTools = specs.map(\.name).filter { ToolSpec.readOnlyNames.contains($0) || $0 == "runCommand" }
         let budget = ContextBudget(contextTokens: request.contextTokens, instructions: request.instructions, tools: specs)
         self.accounting = RequestAccounting(budget: budget, counter: loop.counter)
         self.style = loop.style
@@ -534,11 +537,10 @@ private struct LoopRun {
     /// tools they imitate the calls their template renders as text.
     private func makeRequest() -> ChatRequest {
         let asking = answerRequested != nil
-        let looking = specs.map(\.name).filter { ToolSpec.readOnlyNames.contains($0) || $0 == "runCommand" }
-        let first = progress.turns == 0 && !asking && loop.looksFirst && !looking.isEmpty
+        let first = progress.turns == 0 && !asking && loop.looksFirst && !lookingTools.isEmpty
         return ChatRequest(system: request.instructions, entries: entries, tools: asking ? [] : specs,
                            maxTokens: budget.answerReserve, style: style, plainHistory: asking,
-                           mustCallOneOf: first ? looking : nil)
+                           mustCallOneOf: first ? lookingTools : nil)
     }
 }
 
