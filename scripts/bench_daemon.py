@@ -52,7 +52,18 @@ REPORT = ROOT / "reports" / "bench_daemon.md"
 READY = "apple-flow daemon ready"
 # Records "recipient<TAB>text" per send (not the daemon's Automation probe, which has no arguments); a shell script
 # so the fake costs little next to the daemon.
-FAKE_OSASCRIPT = '#!/bin/sh\ncat >/dev/null\n[ -z "$2" ] || printf "%s\\t%s\\n" "$2" "$3" >> "$BENCH_SENDS"\n'
+# The daemon hands the recipient and the text over in private files (their paths in argv, out of the process table):
+# the fake reads them back with the shell's own `read` (one line each is all the bench sends), no process more.
+FAKE_OSASCRIPT = r"""#!/bin/sh
+cat >/dev/null
+value() {
+    case "${1##*/}" in
+        apple-flow-osascript-*) if [ -f "$1" ]; then IFS= read -r v < "$1"; printf %s "$v"; return; fi ;;
+    esac
+    printf %s "$1"
+}
+[ -z "$2" ] || printf "%s\t%s\n" "$(value "$2")" "$(value "$3")" >> "$BENCH_SENDS"
+"""
 # The agent for the latency phase: notes CLOCK_MONOTONIC (time.monotonic() in Python) first thing, then reads its
 # prompt and answers. `--version` is the connector's start-up check.
 FAKE_CODEX_C = r"""
