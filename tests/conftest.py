@@ -49,7 +49,7 @@ def _no_developer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def _restore_child_token(monkeypatch: pytest.MonkeyPatch) -> None:
     """An in-process daemon marks this process's environment for its children; undo it after each test."""
-    from apple_flow.daemon.orphans import TOKEN_VARIABLE
+    from apple_flow.daemon.running.orphans import TOKEN_VARIABLE
 
     monkeypatch.setenv(TOKEN_VARIABLE, "pytest")
 

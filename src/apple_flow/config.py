@@ -139,7 +139,7 @@ class Settings(BaseSettings):
 
     # --- Checking approved work, and escalating a stuck task ---------------------------------------------
     # The command that says whether an approved task's work is done (apple-code --verify): unset, found from the
-    # workspace (daemon/checks.py) unless verify_detect is off.
+    # workspace (daemon/deciding/verify_command.py) unless verify_detect is off.
     verify_command: str | None = None
     verify_detect: bool = True
     verify_rounds: int = Field(2, ge=0)  # apple-code --verify-rounds: repair rounds after a failing check

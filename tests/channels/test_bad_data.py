@@ -15,7 +15,7 @@ import pytest
 from apple_flow.channels.imessage import ChatDBError, ChatDBProblem, Skipped
 from apple_flow.channels.imessage.chatdb import ChatDB, python_binary
 from apple_flow.channels.imessage.ingress import IMessageIngress
-from apple_flow.daemon.commands import HELP_TEXT
+from apple_flow.daemon.deciding.commands import HELP_TEXT
 from support.chatdb import SCHEMA, ChatDbWriter, make_body
 from support.daemon_process import DaemonProcess, wait_for
 from support.ingress_helpers import take

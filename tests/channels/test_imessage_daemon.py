@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from apple_flow.daemon.commands import HELP_TEXT
+from apple_flow.daemon.deciding.commands import HELP_TEXT
 from support.chatdb import ChatDbWriter, apple_ns, make_body
 from support.daemon_process import DaemonProcess, wait_for
 from support.scripted_server import ScriptedServer, answer

@@ -35,7 +35,7 @@ from apple_flow.channels.imessage.permissions import (
 from apple_flow.cli import app as cli_app
 from apple_flow.cli import run as run_cli
 from apple_flow.config import load_settings
-from apple_flow.daemon.owner_notices import ready_text
+from apple_flow.daemon.running.owner_notices import ready_text
 from apple_flow.daemon.store import Store
 from apple_flow.login_service import THROTTLE_INTERVAL, build_plist, service_files
 from apple_flow.paths import PROJECT_ROOT

@@ -15,7 +15,7 @@ from typing import Any
 
 from apple_flow.config import load_settings
 from apple_flow.connectors import AppleCodeConnector
-from apple_flow.daemon.own_folders import own_folder_warnings
+from apple_flow.daemon.running.own_folders import own_folder_warnings
 from apple_flow.login_service import launchd_arguments
 from apple_flow.paths import PROJECT_ROOT
 

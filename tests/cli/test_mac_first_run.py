@@ -36,7 +36,7 @@ from apple_flow.channels.imessage.probe import ProbeResult, ProbeState
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.cli import setup as setup_cli
-from apple_flow.daemon.owner_notices import chat_db_lost_text, ready_text
+from apple_flow.daemon.running.owner_notices import chat_db_lost_text, ready_text
 from apple_flow.daemon.store import Store
 from apple_flow.paths import PROJECT_ROOT
 from support.chatdb import ChatDbWriter

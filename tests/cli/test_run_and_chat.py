@@ -16,7 +16,7 @@ from apple_flow.channels.console import ConsoleIngress, PlainConsoleEgress
 from apple_flow.cli import app
 from apple_flow.cli.run import startup_warnings
 from apple_flow.config import load_settings
-from apple_flow.daemon.lock import InstanceLock
+from apple_flow.daemon.running.lock import InstanceLock
 from support.daemon_fakes import FakeConnector
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from apple_flow.channels.base import Attachment
 from apple_flow.connectors.prompt import fit_prompt
-from apple_flow.daemon.arrivals import INBOX, NOTE_MAX_CHARS, Arrival, FileLimits, describe, receive, safe_name
+from apple_flow.daemon.running.arrivals import INBOX, NOTE_MAX_CHARS, Arrival, FileLimits, describe, receive, safe_name
 
 ROOMY = FileLimits(file_bytes=1_000_000, message_bytes=2_000_000)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from apple_flow.config import Settings
-from apple_flow.daemon.checks import Check, Checks, detect
+from apple_flow.daemon.deciding.verify_command import Check, Checks, detect
 
 
 def write(folder: Path, files: dict[str, str]) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apple_flow.daemon.commands import FAST, Command, Kind, parse
+from apple_flow.daemon.deciding.commands import FAST, Command, Kind, parse
 
 
 @pytest.mark.parametrize(

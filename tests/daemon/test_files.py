@@ -8,8 +8,8 @@ from pathlib import Path
 
 from apple_flow.channels.base import Attachment
 from apple_flow.config import Settings
-from apple_flow.daemon.arrivals import INBOX
-from apple_flow.daemon.orchestrator import FILES_ONLY_REQUEST
+from apple_flow.daemon.deciding.orchestrator import FILES_ONLY_REQUEST
+from apple_flow.daemon.running.arrivals import INBOX
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, Harness
 
@@ -68,7 +68,7 @@ def test_asking_for_a_file_tells_the_agent_how_and_sends_what_it_changed(
     harness: Callable[..., Harness], workspace: Path
 ) -> None:
     from apple_flow.connectors.base import Status, TurnOutcome
-    from apple_flow.daemon.outbox import ATTACH_HINT
+    from apple_flow.daemon.deciding.files_to_send import ATTACH_HINT
 
     (workspace / "notes.txt").write_text("milk\n")
     outcome = TurnOutcome(Status.ANSWERED, "I wrote notes.txt.", files_changed=("notes.txt",))

@@ -14,7 +14,7 @@ import pytest
 from apple_flow import host, local_name
 from apple_flow.channels.base import InboundMessage
 from apple_flow.config import Settings
-from apple_flow.daemon.decisions import LoginLinks, Reply, View
+from apple_flow.daemon.deciding.decisions import LoginLinks, Reply, View
 from apple_flow.daemon.store.web_logins import WebLoginTable, digest
 from support.daemon_harness import ANA, Harness, ask, wait_until
 

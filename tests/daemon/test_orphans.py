@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from apple_flow.daemon.orphans import TOKEN_VARIABLE, kill_orphans
+from apple_flow.daemon.running.orphans import TOKEN_VARIABLE, kill_orphans
 
 
 def test_only_processes_with_the_token_are_killed() -> None:

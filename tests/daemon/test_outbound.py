@@ -13,8 +13,8 @@ import pytest
 
 from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.chatdb import ChatDB
-from apple_flow.daemon.approvals import Approvals
-from apple_flow.daemon.outbound import Outbound
+from apple_flow.daemon.deciding.approvals import Approvals
+from apple_flow.daemon.running.sending import Outbound
 from apple_flow.daemon.store import Store
 from support.fake_osascript import FakeOsascript, switches_between_two_replies
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from apple_flow.daemon.outbox import Outgoing, asks_for_file, check, check_all, note, take_attach_lines
+from apple_flow.daemon.deciding.files_to_send import Outgoing, asks_for_file, check, check_all, note, take_attach_lines
 
 
 def test_attach_lines_are_taken_out_of_the_answer() -> None:

@@ -17,8 +17,8 @@ from apple_flow import login_service as launchd_module
 from apple_flow.channels.imessage.permissions import AUTOMATION, CHAT_DB, Finding, PermissionReport, State
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
-from apple_flow.daemon.commands import HELP_TEXT
-from apple_flow.daemon.owner_notices import CHAT_DB_LOST_KEY, READY_KEY, OwnerNotices
+from apple_flow.daemon.deciding.commands import HELP_TEXT
+from apple_flow.daemon.running.owner_notices import CHAT_DB_LOST_KEY, READY_KEY, OwnerNotices
 from apple_flow.daemon.store import Store
 from apple_flow.paths import PROJECT_ROOT
 from support.chatdb import ChatDbWriter

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apple_flow.daemon.policy import Policy
+from apple_flow.daemon.deciding.policy import Policy
 
 
 class Clock:

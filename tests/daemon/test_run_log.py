@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from apple_flow.connectors.stream_events import parse_event
-from apple_flow.daemon import run_log
-from apple_flow.daemon.run_log import EVENT_MAX_BYTES, RunLog, bounded_json
+from apple_flow.daemon.running import run_log
+from apple_flow.daemon.running.run_log import EVENT_MAX_BYTES, RunLog, bounded_json
 from apple_flow.daemon.store import Store
 from support.old_database import old_database
 

@@ -462,7 +462,7 @@ def test_a_skipped_row_alone_moves_the_cursor(harness: Callable[..., Harness]) -
 
 
 def test_an_unreadable_source_at_first_start_is_a_start_error(harness: Callable[..., Harness]) -> None:
-    from apple_flow.daemon.runtime import StartError
+    from apple_flow.daemon.running.runtime import StartError
 
     h = harness()
 
@@ -492,7 +492,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
     import sqlite3
 
     from apple_flow.connectors.apple_code import AppleCodeConnector
-    from apple_flow.daemon.runtime import Runtime
+    from apple_flow.daemon.running.runtime import Runtime
     from support.daemon_fakes import ListIngress, RecordingEgress
     from support.install import FAKE_APPLE_CODE, install_script
 

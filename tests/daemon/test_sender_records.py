@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 
 from apple_flow.connectors.base import Status, TurnOutcome, TurnRequest, Usage
-from apple_flow.daemon.reports import REPLY_MAX_CHARS
+from apple_flow.daemon.deciding.reports import REPLY_MAX_CHARS
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness, ask, wait_until
 

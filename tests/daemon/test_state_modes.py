@@ -24,7 +24,7 @@ def open_store(db: Path, umask: int, home: Path) -> dict[str, int]:
     code = (
         "import json, os, stat, sys; from pathlib import Path\n"
         f"os.umask({umask})\n"
-        "from apple_flow.daemon.lock import InstanceLock\n"
+        "from apple_flow.daemon.running.lock import InstanceLock\n"
         "from apple_flow.daemon.store import Store\n"
         "db = Path(sys.argv[1]); lock = InstanceLock(db); lock.acquire()\n"
         "store = Store(db); store.meta.set('k', 'v')\n"

@@ -103,7 +103,7 @@ def test_a_version_1_database_is_migrated_keeping_its_data(tmp_path: Path) -> No
 
 def test_a_finished_turn_is_recorded_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from apple_flow.connectors.base import Status, TurnOutcome, Usage
-    from apple_flow.daemon.approvals import Approvals
+    from apple_flow.daemon.deciding.approvals import Approvals
 
     store = Store(tmp_path / "relay.db")
     plan = Approvals(store.approvals, ttl_minutes=20).create("+15551234567", "task", "1. do it", "/ws")

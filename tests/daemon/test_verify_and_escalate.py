@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from apple_flow.connectors.base import CheckReport, Status, TurnOutcome, TurnRequest
-from apple_flow.daemon.escalation import NOT_SET_UP
+from apple_flow.daemon.deciding.escalation import NOT_SET_UP
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness, ask, wait_until
 

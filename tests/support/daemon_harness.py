@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apple_flow.config import Settings
-from apple_flow.daemon.runtime import Runtime
+from apple_flow.daemon.running.runtime import Runtime
 from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector, ListIngress, RecordingEgress
 from support.daemon_process import wait_for

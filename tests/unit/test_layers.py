@@ -10,13 +10,14 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 # Highest first. Each module's layer is that of the longest matching prefix.
-LAYERS: dict[str, int] = {
+LAYERS: dict[str, float] = {
     "apple_flow.__main__": 6,
     "apple_flow.cli": 6,
     "apple_flow.web": 5,
     "apple_flow.health": 4,
     "apple_flow.mcp_server": 4,  # the MCP server: drives the connectors (and reaches the daemon)
-    "apple_flow.daemon": 3,
+    "apple_flow.daemon.running": 3.5,  # the half that acts on what the deciding half (and the store below it) says
+    "apple_flow.daemon": 3,  # the deciding half, the store
     "apple_flow.channels": 2,
     "apple_flow.connectors": 2,
     "apple_flow.localmodel": 2,
@@ -25,7 +26,7 @@ LAYERS: dict[str, int] = {
 }
 
 
-def layer(module: str) -> int:
+def layer(module: str) -> float:
     best = max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len)
     return LAYERS[best]
 
@@ -64,6 +65,19 @@ def upward_imports(src: Path = SRC) -> list[str]:
 
 def test_no_module_imports_from_a_higher_layer() -> None:
     assert upward_imports() == []
+
+
+def test_the_deciding_half_imports_nothing_from_the_running_half(tmp_path: Path) -> None:
+    # The rule above holds for the real tree; here, a planted import from the deciding half into the running half
+    # is what the walk reports.
+    package = tmp_path / "apple_flow" / "daemon"
+    (package / "deciding").mkdir(parents=True)
+    (package / "running").mkdir()
+    (package / "deciding" / "orchestrator.py").write_text("from apple_flow.daemon.running.sending import Sender\n")
+    (package / "running" / "runtime.py").write_text("from apple_flow.daemon.deciding import orchestrator\n")
+    assert upward_imports(tmp_path) == [
+        "apple_flow.daemon.deciding.orchestrator (layer 3) imports apple_flow.daemon.running.sending (layer 3.5)"
+    ]
 
 
 def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:

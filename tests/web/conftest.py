@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from apple_flow.config import Settings
-from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
 from apple_flow.daemon.store.web_logins import WebLoginTable
 from apple_flow.health.running import DaemonState

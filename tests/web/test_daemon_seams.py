@@ -13,7 +13,7 @@ import pytest
 
 from apple_flow.config import Settings
 from apple_flow.connectors.base import TurnRequest
-from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.web.actions import WebDecisions
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, Harness, ask, wait_until

@@ -23,8 +23,8 @@ from rich.markup import escape
 from apple_flow.channels.base import Egress, Ingress
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import ENV_FILE, Settings, SettingsError
-from apple_flow.daemon.lock import InstanceLock, LockError
-from apple_flow.daemon.runtime import Runtime, StartError
+from apple_flow.daemon.running.lock import InstanceLock, LockError
+from apple_flow.daemon.running.runtime import Runtime, StartError
 from apple_flow.daemon.store import Store, StoreError
 from apple_flow.filelimit import raise_open_files
 from apple_flow.handles import normalize_handle
@@ -33,7 +33,7 @@ RELAUNCH_EXIT = 75  # = permissions.RELAUNCH_EXIT (not imported here: that modul
 
 if TYPE_CHECKING:
     from apple_flow.channels.imessage.permissions import PermissionMonitor
-    from apple_flow.daemon.owner_notices import Rebuilt
+    from apple_flow.daemon.running.owner_notices import Rebuilt
     from apple_flow.web.server import WebServer
 
 
@@ -60,7 +60,7 @@ def startup_notes(settings: Settings) -> list[str]:
 def startup_warnings(settings: Settings, channel: str) -> list[str]:
     """What a user starting the daemon should know before it goes quiet: set-up that makes it answer nobody, or
     that puts its own folder inside a workspace."""
-    from apple_flow.daemon.own_folders import own_folder_warnings
+    from apple_flow.daemon.running.own_folders import own_folder_warnings
 
     warnings = own_folder_warnings(settings)
     if channel == "imessage" and not settings.allowed_senders:
@@ -162,7 +162,7 @@ def _watch_permissions(
     """The reader tells the permission check when chat.db stops (or starts again) being readable; the service
     texts the owner what changed."""
     from apple_flow.channels.imessage import IMessageIngress
-    from apple_flow.daemon.owner_notices import OwnerNotices
+    from apple_flow.daemon.running.owner_notices import OwnerNotices
 
     if isinstance(ingress, IMessageIngress):
         ingress.on_error = checks.chat_db_state
@@ -177,7 +177,7 @@ def _watch_permissions(
 def _rebuilt() -> Rebuilt | None:
     """Whether the install that started this service replaced its app with other bytes (see ``OwnerNotices``)."""
     from apple_flow.app_bundle import full_disk_access_regrant, replaced_by, running_app
-    from apple_flow.daemon.owner_notices import Rebuilt
+    from apple_flow.daemon.running.owner_notices import Rebuilt
 
     app = running_app()
     replaced = replaced_by(app) if app is not None else None

@@ -17,7 +17,7 @@ LOCALE_PREFIX = "LC_"
 # The daemon's settings and secrets: never passed on, even when named.
 WITHHELD_PREFIX = "APPLE_FLOW_"
 # Every process the daemon starts carries this run's token, so the next daemon can find and kill what a kill -9
-# left behind (daemon/orphans.py). Not a secret, and not named APPLE_FLOW_*.
+# left behind (daemon/running/orphans.py). Not a secret, and not named APPLE_FLOW_*.
 RUN_MARKER = "AF_DAEMON_RUN"
 
 

@@ -20,8 +20,8 @@ from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.connectors.apple_code import AppleCodeConnector
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.connectors.runner import SpawnError
-from apple_flow.daemon.state_view import EventReads
-from apple_flow.daemon.status_replies import FORGEABLE_EVENT, forgeable_line
+from apple_flow.daemon.deciding.state_view import EventReads
+from apple_flow.daemon.deciding.status_replies import FORGEABLE_EVENT, forgeable_line
 from apple_flow.daemon.store import Event
 from apple_flow.handles import normalize_handle
 from apple_flow.health.check import Check, CheckStatus
@@ -217,7 +217,7 @@ def check_allowlist(settings: Settings) -> Check:
 
 
 def check_workspaces(settings: Settings) -> Check:
-    from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
+    from apple_flow.daemon.deciding.workspaces import WorkspaceError, Workspaces
 
     name = "workspaces"
     default = settings.default_workspace

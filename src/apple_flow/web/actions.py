@@ -8,7 +8,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 
-from apple_flow.daemon.approvals import ApprovalDecision, Approvals
+from apple_flow.daemon.deciding.approvals import ApprovalDecision, Approvals
 from apple_flow.daemon.store import Approval, Store
 
 

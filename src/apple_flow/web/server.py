@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from apple_flow import envfile
 from apple_flow.config import Settings, is_loopback
-from apple_flow.daemon.approvals import Approvals
+from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
 from apple_flow.health.running import DaemonState
 from apple_flow.web.auth import MIN_TOKEN_CHARS, new_token

@@ -63,7 +63,7 @@ class FinishedTurn:
     outcome: TurnOutcome | None = None  # the connector's, when it gave one
     exchange: Exchange | None = None  # the conversation's new exchange, to keep
     approval: Approval | None = None  # a new request the reply announces
-    files: tuple[str, ...] = ()  # workspace files the answer asks to send with the reply (daemon/outbox.py)
+    files: tuple[str, ...] = ()  # workspace files the answer asks to send with the reply (``deciding.files_to_send``)
     backend: str | None = None  # what answered (see ``Run.backend``)
 
 

@@ -1,4 +1,4 @@
-"""The files a reply names (``daemon.outbox``), recorded with the reply in its transaction and marked as each is
+"""The files a reply names (``files_to_send``), recorded with the reply in its transaction and marked as each is
 sent or refused, so that a restart sends what a crash left unsent, after the reply, each once. A reply is named by
 its ``reply_of``: ``message_reply`` or ``web_reply``."""
 

@@ -17,19 +17,19 @@ from pathlib import Path
 
 from apple_flow.channels.base import InboundMessage, Tapback
 from apple_flow.connectors.base import TurnOutcome
-from apple_flow.daemon.approvals import Approvals
-from apple_flow.daemon.checks import Checks
-from apple_flow.daemon.commands import FAST, HELP_TEXT, Command, Kind, parse
-from apple_flow.daemon.conclusion import Conclusion
-from apple_flow.daemon.decisions import Decision, Hold, Ignore, LoginLinks, Queued, Reply, Turn, View
-from apple_flow.daemon.escalation import NOT_SET_UP, Escalation, request_key, run_key
-from apple_flow.daemon.outbox import ATTACH_HINT, asks_for_file
-from apple_flow.daemon.policy import Policy
-from apple_flow.daemon.reports import HISTORY_ENTRIES, history_reply, usage_reply, usage_since
-from apple_flow.daemon.state_view import StateView
-from apple_flow.daemon.status_replies import StatusReplies, counted, requests_text
+from apple_flow.daemon.deciding.approvals import Approvals
+from apple_flow.daemon.deciding.commands import FAST, HELP_TEXT, Command, Kind, parse
+from apple_flow.daemon.deciding.conclusion import Conclusion
+from apple_flow.daemon.deciding.decisions import Decision, Hold, Ignore, LoginLinks, Queued, Reply, Turn, View
+from apple_flow.daemon.deciding.escalation import NOT_SET_UP, Escalation, request_key, run_key
+from apple_flow.daemon.deciding.files_to_send import ATTACH_HINT, asks_for_file
+from apple_flow.daemon.deciding.policy import Policy
+from apple_flow.daemon.deciding.reports import HISTORY_ENTRIES, history_reply, usage_reply, usage_since
+from apple_flow.daemon.deciding.state_view import StateView
+from apple_flow.daemon.deciding.status_replies import StatusReplies, counted, requests_text
+from apple_flow.daemon.deciding.verify_command import Checks
+from apple_flow.daemon.deciding.workspaces import WorkspaceError, Workspaces
 from apple_flow.daemon.store import Approval, FinishedTurn, Run
-from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
 

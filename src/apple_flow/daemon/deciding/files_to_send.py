@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from apple_flow.daemon.arrivals import human_size
+from apple_flow.sizes import human_size
 
 ATTACH_HINT = (
     "To send the user a file of the workspace, end your answer with one line per file: ATTACH: <path of the file>"

@@ -46,24 +46,25 @@ from apple_flow.channels.base import Egress, InboundMessage, Ingress, Skipped
 from apple_flow.config import Settings
 from apple_flow.connectors.base import Connector
 from apple_flow.connectors.registry import APPLE_CODE_CONNECTORS
-from apple_flow.daemon import failures, orphans
-from apple_flow.daemon.approvals import Approvals
-from apple_flow.daemon.catch_up import listing
-from apple_flow.daemon.checks import Checks
-from apple_flow.daemon.decisions import Decision, Hold, Ignore, LoginLinks, Queued, Reply, View
-from apple_flow.daemon.escalation import Escalation
-from apple_flow.daemon.message_work import MessageReplies
-from apple_flow.daemon.orchestrator import Orchestrator
-from apple_flow.daemon.outbound import Outbound
-from apple_flow.daemon.owner_link import OwnerLink
-from apple_flow.daemon.policy import Policy
-from apple_flow.daemon.scheduler import Job, Scheduler
-from apple_flow.daemon.status_replies import FORGEABLE_EVENT
+from apple_flow.daemon.deciding import failures
+from apple_flow.daemon.deciding.approvals import Approvals
+from apple_flow.daemon.deciding.catch_up import listing
+from apple_flow.daemon.deciding.decisions import Decision, Hold, Ignore, LoginLinks, Queued, Reply, View
+from apple_flow.daemon.deciding.escalation import Escalation
+from apple_flow.daemon.deciding.orchestrator import Orchestrator
+from apple_flow.daemon.deciding.policy import Policy
+from apple_flow.daemon.deciding.status_replies import FORGEABLE_EVENT
+from apple_flow.daemon.deciding.verify_command import Checks
+from apple_flow.daemon.deciding.workspaces import Workspaces
+from apple_flow.daemon.running import orphans
+from apple_flow.daemon.running.jobs import Work
+from apple_flow.daemon.running.message_jobs import MessageReplies
+from apple_flow.daemon.running.owner_link import OwnerLink
+from apple_flow.daemon.running.scheduler import Job, Scheduler
+from apple_flow.daemon.running.sending import Outbound
+from apple_flow.daemon.running.web_jobs import WebReplies
+from apple_flow.daemon.running.workers import TurnWorkers
 from apple_flow.daemon.store import Approval, Store
-from apple_flow.daemon.turns import TurnWorkers
-from apple_flow.daemon.web_work import WebReplies
-from apple_flow.daemon.work import Work
-from apple_flow.daemon.workspaces import Workspaces
 from apple_flow.handles import normalize_handle
 
 log = logging.getLogger(__name__)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from apple_flow.daemon.approvals import Approvals
-from apple_flow.daemon.checks import Checks
-from apple_flow.daemon.decisions import Queued, View
-from apple_flow.daemon.reports import clip
-from apple_flow.daemon.state_view import StateView
+from apple_flow.daemon.deciding.approvals import Approvals
+from apple_flow.daemon.deciding.decisions import Queued, View
+from apple_flow.daemon.deciding.reports import clip
+from apple_flow.daemon.deciding.state_view import StateView
+from apple_flow.daemon.deciding.verify_command import Checks
+from apple_flow.daemon.deciding.workspaces import WorkspaceError, Workspaces
 from apple_flow.daemon.store import Event
-from apple_flow.daemon.workspaces import WorkspaceError, Workspaces
 from apple_flow.times import duration, moment
 
 UNDELIVERED_WINDOW = 24 * 3600  # how far back `health` and `status` report replies that did not go out

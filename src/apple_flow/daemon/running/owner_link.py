@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from apple_flow.config import Settings
-from apple_flow.daemon.approvals import Approvals
-from apple_flow.daemon.outbound import Outbound
-from apple_flow.daemon.outbox import check
+from apple_flow.daemon.deciding.approvals import Approvals
+from apple_flow.daemon.deciding.files_to_send import check
+from apple_flow.daemon.running.sending import Outbound
 from apple_flow.daemon.store import Approval, Store
 from apple_flow.owner_socket import MAX_PATH_BYTES, MAX_WAIT_SECONDS, read_line, socket_path
 

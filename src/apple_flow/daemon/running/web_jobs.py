@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from apple_flow.daemon.decisions import Turn
-from apple_flow.daemon.outbound import Outbound
+from apple_flow.daemon.deciding.decisions import Turn
+from apple_flow.daemon.running.sending import Outbound
 from apple_flow.daemon.store import WEB_REPLY_PREFIX, Approval, Store, web_reply
 
 log = logging.getLogger(__name__)

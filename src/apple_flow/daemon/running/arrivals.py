@@ -18,6 +18,7 @@ from pathlib import Path
 
 from apple_flow.channels.base import Attachment
 from apple_flow.regularfile import FileTooLarge, NotRegularFile, UnreadableFile, open_regular
+from apple_flow.sizes import human_size
 
 log = logging.getLogger(__name__)
 
@@ -229,13 +230,3 @@ def _shown(name: str) -> str:
 
 def _count(n: int) -> str:
     return "1 file" if n == 1 else f"{n} files"
-
-
-def human_size(size: int) -> str:
-    if size < 0:
-        return "size unknown"
-    if size < 1024:
-        return f"{size} bytes"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size / (1024 * 1024):.1f} MB"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from apple_flow.channels.base import Egress, Handover, SendError
 from apple_flow.config import Settings
-from apple_flow.daemon.outbox import Outgoing, check, check_all, note
+from apple_flow.daemon.deciding.files_to_send import Outgoing, check, check_all, note
 from apple_flow.daemon.store import FinishedTurn, Store
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from apple_flow.daemon.decisions import Turn
+from apple_flow.daemon.deciding.decisions import Turn
 
 
 class Work(Protocol):

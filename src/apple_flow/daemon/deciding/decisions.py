@@ -7,7 +7,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from apple_flow.daemon.commands import Kind
+from apple_flow.daemon.deciding.commands import Kind
 from apple_flow.daemon.store import Approval
 
 

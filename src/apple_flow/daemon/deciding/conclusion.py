@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from apple_flow.connectors.base import CheckReport, Exchange, Status, TurnOutcome
-from apple_flow.daemon import failures
-from apple_flow.daemon.approvals import Approvals
-from apple_flow.daemon.commands import Kind
-from apple_flow.daemon.decisions import Turn
-from apple_flow.daemon.escalation import Escalation
-from apple_flow.daemon.outbox import take_attach_lines
-from apple_flow.daemon.reports import clip
+from apple_flow.daemon.deciding import failures
+from apple_flow.daemon.deciding.approvals import Approvals
+from apple_flow.daemon.deciding.commands import Kind
+from apple_flow.daemon.deciding.decisions import Turn
+from apple_flow.daemon.deciding.escalation import Escalation
+from apple_flow.daemon.deciding.files_to_send import take_attach_lines
+from apple_flow.daemon.deciding.reports import clip
 from apple_flow.daemon.store import FinishedTurn
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from apple_flow.daemon.approvals import ApprovalRecords
+from apple_flow.daemon.deciding.approvals import ApprovalRecords
 from apple_flow.daemon.store import Event, FailedSend, Held, Run
 
 

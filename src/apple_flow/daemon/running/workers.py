@@ -15,14 +15,14 @@ from collections.abc import Callable
 
 from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
-from apple_flow.daemon import failures
-from apple_flow.daemon.decisions import Turn, new_run_id
-from apple_flow.daemon.outbound import Outbound
-from apple_flow.daemon.progress import ProgressThrottle
-from apple_flow.daemon.run_log import RunLog
-from apple_flow.daemon.scheduler import Job, Scheduler
+from apple_flow.daemon.deciding import failures
+from apple_flow.daemon.deciding.decisions import Turn, new_run_id
+from apple_flow.daemon.running.jobs import Work
+from apple_flow.daemon.running.progress import ProgressThrottle
+from apple_flow.daemon.running.run_log import RunLog
+from apple_flow.daemon.running.scheduler import Job, Scheduler
+from apple_flow.daemon.running.sending import Outbound
 from apple_flow.daemon.store import FinishedTurn, Store
-from apple_flow.daemon.work import Work
 
 log = logging.getLogger(__name__)
 

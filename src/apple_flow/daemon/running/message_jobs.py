@@ -11,10 +11,10 @@ from pathlib import Path
 
 from apple_flow.channels.base import InboundMessage, Ingress
 from apple_flow.config import Settings
-from apple_flow.daemon.arrivals import FileLimits, describe, receive
-from apple_flow.daemon.cursor import CursorTracker
-from apple_flow.daemon.decisions import Turn
-from apple_flow.daemon.outbound import Outbound
+from apple_flow.daemon.deciding.decisions import Turn
+from apple_flow.daemon.running.arrivals import FileLimits, describe, receive
+from apple_flow.daemon.running.cursor import CursorTracker
+from apple_flow.daemon.running.sending import Outbound
 from apple_flow.daemon.store import Store, message_reply
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ last one, `run <n>` another."""
 
 from __future__ import annotations
 
-from apple_flow.daemon.reports import clip
+from apple_flow.daemon.deciding.reports import clip
 from apple_flow.daemon.store import Held
 from apple_flow.times import moment
 
