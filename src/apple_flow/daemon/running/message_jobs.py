@@ -1,6 +1,6 @@
 """The messages of one channel, from taken to passed: a message's reply is recorded before it is sent, its files
 follow it, and only then may the cursor pass it (``CursorTracker``), so a restart after a crash anywhere in between
-reads it again and does what is left (``MessageReplies.replay``). ``MessageWork`` is a message's turn."""
+reads it again and does what is left (``MessageLedger.replay``). ``MessageWork`` is a message's turn."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from apple_flow.config import Settings
 from apple_flow.daemon.deciding.decisions import Turn
 from apple_flow.daemon.running.arrivals import FileLimits, describe, receive
 from apple_flow.daemon.running.cursor import CursorTracker
-from apple_flow.daemon.running.sending import Outbound
+from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import Store, message_reply
 
 log = logging.getLogger(__name__)
@@ -22,15 +22,15 @@ log = logging.getLogger(__name__)
 HANDLED_STATES = frozenset({"sent", "ignored", "send_failed"})  # a message in these has nothing left but its files
 
 
-class MessageReplies:
+class MessageLedger:
     def __init__(
-        self, channel: str, store: Store, ingress: Ingress, outbound: Outbound, settings: Settings,
+        self, channel: str, store: Store, ingress: Ingress, sender: ReplySender, settings: Settings,
         stop: threading.Event,
     ) -> None:
         self.channel = channel
         self._store = store
         self._ingress = ingress
-        self._outbound = outbound
+        self._sender = sender
         self._settings = settings
         self._stop = stop
         self._tracker: CursorTracker | None = None
@@ -67,7 +67,7 @@ class MessageReplies:
             self.complete(message)  # its reply's files that a crash left unsent go first
             return True
         if record is not None and record.state == "replied" and record.reply is not None:
-            if self._outbound.went_out(message.reply_target, record.reply, message.rowid):  # just before a crash
+            if self._sender.went_out(message.reply_target, record.reply, message.rowid):  # just before a crash
                 self._store.messages.mark_sent(self.channel, message.rowid)
                 self.complete(message)
             else:
@@ -117,13 +117,13 @@ class MessageReplies:
         message. The channel's confirmation of the reply is waited for on a thread of the outbound side, so the
         sender's next turn does not wait for it (a crash meanwhile leaves it 'replied': the restart asks the
         channel whether it went out)."""
-        handed = self._outbound.hand_over(message.reply_target, reply, approval_id)
+        handed = self._sender.hand_over(message.reply_target, reply, approval_id)
         if not handed.pending:  # recorded before the files go: a crash in between does not send it again
             self._delivered(message, handed.failed)
             self.complete(message)
             return
-        self._outbound.send_reply_files(message_reply(self.channel, message.rowid))
-        self._outbound.when_confirmed(handed, lambda failed: self._confirmed(message, failed))
+        self._sender.send_reply_files(message_reply(self.channel, message.rowid))
+        self._sender.when_confirmed(handed, lambda failed: self._confirmed(message, failed))
 
     def _confirmed(self, message: InboundMessage, failed: str | None) -> None:
         self._delivered(message, failed)
@@ -138,7 +138,7 @@ class MessageReplies:
     def complete(self, message: InboundMessage) -> None:
         """Once its reply is out (or failed): the reply's files not sent yet, then the cursor may pass the message
         (so a restart after a crash in between reads it again and sends the rest)."""
-        self._outbound.send_reply_files(message_reply(self.channel, message.rowid))
+        self._sender.send_reply_files(message_reply(self.channel, message.rowid))
         self.done(message.rowid)
 
     def _require_tracker(self) -> CursorTracker:
@@ -152,7 +152,7 @@ class MessageWork:
     """A message's turn; its answer goes where the message came from."""
 
     turn: Turn
-    replies: MessageReplies
+    replies: MessageLedger
     message: InboundMessage
     recipient: str
     run_message: str

@@ -25,7 +25,7 @@ from typing import Any
 from apple_flow.config import Settings
 from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.daemon.deciding.files_to_send import check
-from apple_flow.daemon.running.sending import Outbound
+from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import Approval, Store
 from apple_flow.owner_socket import MAX_PATH_BYTES, MAX_WAIT_SECONDS, read_line, socket_path
 
@@ -48,12 +48,12 @@ def question_text(question: Approval) -> str:
 class OwnerLink:
     """Serves the socket on a thread of its own until ``stop``."""
 
-    def __init__(self, settings: Settings, store: Store, approvals: Approvals, outbound: Outbound,
+    def __init__(self, settings: Settings, store: Store, approvals: Approvals, sender: ReplySender,
                  owner: str | None, clock: Callable[[], float] = time.time) -> None:
         self._settings = settings
         self._store = store
         self._approvals = approvals
-        self._outbound = outbound
+        self._sender = sender
         self._owner = owner
         self._clock = clock
         self._stop = threading.Event()
@@ -124,7 +124,7 @@ class OwnerLink:
             return _error("nobody to ask: APPLE_FLOW_ALLOWED_SENDERS is empty (its first entry is the owner)")
         if op == "notify":
             text = _text(message.get("text"), "text")
-            failed = self._outbound.send(self._owner, text)
+            failed = self._sender.send(self._owner, text)
             return _error(f"the text could not be sent: {failed}") if failed else {"ok": True}
         if op == "ask":
             return self._ask(message)
@@ -142,7 +142,7 @@ class OwnerLink:
         asked = self._approvals.ask(self._owner, question, details, seconds)
         self._store.approvals.add(asked)  # before it is texted: a quick answer must find it
         self._store.events.log("question", f"{asked.id}: {question[:80]!r}", self._owner)
-        failed = self._outbound.send(self._owner, question_text(asked), approval_id=asked.id)
+        failed = self._sender.send(self._owner, question_text(asked), approval_id=asked.id)
         if failed:
             self._store.approvals.decide([_closed(asked, self._clock())])
             return _error(f"the question could not be texted: {failed}")
@@ -172,7 +172,7 @@ class OwnerLink:
         for root in roots:
             outgoing = check(named, root.expanduser(), s.send_file_max_bytes)
             if outgoing.path is not None:
-                failed = self._outbound.send_file(self._owner, outgoing.path)
+                failed = self._sender.send_file(self._owner, outgoing.path)
                 return _error(f"the file could not be sent: {failed}") if failed else {"ok": True}
             problems.append(outgoing.problem)
         return _error(f"{named} may not be sent: it must be a file inside the default workspace or "

@@ -7,7 +7,7 @@ and hands the reply to the egress. Nothing below it calls back into it.
 
 Its parts: work comes from two origins, a message (``message_work``: its turn, and the message's way from taken to
 passed by the cursor) and a task approved on the web page (``web_work``); each kind of ``Work`` carries what
-differs, computed where it is created, so ``turns.TurnWorkers`` runs either the same way. ``Outbound`` sends replies,
+differs, computed where it is created, so ``turns.TurnWorkers`` runs either the same way. ``ReplySender`` sends replies,
 progress and files. Threads (turn workers, the ingress reader, the watchdog) start in ``run()``.
 
 The channel's interface (``channels.base``) declares all the runtime uses of it, with defaults: the ingress yields
@@ -58,11 +58,11 @@ from apple_flow.daemon.deciding.verify_command import Checks
 from apple_flow.daemon.deciding.workspaces import Workspaces
 from apple_flow.daemon.running import orphans
 from apple_flow.daemon.running.jobs import Work
-from apple_flow.daemon.running.message_jobs import MessageReplies
+from apple_flow.daemon.running.message_jobs import MessageLedger
 from apple_flow.daemon.running.owner_link import OwnerLink
 from apple_flow.daemon.running.scheduler import Job, Scheduler
-from apple_flow.daemon.running.sending import Outbound
-from apple_flow.daemon.running.web_jobs import WebReplies
+from apple_flow.daemon.running.sending import ReplySender
+from apple_flow.daemon.running.web_jobs import WebLedger
 from apple_flow.daemon.running.workers import TurnWorkers
 from apple_flow.daemon.store import Approval, Store
 from apple_flow.handles import normalize_handle
@@ -146,16 +146,16 @@ class Runtime:
             queue.SimpleQueue()
         )
         self._catchup: tuple[int, float] | None = None  # first start: (up to this rowid, skip if older than)
-        self._outbound = Outbound(egress, store, settings)
-        self._turns = TurnWorkers(settings, store, self._scheduler, self._outbound, self.orchestrator.conclude,
+        self._sender = ReplySender(egress, store, settings)
+        self._turns = TurnWorkers(settings, store, self._scheduler, self._sender, self.orchestrator.conclude,
                                   connector, escalation_connector, self._stop)
-        self._messages = MessageReplies(channel_key, store, ingress, self._outbound, settings, self._stop)
-        self._web = WebReplies(store, self._outbound)
+        self._messages = MessageLedger(channel_key, store, ingress, self._sender, settings, self._stop)
+        self._web = WebLedger(store, self._sender)
         # Agents ask the owner (the first allowed sender) through `apple-flow mcp`, over a socket by the database.
         owner = normalize_handle(settings.allowed_senders[0], settings.default_region) \
             if settings.allowed_senders else None
         self._owner_link = OwnerLink(settings, store, Approvals(store.approvals, settings.approval_ttl_minutes),
-                                     self._outbound, owner)
+                                     self._sender, owner)
         self._held_unlisted = True  # late messages may wait to be listed (checked once the backlog is read)
         self.ready = threading.Event()
 
@@ -293,7 +293,7 @@ class Runtime:
             self._turns.stop_running()
         # Replies sent and being confirmed: recorded as sent or failed before the process ends (else the next start
         # asks chat.db whether they went out).
-        if not self._outbound.wait_confirmations(self._settings.send_confirm_seconds + 1):
+        if not self._sender.wait_confirmations(self._settings.send_confirm_seconds + 1):
             log.warning("replies still unconfirmed at shutdown: the next start checks whether they went out")
         try:
             self._turns.shutdown()
@@ -370,7 +370,7 @@ class Runtime:
                     return False
                 store.messages.take(self._channel, message.rowid, sender, message.text)
             if decision.ack:
-                self._outbound.progress(message.reply_target, decision.ack)
+                self._sender.progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, self._messages.work(message, decision)))
         return True
 
@@ -387,7 +387,7 @@ class Runtime:
     def send_notice(self, recipient: str, text: str) -> str | None:
         """A text of the daemon's own (not a reply: e.g. telling the owner it is ready), sent like a reply, under
         the same lock; returns why it could not be sent, or None."""
-        return self._outbound.send(recipient, text)
+        return self._sender.send(recipient, text)
 
     def run_approved(self, approval: Approval) -> None:
         """From the web page (any thread): a request approved there runs in the sender's queue, and its answer
@@ -397,7 +397,7 @@ class Runtime:
     def _queue_approved(self, approval: Approval) -> None:
         turn = self.orchestrator.approved_turn(approval)
         if turn.ack:
-            self._outbound.progress(turn.sender, turn.ack)
+            self._sender.progress(turn.sender, turn.ack)
         self._scheduler.submit(Job(turn.sender, self._web.work(approval, turn)))
 
     def _list_held(self) -> None:
@@ -408,7 +408,7 @@ class Runtime:
         self._held_unlisted = False
         for sender, reply_to in self._store.held.unlisted():
             held = self._store.held.list_new(sender)  # recorded first: a crash does not list them twice
-            failed = self._outbound.send(reply_to, listing(held))
+            failed = self._sender.send(reply_to, listing(held))
             if failed is not None:
                 self._store.events.log("send_failed", failed, sender)
 

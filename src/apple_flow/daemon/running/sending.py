@@ -40,7 +40,7 @@ class HandedOver:
         return self.handover.confirm is not None
 
 
-class Outbound:
+class ReplySender:
     def __init__(self, egress: Egress, store: Store, settings: Settings) -> None:
         self._egress = egress
         self._store = store

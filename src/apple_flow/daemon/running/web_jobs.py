@@ -1,6 +1,6 @@
 """Tasks approved on the web page: no message carries them, so their run is recorded as queued with the approval
 (``store.web_runs``) and their answer before it is sent; a restart runs again what did not finish and sends what was
-recorded but not sent (``WebReplies.resume``)."""
+recorded but not sent (``WebLedger.resume``)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import logging
 from dataclasses import dataclass
 
 from apple_flow.daemon.deciding.decisions import Turn
-from apple_flow.daemon.running.sending import Outbound
+from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import WEB_REPLY_PREFIX, Approval, Store, web_reply
 
 log = logging.getLogger(__name__)
 
 
-class WebReplies:
-    def __init__(self, store: Store, outbound: Outbound) -> None:
+class WebLedger:
+    def __init__(self, store: Store, sender: ReplySender) -> None:
         self._store = store
-        self._outbound = outbound
+        self._sender = sender
 
     def work(self, approval: Approval, turn: Turn) -> WebWork:
         return WebWork(turn, self, approval, turn.sender, None, web_reply(approval.id))
@@ -33,7 +33,7 @@ class WebReplies:
             else:
                 self.send(approval, reply)
         for reply_of in self._store.reply_files.replies_with_unsent(WEB_REPLY_PREFIX):  # answers sent, files not
-            self._outbound.send_reply_files(reply_of)
+            self._sender.send_reply_files(reply_of)
         return rerun
 
     def record(self, approval: Approval, reply: str | None) -> None:
@@ -44,13 +44,13 @@ class WebReplies:
         about after a crash: an answer handed over is never sent again), then its files. The channel's confirmation
         is waited for on a thread of the outbound side (the sender's next turn does not wait for it), which reports
         an answer that did not go out."""
-        handed = self._outbound.hand_over(approval.sender, reply)
+        handed = self._sender.hand_over(approval.sender, reply)
         with self._store.transaction():
             self._store.web_runs.mark_sent(approval.id)
             self._failed(approval, handed.failed)
-        self._outbound.send_reply_files(web_reply(approval.id))
+        self._sender.send_reply_files(web_reply(approval.id))
         if handed.pending:
-            self._outbound.when_confirmed(handed, lambda failed: self._failed(approval, failed))
+            self._sender.when_confirmed(handed, lambda failed: self._failed(approval, failed))
 
     def _failed(self, approval: Approval, failed: str | None) -> None:
         if failed is not None:
@@ -62,7 +62,7 @@ class WebWork:
     """A task approved on the web page; its answer goes to the sender."""
 
     turn: Turn
-    replies: WebReplies
+    replies: WebLedger
     approval: Approval
     recipient: str
     run_message: None

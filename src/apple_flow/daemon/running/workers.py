@@ -21,7 +21,7 @@ from apple_flow.daemon.running.jobs import Work
 from apple_flow.daemon.running.progress import ProgressThrottle
 from apple_flow.daemon.running.run_log import RunLog
 from apple_flow.daemon.running.scheduler import Job, Scheduler
-from apple_flow.daemon.running.sending import Outbound
+from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import FinishedTurn, Store
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ class TurnWorkers:
         settings: Settings,
         store: Store,
         scheduler: Scheduler[Work],
-        outbound: Outbound,
+        sender: ReplySender,
         conclude: Conclude,
         connector: Connector,
         escalation_connector: Connector | None,
@@ -47,7 +47,7 @@ class TurnWorkers:
         self._settings = settings
         self._store = store
         self._scheduler = scheduler
-        self._outbound = outbound
+        self._sender = sender
         self._conclude = conclude
         self._connector = connector
         self._escalation_connector = escalation_connector
@@ -138,7 +138,7 @@ class TurnWorkers:
         finished = self._conclude(turn, run_id, outcome, stop, window > 0)
         if self.abandon.is_set():
             return
-        finished, outgoing = self._outbound.check_files(finished, turn.workspace)
+        finished, outgoing = self._sender.check_files(finished, turn.workspace)
         with self._store.transaction():
             work.record_reply(finished.reply)
             self._store.record_turn(turn.sender, run_id, finished)
@@ -162,7 +162,7 @@ class TurnWorkers:
                 for activity in item.progress:
                     text = throttle.message(activity)
                     if text is not None:
-                        self._outbound.progress(recipient, text)
+                        self._sender.progress(recipient, text)
         raise ConnectorError("the connector ended the turn without an outcome")
 
     def cancel(self, sender: str, run_id: str | None = None) -> bool:

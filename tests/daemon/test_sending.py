@@ -14,7 +14,7 @@ import pytest
 from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.chatdb import ChatDB
 from apple_flow.daemon.deciding.approvals import Approvals
-from apple_flow.daemon.running.sending import Outbound
+from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import Store
 from support.fake_osascript import FakeOsascript, switches_between_two_replies
 
@@ -26,8 +26,8 @@ def store(tmp_path: Path) -> Iterator[Store]:
     store.close()
 
 
-def outbound(settings: Any, store: Store) -> Outbound:
-    return Outbound(build_imessage_egress(settings, store.sent.for_channel("imessage", 600)), store, settings)
+def reply_sender(settings: Any, store: Store) -> ReplySender:
+    return ReplySender(build_imessage_egress(settings, store.sent.for_channel("imessage", 600)), store, settings)
 
 
 def wait_for_calls(fake: FakeOsascript, count: int, timeout: float = 10) -> None:
@@ -41,7 +41,7 @@ def test_a_slow_send_to_one_recipient_does_not_hold_up_another(
     channel_settings: Any, fake_osascript: FakeOsascript, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_OSASCRIPT_HANG", "slow one")  # hangs until the send's timeout kills it
-    out = outbound(channel_settings(send_timeout_seconds=4, send_retries=0), store)
+    out = reply_sender(channel_settings(send_timeout_seconds=4, send_retries=0), store)
     slow = threading.Thread(target=out.hand_over, args=("+15551234567", "the slow one"))
     slow.start()
     wait_for_calls(fake_osascript, 1)
@@ -54,7 +54,7 @@ def test_a_slow_send_to_one_recipient_does_not_hold_up_another(
 def test_replies_to_one_recipient_from_two_threads_never_interleave(
     channel_settings: Any, fake_osascript: FakeOsascript, store: Store
 ) -> None:
-    out = outbound(channel_settings(reply_chunk_chars=100), store)
+    out = reply_sender(channel_settings(reply_chunk_chars=100), store)
     parts, switches = switches_between_two_replies(out.send, fake_osascript)
     assert parts > 4
     assert switches == 1  # all of one reply, then the other
@@ -64,7 +64,7 @@ def test_a_confirmation_is_waited_for_on_its_own_thread_and_a_failure_reported(
     channel_settings: Any, fake_osascript: FakeOsascript, store: Store
 ) -> None:
     fake_osascript.rows("none")  # no row: the confirmation waits its whole second, then fails
-    out = outbound(channel_settings(), store)
+    out = reply_sender(channel_settings(), store)
     outcomes: list[tuple[str, str | None]] = []
     handed = out.hand_over("+15551234567", "hello")
     out.when_confirmed(handed, lambda failed: outcomes.append((threading.current_thread().name, failed)))
@@ -79,7 +79,7 @@ def test_a_plan_is_noted_with_its_parts_guids_once_confirmed(
 ) -> None:
     approval = Approvals(store.approvals, ttl_minutes=20).create("+15551234567", "task", "plan", str(tmp_path))
     store.approvals.add(approval)
-    out = outbound(channel_settings(), store)
+    out = reply_sender(channel_settings(), store)
     handed = out.hand_over("+15551234567", "Here is the plan. Like it to approve.", approval.id)
     out.when_confirmed(handed, lambda failed: None)
     assert out.wait_confirmations(10)
