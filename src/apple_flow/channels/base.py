@@ -15,16 +15,25 @@ console channel implement it (subclassing the protocols, for the defaults); the 
   each text it sends there, and an ingress that sees its own channel's texts come back takes their echoes from it.
   (A person texting themselves gets each reply back in chat.db; without this the daemon would answer its own
   answers forever.)
+- ``Senders``: the channel's identities for the people who message it. The daemon keeps a sender as the opaque
+  string the ingress gave it and asks the channel's ``Senders`` to put the allowlist (and the owner) in that form.
+- ``Channel`` is one channel as built for the daemon (its ingress, egress, senders, permissions, and the key its
+  rows are recorded under), from ``ChannelNeeds`` (the settings and the store's records a channel may keep);
+  ``channels.registry`` names the channels and builds them.
+- ``Permissions``: what a channel needs the system to allow before it reads (iMessage: Full Disk Access and
+  Automation), reported to the daemon as ``Access`` (the owner is told when it changes).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+
+from apple_flow.config import Settings
 
 
 @dataclass(frozen=True)
@@ -52,7 +61,7 @@ class Tapback:
 @dataclass(frozen=True)
 class InboundMessage:
     rowid: int  # ingress cursor position (chat.db ROWID; a line counter on the console)
-    sender: str  # normalised handle: E.164 phone number or lower-case email; "console" on the console
+    sender: str  # the channel's identity for the sender (``Senders``: iMessage's E.164 number or lower-case email)
     text: str
     date: datetime  # timezone-aware UTC
     chat_identifier: str | None = None
@@ -163,3 +172,111 @@ class Egress(Protocol):
 
 class SendError(RuntimeError):
     """A reply could not be handed to the channel; the message says why and what to do."""
+
+
+class Senders:
+    """A channel's identities for the people who message it (the base: a sender is the text the channel gives, as
+    is). The daemon never parses a sender: it compares the strings the ingress gives it with the allowlist put in
+    the same form here. A channel whose addresses have several spellings (iMessage: ``+1 (555) 123-4567`` and
+    ``+15551234567``) subclasses it."""
+
+    def normalize(self, handle: str) -> str:
+        """The one form of ``handle`` (an allowlist entry, the owner) that this channel's ingress gives senders in."""
+        return handle.strip()
+
+    def is_local(self, sender: str) -> bool:
+        """Whether ``sender`` is the person at this computer (the console's user), who needs no allowlist entry."""
+        return False
+
+
+@dataclass(frozen=True)
+class Access:
+    """What the channel's permissions allow now, as the owner is told of it: ``None`` while not known yet."""
+
+    app: str  # the app the system charges the grants to ("Apple Flow")
+    can_send: bool | None
+    can_read: bool | None
+    read_fix: str = ""  # how to give reading back, when it is refused
+
+
+class Permissions(Protocol):
+    """What a channel needs the system to allow before it can read, checked by the channel itself."""
+
+    relaunching: bool  # only a new process gets a grant just given: the daemon exits for its service to restart it
+
+    def wait_until_ready(self, stop: threading.Event) -> bool:
+        """True once ready; False when ``stop`` was set first. Says why it waits (log) meanwhile."""
+        ...
+
+    def summary(self) -> str:
+        """One paragraph for ``health``."""
+        ...
+
+    def on_access(self, listener: Callable[[Access], None]) -> None:
+        """``listener`` gets the access now and at every change (on any thread)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SentTable(Protocol):
+    """The store's record of sent texts (``daemon.store.sent.SentTable``)."""
+
+    def for_channel(self, channel: str, window_seconds: float) -> SentTexts: ...
+
+
+class KeyValues(Protocol):
+    """The store's small values (``daemon.store``'s meta table)."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def set(self, key: str, value: str) -> None: ...
+
+
+class ChannelStore(Protocol):
+    """The daemon's store as a channel keeps its records there (``daemon.store.Store`` is one)."""
+
+    @property
+    def db(self) -> Any: ...  # the database itself, for a channel's own tables (iMessage: its copies)
+
+    @property
+    def sent(self) -> SentTable: ...
+
+    @property
+    def meta(self) -> KeyValues: ...
+
+
+@dataclass(frozen=True)
+class Service:
+    """How the login service started the daemon."""
+
+    installed_at: float | None  # when `service install` ran (permissions are checked often for a while after)
+    relaunch: Callable[[], None]  # stops the daemon, for the service to start it again
+
+
+@dataclass(frozen=True)
+class ChannelNeeds:
+    """What a channel is built from (``registry.ChannelEntry.build``)."""
+
+    settings: Settings
+    store: ChannelStore
+    service: Service | None = None  # None: run by hand
+    terminal: bool = False  # a person at this terminal (`apple-flow chat`): a channel that renders, renders
+
+
+@dataclass
+class Channel:
+    """One channel as built for the daemon."""
+
+    key: str  # what the store records its rows under (the cursor, messages, sent texts)
+    ingress: Ingress
+    egress: Egress
+    senders: Senders = field(default_factory=Senders)
+    permissions: Permissions | None = None  # None: it needs nothing from the system
+    #: A login link to the web page may be sent on it: it reaches the owner's own phone (never printed on a
+    #: terminal or sent into a group).
+    carries_links: bool = False
+
+    def close(self) -> None:
+        if self.permissions is not None:
+            self.permissions.close()

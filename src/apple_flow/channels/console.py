@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,9 +20,27 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.panel import Panel
 
-from apple_flow.channels.base import Egress, InboundMessage, Ingress, Skipped
+from apple_flow.channels.base import Channel, ChannelNeeds, Egress, InboundMessage, Ingress, Senders, Skipped
 
 CONSOLE_SENDER = "console"
+
+
+class ConsoleSenders(Senders):
+    """The one sender is the person at this terminal: no allowlist entry needed."""
+
+    def is_local(self, sender: str) -> bool:
+        return sender == CONSOLE_SENDER
+
+
+def build(needs: ChannelNeeds) -> Channel:
+    """Plain lines on stdin and stdout, or (``needs.terminal``: `apple-flow chat`) the rich rendering. Each session
+    has its own key: its line numbers start again at 1."""
+    key = f"console:{uuid.uuid4().hex[:12]}"
+    if needs.terminal:
+        rich = RichConsoleChannel()
+        return Channel(key, rich.ingress(), rich, ConsoleSenders())
+    return Channel(key, ConsoleIngress.from_stream(sys.stdin), PlainConsoleEgress(sys.stdout, sys.stderr),
+                   ConsoleSenders())
 
 
 class ConsoleIngress(Ingress):

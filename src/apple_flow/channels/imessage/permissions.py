@@ -16,7 +16,8 @@ remembered until chat.db was readable again). Automation is probed in the backgr
 the permission prompt until the user answers it, and again later while Messages refuses. For the first minutes
 after ``service install`` both are checked every few seconds (the owner is in System Settings right then).
 
-Listeners (``listen``) get the report at every change, e.g. ``OwnerNotices``, which texts the owner.
+Listeners (``listen``) get the report at every change; the daemon's ``OwnerNotices``, which texts the owner, gets
+it as the channel interface's ``Access`` (``on_access``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Protocol
 
 from apple_flow.app_bundle import LAUNCHER_VARIABLE, app_of_executable, shown
+from apple_flow.channels.base import Access
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_app_bundle, python_binary
 from apple_flow.channels.imessage.fresh_read import readable_in_new_process
 from apple_flow.channels.imessage.probe import ProbeResult, ProbeState, probe_messages_automation
@@ -144,6 +146,17 @@ class PermissionReport:
     @property
     def settled(self) -> bool:
         return all(f.state is not State.CHECKING for f in self.findings)
+
+    def access(self) -> Access:
+        """What the report allows, as the daemon is told of it: sending is Automation, reading is chat.db (still
+        checking, or a problem other than a refusal: not known)."""
+        states = {finding.name: finding for finding in self.findings}
+        chat_db, automation = states.get(CHAT_DB), states.get(AUTOMATION)
+        can_send = None if automation is None or automation.state is State.CHECKING else automation.ok
+        can_read = None
+        if chat_db is not None and chat_db.state in (State.OK, State.DENIED):
+            can_read = chat_db.ok
+        return Access(self.app, can_send, can_read, chat_db.fix if chat_db is not None else "")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -269,6 +282,10 @@ class PermissionMonitor:
         """``listener`` gets the report now and at every change (on the thread that made it)."""
         self._listeners.append(listener)
         listener(self.report())
+
+    def on_access(self, listener: Callable[[Access], None]) -> None:
+        """``listen``, with the report as the channel interface's ``Access`` (``channels.base.Permissions``)."""
+        self.listen(lambda report: listener(report.access()))
 
     def chat_db_state(self, error: ChatDBError | None) -> None:
         """The reader's news: chat.db unreadable (``error``) or readable again (None), e.g. Full Disk Access
