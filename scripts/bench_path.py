@@ -62,6 +62,7 @@ console = Console(stderr=True)
 # cannot skew the count unnoticed.
 LAYERS: dict[str, int] = {
     "apple_flow.cli": 0,
+    "apple_flow.assemble": 0,
     "apple_flow.daemon.running.runtime": 0,
     "apple_flow.daemon.running.jobs": 0,
     "apple_flow.daemon.running.message_jobs": 0,
@@ -262,6 +263,12 @@ def install(source: Path, target: Path) -> Path:
 
 def build_daemon(settings: Any, store: Any) -> Any:
     """The daemon as ``apple-flow run --channel imessage`` builds it."""
+    try:
+        from apple_flow.assemble import assemble
+    except ImportError:  # before the composition root: the runtime built its own parts
+        pass
+    else:
+        return assemble(settings, store, "imessage")
     from apple_flow.channels.imessage import build_imessage_channel
     from apple_flow.connectors import build_connector
     from apple_flow.daemon.running import runtime

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import apple_flow.connectors
+from apple_flow.channels import registry as channels
 from apple_flow.channels.console import ConsoleIngress, PlainConsoleEgress
 from apple_flow.cli import app
 from apple_flow.cli.run import startup_warnings
@@ -106,8 +107,8 @@ def test_chat_renders_replies_in_a_panel_and_exits_0_at_end_of_input(env: dict[s
 
 def test_an_imessage_daemon_with_no_allowed_senders_says_it_will_answer_nobody(tmp_path: Path) -> None:
     settings = load_settings(env_file=None, db_path=tmp_path / "relay.db")
-    (warning,) = startup_warnings(settings, "imessage")
+    (warning,) = startup_warnings(settings, channels.entry("imessage"))
     assert "APPLE_FLOW_ALLOWED_SENDERS is empty" in warning
-    assert startup_warnings(settings, "console") == []  # the console user needs no allowlist entry
+    assert startup_warnings(settings, channels.entry("console")) == []  # the console user needs no allowlist entry
     allowed = load_settings(env_file=None, allowed_senders="+15551234567")
-    assert startup_warnings(allowed, "imessage") == []
+    assert startup_warnings(allowed, channels.entry("imessage")) == []

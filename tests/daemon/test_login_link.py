@@ -55,11 +55,12 @@ def test_no_link_without_the_page_or_over_another_channel_or_to_a_stranger(
 ) -> None:
     h = harness().start()
     assert "web page is not running" in ask(h, ANA, "web")  # the page never started
-    console = Harness(daemon_settings(db_path=h.settings.db_path.with_name("console.db")), channel="console:1")
+    console = Harness(daemon_settings(db_path=h.settings.db_path.with_name("console.db")), channel="console:1",
+                      login_links=False)
     console.start()
     try:
         console.daemon.page_started("http://apple-flow.localhost:8787")
-        assert ask(console, ANA, "web") == "Login links are sent over iMessage only."
+        assert ask(console, ANA, "web") == "Login links are not sent on this channel: text `web` from your phone."
     finally:
         console.daemon.request_stop()
     h.daemon.page_started("http://apple-flow.localhost:8787")
@@ -73,7 +74,7 @@ def test_no_link_without_the_page_or_over_another_channel_or_to_a_stranger(
 def test_a_link_is_never_sent_into_a_group(harness: Callable[..., Harness]) -> None:
     h = harness()
     orchestrator = h.daemon.orchestrator
-    orchestrator.login_links = LoginLinks("http://apple-flow.localhost:8787", 5, mac_only=True, over_imessage=True)
+    orchestrator.login_links = LoginLinks("http://apple-flow.localhost:8787", 5, mac_only=True, channel_carries=True)
     group = InboundMessage(7, ANA, "web", datetime.now(UTC), chat_identifier="chat42", reply_to="chat42")
     decision = orchestrator.decide(group, "imessage:7", View())
     assert isinstance(decision, Reply) and decision.login_link is None

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from apple_flow import host
 from apple_flow import login_service as launchd_module
+from apple_flow.channels.base import Access
 from apple_flow.channels.imessage.permissions import AUTOMATION, CHAT_DB, Finding, PermissionReport, State
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
@@ -31,11 +32,12 @@ OWNER = "+15551234567"
 FIX = "switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access"
 
 
-def report(chat_db: State, automation: State) -> PermissionReport:
+def report(chat_db: State, automation: State) -> Access:
+    """The iMessage channel's permission report, as the daemon's notices get it (``PermissionMonitor.on_access``)."""
     return PermissionReport("Apple Flow", 1, 0.0, (
         Finding(CHAT_DB, chat_db, "chat.db", FIX if chat_db is State.DENIED else ""),
         Finding(AUTOMATION, automation, "Messages"),
-    ))
+    )).access()
 
 
 @pytest.fixture
@@ -183,7 +185,7 @@ def test_after_a_new_build_of_the_app_the_owner_is_told_how_to_give_full_disk_ac
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher_bin: Path
 ) -> None:
     from apple_flow.app_bundle import install_app
-    from apple_flow.cli.run import _rebuilt
+    from apple_flow.assemble import app_rebuilt
 
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
@@ -195,7 +197,7 @@ def test_after_a_new_build_of_the_app_the_owner_is_told_how_to_give_full_disk_ac
     assert installed.replaced_hash and installed.replaced_hash != installed.code_hash
     # The service, as the launcher starts it: it reads what its install replaced.
     monkeypatch.setenv("APPLE_FLOW_LAUNCHER", str(installed.executable))
-    rebuilt = _rebuilt()
+    rebuilt = app_rebuilt()
     assert rebuilt is not None and rebuilt.code_hash == installed.code_hash
 
     phone = Phone()
@@ -218,4 +220,4 @@ def test_after_a_new_build_of_the_app_the_owner_is_told_how_to_give_full_disk_ac
     assert len(phone.texts) == 1
 
     monkeypatch.setenv("APPLE_FLOW_LAUNCHER", str(tmp_path / "apple-flow-launcher"))  # not an app: nothing to say
-    assert _rebuilt() is None
+    assert app_rebuilt() is None

@@ -1,4 +1,5 @@
-"""Runs the daemon in a thread of the test process with the fakes of ``daemon_fakes`` and a real store."""
+"""Runs the daemon in a thread of the test process with the fakes of ``daemon_fakes`` and a real store, built by
+``apple_flow.assemble`` as `apple-flow run` builds it."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from apple_flow.assemble import Connectors, assemble
+from apple_flow.channels.base import Channel
+from apple_flow.channels.imessage.channel import IMessageSenders
 from apple_flow.config import Settings
-from apple_flow.daemon.running.runtime import Runtime
 from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector, ListIngress, RecordingEgress
 from support.daemon_process import wait_for
@@ -31,16 +34,19 @@ def ask(h: Harness, sender: str, text: str, rowid: int | None = None) -> str:
 class Harness:
     def __init__(
         self, settings: Settings, connector: FakeConnector | None = None, channel: str = "imessage",
-        escalation: FakeConnector | None = None,
+        escalation: FakeConnector | None = None, login_links: bool = True,
     ) -> None:
+        """``channel``: the key the store records its rows under. The list ingress stands in for iMessage's (its
+        senders in iMessage's form); ``login_links`` False: a channel that carries no login links."""
         self.settings = settings
         self.store = Store(settings.db_path)
         self.connector = connector or FakeConnector()
         self.escalation = escalation  # the APPLE_FLOW_ESCALATE_CONNECTOR's connector
         self.ingress = ListIngress()
         self.egress = RecordingEgress()
-        self.daemon = Runtime(settings, self.store, self.connector, self.ingress, self.egress, channel,
-                              escalation_connector=escalation)
+        built = Channel(channel, self.ingress, self.egress, IMessageSenders(settings.default_region),
+                        carries_links=login_links)
+        self.daemon = assemble(settings, self.store, built, Connectors(self.connector, escalation))
         self.status: int | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
 

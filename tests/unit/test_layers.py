@@ -1,6 +1,7 @@
 """No module imports one from a higher layer: the command line sits on top, the web page below it, the health checks
-below both, then the daemon, then the parts it drives (channels, connectors), then what everything shares. Imports
-inside functions count too: a lazy import is still a dependency."""
+below both, the composition root (``assemble``) below them, then the daemon, then the parts it drives (channels,
+connectors), then what everything shares. Imports inside functions count too: a lazy import is still a dependency.
+Across the channel seam the daemon sees only the channel interface (``channels.base``), never a channel."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ LAYERS: dict[str, float] = {
     "apple_flow.web": 5,
     "apple_flow.health": 4,
     "apple_flow.mcp_server": 4,  # the MCP server: drives the connectors (and reaches the daemon)
+    "apple_flow.assemble": 3.75,  # the composition root: builds the daemon (both halves), its channel and connectors
     "apple_flow.daemon.running": 3.5,  # the half that acts on what the deciding half (and the store below it) says
     "apple_flow.daemon": 3,  # the deciding half, the store
     "apple_flow.channels": 2,
@@ -61,6 +63,41 @@ def upward_imports(src: Path = SRC) -> list[str]:
             if target != "apple_flow" and layer(target) > layer(module):
                 found.append(f"{module} (layer {layer(module)}) imports {target} (layer {layer(target)})")
     return found
+
+
+CHANNEL_SEAM = "apple_flow.channels.base"
+
+
+def channels_reached(src: Path = SRC) -> list[str]:
+    """The daemon's imports from ``apple_flow.channels`` other than its interface module."""
+    found = []
+    for path in sorted((src / "apple_flow" / "daemon").rglob("*.py")):
+        module = module_name(path, src)
+        for target in sorted(imported(path, module)):
+            if (target == "apple_flow.channels" or target.startswith("apple_flow.channels.")) \
+                    and target != CHANNEL_SEAM:
+                found.append(f"{module} imports {target}")
+    return found
+
+
+def test_the_daemon_reaches_channels_only_through_their_interface() -> None:
+    assert channels_reached() == []
+
+
+def test_the_seam_check_sees_a_daemon_module_reaching_into_a_channel(tmp_path: Path) -> None:
+    # As owner_notices once did: the running half importing the iMessage permissions (lazily, even) is reported; its
+    # import of the interface module is fine.
+    running = tmp_path / "apple_flow" / "daemon" / "running"
+    running.mkdir(parents=True)
+    (running / "owner_notices.py").write_text(
+        "from apple_flow.channels.base import Access\n\n"
+        "def f():\n    from apple_flow.channels.imessage.permissions import State\n"
+    )
+    (running / "runtime.py").write_text("from ...channels import registry\n")
+    assert channels_reached(tmp_path) == [
+        "apple_flow.daemon.running.owner_notices imports apple_flow.channels.imessage.permissions",
+        "apple_flow.daemon.running.runtime imports apple_flow.channels",
+    ]
 
 
 def test_no_module_imports_from_a_higher_layer() -> None:

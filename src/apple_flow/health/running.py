@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from apple_flow.channels.registry import REGISTRY as CHANNELS
 from apple_flow.config import Settings
 from apple_flow.connectors.apple_code import AppleCodeConnector
 from apple_flow.connectors.registry import REGISTRY
@@ -24,7 +25,7 @@ RECENT_SECONDS = 3600  # a send failure this recent makes "sending replies" a wa
 class DaemonState:
     """What the running daemon knows about itself."""
 
-    channel: str  # imessage | console
+    channel: str  # its name in ``channels.registry``
     connector: str
     connector_status: str  # "ready", or "not ready: <why>"
     started_at: float
@@ -32,7 +33,8 @@ class DaemonState:
 
 def health_checks(settings: Settings, store: Store, state: DaemonState) -> list[Check]:
     checks = [_agent(settings, state)]
-    if state.channel == "imessage":
+    channel = CHANNELS.get(state.channel)
+    if channel is not None and channel.reads_chat_db:
         chat, error = check_chat_db(settings.messages_db_path, given=False)
         checks += [chat, check_full_disk_access(error, chat)]
     else:

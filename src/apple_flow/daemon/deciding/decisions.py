@@ -79,7 +79,7 @@ class LoginLinks:
     base_url: str  # APPLE_FLOW_WEB_BASE_URL, else the page's address on this Mac
     minutes: int  # how long a link works
     mac_only: bool  # no base URL: the link opens on this Mac only
-    over_imessage: bool  # the channel is iMessage (a link is never printed on the console or sent another way)
+    channel_carries: bool  # the channel reaches the owner's own phone (``Channel.carries_links``; never a terminal)
     safari_note: str = ""  # the page's name does not open in Safari on this Mac: why, and the fix
 
 

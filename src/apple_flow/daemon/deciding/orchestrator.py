@@ -229,13 +229,13 @@ class Orchestrator:
         return self._approve(command, sender, message_ref)
 
     def _login_link(self, message: InboundMessage) -> Reply:
-        """`web`: a link that logs the sender's phone in to the page, once, for a few minutes; only over iMessage,
-        only to the sender (never into a group)."""
+        """`web`: a link that logs the sender's phone in to the page, once, for a few minutes; only on a channel
+        that carries links (iMessage), only to the sender (never into a group)."""
         links = self.login_links
         if links is None:
             return Reply("The web page is not running on this Mac (APPLE_FLOW_WEB_ENABLED, or its log says why).")
-        if not links.over_imessage:
-            return Reply("Login links are sent over iMessage only.")
+        if not links.channel_carries:
+            return Reply("Login links are not sent on this channel: text `web` from your phone.")
         if message.reply_to is not None:
             return Reply("Text `web` to this Mac directly: a login link is never sent into a group.")
         secret = secrets.token_urlsafe(32)

@@ -1,4 +1,5 @@
-"""Who may reach the agent, and how often: the allowlist (compared in normal form) and a per-sender rate limit."""
+"""Who may reach the agent, and how often: the allowlist and a per-sender rate limit. Senders are the channel's
+opaque strings: the channel's ``Senders`` puts the allowlist in the form its ingress gives senders in."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from apple_flow.handles import normalize_handle
+from apple_flow.channels.base import Senders
 
 
 @dataclass(frozen=True)
@@ -23,39 +24,32 @@ class Policy:
         self,
         allowed_senders: Iterable[str],
         max_per_minute: int,
-        default_region: str = "US",
-        local_senders: Iterable[str] = (),
+        senders: Senders | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._region = default_region
-        self._allowed = {normalize_handle(s, default_region) for s in allowed_senders if s.strip()}
-        # Senders that are the local user (the console) and need no allowlist entry.
-        self._local = set(local_senders)
+        self._senders = senders or Senders()
+        self._allowed = {self._senders.normalize(s) for s in allowed_senders if s.strip()}
         self._max = max_per_minute
         self._clock = clock
         self._recent: dict[str, deque[float]] = {}
         self._told: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def normalize(self, sender: str) -> str:
-        return normalize_handle(sender, self._region)
-
     def is_allowed(self, sender: str) -> bool:
-        return sender in self._local or self.normalize(sender) in self._allowed
+        return sender in self._allowed or self._senders.is_local(sender)
 
     def check(self, sender: str) -> Verdict:
         if not self.is_allowed(sender):
             return Verdict(False, "unknown sender")
         now = self._clock()
-        key = self.normalize(sender)
         with self._lock:
-            recent = self._recent.setdefault(key, deque())
+            recent = self._recent.setdefault(sender, deque())
             while recent and now - recent[0] >= 60:
                 recent.popleft()
             if len(recent) >= self._max:
-                first_notice = now - self._told.get(key, -1e18) >= 60
+                first_notice = now - self._told.get(sender, -1e18) >= 60
                 if first_notice:
-                    self._told[key] = now
+                    self._told[sender] = now
                 return Verdict(False, "rate limited", notify=first_notice)
             recent.append(now)
         return Verdict(True)

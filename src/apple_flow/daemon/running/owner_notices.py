@@ -5,9 +5,9 @@ Messages still lets it send), once, with what to grant.
 After an install that replaced Apple Flow.app with other bytes (``app_bundle.replaced_by``) while chat.db is refused,
 the warning says that the grant went to the old build and how to give it again, once per build.
 
-It listens to the permission report (``PermissionMonitor.listen``) and sends through the daemon's own send, under
-the lock that its replies use. What it said is kept in the store, so a restart neither repeats the welcome nor the
-warning; the warning may come again only after chat.db was readable in between.
+It listens to the channel's report of its permissions (``channels.base.Permissions.on_access``) and sends through
+the daemon's own send, under the lock that its replies use. What it said is kept in the store, so a restart neither
+repeats the welcome nor the warning; the warning may come again only after chat.db was readable in between.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from apple_flow.channels.imessage.permissions import AUTOMATION, CHAT_DB, PermissionReport, State
+from apple_flow.channels.base import Access
 from apple_flow.daemon.store import Store
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class OwnerNotices:
         self._rebuilt = rebuilt
         self._send: Send | None = None
         self._lock = threading.Lock()
-        self._last: PermissionReport | None = None
+        self._last: Access | None = None
 
     def attach(self, send: Send) -> None:
         """From now on texts go through ``send``; what the last report called for goes now."""
@@ -75,31 +75,29 @@ class OwnerNotices:
         if last is not None:
             self.update(last)
 
-    def update(self, report: PermissionReport) -> None:
-        """A permission report changed (any thread)."""
+    def update(self, access: Access) -> None:
+        """The channel's access changed (any thread)."""
         with self._lock:
-            self._last = report
+            self._last = access
             send, owner = self._send, self._owner
             if send is None or owner is None:
                 return
-            states = {finding.name: finding for finding in report.findings}
-            chat_db, automation = states.get(CHAT_DB), states.get(AUTOMATION)
-            if chat_db is None or automation is None or automation.state is not State.OK:
+            if access.can_send is not True:
                 return  # it cannot send (or does not know yet): nothing to say, nothing to remember
-            if chat_db.state is State.OK:
+            if access.can_read is True:
                 self._store.meta.set(CHAT_DB_LOST_KEY, "")
                 if not self._store.meta.get(READY_KEY):
-                    self._tell(send, owner, READY_KEY, ready_text(report.app))
-            elif chat_db.state is State.DENIED and self._rebuilt is not None and self._store.meta.get(
+                    self._tell(send, owner, READY_KEY, ready_text(access.app))
+            elif access.can_read is False and self._rebuilt is not None and self._store.meta.get(
                 REBUILT_KEY
             ) != self._rebuilt.code_hash:
-                if self._tell(send, owner, REBUILT_KEY, rebuilt_text(report.app, self._rebuilt.steps),
+                if self._tell(send, owner, REBUILT_KEY, rebuilt_text(access.app, self._rebuilt.steps),
                               self._rebuilt.code_hash):
                     self._store.meta.set(CHAT_DB_LOST_KEY, "sent")  # said already, with the better reason
-            elif chat_db.state is State.DENIED and self._store.meta.get(READY_KEY) and not self._store.meta.get(
+            elif access.can_read is False and self._store.meta.get(READY_KEY) and not self._store.meta.get(
                 CHAT_DB_LOST_KEY
             ):
-                self._tell(send, owner, CHAT_DB_LOST_KEY, chat_db_lost_text(report.app, chat_db.fix))
+                self._tell(send, owner, CHAT_DB_LOST_KEY, chat_db_lost_text(access.app, access.read_fix))
 
     def _tell(self, send: Send, owner: str, key: str, text: str, value: str = "sent") -> bool:
         problem = send(owner, text)

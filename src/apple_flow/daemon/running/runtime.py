@@ -5,10 +5,11 @@ Data flows one way: the runtime pulls messages from the ingress, asks the orches
 pulls the turn's events and outcome from the connector, asks the orchestrator what the outcome means, records it,
 and hands the reply to the egress. Nothing below it calls back into it.
 
-Its parts: work comes from two origins, a message (``message_work``: its turn, and the message's way from taken to
-passed by the cursor) and a task approved on the web page (``web_work``); each kind of ``Work`` carries what
-differs, computed where it is created, so ``turns.TurnWorkers`` runs either the same way. ``ReplySender`` sends replies,
-progress and files. Threads (turn workers, the ingress reader, the watchdog) start in ``run()``.
+Its parts (``Parts``, built by ``apple_flow.assemble``: the runtime builds none of them): work comes from two
+origins, a message (``message_jobs``: its turn, and the message's way from taken to passed by the cursor) and a task
+approved on the web page (``web_jobs``); each kind of ``Work`` (``jobs``) carries what differs, computed where it is
+created, so ``workers.TurnWorkers`` runs either the same way. ``ReplySender`` sends replies, progress and files.
+Threads (turn workers, the ingress reader, the watchdog) start in ``run()``.
 
 The channel's interface (``channels.base``) declares all the runtime uses of it, with defaults: the ingress yields
 messages and the rows it skips, says whether a message was unsent and waits (bounded) for a message's files still
@@ -16,7 +17,7 @@ arriving; the egress sends replies, progress and files, notes what it sent in th
 (which its ingress reads to skip echoes, across restarts) and says whether a reply went out before a crash.
 
 Files: a turn's message's files are copied into its workspace (``arrivals``) when the turn starts; the files its
-answer names (``outbox``) are checked against the workspace, announced in the reply, recorded with it and sent
+answer names (``files_to_send``) are checked against the workspace, announced in the reply, recorded with it and sent
 after it.
 
 Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
@@ -38,24 +39,15 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
 
-from apple_flow.channels.base import Egress, InboundMessage, Ingress, Skipped
+from apple_flow.channels.base import Channel, InboundMessage, Skipped
 from apple_flow.config import Settings
-from apple_flow.connectors.base import Connector
-from apple_flow.connectors.registry import APPLE_CODE_CONNECTORS
 from apple_flow.daemon.deciding import failures
-from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.daemon.deciding.catch_up import listing
 from apple_flow.daemon.deciding.decisions import Decision, Hold, Ignore, LoginLinks, Queued, Reply, View
-from apple_flow.daemon.deciding.escalation import Escalation
 from apple_flow.daemon.deciding.orchestrator import Orchestrator
-from apple_flow.daemon.deciding.policy import Policy
 from apple_flow.daemon.deciding.status_replies import FORGEABLE_EVENT
-from apple_flow.daemon.deciding.verify_command import Checks
-from apple_flow.daemon.deciding.workspaces import Workspaces
 from apple_flow.daemon.running import orphans
 from apple_flow.daemon.running.jobs import Work
 from apple_flow.daemon.running.message_jobs import MessageLedger
@@ -65,7 +57,6 @@ from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.running.web_jobs import WebLedger
 from apple_flow.daemon.running.workers import TurnWorkers
 from apple_flow.daemon.store import Approval, Store
-from apple_flow.handles import normalize_handle
 
 log = logging.getLogger(__name__)
 
@@ -93,71 +84,50 @@ class StartError(RuntimeError):
     """The daemon cannot start reading messages (e.g. chat.db unreadable); the message says what to do."""
 
 
-class StartupChecks(Protocol):
-    """What the channel needs before messages can be read (the iMessage channel: its macOS permissions)."""
+@dataclass(frozen=True)
+class Parts:
+    """What the runtime runs, built from the settings by ``apple_flow.assemble`` (the workers and the message
+    ledger share its ``scheduler`` and its ``stop``)."""
 
-    def wait_until_ready(self, stop: threading.Event) -> bool:
-        """True once ready; False when ``stop`` was set first. Says why it waits (log) meanwhile."""
-        ...
-
-    def summary(self) -> str:
-        """One paragraph for ``health``."""
-        ...
+    channel: Channel
+    orchestrator: Orchestrator
+    scheduler: Scheduler[Work]
+    stop: threading.Event
+    sender: ReplySender
+    turns: TurnWorkers
+    messages: MessageLedger
+    web: WebLedger
+    owner_link: OwnerLink
 
 
 class Runtime:
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        connector: Connector,
-        ingress: Ingress,
-        egress: Egress,
-        channel_key: str,
-        local_senders: Iterable[str] = (),
-        checks: StartupChecks | None = None,
-        escalation_connector: Connector | None = None,
-    ) -> None:
+    def __init__(self, settings: Settings, store: Store, parts: Parts) -> None:
         self._settings = settings
         self._store = store
-        # APPLE_FLOW_ESCALATE_CONNECTOR's connector runs only the tasks the owner escalates (`escalate <run>`).
-        escalation = None
-        if escalation_connector is not None and settings.escalate_connector is not None \
-                and settings.connector in APPLE_CODE_CONNECTORS:
-            escalation = Escalation(settings.escalate_connector, settings.approval_ttl_minutes * 60.0)
-        self._ingress = ingress
-        self._channel = channel_key
-        self._checks = checks
-        policy = Policy(
-            settings.allowed_senders, settings.max_messages_per_minute, settings.default_region, local_senders
-        )
-        self.orchestrator = Orchestrator(
-            store, policy, Approvals(store.approvals, settings.approval_ttl_minutes), Workspaces(settings),
-            connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
-            run_links=settings.web_base_url if settings.web_enabled else None,
-            send_files=settings.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
-            checks=Checks(settings), escalation=escalation,
-        )
-        self._scheduler: Scheduler[Work] = Scheduler()
-        self._stop = threading.Event()
+        self._channel = parts.channel
+        self._ingress = parts.channel.ingress
+        self._checks = parts.channel.permissions  # what the channel needs the system to allow first
+        self.orchestrator = parts.orchestrator
+        self._scheduler = parts.scheduler
+        self._stop = parts.stop
         self._stopping = False
         # A SimpleQueue: its put() may be called from a signal handler (request_stop) while the main thread waits.
         self._inbox: queue.SimpleQueue[InboundMessage | _WebApproval | _End | _Wake | BaseException] = (
             queue.SimpleQueue()
         )
         self._catchup: tuple[int, float] | None = None  # first start: (up to this rowid, skip if older than)
-        self._sender = ReplySender(egress, store, settings)
-        self._turns = TurnWorkers(settings, store, self._scheduler, self._sender, self.orchestrator.conclude,
-                                  connector, escalation_connector, self._stop)
-        self._messages = MessageLedger(channel_key, store, ingress, self._sender, settings, self._stop)
-        self._web = WebLedger(store, self._sender)
-        # Agents ask the owner (the first allowed sender) through `apple-flow mcp`, over a socket by the database.
-        owner = normalize_handle(settings.allowed_senders[0], settings.default_region) \
-            if settings.allowed_senders else None
-        self._owner_link = OwnerLink(settings, store, Approvals(store.approvals, settings.approval_ttl_minutes),
-                                     self._sender, owner)
+        self._sender = parts.sender
+        self._turns = parts.turns
+        self._messages = parts.messages
+        self._web = parts.web
+        self._owner_link = parts.owner_link
         self._held_unlisted = True  # late messages may wait to be listed (checked once the backlog is read)
         self.ready = threading.Event()
+
+    @property
+    def channel(self) -> Channel:
+        """The channel it reads and answers on (its caller closes it after the run)."""
+        return self._channel
 
     @property
     def connector_status(self) -> str:
@@ -191,7 +161,7 @@ class Runtime:
         if self._checks is not None and not self._checks.wait_until_ready(self._stop):
             self._shutdown()
             return 0
-        start = self._store.cursors.get(self._channel)
+        start = self._store.cursors.get(self._key)
         if start is None:
             start = self._first_start()
         else:
@@ -202,8 +172,8 @@ class Runtime:
             self._inbox.put(_WebApproval(approval))
         threading.Thread(target=self._read, args=(start,), name="ingress", daemon=True).start()
         self._owner_link.start()
-        self._store.events.log("start", f"channel {self._channel}, cursor {start}")
-        log.info("apple-flow daemon ready (channel %s, cursor %d)", self._channel, start)
+        self._store.events.log("start", f"channel {self._key}, cursor {start}")
+        log.info("apple-flow daemon ready (channel %s, cursor %d)", self._key, start)
         self.ready.set()
         status = 0
         while not self._stop.is_set():
@@ -252,12 +222,16 @@ class Runtime:
         # Saved with the cursor: a first run stopped before it passed the old rows must not answer them next time.
         with self._store.transaction():
             self._store.meta.set(self._catchup_key, f"{self._catchup[0]} {self._catchup[1]}")
-            self._store.cursors.set(self._channel, start)
+            self._store.cursors.set(self._key, start)
         return start
 
     @property
+    def _key(self) -> str:
+        return self._channel.key
+
+    @property
     def _catchup_key(self) -> str:
-        return f"catchup:{self._channel}"
+        return f"catchup:{self._key}"
 
     def _saved_catchup(self) -> tuple[int, float] | None:
         saved = (self._store.meta.get(self._catchup_key) or "").split()
@@ -298,7 +272,7 @@ class Runtime:
         try:
             self._turns.shutdown()
         finally:
-            self._store.events.log("stop", f"channel {self._channel}")
+            self._store.events.log("stop", f"channel {self._key}")
 
     # ------------------------------------------------------------------------------------------- messages
 
@@ -336,13 +310,13 @@ class Runtime:
         if isinstance(decision, Ignore):
             log.info("ignored a message from %s (%s)", sender, decision.reason)
             with store.transaction():
-                store.messages.ignore(self._channel, message.rowid, sender, message.text, decision.reason)
+                store.messages.ignore(self._key, message.rowid, sender, message.text, decision.reason)
                 store.events.log("ignored", f"{decision.reason}: {message.text[:80]!r}", sender)
                 self._messages.done(message.rowid)
         elif isinstance(decision, Hold):
             with store.transaction():
-                store.messages.ignore(self._channel, message.rowid, sender, message.text, "late: listed, runs on `run`")
-                store.held.hold(self._channel, message.rowid, sender, message.reply_target, message.text,
+                store.messages.ignore(self._key, message.rowid, sender, message.text, "late: listed, runs on `run`")
+                store.held.hold(self._key, message.rowid, sender, message.reply_target, message.text,
                                 message.date.timestamp(), forgeable=message.forgeable)
                 store.events.log("held", f"came while offline: {message.text[:80]!r}", sender)
                 self._messages.done(message.rowid)
@@ -351,10 +325,10 @@ class Runtime:
             with store.transaction():
                 if not store.approvals.decide(decision.decided):
                     return False
-                store.messages.take(self._channel, message.rowid, sender, message.text)
+                store.messages.take(self._key, message.rowid, sender, message.text)
                 if decision.clear_history:
                     store.history.clear(sender)
-                store.messages.record_reply(self._channel, message.rowid, decision.text)
+                store.messages.record_reply(self._key, message.rowid, decision.text)
                 if decision.login_link is not None:
                     store.web_logins.add_link(decision.login_link, sender, self._settings.web_link_minutes * 60)
                 # Recorded with the reply that tells of them: a restart neither runs them nor tells of them twice.
@@ -368,7 +342,7 @@ class Runtime:
             with store.transaction():
                 if not store.approvals.decide(decision.decided):
                     return False
-                store.messages.take(self._channel, message.rowid, sender, message.text)
+                store.messages.take(self._key, message.rowid, sender, message.text)
             if decision.ack:
                 self._sender.progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, self._messages.work(message, decision)))
@@ -381,7 +355,7 @@ class Runtime:
         base = self._settings.web_base_url
         self.orchestrator.login_links = LoginLinks(
             base or local_url, self._settings.web_link_minutes, mac_only=base is None,
-            over_imessage=self._channel == "imessage", safari_note="" if base else safari_problem(local_url),
+            channel_carries=self._channel.carries_links, safari_note="" if base else safari_problem(local_url),
         )
 
     def send_notice(self, recipient: str, text: str) -> str | None:
