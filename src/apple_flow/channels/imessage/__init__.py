@@ -1,8 +1,9 @@
 """The iMessage channel: chat.db ingress and AppleScript egress, sharing the daemon's record of sent texts so that
 the ingress drops the echoes of the daemon's own replies.
 
-Use ``build_imessage_channel(settings, sent)``. The ingress also offers ``scanned_rowid`` and ``last_error`` (the
-current ``ChatDBError``, with the fix in its message); see ``ingress.py``.
+The daemon gets it whole from ``channel.build`` (through ``channels.registry``); ``build_imessage_channel(settings,
+sent)`` makes the ingress and egress alone (the doctor, the tests). The ingress also offers ``scanned_rowid`` and
+``last_error`` (the current ``ChatDBError``, with the fix in its message); see ``ingress.py``.
 """
 
 from __future__ import annotations
