@@ -112,3 +112,23 @@ def test_auto_is_the_first_channel_this_system_prefers(monkeypatch: pytest.Monke
 def test_the_settings_accept_the_registrys_names() -> None:
     # APPLE_FLOW_CHANNEL's values are listed in config (a Literal, for the generated docs): the two must agree.
     assert set(get_args(ChannelName)) == set(registry.names())
+
+
+def test_the_health_view_checks_chat_db_for_the_channels_whose_entry_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apple_flow.config import load_settings
+    from apple_flow.health.running import DaemonState, health_checks
+
+    tiny = TinyChannel([])
+    monkeypatch.setitem(registry.REGISTRY, "tiny", registry.ChannelEntry("tiny", tiny.build, preferred=lambda: False))
+    settings = load_settings(env_file=None, db_path=tmp_path / "relay.db", messages_db_path=tmp_path / "chat.db")
+    store = Store(settings.db_path)
+    try:
+        def names(channel: str) -> list[str]:
+            return [check.name for check in health_checks(settings, store, DaemonState(channel, "afm", "ready", 0.0))]
+
+        assert names("imessage")[1:3] == ["chat.db", "Full Disk Access"]
+        assert names("console")[1] == names("tiny")[1] == "messages"  # not applicable: no chat.db
+    finally:
+        store.close()
