@@ -13,11 +13,14 @@ from typing import Any
 
 import pytest
 
+from apple_flow.channels.base import Access
 from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem, python_binary
 from apple_flow.channels.imessage.permissions import (
     AUTOMATION,
     CHAT_DB,
+    Finding,
     PermissionMonitor,
+    PermissionReport,
     Responsible,
     State,
     chat_db_finding,
@@ -231,6 +234,27 @@ def test_the_readers_news_about_chat_db_reaches_the_report_and_the_listeners(
     assert chat.state is State.DENIED and "System Settings > Privacy & Security > Full Disk Access" in chat.fix
     monitor.chat_db_state(None)  # readable again
     assert heard == [State.CHECKING, State.OK, State.DENIED, State.OK]
+
+
+def test_the_daemon_hears_the_report_as_access_and_only_a_refusal_counts_as_unreadable(
+    chat_db: ChatDbWriter, store: Store
+) -> None:
+    # The daemon's owner notices know nothing of findings: sending is Automation, reading is chat.db, and a problem
+    # that is not a refusal (a lock) or a check still running is "not known", never "refused".
+    def access(chat: State, automation: State) -> Access:
+        findings = (Finding(CHAT_DB, chat, "chat.db", "grant it"), Finding(AUTOMATION, automation, "Messages"))
+        return PermissionReport("Apple Flow", 1, 0.0, findings).access()
+
+    assert access(State.OK, State.OK) == Access("Apple Flow", True, True, "grant it")
+    assert access(State.DENIED, State.PROBLEM) == Access("Apple Flow", False, False, "grant it")
+    assert access(State.PROBLEM, State.CHECKING) == Access("Apple Flow", None, None, "grant it")
+    assert access(State.CHECKING, State.DENIED) == Access("Apple Flow", False, None, "grant it")
+    chat_db.message("hello", sender=ANA)
+    monitor = PermissionMonitor(settings_for(chat_db.path), store.meta, app=SERVICE)
+    heard: list[Access] = []
+    monitor.on_access(heard.append)
+    monitor.wait_until_ready(threading.Event())
+    assert [(a.app, a.can_read) for a in heard] == [(SERVICE.name, None), (SERVICE.name, True)]
 
 
 def test_a_stop_request_ends_the_wait(tmp_path: Path, store: Store, probe_osascript: FakeOsascript) -> None:
