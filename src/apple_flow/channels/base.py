@@ -264,7 +264,7 @@ class ChannelNeeds:
     terminal: bool = False  # a person at this terminal (`apple-flow chat`): a channel that renders, renders
 
 
-@dataclass
+@dataclass(frozen=True)
 class Channel:
     """One channel as built for the daemon."""
 
