@@ -106,7 +106,22 @@ LAYERS: dict[str, int] = {
     "apple_flow.app_bundle": 3,
     "apple_flow.login_service": 3,
     "apple_flow.health": 0,
+    "apple_flow.sizes": 3,
 }
+# The daemon's modules before its split into deciding/ and running/ (``--before`` a commit of then), in the layer
+# of what they became.
+LAYERS.update({
+    "apple_flow.daemon.runtime": 0, "apple_flow.daemon.work": 0, "apple_flow.daemon.message_work": 0,
+    "apple_flow.daemon.web_work": 0, "apple_flow.daemon.outbound": 0, "apple_flow.daemon.turns": 0,
+    "apple_flow.daemon.owner_notices": 0, "apple_flow.daemon.orchestrator": 1, "apple_flow.daemon.decisions": 1,
+    "apple_flow.daemon.state_view": 1, "apple_flow.daemon.status_replies": 1, "apple_flow.daemon.conclusion": 1,
+    "apple_flow.daemon.checks": 1, "apple_flow.daemon.escalation": 1, "apple_flow.daemon.catch_up": 1,
+    "apple_flow.daemon.commands": 1, "apple_flow.daemon.policy": 1, "apple_flow.daemon.approvals": 1,
+    "apple_flow.daemon.workspaces": 1, "apple_flow.daemon.failures": 1, "apple_flow.daemon.scheduler": 1,
+    "apple_flow.daemon.cursor": 1, "apple_flow.daemon.progress": 1, "apple_flow.daemon.run_log": 1,
+    "apple_flow.daemon.orphans": 1, "apple_flow.daemon.lock": 1, "apple_flow.daemon.outbox": 1,
+    "apple_flow.daemon.arrivals": 1, "apple_flow.daemon.reports": 1,
+})
 # Packages counted as one module: the store's tables and its database are one part (calls among them are not calls
 # between modules).
 UNITS = ("apple_flow.daemon.store",)
@@ -264,7 +279,10 @@ def build_daemon(settings: Any, store: Any) -> Any:
     """The daemon as ``apple-flow run --channel imessage`` builds it."""
     from apple_flow.channels.imessage import build_imessage_channel
     from apple_flow.connectors import build_connector
-    from apple_flow.daemon.running import runtime
+    try:
+        from apple_flow.daemon.running import runtime
+    except ImportError:  # before daemon/ was split into deciding/ and running/
+        from apple_flow.daemon import runtime  # type: ignore[no-redef]
 
     connector = build_connector(settings)
     # The store's record of sent texts (before its split into tables: ``store.sent_texts``).
@@ -307,7 +325,8 @@ def measure() -> list[Figures]:
         store = Store(settings.db_path)
         transactions = Transactions()
         if hasattr(store, "cursors"):
-            store.cursors.set("imessage", 0)
+            cursors = store.cursors  # its methods were named ``set`` ... before each table's names became its own
+            (cursors.set_cursor if hasattr(cursors, "set_cursor") else cursors.set)("imessage", 0)
             store.db.trace(transactions.statement)
         else:  # before the store's split
             store.set_cursor("imessage", 0)

@@ -22,7 +22,7 @@ def store(tmp_path: Path) -> Store:
 
 
 def test_events_are_kept_in_order_without_text_deltas(store: Store) -> None:
-    store.runs.start("run_a", "+15551234567", "chat", "/ws", "fix it", message="imessage:7")
+    store.runs.start_run("run_a", "+15551234567", "chat", "/ws", "fix it", message="imessage:7")
     record = RunLog(store, "run_a")
     record(parse_event({"type": "start", "backend": "openai", "model": "m"}))
     record(parse_event({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "a.py"}}))
@@ -33,7 +33,7 @@ def test_events_are_kept_in_order_without_text_deltas(store: Store) -> None:
     assert [e.type for e in events] == ["start", "tool_call", "tool_result", "result"]
     assert [e.seq for e in events] == [1, 2, 3, 4]
     assert json.loads(events[1].body)["arguments"] == {"path": "a.py"}
-    run = store.runs.get("run_a")
+    run = store.runs.get_run("run_a")
     assert run is not None and run.message == "imessage:7" and run.events_dropped == 0
 
 
@@ -41,7 +41,7 @@ def test_a_run_past_its_budget_drops_events_but_keeps_its_result(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(run_log, "RUN_MAX_BYTES", 3 * EVENT_MAX_BYTES)
-    store.runs.start("run_b", "+15551234567", "chat", "/ws", "read everything")
+    store.runs.start_run("run_b", "+15551234567", "chat", "/ws", "read everything")
     record = RunLog(store, "run_b")
     for index in range(10):
         record(parse_event({"type": "tool_result", "id": f"c{index}", "output": "x" * 6000}))
@@ -49,7 +49,7 @@ def test_a_run_past_its_budget_drops_events_but_keeps_its_result(
     types = [e.type for e in store.run_events.of_run("run_b")]
     assert types[-1] == "result"
     assert 2 <= types.count("tool_result") < 10
-    run = store.runs.get("run_b")
+    run = store.runs.get_run("run_b")
     assert run is not None and run.events_dropped == 10 - types.count("tool_result")
     assert sum(len(e.body) for e in store.run_events.of_run("run_b")) <= 3 * EVENT_MAX_BYTES
 
@@ -59,12 +59,12 @@ def test_only_the_newest_runs_keep_their_events(store: Store, monkeypatch: pytes
     clock = iter(range(100))
     store.db._clock = lambda: float(next(clock))
     for name in ("r1", "r2", "r3"):
-        store.runs.start(name, "+15551234567", "chat", "/ws", name)
+        store.runs.start_run(name, "+15551234567", "chat", "/ws", name)
         with RunLog(store, name) as record:
             record(parse_event({"type": "notice", "message": name}))
     assert store.run_events.of_run("r1") == []
     assert [len(store.run_events.of_run(name)) for name in ("r2", "r3")] == [1, 1]
-    assert [r.id for r in store.runs.recent()] == ["r3", "r2", "r1"]  # the runs themselves stay
+    assert [r.id for r in store.runs.recent_runs()] == ["r3", "r2", "r1"]  # the runs themselves stay
 
 
 def test_a_huge_event_is_cut_and_says_so() -> None:
@@ -79,7 +79,7 @@ def test_a_huge_event_is_cut_and_says_so() -> None:
 
 
 def test_a_store_that_cannot_be_written_does_not_stop_the_run(store: Store, tmp_path: Path) -> None:
-    store.runs.start("run_c", "+15551234567", "chat", "/ws", "x")
+    store.runs.start_run("run_c", "+15551234567", "chat", "/ws", "x")
     store.close()
     with RunLog(store, "run_c") as record:
         record(parse_event({"type": "notice", "message": "still fine"}))  # logged, not raised
@@ -91,13 +91,13 @@ def test_the_migration_keeps_existing_runs(tmp_path: Path) -> None:
         "INSERT INTO runs (id, sender, kind, workspace, request, state, started_at) "
         "VALUES ('old', 's', 'chat', '/ws', 'hi', 'done', 1)",
     )
-    run = Store(path).runs.get("old")
+    run = Store(path).runs.get_run("old")
     assert run is not None and run.message is None and run.events_dropped == 0 and run.request == "hi"
 
 
 def test_events_that_come_together_are_written_in_one_transaction(store: Store) -> None:
     # Before: one transaction per event (and a query of the run's size before each).
-    store.runs.start("run_d", "+15551234567", "chat", "/ws", "read a lot")
+    store.runs.start_run("run_d", "+15551234567", "chat", "/ws", "read a lot")
     statements: list[str] = []
     store.db.trace(statements.append)
     with RunLog(store, "run_d") as record:
@@ -111,7 +111,7 @@ def test_events_that_come_together_are_written_in_one_transaction(store: Store) 
 
 
 def test_an_event_waits_at_most_the_flush_time_and_the_result_not_at_all(store: Store) -> None:
-    store.runs.start("run_e", "+15551234567", "chat", "/ws", "x")
+    store.runs.start_run("run_e", "+15551234567", "chat", "/ws", "x")
     record = RunLog(store, "run_e", flush_seconds=0.1)
     record(parse_event({"type": "tool_call", "id": "c1", "name": "runCommand", "arguments": {"command": "make test"}}))
     deadline = time.monotonic() + 5

@@ -78,7 +78,7 @@ def test_a_plan_is_noted_with_its_parts_guids_once_confirmed(
     channel_settings: Any, fake_osascript: FakeOsascript, store: Store, tmp_path: Path
 ) -> None:
     approval = Approvals(store.approvals, ttl_minutes=20).create("+15551234567", "task", "plan", str(tmp_path))
-    store.approvals.add(approval)
+    store.approvals.add_approval(approval)
     out = reply_sender(channel_settings(), store)
     handed = out.hand_over("+15551234567", "Here is the plan. Like it to approve.", approval.id)
     out.when_confirmed(handed, lambda failed: None)

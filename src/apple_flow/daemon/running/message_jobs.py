@@ -57,18 +57,18 @@ class MessageLedger:
         tracker = self._require_tracker()
         position = tracker.passed(rowid) if skipped else tracker.finished(rowid)
         if position is not None:
-            self._store.cursors.advance(self.channel, position)
+            self._store.cursors.advance_cursor(self.channel, position)
 
     def replay(self, message: InboundMessage) -> bool:
         """A message read again after a restart: does what was left (the reply recorded but not sent, the files
         not sent). False when there was nothing recorded to go on from."""
-        record = self._store.messages.get(self.channel, message.rowid)
+        record = self._store.messages.get_message(self.channel, message.rowid)
         if record is not None and record.state in HANDLED_STATES:
             self.complete(message)  # its reply's files that a crash left unsent go first
             return True
         if record is not None and record.state == "replied" and record.reply is not None:
             if self._sender.went_out(message.reply_target, record.reply, message.rowid):  # just before a crash
-                self._store.messages.mark_sent(self.channel, message.rowid)
+                self._store.messages.mark_message_sent(self.channel, message.rowid)
                 self.complete(message)
             else:
                 self.deliver(message, record.reply)  # recorded before a crash, never sent
@@ -84,14 +84,14 @@ class MessageLedger:
         self._store.events.log("unsent", f"not run: {message.text[:80]!r}", message.sender)
         if turn.approval is None:
             with self._store.transaction():
-                self._store.messages.record_reply(self.channel, message.rowid, None, "unsent before it ran")
+                self._store.messages.record_message_reply(self.channel, message.rowid, None, "unsent before it ran")
                 self.done(message.rowid)
             return
         note = (f"Not run: you unsent `{message.text.strip()}` before it started. "
                 f"{turn.approval.id} is pending again.")
         with self._store.transaction():
             self._store.approvals.reopen(turn.approval.id)
-            self._store.messages.record_reply(self.channel, message.rowid, note)
+            self._store.messages.record_message_reply(self.channel, message.rowid, note)
         self.deliver(message, note)
 
     def receive_files(self, message: InboundMessage, workspace: Path) -> str:
@@ -110,7 +110,7 @@ class MessageLedger:
         return describe(arrivals)
 
     def record_reply(self, message: InboundMessage, reply: str | None, note: str | None = None) -> None:
-        self._store.messages.record_reply(self.channel, message.rowid, reply, note)
+        self._store.messages.record_message_reply(self.channel, message.rowid, reply, note)
 
     def deliver(self, message: InboundMessage, reply: str, approval_id: str | None = None) -> None:
         """Sends the recorded reply and its files; records how the reply went, then lets the cursor pass the
@@ -131,7 +131,7 @@ class MessageLedger:
 
     def _delivered(self, message: InboundMessage, failed: str | None) -> None:
         with self._store.transaction():
-            self._store.messages.mark_sent(self.channel, message.rowid, failed=failed)
+            self._store.messages.mark_message_sent(self.channel, message.rowid, failed=failed)
             if failed is not None:
                 self._store.events.log("send_failed", failed, message.sender)
 

@@ -87,18 +87,17 @@ class OwnerNotices:
             if chat_db is None or automation is None or automation.state is not State.OK:
                 return  # it cannot send (or does not know yet): nothing to say, nothing to remember
             if chat_db.state is State.OK:
-                self._store.meta.set(CHAT_DB_LOST_KEY, "")
-                if not self._store.meta.get(READY_KEY):
+                self._store.meta.set_meta(CHAT_DB_LOST_KEY, "")
+                if not self._store.meta.get_meta(READY_KEY):
                     self._tell(send, owner, READY_KEY, ready_text(report.app))
-            elif chat_db.state is State.DENIED and self._rebuilt is not None and self._store.meta.get(
+            elif chat_db.state is State.DENIED and self._rebuilt is not None and self._store.meta.get_meta(
                 REBUILT_KEY
             ) != self._rebuilt.code_hash:
                 if self._tell(send, owner, REBUILT_KEY, rebuilt_text(report.app, self._rebuilt.steps),
                               self._rebuilt.code_hash):
-                    self._store.meta.set(CHAT_DB_LOST_KEY, "sent")  # said already, with the better reason
-            elif chat_db.state is State.DENIED and self._store.meta.get(READY_KEY) and not self._store.meta.get(
-                CHAT_DB_LOST_KEY
-            ):
+                    self._store.meta.set_meta(CHAT_DB_LOST_KEY, "sent")  # said already, with the better reason
+            elif (chat_db.state is State.DENIED and self._store.meta.get_meta(READY_KEY)
+                  and not self._store.meta.get_meta(CHAT_DB_LOST_KEY)):
                 self._tell(send, owner, CHAT_DB_LOST_KEY, chat_db_lost_text(report.app, chat_db.fix))
 
     def _tell(self, send: Send, owner: str, key: str, text: str, value: str = "sent") -> bool:
@@ -106,6 +105,6 @@ class OwnerNotices:
         if problem is not None:
             log.warning("could not text the owner (%s): %s", key, problem)
             return False  # not remembered: the next change tries again
-        self._store.meta.set(key, value)
+        self._store.meta.set_meta(key, value)
         self._store.events.log("owner_notice", key, owner)
         return True

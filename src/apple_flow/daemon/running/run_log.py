@@ -88,8 +88,8 @@ class RunLog:
         events, dropped = self._pending, self._dropped
         self._pending, self._dropped = [], 0
         try:
-            self._store.run_events.add(self.run_id, events, self._written + 1, dropped,
-                                       KEEP_RUNS if self._written == 0 else None)
+            self._store.run_events.add_run_events(self.run_id, events, self._written + 1, dropped,
+                                                  KEEP_RUNS if self._written == 0 else None)
         except Exception:
             log.exception("could not keep %d event(s) of run %s", len(events), self.run_id)
         self._written += len(events)

@@ -178,10 +178,10 @@ class Runtime:
     def run(self) -> int:
         """Runs until the input ends (then drains every pending turn) or a stop is requested. Returns the exit
         status: 0, or 1 when the ingress failed."""
-        previous = self._store.meta.get(CHILD_TOKEN_KEY)
+        previous = self._store.meta.get_meta(CHILD_TOKEN_KEY)
         if previous:
             orphans.kill_orphans(previous)
-        self._store.meta.set(CHILD_TOKEN_KEY, orphans.mark_children())
+        self._store.meta.set_meta(CHILD_TOKEN_KEY, orphans.mark_children())
         interrupted = self._store.runs.interrupt_running()
         if interrupted:
             log.warning("%d run(s) were cut short by the previous shutdown; their messages are handled again",
@@ -191,7 +191,7 @@ class Runtime:
         if self._checks is not None and not self._checks.wait_until_ready(self._stop):
             self._shutdown()
             return 0
-        start = self._store.cursors.get(self._channel)
+        start = self._store.cursors.get_cursor(self._channel)
         if start is None:
             start = self._first_start()
         else:
@@ -251,8 +251,8 @@ class Runtime:
         self._catchup = (latest, time.time() - self._settings.startup_catchup_window_seconds)
         # Saved with the cursor: a first run stopped before it passed the old rows must not answer them next time.
         with self._store.transaction():
-            self._store.meta.set(self._catchup_key, f"{self._catchup[0]} {self._catchup[1]}")
-            self._store.cursors.set(self._channel, start)
+            self._store.meta.set_meta(self._catchup_key, f"{self._catchup[0]} {self._catchup[1]}")
+            self._store.cursors.set_cursor(self._channel, start)
         return start
 
     @property
@@ -260,7 +260,7 @@ class Runtime:
         return f"catchup:{self._channel}"
 
     def _saved_catchup(self) -> tuple[int, float] | None:
-        saved = (self._store.meta.get(self._catchup_key) or "").split()
+        saved = (self._store.meta.get_meta(self._catchup_key) or "").split()
         return (int(saved[0]), float(saved[1])) if len(saved) == 2 else None
 
     def _read(self, after: int) -> None:
@@ -336,12 +336,13 @@ class Runtime:
         if isinstance(decision, Ignore):
             log.info("ignored a message from %s (%s)", sender, decision.reason)
             with store.transaction():
-                store.messages.ignore(self._channel, message.rowid, sender, message.text, decision.reason)
+                store.messages.ignore_message(self._channel, message.rowid, sender, message.text, decision.reason)
                 store.events.log("ignored", f"{decision.reason}: {message.text[:80]!r}", sender)
                 self._messages.done(message.rowid)
         elif isinstance(decision, Hold):
             with store.transaction():
-                store.messages.ignore(self._channel, message.rowid, sender, message.text, "late: listed, runs on `run`")
+                store.messages.ignore_message(self._channel, message.rowid, sender, message.text,
+                                              "late: listed, runs on `run`")
                 store.held.hold(self._channel, message.rowid, sender, message.reply_target, message.text,
                                 message.date.timestamp(), forgeable=message.forgeable)
                 store.events.log("held", f"came while offline: {message.text[:80]!r}", sender)
@@ -349,12 +350,12 @@ class Runtime:
             self._held_unlisted = True
         elif isinstance(decision, Reply):
             with store.transaction():
-                if not store.approvals.decide(decision.decided):
+                if not store.approvals.record_decisions(decision.decided):
                     return False
-                store.messages.take(self._channel, message.rowid, sender, message.text)
+                store.messages.take_message(self._channel, message.rowid, sender, message.text)
                 if decision.clear_history:
-                    store.history.clear(sender)
-                store.messages.record_reply(self._channel, message.rowid, decision.text)
+                    store.history.clear_history(sender)
+                store.messages.record_message_reply(self._channel, message.rowid, decision.text)
                 if decision.login_link is not None:
                     store.web_logins.add_link(decision.login_link, sender, self._settings.web_link_minutes * 60)
                 # Recorded with the reply that tells of them: a restart neither runs them nor tells of them twice.
@@ -366,9 +367,9 @@ class Runtime:
             self._messages.deliver(message, decision.text)
         else:
             with store.transaction():
-                if not store.approvals.decide(decision.decided):
+                if not store.approvals.record_decisions(decision.decided):
                     return False
-                store.messages.take(self._channel, message.rowid, sender, message.text)
+                store.messages.take_message(self._channel, message.rowid, sender, message.text)
             if decision.ack:
                 self._sender.progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, self._messages.work(message, decision)))

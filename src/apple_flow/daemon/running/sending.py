@@ -175,7 +175,7 @@ class ReplySender:
                 # Said before it is marked: a crash in between tries the file again rather than keep silent.
                 self.progress(item.recipient, f"Could not send {item.shown}: {problem}")
             with self._store.transaction():
-                self._store.reply_files.done(item.id, problem)
+                self._store.reply_files.mark_file_done(item.id, problem)
                 if problem is None:
                     self._store.events.log("file_sent", item.shown, item.sender)
                 else:

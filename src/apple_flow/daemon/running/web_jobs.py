@@ -37,7 +37,7 @@ class WebLedger:
         return rerun
 
     def record(self, approval: Approval, reply: str | None) -> None:
-        self._store.web_runs.record_reply(approval.id, reply)
+        self._store.web_runs.record_web_reply(approval.id, reply)
 
     def send(self, approval: Approval, reply: str) -> None:
         """Sends the recorded answer, marks it sent (a web run has no message whose row the channel could be asked
@@ -46,7 +46,7 @@ class WebLedger:
         an answer that did not go out."""
         handed = self._sender.hand_over(approval.sender, reply)
         with self._store.transaction():
-            self._store.web_runs.mark_sent(approval.id)
+            self._store.web_runs.mark_web_sent(approval.id)
             self._failed(approval, handed.failed)
         self._sender.send_reply_files(web_reply(approval.id))
         if handed.pending:

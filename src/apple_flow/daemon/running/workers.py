@@ -117,15 +117,15 @@ class TurnWorkers:
         if work.withdrawn():
             return
         run_id = new_run_id()
-        self._store.runs.start(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request,
-                               work.run_message, turn.approval.id if turn.approval is not None else None,
-                               turn.escalates)
+        self._store.runs.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request,
+                                   work.run_message, turn.approval.id if turn.approval is not None else None,
+                                   turn.escalates)
         job.run_id = run_id  # from now on `cancel <run id>` finds it
         connector = self._connector_for(turn)
         window = connector.context_window
         request = TurnRequest(
-            turn.prompt, turn.workspace, tuple(self._store.history.recent(turn.sender, window)), turn.read_only,
-            turn.plan, sender=turn.sender, files_note=work.files_note(), verify=turn.verify,
+            turn.prompt, turn.workspace, tuple(self._store.history.recent_exchanges(turn.sender, window)),
+            turn.read_only, turn.plan, sender=turn.sender, files_note=work.files_note(), verify=turn.verify,
         )
         outcome: TurnOutcome | Exception
         try:
@@ -143,7 +143,7 @@ class TurnWorkers:
             work.record_reply(finished.reply)
             self._store.record_turn(turn.sender, run_id, finished)
             if finished.reply is not None:  # the files go with the reply, or not at all
-                self._store.reply_files.record(
+                self._store.reply_files.record_files(
                     work.reply_of, work.recipient, turn.sender, str(turn.workspace),
                     [(item.shown, str(item.path)) for item in outgoing if item.path is not None],
                 )
