@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -144,7 +145,7 @@ def test_a_store_failure_while_handling_a_message_stops_the_daemon_with_status_1
 
     h.store.messages.take_message = full_disk  # type: ignore[method-assign]
     h.start()
-    h.ingress.add(ANA, "hi")
+    h.ingress.add(ANA, "status")  # answered at once: recorded while the message is handled (a turn's, as it starts)
     h._thread.join(10)
     assert h.status == 1
     assert "database or disk is full" in h.store.events.recent_events(kind="dispatch_error")[0].detail
@@ -202,7 +203,31 @@ def test_progress_is_throttled_to_one_message_per_interval(harness: Callable[...
     h2 = harness(connector2, progress_interval_seconds=0, db_path=h.settings.db_path.with_name("two.db")).start()
     h2.ingress.add(ANA, "fix it")
     h2.finish()
-    assert h2.egress.progress == [(ANA, "… readFile a.py"), (ANA, "… editFile a.py")]
+    # Lines that come within one flush of the run log go as one text (how many texts is a matter of timing).
+    lines = [line for who, text in h2.egress.progress if who == ANA for line in text.split("\n")]
+    assert lines == ["… readFile a.py", "… editFile a.py"]
+
+
+def test_a_chat_turn_writes_the_store_three_times(harness: Callable[..., Harness]) -> None:
+    # Before: ten transactions (the message taken, the run begun, each progress line and reply part noted as sent,
+    # the run's events, the reply recorded, marked sent, the cursor moved).
+    h = harness(FakeConnector(progress=("readFile a.py", "editFile a.py"), context_window=5)).start()
+    written: list[set[str]] = []  # the tables each transaction wrote
+
+    def statement(sql: str) -> None:
+        if sql.startswith("BEGIN"):
+            written.append(set())
+        elif written and (match := re.match(r"(?:INSERT(?: OR \w+)? INTO|UPDATE|DELETE FROM) (\w+)", sql)):
+            written[-1].add(match[1])
+
+    h.store.db.trace(statement)
+    h.ingress.add(ANA, "fix it")
+    wait_until(lambda: h.store.cursors.get_cursor("imessage") == 1)
+    h.store.db.trace(None)
+    h.finish()
+    assert written == [{"messages", "runs"}, {"run_events", "messages", "runs", "history"}, {"messages", "cursor"}]
+    assert h.egress.to(ANA) == ["echo: fix it"]
+    assert h.store.messages.get_message("imessage", 1).state == "sent"  # type: ignore[union-attr]
 
 
 def test_cancel_stops_the_running_turn_and_the_sender_hears_once(harness: Callable[..., Harness]) -> None:

@@ -19,8 +19,9 @@ Files: a turn's message's files are copied into its workspace (``arrivals``) whe
 answer names (``outbox``) are checked against the workspace, announced in the reply, recorded with it and sent
 after it.
 
-Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
-conversation's new exchange, any approval request and the files it sends, in one transaction) before it is sent;
+Crash safety: a message is recorded as taken before its turn runs (as it starts, with the run); its reply is
+recorded (with the run's end, the conversation's new exchange, any approval request, the files it sends and its
+lines in the channel's record of sent texts, in one transaction) before it is sent;
 each file is marked as it is sent or refused; the cursor passes a message only once it is finished, its reply and
 then its files out. After ``kill -9`` the restart reads from the cursor: finished messages are skipped, a recorded
 but unsent reply is sent, the files of a reply not sent yet follow it (each checked again: one deleted or grown
@@ -349,7 +350,7 @@ class Runtime:
                 self._messages.done(message.rowid)
             self._held_unlisted = True
         elif isinstance(decision, Reply):
-            with store.transaction():
+            with store.transaction():  # the reply and its sent lines recorded before it goes
                 if not store.approvals.record_decisions(decision.decided):
                     return False
                 store.messages.take_message(self._channel, message.rowid, sender, message.text)
@@ -362,14 +363,18 @@ class Runtime:
                 # (A turn that started since the reply was decided is not dropped here: the cancel below stops it.)
                 for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
                     self._record_dropped(job.payload)
+                noted = self._sender.note(message.reply_target, decision.text)
             if decision.cancel:
                 self._turns.cancel(sender, decision.cancel_run)
-            self._messages.deliver(message, decision.text)
+            self._messages.deliver(message, decision.text, noted=noted, with_files=False)  # files come with turns
         else:
-            with store.transaction():
-                if not store.approvals.record_decisions(decision.decided):
-                    return False
-                store.messages.take_message(self._channel, message.rowid, sender, message.text)
+            # Taken when its turn starts (``TurnWorkers``), in the transaction that begins its run; the requests it
+            # decides are recorded now, with it taken.
+            if decision.decided:
+                with store.transaction():
+                    if not store.approvals.record_decisions(decision.decided):
+                        return False
+                    store.messages.take_message(self._channel, message.rowid, sender, message.text)
             if decision.ack:
                 self._sender.progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, self._messages.work(message, decision)))
