@@ -46,10 +46,13 @@ class Work(Protocol):
         """Records the answer before it is sent, in the caller's transaction (None: nothing to send)."""
         ...
 
-    def answer(self, reply: str | None, approval_id: str | None = None, noted: Noted | None = None) -> None:
-        """Once recorded: sends the answer and its files (None: nothing to send), and lets the cursor pass. A reply
-        presenting the plan of ``approval_id`` is noted with it, by the ids the channel gave it (tapbacks).
-        ``noted``: the channel's record of sent texts has it already (``ReplySender.note``)."""
+    def answer(
+        self, reply: str | None, approval_id: str | None = None, noted: Noted | None = None, with_files: bool = True
+    ) -> None:
+        """Once recorded: sends the answer and its files (None: nothing to send; ``with_files`` False: it has
+        none), and lets the cursor pass. A reply presenting the plan of ``approval_id`` is noted with it, by the ids
+        the channel gave it (tapbacks). ``noted``: the channel's record of sent texts has it already
+        (``ReplySender.note``)."""
         ...
 
     def dropped(self) -> None:

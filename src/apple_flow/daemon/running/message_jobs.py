@@ -199,11 +199,13 @@ class MessageWork:
     def record_reply(self, reply: str | None) -> None:
         self.replies.record_reply(self.message, reply, "cancelled" if reply is None else None)
 
-    def answer(self, reply: str | None, approval_id: str | None = None, noted: Noted | None = None) -> None:
+    def answer(
+        self, reply: str | None, approval_id: str | None = None, noted: Noted | None = None, with_files: bool = True
+    ) -> None:
         if reply is None:
             self.replies.done(self.message.rowid)
         else:
-            self.replies.deliver(self.message, reply, approval_id, noted)
+            self.replies.deliver(self.message, reply, approval_id, noted, with_files)
 
     def dropped(self) -> None:
         self.replies.take(self.message)  # queued, so not recorded yet

@@ -81,7 +81,9 @@ class WebWork:
     def record_reply(self, reply: str | None) -> None:
         self.replies.record(self.approval, reply)
 
-    def answer(self, reply: str | None, approval_id: str | None = None, noted: Noted | None = None) -> None:
+    def answer(
+        self, reply: str | None, approval_id: str | None = None, noted: Noted | None = None, with_files: bool = True
+    ) -> None:
         if reply is not None:  # an approved task's answer: it presents no new plan
             self.replies.send(self.approval, reply, noted)
 

@@ -157,18 +157,18 @@ class TurnWorkers:
             return
         finished, outgoing = self._sender.check_files(finished, turn.workspace)
         noted: Noted | None = None
+        files = [(item.shown, str(item.path)) for item in outgoing if item.path is not None]
         with self._store.transaction():
             progress = record.end()  # the run's last events are written before its end
             work.record_reply(finished.reply)
             self._store.record_turn(turn.sender, run_id, finished)
             if finished.reply is not None:  # the files go with the reply, or not at all
-                self._store.reply_files.record_files(
-                    work.reply_of, work.recipient, turn.sender, str(turn.workspace),
-                    [(item.shown, str(item.path)) for item in outgoing if item.path is not None],
-                )
+                self._store.reply_files.record_files(work.reply_of, work.recipient, turn.sender,
+                                                     str(turn.workspace), files)
                 noted = self._sender.note(work.recipient, finished.reply)
         record.send_after_end(progress)
-        work.answer(finished.reply, finished.approval.id if finished.approval is not None else None, noted)
+        work.answer(finished.reply, finished.approval.id if finished.approval is not None else None, noted,
+                    with_files=bool(files))
 
     def _turn(self, connector: Connector, request: TurnRequest, record: RunLog) -> TurnOutcome:
         """Runs the connector's turn to its outcome, passing its progress on to the recipient (throttled; sent
