@@ -38,9 +38,9 @@ def record_run(page: Page, run_id: str = "run_abc123", state: str = "done") -> N
          "usage": {"input_tokens": 2900, "output_tokens": 310, "estimated": True}, "files_changed": ["app.py"],
          "commands_run": 1, "backend": "openai", "model": "qwen2.5:3b"},
     ]
-    log = RunLog(store, run_id)
-    for event in events:
-        log(parse_event(event))
+    with RunLog(store, run_id) as log:  # its last events are written as it closes
+        for event in events:
+            log(parse_event(event))
     store.runs.finish_run(run_id, FinishedTurn(None, state, "Renamed it."))
     store.messages.record_message_reply("imessage", 41, "Renamed it. (sent)")
     store.messages.mark_message_sent("imessage", 41)
@@ -124,8 +124,8 @@ def test_a_run_page_shows_tool_calls_commands_diff_and_the_reply_as_sent(page: P
 
 def test_a_failed_run_says_why(page: Page) -> None:
     page.store.runs.start_run("run_bad", ANA, "chat", "/ws", "do it")
-    RunLog(page.store, "run_bad")(parse_event({"type": "result", "subtype": "error_timeout", "is_error": True,
-                                               "result": "x"}))
+    with RunLog(page.store, "run_bad") as log:
+        log(parse_event({"type": "result", "subtype": "error_timeout", "is_error": True, "result": "x"}))
     page.store.runs.finish_run("run_bad", FinishedTurn(None, "failed", "Error: Request timed out after 120s."))
     html = page.logged_in().get("/runs/run_bad").text
     assert "Error: Request timed out after 120s. (error_timeout)" in html
