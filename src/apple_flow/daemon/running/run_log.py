@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from apple_flow.channels.base import Noted
@@ -53,7 +54,9 @@ class RunLog:
         self._flush_seconds = flush_seconds
         self._sender = sender  # where progress lines go (to ``recipient``); None: the run sends none
         self._recipient = recipient
-        self._lock = threading.Lock()
+        # Re-entrant: ``end`` runs inside ``ending``. Always taken before the store's lock (the timer's writes and
+        # ``ending`` alike), never while holding it, so the two cannot wait for each other.
+        self._lock = threading.RLock()
         self._pending: list[tuple[str, str]] = []
         self._progress: list[str] = []  # progress lines waiting for the next write
         self._dropped = 0  # events over the budget since the last write
@@ -100,10 +103,18 @@ class RunLog:
         with self._lock:  # held while the progress goes: the next batch's lines follow this one's
             self._send(*self._write())
 
+    @contextmanager
+    def ending(self) -> Iterator[None]:
+        """Holds the log while the caller opens the transaction that records the run's end (``with
+        record.ending(), store.transaction(): record.end() ...``): the log's lock is taken before the store's, as a
+        timer's write takes them."""
+        with self._lock:
+            yield
+
     def end(self) -> tuple[str, Noted | None] | None:
         """The run ends: writes the events still waiting, in the caller's transaction (the one recording the run's
-        end), and notes the progress lines still waiting in it. Returns those lines (as one text) and how they
-        were noted, for ``send_after_end`` once that transaction is committed."""
+        end, opened inside ``ending``), and notes the progress lines still waiting in it. Returns those lines (as
+        one text) and how they were noted, for ``send_after_end`` once that transaction is committed."""
         with self._lock:
             text, noted = self._write()
         return (text, noted) if text is not None else None

@@ -158,7 +158,7 @@ class TurnWorkers:
         finished, outgoing = self._sender.check_files(finished, turn.workspace)
         noted: Noted | None = None
         files = [(item.shown, str(item.path)) for item in outgoing if item.path is not None]
-        with self._store.transaction():
+        with record.ending(), self._store.transaction():
             progress = record.end()  # the run's last events are written before its end
             work.record_reply(finished.reply)
             self._store.record_turn(turn.sender, run_id, finished)
