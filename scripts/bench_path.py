@@ -12,11 +12,11 @@ Reported per message: the modules it passes through; the calls from one module i
 enter a module the message had already been in, and how many resume a generator (a caller pulling the next item:
 the runtime pulls the connector's events, the connector the runner's lines); the calls into the store and its
 transactions (each named by the tables it wrote); and the calls back up the layers, each named. Layers, top
-down: 0 the runtime (``cli``, ``daemon.runtime``), 1 the orchestrator and the runtime's helpers (scheduler,
-cursor, progress throttle, run log), 2 the parts (connectors, channels), 3 beside everything (store, settings,
-handles). A call from a lower layer into code of a higher one (a callback, a closure handed down) is a call back
-up; closures (functions defined inside another function) called from another module are counted too, whichever
-way they go.
+down: 0 the runtime (``cli``, ``daemon.running``'s loop, workers, ledgers, sending, and the run log, which sends the
+progress lines that ride its writes), 1 the orchestrator and the runtime's helpers (scheduler, cursor, progress
+throttle), 2 the parts (connectors, channels), 3 beside everything (store, settings, handles). A call from a lower
+layer into code of a higher one (a callback, a closure handed down) is a call back up; closures (functions defined
+inside another function) called from another module are counted too, whichever way they go.
 
     scripts/bench_path [--report reports/bench_path.md] [--before REF]
 
@@ -87,7 +87,7 @@ LAYERS: dict[str, int] = {
     "apple_flow.daemon.running.scheduler": 1,
     "apple_flow.daemon.running.cursor": 1,
     "apple_flow.daemon.running.progress": 1,
-    "apple_flow.daemon.running.run_log": 1,
+    "apple_flow.daemon.running.run_log": 0,  # sends the progress lines that ride its writes (before: 1)
     "apple_flow.daemon.running.orphans": 1,
     "apple_flow.daemon.running.lock": 1,
     "apple_flow.daemon.deciding.files_to_send": 1,
@@ -107,7 +107,22 @@ LAYERS: dict[str, int] = {
     "apple_flow.app_bundle": 3,
     "apple_flow.login_service": 3,
     "apple_flow.health": 0,
+    "apple_flow.sizes": 3,
 }
+# The daemon's modules before its split into deciding/ and running/ (``--before`` a commit of then), in the layer
+# of what they became.
+LAYERS.update({
+    "apple_flow.daemon.runtime": 0, "apple_flow.daemon.work": 0, "apple_flow.daemon.message_work": 0,
+    "apple_flow.daemon.web_work": 0, "apple_flow.daemon.outbound": 0, "apple_flow.daemon.turns": 0,
+    "apple_flow.daemon.owner_notices": 0, "apple_flow.daemon.orchestrator": 1, "apple_flow.daemon.decisions": 1,
+    "apple_flow.daemon.state_view": 1, "apple_flow.daemon.status_replies": 1, "apple_flow.daemon.conclusion": 1,
+    "apple_flow.daemon.checks": 1, "apple_flow.daemon.escalation": 1, "apple_flow.daemon.catch_up": 1,
+    "apple_flow.daemon.commands": 1, "apple_flow.daemon.policy": 1, "apple_flow.daemon.approvals": 1,
+    "apple_flow.daemon.workspaces": 1, "apple_flow.daemon.failures": 1, "apple_flow.daemon.scheduler": 1,
+    "apple_flow.daemon.cursor": 1, "apple_flow.daemon.progress": 1, "apple_flow.daemon.run_log": 1,
+    "apple_flow.daemon.orphans": 1, "apple_flow.daemon.lock": 1, "apple_flow.daemon.outbox": 1,
+    "apple_flow.daemon.arrivals": 1, "apple_flow.daemon.reports": 1,
+})
 # Packages counted as one module: the store's tables and its database are one part (calls among them are not calls
 # between modules).
 UNITS = ("apple_flow.daemon.store",)
@@ -271,7 +286,10 @@ def build_daemon(settings: Any, store: Any) -> Any:
         return assemble(settings, store, "imessage")
     from apple_flow.channels.imessage import build_imessage_channel
     from apple_flow.connectors import build_connector
-    from apple_flow.daemon.running import runtime
+    try:
+        from apple_flow.daemon.running import runtime
+    except ImportError:  # before daemon/ was split into deciding/ and running/
+        from apple_flow.daemon import runtime  # type: ignore[no-redef]
 
     connector = build_connector(settings)
     # The store's record of sent texts (before its split into tables: ``store.sent_texts``).
@@ -314,7 +332,8 @@ def measure() -> list[Figures]:
         store = Store(settings.db_path)
         transactions = Transactions()
         if hasattr(store, "cursors"):
-            store.cursors.set("imessage", 0)
+            cursors = store.cursors  # its methods were named ``set`` ... before each table's names became its own
+            (cursors.set_cursor if hasattr(cursors, "set_cursor") else cursors.set)("imessage", 0)
             store.db.trace(transactions.statement)
         else:  # before the store's split
             store.set_cursor("imessage", 0)

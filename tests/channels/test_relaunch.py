@@ -116,7 +116,7 @@ def test_a_grant_seen_by_a_new_process_relaunches_the_service_once_never_inside_
     assert len(relaunched) == 1 and monitor.relaunching
     assert relaunched[0] - started >= THROTTLE_INTERVAL  # launchd would hold back a quicker restart anyway
     assert stop.pauses == [2, 4, 8]  # 2 s: granted; 6 s: too soon; 14 s: relaunch
-    assert store.meta.get(RELAUNCH_KEY)
+    assert store.meta.get_meta(RELAUNCH_KEY)
     report = read_report(store.path)
     assert report is not None
     chat = {f.name: f for f in report.findings}[CHAT_DB]
@@ -172,7 +172,7 @@ def test_the_doc_shows_the_relaunch_as_the_service_and_its_launcher_log_it(
     line = next(r.getMessage() for r in caplog.records if "chat.db (Full Disk Access): ok" in r.getMessage())
     assert ready.endswith(" INFO apple_flow.channels.imessage.permissions: "
                           + line.replace(str(tmp_path), "/Users/you"))
-    assert store.meta.get(RELAUNCH_KEY) == ""  # read: a later refusal may relaunch once again
+    assert store.meta.get_meta(RELAUNCH_KEY) == ""  # read: a later refusal may relaunch once again
 
 
 def test_no_relaunch_while_a_new_process_is_refused_too_or_when_run_by_hand(

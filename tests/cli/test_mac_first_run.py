@@ -156,7 +156,7 @@ def _service_without_full_disk_access(home: Path) -> None:
         )),
     )
     store = Store(home / ".apple-flow" / "relay.db")
-    store.meta.set(REPORT_KEY, PermissionReport("Apple Flow", 4242, time.time(), findings).to_json())
+    store.meta.set_meta(REPORT_KEY, PermissionReport("Apple Flow", 4242, time.time(), findings).to_json())
     store.close()
 
 

@@ -353,7 +353,7 @@ def test_setup_names_each_missing_grant_and_where_to_give_it(
             automation_finding(ProbeResult(ProbeState.OK, "Apple Flow may control Messages (iMessage account A1)")),
         )
         store = Store(Path(os.environ["APPLE_FLOW_DB_PATH"]))
-        store.meta.set(REPORT_KEY, PermissionReport("Apple Flow", 4242, time.time(), findings).to_json())
+        store.meta.set_meta(REPORT_KEY, PermissionReport("Apple Flow", 4242, time.time(), findings).to_json())
         store.close()
 
     writer = threading.Thread(target=fake_service)

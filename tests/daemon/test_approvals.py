@@ -57,7 +57,7 @@ def test_a_task_is_planned_read_only_then_runs_with_tools_once_approved(run_daem
     assert run_call.request.workspace == h.settings.default_workspace
     assert "fix the parser" in run_call.prompt and "1. Edit a.py" in run_call.prompt
     assert "keep the old API" in run_call.prompt
-    approval = h.store.approvals.get(rid)
+    approval = h.store.approvals.get_approval(rid)
     assert approval is not None and approval.state == "approved"
 
 
@@ -83,7 +83,7 @@ def test_only_the_requesting_sender_may_approve(run_daemon: Callable[..., Harnes
     h.finish()
     assert h.egress.to(BOB) == [f"No approval request {rid}. You have none pending."]
     assert len(h.connector.calls) == 1
-    approval = h.store.approvals.get(rid)
+    approval = h.store.approvals.get_approval(rid)
     assert approval is not None and approval.state == "pending"
 
 
@@ -119,13 +119,13 @@ def test_deny_all_denies_every_pending_request_of_the_sender(run_daemon: Callabl
     assert which.startswith("Which one? Pending:") and all(i in which for i in ids)
     assert denied.startswith("Denied 2 request(s)")
     assert none == "You have no pending approval requests."
-    assert all(h.store.approvals.get(i).state == "denied" for i in ids)  # type: ignore[union-attr]
+    assert all(h.store.approvals.get_approval(i).state == "denied" for i in ids)  # type: ignore[union-attr]
 
 
 def recorded(store: Store, decision: ApprovalDecision) -> ApprovalDecision:
     """Records what a decision decided, as the daemon does with the message that made it."""
     for approval in decision.decided:
-        store.approvals.decide([approval])
+        store.approvals.record_decisions([approval])
     return decision
 
 
@@ -133,13 +133,13 @@ def test_deciding_writes_nothing_until_the_decision_is_recorded(tmp_path: Path) 
     store = Store(tmp_path / "relay.db")
     approvals = Approvals(store.approvals, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
-    store.approvals.add(request)
+    store.approvals.add_approval(request)
     decision = approvals.approve(ANA, request.id, "imessage:9", "keep the API")
     assert decision.approval is not None and decision.approval.state == "approved"
     assert decision.decided == (decision.approval,) and decision.approval.extra == "keep the API"
-    assert store.approvals.get(request.id) == request  # still pending: the daemon records it with the message
+    assert store.approvals.get_approval(request.id) == request  # still pending: the daemon records it with the message
     recorded(store, decision)
-    stored = store.approvals.get(request.id)
+    stored = store.approvals.get_approval(request.id)
     assert stored is not None and (stored.state, stored.decided_by, stored.extra) == (
         "approved", "imessage:9", "keep the API"
     )
@@ -150,7 +150,7 @@ def test_an_expired_request_cannot_be_approved(tmp_path: Path) -> None:
     store = Store(tmp_path / "relay.db")
     approvals = Approvals(store.approvals, ttl_minutes=20, clock=lambda: now[0])
     request = approvals.create(ANA, "task", "plan", "/ws")
-    store.approvals.add(request)
+    store.approvals.add_approval(request)
     now[0] += 20 * 60 + 1
     decision = approvals.approve(ANA, request.id, "imessage:9")
     assert decision.approval is None
@@ -163,12 +163,12 @@ def test_a_decision_that_lands_between_the_check_and_the_write_wins_alone(tmp_pa
     store = Store(tmp_path / "relay.db")
     approvals = Approvals(store.approvals, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
-    store.approvals.add(request)
+    store.approvals.add_approval(request)
     decision = approvals.approve(ANA, request.id, "imessage:9")  # checked while still pending
     other = replace(request, state="denied", decided_by="web:other", decided_at=1.0)
-    assert store.approvals.decide([other])  # the other decider writes first
-    assert not store.approvals.decide(decision.decided)  # so this one records nothing
-    stored = store.approvals.get(request.id)
+    assert store.approvals.record_decisions([other])  # the other decider writes first
+    assert not store.approvals.record_decisions(decision.decided)  # so this one records nothing
+    stored = store.approvals.get_approval(request.id)
     assert stored is not None and (stored.state, stored.decided_by) == ("denied", "web:other")
     again = approvals.approve(ANA, request.id, "imessage:9")
     assert again.approval is None and again.message == f"{request.id} was already denied."
@@ -184,9 +184,9 @@ def test_the_daemon_decides_again_when_a_request_was_decided_meanwhile(
 
     def web_denies_meanwhile(*args: Any) -> Any:
         decision = decide(*args)
-        current = h.store.approvals.get(rid)
+        current = h.store.approvals.get_approval(rid)
         assert current is not None
-        h.store.approvals.decide([replace(current, state="denied", decided_by="web:click")])  # no-op 2nd time
+        h.store.approvals.record_decisions([replace(current, state="denied", decided_by="web:click")])  # no-op 2nd time
         return decision
 
     monkeypatch.setattr(h.daemon.orchestrator, "decide", web_denies_meanwhile)
@@ -194,7 +194,7 @@ def test_the_daemon_decides_again_when_a_request_was_decided_meanwhile(
     h.finish()
     assert h.egress.to(ANA)[1] == f"{rid} was already denied."
     assert len(h.connector.calls) == 1  # the task did not run
-    stored = h.store.approvals.get(rid)
+    stored = h.store.approvals.get_approval(rid)
     assert stored is not None and (stored.state, stored.decided_by) == ("denied", "web:click")
 
 
@@ -202,7 +202,7 @@ def test_replaying_the_approving_message_after_a_crash_runs_the_task_again(tmp_p
     store = Store(tmp_path / "relay.db")
     approvals = Approvals(store.approvals, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
-    store.approvals.add(request)
+    store.approvals.add_approval(request)
     first = recorded(store, approvals.approve(ANA, request.id, "imessage:9"))
     replay = recorded(store, approvals.approve(ANA, request.id, "imessage:9"))
     other = approvals.approve(ANA, request.id, "imessage:10")
@@ -215,13 +215,13 @@ def test_replaying_a_bare_approve_after_a_crash_runs_the_task_again(tmp_path: Pa
     store = Store(tmp_path / "relay.db")
     approvals = Approvals(store.approvals, ttl_minutes=20)
     request = approvals.create(ANA, "task", "plan", "/ws")
-    store.approvals.add(request)
+    store.approvals.add_approval(request)
     first = recorded(store, approvals.approve(ANA, None, "imessage:9"))
     replay = recorded(store, approvals.approve(ANA, None, "imessage:9"))
     assert first.approval is not None and replay.approval is not None and replay.approval.id == request.id
     assert approvals.approve(BOB, None, "imessage:9").approval is None  # the key alone proves nothing
     denied = approvals.create(ANA, "task 2", "plan", "/ws")
-    store.approvals.add(denied)
+    store.approvals.add_approval(denied)
     assert recorded(store, approvals.deny(ANA, None, "imessage:10")).message == (
         f"Denied {denied.id}; nothing was changed."
     )
@@ -230,7 +230,7 @@ def test_replaying_a_bare_approve_after_a_crash_runs_the_task_again(tmp_path: Pa
     )
     more = [approvals.create(ANA, f"task {i}", "plan", "/ws") for i in (3, 4)]
     for request in more:
-        store.approvals.add(request)
+        store.approvals.add_approval(request)
     said = recorded(store, approvals.deny_all(ANA, "imessage:11")).message
     assert said.startswith("Denied 2 request(s)")
     assert recorded(store, approvals.deny_all(ANA, "imessage:11")).message == said  # the replay says the same
@@ -312,7 +312,7 @@ def test_a_bare_deny_denies_the_one_pending_request_and_never_reaches_the_agent(
     assert h.egress.to(ANA)[0] == "You have no pending approval requests."
     assert h.egress.to(ANA)[2] == f"Denied {rid}; nothing was changed."
     assert len(h.connector.calls) == 1  # only the planning turn
-    approval = h.store.approvals.get(rid)
+    approval = h.store.approvals.get_approval(rid)
     assert approval is not None and approval.state == "denied"
 
 

@@ -45,11 +45,11 @@ def test_cancel_stops_the_running_turn_and_drops_the_queued_ones_for_good(harnes
     assert h.connector.prompts() == [f"SLOW turn of {ANA}"]  # the queued ones never ran
     assert len(h.egress.to(ANA)) == 2  # the answers to cancel and status; nothing from the stopped or dropped ones
     for rowid in (2, 3):
-        record = h.store.messages.get("imessage", rowid)
+        record = h.store.messages.get_message("imessage", rowid)
         assert record is not None and (record.state, record.reply, record.note) == (
             "sent", None, "cancelled before it ran")
-    assert h.store.cursors.get("imessage") == 5  # every message finished: the cursor passed them all
-    assert [e.detail for e in h.store.events.recent(kind="dropped")] == [
+    assert h.store.cursors.get_cursor("imessage") == 5  # every message finished: the cursor passed them all
+    assert [e.detail for e in h.store.events.recent_events(kind="dropped")] == [
         "not run (cancel): 'fix the parser'", "not run (cancel): 'add a test for the lexer'"]
 
 
@@ -92,7 +92,7 @@ def test_a_dropped_turn_does_not_run_after_a_restart(
     ask(h, ANA, "cancel")
     h.stop()
     assert h.connector.prompts() == [f"SLOW turn of {BOB}", f"SLOW turn of {ANA}"]
-    assert h.store.cursors.get("imessage") == 0
+    assert h.store.cursors.get_cursor("imessage") == 0
     h.store.close()
 
     again = Harness(h.settings)
@@ -106,7 +106,7 @@ def test_a_dropped_turn_does_not_run_after_a_restart(
     again.finish()
     assert again.connector.prompts() == [f"SLOW turn of {BOB}"]
     assert again.egress.to(ANA) == [] and again.egress.to(BOB) == [f"echo: SLOW turn of {BOB}"]
-    assert again.store.cursors.get("imessage") == 5
+    assert again.store.cursors.get_cursor("imessage") == 5
 
 
 def test_a_dropped_approved_task_is_pending_again(harness: Callable[..., Harness]) -> None:
@@ -121,7 +121,7 @@ def test_a_dropped_approved_task_is_pending_again(harness: Callable[..., Harness
         f'Dropped your queued request, not run: "fix a.py" ({request}). '
         f"{request} is pending again (`approve {request}` runs it, `deny {request}` not)."
     )
-    approval = h.store.approvals.get(request)
+    approval = h.store.approvals.get_approval(request)
     assert approval is not None and approval.state == "pending"
     assert ask(h, ANA, f"approve {request}").startswith("Done")  # it can still be run, once, when wanted
     h.finish()

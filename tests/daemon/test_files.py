@@ -61,7 +61,7 @@ def test_files_the_answer_attaches_are_sent_after_the_reply_and_outside_ones_ref
         "Here is the report.\n\nSending: report.md (9 bytes).\nNot sent: ../secret.txt (outside the workspace)."
     ]
     assert h.egress.files == [(ANA, workspace / "report.md")]
-    assert [e.detail for e in h.store.events.recent(kind="file_sent")] == ["report.md"]
+    assert [e.detail for e in h.store.events.recent_events(kind="file_sent")] == ["report.md"]
 
 
 def test_asking_for_a_file_tells_the_agent_how_and_sends_what_it_changed(
@@ -120,11 +120,11 @@ def test_files_recorded_before_a_restart_that_turned_sending_files_off_are_said_
     (workspace / "a.txt").write_text("a\n")
     settings = daemon_settings(send_files_per_reply=0)
     store = Store(settings.db_path)
-    store.cursors.set("imessage", 0)
-    store.messages.take("imessage", 1, ANA, "send me a.txt")
+    store.cursors.set_cursor("imessage", 0)
+    store.messages.take_message("imessage", 1, ANA, "send me a.txt")
     with store.transaction():  # as the daemon records it, then killed before sending
-        store.messages.record_reply("imessage", 1, "Here.\n\nSending: a.txt (2 bytes).")
-        store.reply_files.record(message_reply("imessage", 1), ANA, ANA, str(workspace),
+        store.messages.record_message_reply("imessage", 1, "Here.\n\nSending: a.txt (2 bytes).")
+        store.reply_files.record_files(message_reply("imessage", 1), ANA, ANA, str(workspace),
                                  [("a.txt", str(workspace / "a.txt"))])
     store.close()
     h = Harness(settings).start()
@@ -132,4 +132,5 @@ def test_files_recorded_before_a_restart_that_turned_sending_files_off_are_said_
     h.finish()
     assert h.egress.order == [("text", ANA, "Here.\n\nSending: a.txt (2 bytes)."),
                               ("progress", ANA, "Could not send a.txt: sending files is turned off")]
-    assert h.store.reply_files.unsent(message_reply("imessage", 1)) == [] and h.store.cursors.get("imessage") == 1
+    assert h.store.reply_files.unsent(message_reply("imessage", 1)) == []
+    assert h.store.cursors.get_cursor("imessage") == 1

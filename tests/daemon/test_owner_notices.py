@@ -102,7 +102,7 @@ def test_full_disk_access_lost_later_is_said_once_with_what_to_grant(store: Stor
     assert len(phone.texts) == 2
     lost = phone.texts[1][1]
     assert lost == f"Apple Flow can no longer read your messages (Full Disk Access is off for it). On the Mac: {FIX}."
-    assert store.meta.get(CHAT_DB_LOST_KEY) == "sent"
+    assert store.meta.get_meta(CHAT_DB_LOST_KEY) == "sent"
 
     restarted = OwnerNotices(store, OWNER)  # still missing after a restart: nothing new to say
     restarted.attach(phone.send)
@@ -118,7 +118,7 @@ def test_nothing_is_sent_while_messages_refuses_or_without_an_owner(store: Store
     notices = OwnerNotices(store, None)
     notices.attach(phone.send)
     notices.update(report(State.OK, State.OK))
-    assert phone.texts == [] and store.meta.get(READY_KEY) is None
+    assert phone.texts == [] and store.meta.get_meta(READY_KEY) is None
 
 
 def test_a_text_that_could_not_be_sent_is_tried_again_at_the_next_change(store: Store) -> None:
@@ -127,10 +127,10 @@ def test_a_text_that_could_not_be_sent_is_tried_again_at_the_next_change(store: 
     notices = OwnerNotices(store, OWNER)
     notices.attach(phone.send)
     notices.update(report(State.OK, State.OK))
-    assert store.meta.get(READY_KEY) is None
+    assert store.meta.get_meta(READY_KEY) is None
     phone.failing = False
     notices.update(report(State.OK, State.OK))
-    assert len(phone.texts) == 1 and store.meta.get(READY_KEY) == "sent"
+    assert len(phone.texts) == 1 and store.meta.get_meta(READY_KEY) == "sent"
 
 
 def test_the_installed_service_texts_the_owner_that_it_is_ready(

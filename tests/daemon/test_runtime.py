@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,9 +25,9 @@ def test_a_chat_message_is_answered_and_recorded(harness: Callable[..., Harness]
     h.ingress.add(ANA, "hello there")
     assert h.finish() == 0
     assert h.egress.to(ANA) == ["echo: hello there"]
-    record = h.store.messages.get("imessage", 1)
+    record = h.store.messages.get_message("imessage", 1)
     assert record is not None and record.state == "sent" and record.reply == "echo: hello there"
-    assert h.store.cursors.get("imessage") == 1
+    assert h.store.cursors.get_cursor("imessage") == 1
     assert h.connector.calls[0].request.read_only is False
     assert h.connector.shut_down
 
@@ -47,9 +48,9 @@ def test_an_unknown_sender_gets_nothing_and_is_logged(harness: Callable[..., Har
     h.ingress.add("+15550000000", "let me in")
     h.finish()
     assert h.egress.sent == [] and h.connector.calls == []
-    record = h.store.messages.get("imessage", 1)
+    record = h.store.messages.get_message("imessage", 1)
     assert record is not None and (record.state, record.note) == ("ignored", "unknown sender")
-    assert [e.sender for e in h.store.events.recent(kind="ignored")] == ["+15550000000"]
+    assert [e.sender for e in h.store.events.recent_events(kind="ignored")] == ["+15550000000"]
 
 
 def test_unknown_senders_are_answered_only_when_configured(harness: Callable[..., Harness]) -> None:
@@ -81,7 +82,7 @@ def test_a_fresh_install_answers_only_recent_messages_from_before_its_start(
     h.finish()
     assert h.ingress.read_from == 1  # the newest two rows are looked at, no more
     assert h.egress.to(ANA) == ["echo: just before the start", "echo: new"]
-    record = h.store.messages.get("imessage", 2)
+    record = h.store.messages.get_message("imessage", 2)
     assert record is not None and record.state == "ignored" and "before the daemon" in (record.note or "")
 
 
@@ -113,7 +114,7 @@ def test_a_restart_answers_everything_since_the_cursor_however_old(harness: Call
     from datetime import UTC, datetime, timedelta
 
     h = harness()
-    h.store.cursors.set("imessage", 0)
+    h.store.cursors.set_cursor("imessage", 0)
     h.ingress.add(ANA, "sent while the daemon was down", date=datetime.now(UTC) - timedelta(days=2))
     h.start()
     h.finish()
@@ -128,8 +129,8 @@ def test_a_channel_bug_while_sending_is_recorded_and_the_daemon_goes_on(harness:
     h.ingress.add(BOB, "hello")
     h.finish()
     assert h.egress.to(BOB) == ["echo: hello"]
-    assert [h.store.messages.get("imessage", i).state for i in (1, 2)] == ["send_failed"] * 2  # type: ignore[union-attr]
-    assert h.store.cursors.get("imessage") == 3
+    assert [h.store.messages.get_message("imessage", i).state for i in (1, 2)] == ["send_failed"] * 2  # type: ignore[union-attr]
+    assert h.store.cursors.get_cursor("imessage") == 3
 
 
 def test_a_store_failure_while_handling_a_message_stops_the_daemon_with_status_1(
@@ -142,13 +143,13 @@ def test_a_store_failure_while_handling_a_message_stops_the_daemon_with_status_1
 
         raise sqlite3.OperationalError("database or disk is full")
 
-    h.store.messages.take = full_disk  # type: ignore[method-assign]
+    h.store.messages.take_message = full_disk  # type: ignore[method-assign]
     h.start()
-    h.ingress.add(ANA, "hi")
+    h.ingress.add(ANA, "status")  # answered at once: recorded while the message is handled (a turn's, as it starts)
     h._thread.join(10)
     assert h.status == 1
-    assert "database or disk is full" in h.store.events.recent(kind="dispatch_error")[0].detail
-    assert h.store.cursors.get("imessage") == 0  # redone after the restart
+    assert "database or disk is full" in h.store.events.recent_events(kind="dispatch_error")[0].detail
+    assert h.store.cursors.get_cursor("imessage") == 0  # redone after the restart
 
 
 def test_fast_commands_answer_while_a_long_turn_runs(harness: Callable[..., Harness]) -> None:
@@ -160,11 +161,11 @@ def test_fast_commands_answer_while_a_long_turn_runs(harness: Callable[..., Harn
     assert status[0].startswith("Running for") and "refactor everything" in status[0]
     h.ingress.add(ANA, "help")
     wait_until(lambda: len(h.egress.to(ANA)) == 2)
-    assert h.store.cursors.get("imessage") == 0  # the running turn holds the cursor back
+    assert h.store.cursors.get_cursor("imessage") == 0  # the running turn holds the cursor back
     h.connector.release.set()
     h.finish()
     assert h.egress.to(ANA)[2] == "echo: SLOW: refactor everything"
-    assert h.store.cursors.get("imessage") == 3
+    assert h.store.cursors.get_cursor("imessage") == 3
 
 
 def test_one_turn_at_a_time_per_sender_in_order(harness: Callable[..., Harness]) -> None:
@@ -202,7 +203,31 @@ def test_progress_is_throttled_to_one_message_per_interval(harness: Callable[...
     h2 = harness(connector2, progress_interval_seconds=0, db_path=h.settings.db_path.with_name("two.db")).start()
     h2.ingress.add(ANA, "fix it")
     h2.finish()
-    assert h2.egress.progress == [(ANA, "… readFile a.py"), (ANA, "… editFile a.py")]
+    # Lines that come within one flush of the run log go as one text (how many texts is a matter of timing).
+    lines = [line for who, text in h2.egress.progress if who == ANA for line in text.split("\n")]
+    assert lines == ["… readFile a.py", "… editFile a.py"]
+
+
+def test_a_chat_turn_writes_the_store_three_times(harness: Callable[..., Harness]) -> None:
+    # Before: ten transactions (the message taken, the run begun, each progress line and reply part noted as sent,
+    # the run's events, the reply recorded, marked sent, the cursor moved).
+    h = harness(FakeConnector(progress=("readFile a.py", "editFile a.py"), context_window=5)).start()
+    written: list[set[str]] = []  # the tables each transaction wrote
+
+    def statement(sql: str) -> None:
+        if sql.startswith("BEGIN"):
+            written.append(set())
+        elif written and (match := re.match(r"(?:INSERT(?: OR \w+)? INTO|UPDATE|DELETE FROM) (\w+)", sql)):
+            written[-1].add(match[1])
+
+    h.store.db.trace(statement)
+    h.ingress.add(ANA, "fix it")
+    wait_until(lambda: h.store.cursors.get_cursor("imessage") == 1)
+    h.store.db.trace(None)
+    h.finish()
+    assert written == [{"messages", "runs"}, {"run_events", "messages", "runs", "history"}, {"messages", "cursor"}]
+    assert h.egress.to(ANA) == ["echo: fix it"]
+    assert h.store.messages.get_message("imessage", 1).state == "sent"  # type: ignore[union-attr]
 
 
 def test_cancel_stops_the_running_turn_and_the_sender_hears_once(harness: Callable[..., Harness]) -> None:
@@ -215,7 +240,7 @@ def test_cancel_stops_the_running_turn_and_the_sender_hears_once(harness: Callab
     assert h.connector.cancelled == [ANA]
     run = h.store.runs.of_sender(ANA)[0]
     assert run.state == "cancelled"
-    record = h.store.messages.get("imessage", 1)
+    record = h.store.messages.get_message("imessage", 1)
     assert record is not None and record.state == "sent" and record.note == "cancelled"
 
 
@@ -307,9 +332,9 @@ def test_a_failed_send_is_recorded_and_does_not_block_the_cursor(harness: Callab
     h.ingress.add(BOB, "hello")
     h.finish()
     assert h.egress.to(BOB) == ["echo: hello"]
-    record = h.store.messages.get("imessage", 1)
+    record = h.store.messages.get_message("imessage", 1)
     assert record is not None and record.state == "send_failed" and "refused" in (record.note or "")
-    assert h.store.cursors.get("imessage") == 2
+    assert h.store.cursors.get_cursor("imessage") == 2
 
 
 def test_rate_limited_messages_are_skipped_after_one_notice(harness: Callable[..., Harness]) -> None:
@@ -321,7 +346,7 @@ def test_rate_limited_messages_are_skipped_after_one_notice(harness: Callable[..
     assert [r for r in replies if r.startswith("echo")] == ["echo: m0", "echo: m1"]
     assert sum("too fast" in r for r in replies) == 1
     assert len(replies) == 3
-    assert [h.store.messages.get("imessage", i).note for i in (4, 5)] == ["rate limited", "rate limited"]  # type: ignore[union-attr]
+    assert [h.store.messages.get_message("imessage", i).note for i in (4, 5)] == ["rate limited", "rate limited"]  # type: ignore[union-attr]
 
 
 def test_sigterm_style_stop_kills_turns_past_the_grace_and_leaves_them_for_the_restart(
@@ -336,7 +361,7 @@ def test_sigterm_style_stop_kills_turns_past_the_grace_and_leaves_them_for_the_r
     assert time.monotonic() - began < 3
     assert h.connector.cancelled == [None]  # every running turn killed
     assert h.egress.sent == []
-    first = h.store.messages.get("imessage", 1)
+    first = h.store.messages.get_message("imessage", 1)
     assert first is not None and first.state == "taken"
     h.store.close()
 
@@ -355,13 +380,13 @@ def test_sigterm_style_stop_kills_turns_past_the_grace_and_leaves_them_for_the_r
 def test_a_restart_sends_a_recorded_reply_and_skips_finished_messages(daemon_settings: Callable[..., Settings]) -> None:
     settings = daemon_settings()
     store = Store(settings.db_path)
-    store.cursors.set("imessage", 0)
-    store.messages.take("imessage", 1, ANA, "done before")
-    store.messages.record_reply("imessage", 1, "old answer")
-    store.messages.mark_sent("imessage", 1)
-    store.messages.take("imessage", 2, ANA, "answered, not sent")
-    store.messages.record_reply("imessage", 2, "recorded answer")
-    store.messages.take("imessage", 3, ANA, "taken, not answered")
+    store.cursors.set_cursor("imessage", 0)
+    store.messages.take_message("imessage", 1, ANA, "done before")
+    store.messages.record_message_reply("imessage", 1, "old answer")
+    store.messages.mark_message_sent("imessage", 1)
+    store.messages.take_message("imessage", 2, ANA, "answered, not sent")
+    store.messages.record_message_reply("imessage", 2, "recorded answer")
+    store.messages.take_message("imessage", 3, ANA, "taken, not answered")
     store.close()
     h = Harness(settings).start()
     for rowid, text in [(1, "done before"), (2, "answered, not sent"), (3, "taken, not answered")]:
@@ -369,7 +394,7 @@ def test_a_restart_sends_a_recorded_reply_and_skips_finished_messages(daemon_set
     h.finish()
     assert h.egress.to(ANA) == ["recorded answer", "echo: taken, not answered"]
     assert h.connector.prompts() == ["taken, not answered"]
-    assert h.store.cursors.get("imessage") == 3
+    assert h.store.cursors.get_cursor("imessage") == 3
 
 
 def test_the_ingress_failing_stops_the_daemon_with_status_1(harness: Callable[..., Harness]) -> None:
@@ -383,7 +408,7 @@ def test_the_ingress_failing_stops_the_daemon_with_status_1(harness: Callable[..
     h.start()
     h._thread.join(5)
     assert h.status == 1
-    assert "Full Disk Access" in h.store.events.recent(kind="ingress_error")[0].detail
+    assert "Full Disk Access" in h.store.events.recent_events(kind="ingress_error")[0].detail
 
 
 def test_health_reports_an_unready_connector(harness: Callable[..., Harness]) -> None:
@@ -400,12 +425,12 @@ def test_clear_context_clears_the_stored_history_the_next_turn_starts_afresh(
     harness: Callable[..., Harness],
 ) -> None:
     h = harness(FakeConnector(context_window=3))
-    h.store.history.append(ANA, Exchange("q", "a"))
+    h.store.history.append_exchange(ANA, Exchange("q", "a"))
     h.start()
     h.ingress.add(ANA, "new chat")
     h.ingress.add(ANA, "hello again")
     h.finish()
-    assert h.store.history.recent(ANA, 5) == [Exchange("hello again", "echo: hello again")]
+    assert h.store.history.recent_exchanges(ANA, 5) == [Exchange("hello again", "echo: hello again")]
     assert h.connector.calls[0].request.exchanges == ()  # the turn after the clear sees no earlier exchange
     assert h.egress.to(ANA)[0] == "Context cleared: the next message starts a new conversation."
 
@@ -432,11 +457,11 @@ def test_failed_turns_leave_no_exchange_and_a_connector_without_a_window_gets_no
     h = harness(failing).start()
     h.ingress.add(ANA, "hi")
     h.finish()
-    assert h.store.history.recent(ANA, 5) == []
+    assert h.store.history.recent_exchanges(ANA, 5) == []
     h2 = harness(FakeConnector(), db_path=h.settings.db_path.with_name("two.db")).start()
     h2.ingress.add(ANA, "hi")
     h2.finish()
-    assert h2.store.history.recent(ANA, 5) == []
+    assert h2.store.history.recent_exchanges(ANA, 5) == []
 
 
 def test_rows_the_ingress_skips_move_the_cursor_once_earlier_messages_are_done(
@@ -447,17 +472,17 @@ def test_rows_the_ingress_skips_move_the_cursor_once_earlier_messages_are_done(
     wait_until(lambda: h.connector.running == 1)
     h.ingress.skip(2, "echo")
     ask(h, ANA, "status", rowid=3)  # answered: the row before it, skipped, was read
-    assert h.store.cursors.get("imessage") == 0  # message 1 still runs
+    assert h.store.cursors.get_cursor("imessage") == 0  # message 1 still runs
     h.connector.release.set()
     h.finish()
-    assert h.store.cursors.get("imessage") == 3  # the skipped row is passed with it
+    assert h.store.cursors.get_cursor("imessage") == 3  # the skipped row is passed with it
 
 
 def test_a_skipped_row_alone_moves_the_cursor(harness: Callable[..., Harness]) -> None:
     h = harness().start()
     h.ingress.skip(1, "reaction")
     h.finish()
-    assert h.store.cursors.get("imessage") == 1
+    assert h.store.cursors.get_cursor("imessage") == 1
     assert h.egress.sent == [] and h.connector.calls == []
 
 
@@ -499,7 +524,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
 
     settings = daemon_settings(afm_command=str(install_script(FAKE_APPLE_CODE, tmp_path / "apple-code")))
     store = Store(settings.db_path)
-    record_reply = store.messages.record_reply
+    record_reply = store.messages.record_message_reply
     attempts = itertools.count()
 
     def fails_once(*args: Any) -> None:
@@ -507,7 +532,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
             raise sqlite3.OperationalError("disk I/O error")
         record_reply(*args)
 
-    monkeypatch.setattr(store.messages, "record_reply", fails_once)
+    monkeypatch.setattr(store.messages, "record_message_reply", fails_once)
     ingress, egress = ListIngress(), RecordingEgress()
     daemon = assemble(settings, store, Channel("imessage", ingress, egress), Connectors(AppleCodeConnector(settings)))
     ingress.add(ANA, "first")
@@ -517,7 +542,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
     runner.start()
     runner.join(30)
     assert not runner.is_alive()
-    assert [exchange.user for exchange in store.history.recent(ANA, 10)] == ["second"]
+    assert [exchange.user for exchange in store.history.recent_exchanges(ANA, 10)] == ["second"]
     assert egress.to(ANA) == ["fake answer"]
 
 

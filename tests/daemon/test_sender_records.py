@@ -148,7 +148,7 @@ def test_cancel_by_id_stops_that_run_and_only_its_owner_can(harness: Callable[..
     assert ask(h, ANA, f"cancel {run_id.removeprefix('run_').upper()}") == f"Stopped {run_id}."
     h.finish()
     assert h.connector.cancelled == [ANA]
-    assert h.store.runs.get(run_id).state == "cancelled"  # type: ignore[union-attr]
+    assert h.store.runs.get_run(run_id).state == "cancelled"  # type: ignore[union-attr]
     assert len(h.egress.to(ANA)) == 2  # the two answers to the commands, no reply for the cancelled run
 
 

@@ -78,7 +78,7 @@ def test_a_plan_is_noted_with_its_parts_guids_once_confirmed(
     channel_settings: Any, fake_osascript: FakeOsascript, store: Store, tmp_path: Path
 ) -> None:
     approval = Approvals(store.approvals, ttl_minutes=20).create("+15551234567", "task", "plan", str(tmp_path))
-    store.approvals.add(approval)
+    store.approvals.add_approval(approval)
     out = reply_sender(channel_settings(), store)
     handed = out.hand_over("+15551234567", "Here is the plan. Like it to approve.", approval.id)
     out.when_confirmed(handed, lambda failed: None)
@@ -87,3 +87,26 @@ def test_a_plan_is_noted_with_its_parts_guids_once_confirmed(
     [guid] = [row.guid for row in ChatDB(channel_settings().messages_db_path).sent_rows_after(0)]
     found = store.approvals.of_message(guid)  # a tapback on the plan's message finds the request
     assert found is not None and found.id == approval.id
+
+
+def test_a_reply_noted_in_the_transaction_that_records_it_is_not_noted_again_as_it_goes(
+    channel_settings: Any, fake_osascript: FakeOsascript, store: Store
+) -> None:
+    # Before: the channel noted each part in a transaction of its own as it sent it, after the reply's was done.
+    out = reply_sender(channel_settings(reply_chunk_chars=100), store)
+    reply = "a reply " * 30  # three parts
+    statements: list[str] = []
+    store.db.trace(statements.append)
+    with store.transaction():
+        store.events.log("reply", "stands in for the reply's record")
+        noted = out.note("+15551234567", reply)
+    written = len(statements)
+    handed = out.hand_over("+15551234567", reply, noted=noted)
+    store.db.trace(None)
+    assert handed.failed is None and len(fake_osascript.calls()) == 3
+    assert noted is not None and sum(1 for sql in statements[:written] if sql.startswith("INSERT INTO sent")) == 3
+    assert not any(sql.startswith(("BEGIN", "INSERT INTO sent")) for sql in statements[written:])
+    echoes = store.sent.for_channel("imessage", 600)
+    parts = [" ".join(call["argv"][2].split()) for call in fake_osascript.calls()]
+    assert all(echoes.take_echo("+15551234567", part) for part in parts)  # each echo known, once
+    assert not echoes.take_echo("+15551234567", parts[0])

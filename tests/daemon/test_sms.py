@@ -28,7 +28,7 @@ def test_a_refused_sms_is_counted_and_health_says_so(harness: MakeHarness) -> No
     h.ingress.skip(1, "SMS, not iMessage: its sender can be forged", ANA, forgeable=True)
     h.ingress.skip(2, "echo", ANA)
     h.ingress.skip(3, "RCS, not iMessage: its sender can be forged", ANA, forgeable=True)
-    wait_until(lambda: h.store.cursors.get("imessage") == 3)
+    wait_until(lambda: h.store.cursors.get_cursor("imessage") == 3)
     reply = ask(h, ANA, "health")
     assert "Not acted on: 2 SMS/RCS messages" in reply and f"from {ANA}" in reply
     assert "APPLE_FLOW_ALLOW_SMS=true" in reply
@@ -61,7 +61,7 @@ def test_an_sms_can_never_approve_deny_or_cancel(harness: MakeHarness) -> None:
     rid = match.group(1)
     for text in (f"approve {rid}", "approve", f"deny {rid}", "deny all", "cancel", "web"):
         assert "is not taken by SMS or RCS" in ask_by_sms(h, text), text
-    approval = h.store.approvals.get(rid)
+    approval = h.store.approvals.get_approval(rid)
     assert approval is not None and approval.state == "pending"
     assert len(h.connector.calls) == 1  # only the planning turn ran
     assert ask(h, ANA, f"approve {rid}").startswith(f"Done ({rid}")  # by iMessage it works
@@ -86,7 +86,7 @@ def test_a_late_sms_keeps_its_mark_in_the_listing_and_on_run(harness: MakeHarnes
     assert lines[2].startswith("2. ") and " by SMS fix the bug" in lines[2]
     assert lines[3].startswith("3. ") and "by SMS" not in lines[3]
     assert "is not taken by SMS or RCS" in ask(h, ANA, "run 1")
-    approval = h.store.approvals.get(rid)
+    approval = h.store.approvals.get_approval(rid)
     assert approval is not None and approval.state == "pending"
     ask(h, ANA, "run 2")
     ask(h, ANA, "run 3")

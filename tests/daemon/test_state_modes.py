@@ -27,7 +27,7 @@ def open_store(db: Path, umask: int, home: Path) -> dict[str, int]:
         "from apple_flow.daemon.running.lock import InstanceLock\n"
         "from apple_flow.daemon.store import Store\n"
         "db = Path(sys.argv[1]); lock = InstanceLock(db); lock.acquire()\n"
-        "store = Store(db); store.meta.set('k', 'v')\n"
+        "store = Store(db); store.meta.set_meta('k', 'v')\n"
         "print(json.dumps({p.name: stat.S_IMODE(p.stat().st_mode) for p in db.parent.iterdir()}))\n"
         "store.close(); lock.release()\n"
     )

@@ -46,7 +46,8 @@ def test_a_like_or_a_love_from_the_asker_approves_a_dislike_denies(run_daemon: C
     h.ingress.add(ANA, 'Loved "Plan"', tapback=Tapback(True, loved_on))
     h.ingress.add(ANA, 'Disliked "Plan"', tapback=Tapback(False, disliked_on))
     h.finish()
-    assert [h.store.approvals.get(i).state for i in (liked, loved, disliked)] == ["approved", "approved", "denied"]  # type: ignore[union-attr]
+    states = [h.store.approvals.get_approval(i).state for i in (liked, loved, disliked)]  # type: ignore[union-attr]
+    assert states == ["approved", "approved", "denied"]
     assert f"Denied {disliked}; nothing was changed." in h.egress.to(ANA)
     assert [c.request.read_only for c in h.connector.calls] == [True, True, True, False, False]
 
@@ -61,7 +62,7 @@ def test_a_tapback_from_someone_else_or_on_another_message_does_nothing(run_daem
     h.ingress.add(ANA, 'Liked "?"', tapback=Tapback(True, "not-a-message-of-ours"))
     h.finish()
     assert h.egress.to(BOB) == [] and len(h.egress.to(ANA)) == 2  # help and the plan: nothing more
-    assert h.store.approvals.get(request).state == "pending"  # type: ignore[union-attr]
+    assert h.store.approvals.get_approval(request).state == "pending"  # type: ignore[union-attr]
     assert len(h.connector.calls) == 1
 
 

@@ -94,7 +94,7 @@ def test_a_failing_check_ends_the_reply_with_its_first_failing_line(
         f"Not done ({request}, {run}): the check still fails after 2 repair rounds.\nI changed parser.py.\n\n"
         "Check failed: `make test`: FAILED tests/test_parser.py::test_empty - assert parse('') == []"
     )  # no escalation is set up: none is offered
-    stored = h.store.runs.get(run)
+    stored = h.store.runs.get_run(run)
     assert stored is not None and (stored.state, stored.outcome) == ("failed", "check_failed")
     assert ask(h, ANA, f"escalate {run}") == NOT_SET_UP
 
@@ -162,7 +162,7 @@ def test_a_failed_run_offers_escalation_which_runs_the_same_task_on_the_other_co
     assert call.request.verify == "make test" and call.request.workspace == make_test_workspace
     assert not call.request.read_only
     assert len(main.calls) == 2  # planning and the failed run; the escalation did not go to apple-code
-    record = h.store.runs.get(new_run)
+    record = h.store.runs.get_run(new_run)
     assert record is not None
     assert (record.kind, record.escalated_from, record.approval, record.state) == ("escalate", run, request, "done")
     assert record.backend == "claude-cli"

@@ -20,7 +20,7 @@ from web.conftest import TOKEN, Page
 
 def pending_request(page: Page, task: str = "add a --verbose flag") -> str:
     approval = page.approvals.create(ANA, task, "1. edit cli.py", "/Users/ana/site")
-    page.store.approvals.add(approval)
+    page.store.approvals.add_approval(approval)
     return approval.id
 
 
@@ -62,7 +62,7 @@ def test_logout_ends_the_session_for_a_copy_of_its_cookie_too(page: Page) -> Non
     replay = page.client()
     replay.cookies.set(COOKIE, stolen)
     assert replay.get("/runs").status_code == 303  # to the login: the server ended it
-    assert page.logins.count() == 0
+    assert page.logins.count_sessions() == 0
 
 
 def test_a_session_lasts_days_and_dies_on_its_day(page: Page) -> None:
@@ -231,7 +231,7 @@ def test_only_approve_and_deny_decide(page: Page) -> None:
     for verb in ("approvex", "x", "Deny", "delete"):
         response = client.post(f"/approvals/{approval}/{verb}", data={"csrf": csrf}, headers={"origin": page.origin})
         assert response.status_code in (404, 405), verb
-    stored = page.store.approvals.get(approval)
+    stored = page.store.approvals.get_approval(approval)
     assert stored is not None and stored.state == "pending"
 
 

@@ -59,7 +59,7 @@ def test_a_task_approved_on_the_page_runs_and_its_answer_goes_to_the_sender(harn
     execute = h.connector.calls[-1].request
     assert not execute.read_only and execute.plan
     assert "Notes from the user: only a.py" in execute.message
-    runs = h.store.runs.recent()
+    runs = h.store.runs.recent_runs()
     assert [(r.kind, r.state, r.message) for r in runs] == [("approve", "done", None), ("task", "done", "imessage:1")]
     assert decisions.approve(request) == (None, f"{request} was already approved.")
 
@@ -68,7 +68,7 @@ def test_replies_link_to_their_run_when_a_base_url_is_set(harness: Callable[...,
     h = harness(web_base_url="https://mac.example.ts.net/")
     h.ingress.add(ANA, "hello")
     reply = wait_until(lambda: h.egress.to(ANA))[0]
-    run = h.store.runs.recent()[0]
+    run = h.store.runs.recent_runs()[0]
     assert reply == f"Changed a.py.\n\nhttps://mac.example.ts.net/runs/{run.id}"
     assert run.message == "imessage:1"
     h.ingress.add(ANA, "status")
@@ -109,12 +109,12 @@ def test_a_task_approved_on_the_page_is_redone_after_a_restart_cut_its_run_short
     done = wait_until(lambda: [t for t in again.egress.to(ANA) if t.startswith("Done")], 20)
     assert done[0].startswith(f"Done ({request}, run_") and done[0].endswith("Changed a.py.")
     assert "Notes from the user: SLOW, only a.py" in again.connector.calls[0].request.message
-    assert [r.state for r in again.store.runs.recent()] == ["done", "interrupted", "done"]
+    assert [r.state for r in again.store.runs.recent_runs()] == ["done", "interrupted", "done"]
     again.stop()
     again.store.close()
 
     third = harness()  # finished and sent: not run again
-    later = (third.store.cursors.get("imessage") or 0) + 1  # a row after those the restart reads again
+    later = (third.store.cursors.get_cursor("imessage") or 0) + 1  # a row after those the restart reads again
     status = ask(third, ANA, "status", later)  # answered: what a restart resumes came before it
     assert third.connector.calls == [] and third.egress.sent == [(ANA, status)]
 
@@ -127,7 +127,7 @@ def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_is_sent_at_t
     wait_until(lambda: [t for t in h.egress.to(ANA) if t.startswith("Done")])
     h.stop()
     # As if the daemon had died between recording the answer and sending it.
-    h.store.web_runs.record_reply(request, "the recorded answer")
+    h.store.web_runs.record_web_reply(request, "the recorded answer")
     h.store.close()
 
     again = harness()
@@ -135,7 +135,7 @@ def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_is_sent_at_t
     again.stop()
     again.store.close()
     third = harness()
-    status = ask(third, ANA, "status", (third.store.cursors.get("imessage") or 0) + 1)
+    status = ask(third, ANA, "status", (third.store.cursors.get_cursor("imessage") or 0) + 1)
     assert third.connector.calls == [] and third.egress.sent == [(ANA, status)]
 
 
@@ -162,7 +162,7 @@ def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_goes_at_the_
     harness: Callable[..., Harness],
 ) -> None:
     h, request, done = page_approved_task_sent_with_its_file(harness)
-    h.store.web_runs.record_reply(request, done)
+    h.store.web_runs.record_web_reply(request, done)
     crash_state(h, "UPDATE reply_files SET state = 'pending'")
 
     again = harness()
@@ -183,7 +183,7 @@ def test_a_file_of_a_page_approved_task_cut_short_by_a_crash_goes_at_the_restart
     again = harness()
     wait_until(lambda: again.egress.files)
     assert again.egress.order == [("file", ANA, "a.py")]
-    assert [e.detail for e in again.store.events.recent(kind="file_sent")] == ["a.py", "a.py"]
+    assert [e.detail for e in again.store.events.recent_events(kind="file_sent")] == ["a.py", "a.py"]
 
 
 def test_cancel_drops_a_page_approved_task_waiting_in_the_queue_for_good(harness: Callable[..., Harness]) -> None:

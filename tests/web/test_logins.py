@@ -66,7 +66,7 @@ def test_the_approvals_list_and_the_pending_count_are_live_parts(page: Page) -> 
     assert client.get("/approvals/count?fragment").text.strip() == ""
     assert "Nothing is waiting" in client.get("/approvals?fragment").text
     approval = page.approvals.create(ANA, "add a flag", "1. edit cli.py", "/ws")
-    page.store.approvals.add(approval)
+    page.store.approvals.add_approval(approval)
     count = client.get("/approvals/count?fragment").text
     assert '<span class="count"' in count and ">1</span>" in count
     fragment = client.get("/approvals?fragment").text

@@ -28,9 +28,9 @@ def setup(page: Page) -> tuple[str, str]:
     ids = []
     for sender, task in ((ANA, "the secret plan of ana"), (BEN, "a small fix for ben")):
         approval = page.approvals.create(sender, task, f"1. {task}", "/Users/x/site")
-        page.store.approvals.add(approval)
+        page.store.approvals.add_approval(approval)
         ids.append(approval.id)
-        page.store.runs.start(f"run_{sender[-4:]}", sender, "chat", "/Users/x/site", f"run of {task}")
+        page.store.runs.start_run(f"run_{sender[-4:]}", sender, "chat", "/Users/x/site", f"run of {task}")
     return ids[0], ids[1]
 
 
@@ -58,7 +58,7 @@ def test_a_link_session_cannot_decide_another_senders_request(page: Page) -> Non
     for action in ("approve", "deny"):
         refused = ben.post(f"/approvals/{ana_approval}/{action}", data={"csrf": csrf}, headers=origin)
         assert refused.status_code == 409 and f"No approval request {ana_approval}." in refused.text
-    stored = page.store.approvals.get(ana_approval)
+    stored = page.store.approvals.get_approval(ana_approval)
     assert stored is not None and stored.state == "pending" and page.started == []
     own = ben.post(f"/approvals/{ben_approval}/approve", data={"csrf": csrf}, headers=origin)
     assert own.status_code == 303 and [a.id for a in page.started] == [ben_approval]

@@ -21,8 +21,8 @@ SECRET_REQUEST = "rename the launch codes file"
 def record_run(page: Page, run_id: str = "run_abc123", state: str = "done") -> None:
     """A finished chat run as the daemon records it: the run, the agent's events, the message and its reply."""
     store = page.store
-    store.messages.take("imessage", 41, ANA, SECRET_REQUEST)
-    store.runs.start(run_id, ANA, "chat", "/Users/ana/site", SECRET_REQUEST, message="imessage:41")
+    store.messages.take_message("imessage", 41, ANA, SECRET_REQUEST)
+    store.runs.start_run(run_id, ANA, "chat", "/Users/ana/site", SECRET_REQUEST, message="imessage:41")
     events: list[dict[str, Any]] = [
         {"type": "start", "backend": "openai", "model": "qwen2.5:3b", "cwd": "/Users/ana/site"},
         {"type": "tool_call", "id": "c1", "name": "editFile",
@@ -38,17 +38,17 @@ def record_run(page: Page, run_id: str = "run_abc123", state: str = "done") -> N
          "usage": {"input_tokens": 2900, "output_tokens": 310, "estimated": True}, "files_changed": ["app.py"],
          "commands_run": 1, "backend": "openai", "model": "qwen2.5:3b"},
     ]
-    log = RunLog(store, run_id)
-    for event in events:
-        log(parse_event(event))
-    store.runs.finish(run_id, FinishedTurn(None, state, "Renamed it."))
-    store.messages.record_reply("imessage", 41, "Renamed it. (sent)")
-    store.messages.mark_sent("imessage", 41)
+    with RunLog(store, run_id) as log:  # its last events are written as it closes
+        for event in events:
+            log(parse_event(event))
+    store.runs.finish_run(run_id, FinishedTurn(None, state, "Renamed it."))
+    store.messages.record_message_reply("imessage", 41, "Renamed it. (sent)")
+    store.messages.mark_message_sent("imessage", 41)
 
 
 def pending_request(page: Page, task: str = "add a --verbose flag") -> str:
     approval = page.approvals.create(ANA, task, "1. edit cli.py", "/Users/ana/site")
-    page.store.approvals.add(approval)
+    page.store.approvals.add_approval(approval)
     return approval.id
 
 
@@ -66,7 +66,7 @@ def test_without_the_token_nothing_is_shown(page: Page) -> None:
         assert response.status_code == 401 and SECRET_REQUEST not in response.text
     refused = client.post(f"/approvals/{approval}/approve", data={"csrf": "x"})
     assert refused.status_code == 401
-    assert page.store.approvals.get(approval).state == "pending"  # type: ignore[union-attr]
+    assert page.store.approvals.get_approval(approval).state == "pending"  # type: ignore[union-attr]
     assert client.get("/static/style.css").status_code == 200  # the login page's own style
 
 
@@ -123,10 +123,10 @@ def test_a_run_page_shows_tool_calls_commands_diff_and_the_reply_as_sent(page: P
 
 
 def test_a_failed_run_says_why(page: Page) -> None:
-    page.store.runs.start("run_bad", ANA, "chat", "/ws", "do it")
-    RunLog(page.store, "run_bad")(parse_event({"type": "result", "subtype": "error_timeout", "is_error": True,
-                                               "result": "x"}))
-    page.store.runs.finish("run_bad", FinishedTurn(None, "failed", "Error: Request timed out after 120s."))
+    page.store.runs.start_run("run_bad", ANA, "chat", "/ws", "do it")
+    with RunLog(page.store, "run_bad") as log:
+        log(parse_event({"type": "result", "subtype": "error_timeout", "is_error": True, "result": "x"}))
+    page.store.runs.finish_run("run_bad", FinishedTurn(None, "failed", "Error: Request timed out after 120s."))
     html = page.logged_in().get("/runs/run_bad").text
     assert "Error: Request timed out after 120s. (error_timeout)" in html
     assert page.logged_in().get("/runs/run_nope").status_code == 404
@@ -142,7 +142,7 @@ def test_approve_runs_the_task_once(page: Page) -> None:
     done = client.post(f"/approvals/{approval}/approve", data={"csrf": csrf, "notes": "keep it short"}, headers=origin)
     assert done.status_code == 303 and done.headers["location"] == f"/runs?approved={approval}"
     assert [a.id for a in page.started] == [approval] and page.started[0].extra == "keep it short"
-    stored = page.store.approvals.get(approval)
+    stored = page.store.approvals.get_approval(approval)
     assert stored is not None and stored.state == "approved" and (stored.decided_by or "").startswith("web:")
     again = client.post(f"/approvals/{approval}/approve", data={"csrf": csrf}, headers=origin)
     assert again.status_code == 409 and f"{approval} was already approved." in again.text
@@ -151,7 +151,7 @@ def test_approve_runs_the_task_once(page: Page) -> None:
 
 def test_an_agents_question_is_listed_and_answered_on_the_page_without_running_anything(page: Page) -> None:
     question = page.approvals.ask(ANA, "May I delete build/?", "It holds 2 GB.", 600)
-    page.store.approvals.add(question)
+    page.store.approvals.add_approval(question)
     client = page.logged_in()
     html = client.get("/approvals").text
     assert question.id in html and "May I delete build/?" in html and "It holds 2 GB." in html and "Question" in html
@@ -159,7 +159,7 @@ def test_an_agents_question_is_listed_and_answered_on_the_page_without_running_a
                        headers={"origin": page.origin})
     assert done.status_code == 200 and f"Approved {question.id}: the agent is told." in done.text
     assert page.started == []  # a question runs no task
-    stored = page.store.approvals.get(question.id)
+    stored = page.store.approvals.get_approval(question.id)
     assert stored is not None and stored.state == "approved" and stored.extra == "yes, all"
 
 
@@ -172,7 +172,7 @@ def test_deny_and_expiry_follow_the_imessage_rules(page: Page) -> None:
     assert response.status_code == 200 and f"Denied {denied}; nothing was changed." in response.text
     late = client.post(f"/approvals/{expired}/approve", data={"csrf": csrf}, headers={"origin": page.origin})
     assert late.status_code == 409 and "expired" in late.text
-    assert page.started == [] and page.store.approvals.get(expired).state == "pending"  # type: ignore[union-attr]
+    assert page.started == [] and page.store.approvals.get_approval(expired).state == "pending"  # type: ignore[union-attr]
     assert expired not in client.get("/approvals").text.split("<main>")[1]
 
 
@@ -190,7 +190,7 @@ def test_posts_from_elsewhere_are_refused(page: Page) -> None:
     for data, headers in attempts:
         response = client.post(f"/approvals/{approval}/approve", data=data, headers=headers)
         assert response.status_code == 403, (data, headers)
-    assert page.store.approvals.get(approval).state == "pending" and page.started == []  # type: ignore[union-attr]
+    assert page.store.approvals.get_approval(approval).state == "pending" and page.started == []  # type: ignore[union-attr]
     other = page.client()
     assert other.post("/login", data={"token": TOKEN}, headers={"origin": "http://evil.example"}).status_code == 403
 

@@ -9,7 +9,9 @@ console channel implement it (subclassing the protocols, for the defaults); the 
   (by default: like a reply), ``went_out`` tells whether a reply recorded before a crash was sent after all,
   ``send_file`` sends a file the daemon has checked (by default: the channel cannot, and says so). ``hand_over``
   sends a text without waiting for the channel to confirm it: it returns the confirmation (``Handover``), for the
-  daemon to wait for off the sender's path.
+  daemon to wait for off the sender's path. ``note`` notes a text in the record of sent texts ahead of handing it
+  over, so that the daemon records a reply and its sent lines in one transaction; what it returns (``Noted``) is
+  given to ``hand_over``, which then neither notes the text again nor prepares it again.
 - ``Attachment``: a file that came with a message, as the channel found it (where it is, or why it cannot be taken).
 - ``SentTexts`` is the one record of what was sent (the daemon's store keeps it, across restarts): an egress notes
   each text it sends there, and an ingress that sees its own channel's texts come back takes their echoes from it.
@@ -138,6 +140,15 @@ class Handover:
     confirm: Callable[[], tuple[str, ...] | None] | None = None
 
 
+@dataclass(frozen=True)
+class Noted:
+    """A text ``Egress.note`` has noted in the record of sent texts, for ``hand_over`` to send as it was noted (a
+    channel keeps what it prepared for it in a subclass of its own)."""
+
+    recipient: str
+    text: str
+
+
 class Egress(Protocol):
     def send(self, recipient: str, text: str) -> tuple[str, ...] | None:
         """Sends ``text`` (split into parts as needed). Returns the ids the channel gave the parts, as a tapback
@@ -148,12 +159,19 @@ class Egress(Protocol):
         """Sends a short progress line during a long turn; by default like a reply."""
         self.send(recipient, text)
 
-    def hand_over(self, recipient: str, text: str, progress: bool = False) -> Handover:
+    def note(self, recipient: str, text: str) -> Noted:
+        """Notes ``text`` in the record of sent texts (``SentTexts``) as ``hand_over`` would, ahead of handing it
+        over with the ``Noted`` returned: the daemon calls it in the store transaction that records the text, so
+        the record of what was sent costs no transaction of its own. By default it notes nothing: a channel whose
+        texts never come back keeps no record."""
+        return Noted(recipient, text)
+
+    def hand_over(self, recipient: str, text: str, progress: bool = False, noted: Noted | None = None) -> Handover:
         """Sends ``text`` (a reply, or with ``progress`` a progress line) like ``send`` (``send_progress``) up to
         the channel's confirmation that it went out, which it returns to be waited for later: texts handed over
         one after the other to one recipient go out in that order, whatever becomes of their confirmations.
-        Raises ``SendError`` at once when the text could not be handed over. By default ``send``
-        (``send_progress``), with nothing left to confirm."""
+        ``noted``: what ``note`` returned for this text (it is not noted again). Raises ``SendError`` at once when
+        the text could not be handed over. By default ``send`` (``send_progress``), with nothing left to confirm."""
         if progress:
             self.send_progress(recipient, text)
             return Handover()
@@ -228,9 +246,9 @@ class SentTable(Protocol):
 class KeyValues(Protocol):
     """The store's small values (``daemon.store``'s meta table)."""
 
-    def get(self, key: str) -> str | None: ...
+    def get_meta(self, key: str) -> str | None: ...
 
-    def set(self, key: str, value: str) -> None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
 
 
 class ChannelStore(Protocol):

@@ -250,11 +250,11 @@ def check_sms(settings: Settings, log: EventReads | None) -> Check:
         if settings.allow_sms
         else "not acted on: their senders can be forged (APPLE_FLOW_ALLOW_SMS=false)"
     )
-    count = log.count(FORGEABLE_EVENT) if log is not None else 0
+    count = log.count_events(FORGEABLE_EVENT) if log is not None else 0
     if not count:
         return Check(name, CheckStatus.OK, f"{policy}; none refused")
     assert log is not None
-    (newest,) = log.recent(1, FORGEABLE_EVENT)
+    (newest,) = log.recent_events(1, FORGEABLE_EVENT)
     return Check(
         name, CheckStatus.WARN, forgeable_line(count, newest),
         "ask the sender to turn on iMessage, or set APPLE_FLOW_ALLOW_SMS=true to take them read-only",
@@ -275,11 +275,11 @@ class ReadOnlyEvents:
         except sqlite3.Error:
             return []  # no database yet, or not one of ours: nothing recorded
 
-    def count(self, kind: str) -> int:
+    def count_events(self, kind: str) -> int:
         rows = self._query("SELECT COUNT(*) FROM events WHERE kind = ?", (kind,))
         return int(rows[0][0]) if rows else 0
 
-    def recent(self, limit: int = 50, kind: str | None = None) -> list[Event]:
+    def recent_events(self, limit: int = 50, kind: str | None = None) -> list[Event]:
         rows = self._query(
             "SELECT at, kind, sender, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?", (kind, limit)
         )

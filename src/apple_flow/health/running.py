@@ -58,9 +58,9 @@ def _agent(settings: Settings, state: DaemonState) -> Check:
 
 
 def _sending(store: Store, now: float | None = None) -> Check:
-    sent, failed = store.messages.count("sent"), store.messages.count("send_failed")
+    sent, failed = store.messages.count_messages("sent"), store.messages.count_messages("send_failed")
     counts = f"{sent} replies sent, {failed} could not be sent"
-    newest = store.events.recent(1, kind="send_failed")
+    newest = store.events.recent_events(1, kind="send_failed")
     if newest and (now or time.time()) - newest[-1].at < RECENT_SECONDS:
         return Check("sending replies", CheckStatus.WARN, f"{counts}; the last failure ({moment(newest[-1].at)}): "
                      f"{newest[-1].detail}",
@@ -71,7 +71,7 @@ def _sending(store: Store, now: float | None = None) -> Check:
 def _last_error(store: Store) -> Check:
     newest = None
     for kind in ERROR_KINDS:
-        found = store.events.recent(1, kind=kind)
+        found = store.events.recent_events(1, kind=kind)
         if found and (newest is None or found[-1].at > newest.at):
             newest = found[-1]
     if newest is None:

@@ -53,7 +53,7 @@ class WebDecisions:
         return decision.approval is not None, decision.message
 
     def _find(self, approval_id: str, sender: str | None) -> Approval | None:
-        found = self._store.approvals.get(approval_id)
+        found = self._store.approvals.get_approval(approval_id)
         return found if found is not None and (sender is None or found.sender == sender) else None
 
     def _decide(self, decide: Callable[[], ApprovalDecision], queue_run: bool = False) -> ApprovalDecision:
@@ -61,9 +61,9 @@ class WebDecisions:
         ``queue_run``: an approval's run is recorded with it, so that a restart before the run ends redoes it."""
         decision = decide()
         with self._store.transaction():
-            recorded = self._store.approvals.decide(decision.decided)
+            recorded = self._store.approvals.record_decisions(decision.decided)
             if recorded and queue_run and decision.approval is not None:
-                self._store.web_runs.queue(decision.approval.id)
+                self._store.web_runs.queue_web_run(decision.approval.id)
         if recorded:
             return decision
         again = decide()

@@ -127,7 +127,7 @@ def build_app(context: WebContext, token: str) -> Starlette:
     def logged_in_response(request: Request, where: str, via: str) -> Response:
         response = RedirectResponse(where, status_code=303, headers=SECURITY_HEADERS)
         response.set_cookie(
-            COOKIE, logins.start(via, session_seconds), max_age=session_seconds, path="/", httponly=True,
+            COOKIE, logins.start_session(via, session_seconds), max_age=session_seconds, path="/", httponly=True,
             samesite="strict", secure=_https(request),
         )
         return response
@@ -193,7 +193,7 @@ def build_app(context: WebContext, token: str) -> Starlette:
         return logged_in_response(request, "/runs", f"link:{sender}")
 
     async def logout(request: Request) -> Response:
-        logins.end(cookie_of(request))
+        logins.end_session(cookie_of(request))
         response = RedirectResponse("/login", status_code=303, headers=SECURITY_HEADERS)
         response.delete_cookie(COOKIE, path="/")
         return response
@@ -275,7 +275,7 @@ def _decided_notice(store: Store, approval_id: str | None, sender: str | None = 
     """What became of the request named by ``?approved=``, as the store has it now (``sender``: only theirs)."""
     if not approval_id:
         return None
-    approval = store.approvals.get(approval_id)
+    approval = store.approvals.get_approval(approval_id)
     if approval is None or (sender is not None and approval.sender != sender):
         return None
     if approval.state == "approved":

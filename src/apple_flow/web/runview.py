@@ -115,7 +115,7 @@ class RunDetail:
 def run_rows(store: Store, limit: int = RUNS_PER_PAGE, now: float | None = None,
              sender: str | None = None) -> list[RunRow]:
     """The newest runs: every sender's, or ``sender``'s only."""
-    runs = store.runs.recent(limit) if sender is None else store.runs.of_sender(sender, limit)
+    runs = store.runs.recent_runs(limit) if sender is None else store.runs.of_sender(sender, limit)
     facts = store.run_events.facts([run.id for run in runs])
     return [_row(run, facts.get(run.id, RunFacts()), now) for run in runs]
 
@@ -136,7 +136,7 @@ def _row(run: Run, facts: RunFacts, now: float | None) -> RunRow:
 
 
 def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail | None:
-    run = store.runs.get(run_id)
+    run = store.runs.get_run(run_id)
     if run is None:
         return None
     steps: dict[tuple[int | None, str], Step] = {}
@@ -182,7 +182,7 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
     reply = reply_state = note = None
     if run.message:
         channel, _, rowid = run.message.rpartition(":")
-        record = store.messages.get(channel, int(rowid)) if rowid.isdigit() else None
+        record = store.messages.get_message(channel, int(rowid)) if rowid.isdigit() else None
         if record is not None:
             reply, reply_state, note = record.reply, record.state, record.note
     return RunDetail(

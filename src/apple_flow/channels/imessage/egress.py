@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apple_flow.app_bundle import running_app
-from apple_flow.channels.base import Egress, Handover, SendError, SentTexts
+from apple_flow.channels.base import Egress, Handover, Noted, SendError, SentTexts
 from apple_flow.channels.imessage.attachments import MESSAGES_PREFIX
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
 from apple_flow.channels.imessage.classify import files_echo_text
@@ -122,6 +122,14 @@ class _HandedOver:
     until_sent: bool
 
 
+@dataclass(frozen=True)
+class _NotedParts(Noted):
+    """A text noted part by part (``note``): where it goes and its parts, sent as they are."""
+
+    target: Target | None = None
+    parts: tuple[str, ...] = ()
+
+
 class IMessageEgress(Egress):
     def __init__(
         self,
@@ -166,11 +174,21 @@ class IMessageEgress(Egress):
         Messages is not waited on to send it."""
         self.deliver(recipient, text, until_sent=False)
 
-    def hand_over(self, recipient: str, text: str, progress: bool = False) -> Handover:
+    def note(self, recipient: str, text: str) -> Noted:
+        """Notes each part of ``text`` for echo suppression, as ``hand_over`` would just before sending it."""
+        target = Target.parse(recipient, self._region)
+        parts = tuple(split_reply(argv_safe(text), self._chunk_chars))
+        if self._sent is not None:
+            for part in parts:
+                self._sent.record(target.address, normalise_text(part))
+        return _NotedParts(recipient, text, target, parts)
+
+    def hand_over(self, recipient: str, text: str, progress: bool = False, noted: Noted | None = None) -> Handover:
         """Sends ``text`` as ``send`` (``send_progress``) does, up to its confirmation from chat.db, which is
         returned to be waited for later (raising ``SendError`` as ``send`` does). Nothing to confirm when sends
-        are not confirmed (``send_confirm_seconds`` 0, or no chat.db)."""
-        handed = self._hand_over(recipient, text, until_sent=not progress)
+        are not confirmed (``send_confirm_seconds`` 0, or no chat.db). ``noted``: its parts as ``note`` noted
+        them."""
+        handed = self._hand_over(recipient, text, until_sent=not progress, noted=noted)
         if self._db is None:
             return Handover(ids=())
 
@@ -186,13 +204,20 @@ class IMessageEgress(Egress):
         with self._locks_lock:
             return self._locks.setdefault(f"{target.kind}:{target.address}", threading.Lock())
 
-    def _hand_over(self, recipient: str, text: str, until_sent: bool) -> _HandedOver:
+    def _hand_over(
+        self, recipient: str, text: str, until_sent: bool, noted: Noted | None = None
+    ) -> _HandedOver:
         """Gives each part of ``text`` to Messages, in order, under the chat's lock (the parts of two texts to one
-        chat never interleave; texts to different chats go at once)."""
-        target = Target.parse(recipient, self._region)
-        parts = split_reply(argv_safe(text), self._chunk_chars)
+        chat never interleave; texts to different chats go at once). Parts ``noted`` already are not noted again."""
+        if isinstance(noted, _NotedParts) and noted.target is not None and (noted.recipient, noted.text) == (
+            recipient, text
+        ):
+            target, parts, record = noted.target, list(noted.parts), False
+        else:
+            target = Target.parse(recipient, self._region)
+            parts, record = split_reply(argv_safe(text), self._chunk_chars), True
         with self._lock_for(target):
-            handed = [(part, self._send_numbered(target, part, index, len(parts)))
+            handed = [(part, self._send_numbered(target, part, index, len(parts), record))
                       for index, part in enumerate(parts, start=1)]
         return _HandedOver(target, handed, until_sent)
 
@@ -226,9 +251,12 @@ class IMessageEgress(Egress):
             log.warning("cannot tell whether the reply to %s went out: %s", target.describe(), exc)
             return False
 
-    def _send_numbered(self, target: Target, part: str, index: int, total: int) -> int | ChatDBError | None:
-        """Hands one part to Messages; returns the newest chat.db row before it (to confirm it from)."""
-        if self._sent is not None:
+    def _send_numbered(
+        self, target: Target, part: str, index: int, total: int, record: bool = True
+    ) -> int | ChatDBError | None:
+        """Hands one part to Messages (noting it first, with ``record``); returns the newest chat.db row before it
+        (to confirm it from)."""
+        if self._sent is not None and record:
             # Before sending: the echo can land before osascript returns.
             self._sent.record(target.address, normalise_text(part))
         try:

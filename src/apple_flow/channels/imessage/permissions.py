@@ -225,9 +225,9 @@ def read_report(db_path: Path) -> PermissionReport | None:
 class ReportRecord(Protocol):
     """Where the daemon keeps its report for other processes (the store's ``meta`` table)."""
 
-    def set(self, key: str, value: str) -> None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
 
-    def get(self, key: str) -> str | None: ...
+    def get_meta(self, key: str) -> str | None: ...
 
 
 class PermissionMonitor:
@@ -340,7 +340,7 @@ class PermissionMonitor:
             return False
         if self._clock() - self._started_at < THROTTLE_INTERVAL or not self._fresh_read(self._path):
             return False
-        if self._record_to.get(RELAUNCH_KEY):
+        if self._record_to.get_meta(RELAUNCH_KEY):
             # The last start was such a relaunch and it did not help: exiting again would loop. Said once.
             self._stuck = Finding(
                 CHAT_DB, State.DENIED,
@@ -350,7 +350,7 @@ class PermissionMonitor:
             )
             self._record(self._stuck)
             return False
-        self._record_to.set(RELAUNCH_KEY, f"{self._clock():.0f}")
+        self._record_to.set_meta(RELAUNCH_KEY, f"{self._clock():.0f}")
         self._record(Finding(CHAT_DB, State.CHECKING, f"{GRANT_SEEN}: {self.app.name} restarts to use it"))
         log.warning("Full Disk Access was granted after this process started; exiting for launchd to restart it")
         self.relaunching = True
@@ -382,8 +382,8 @@ class PermissionMonitor:
             db.close()
         if finding.ok:
             self._stuck = None
-            if self._record_to.get(RELAUNCH_KEY):
-                self._record_to.set(RELAUNCH_KEY, "")
+            if self._record_to.get_meta(RELAUNCH_KEY):
+                self._record_to.set_meta(RELAUNCH_KEY, "")
         elif self._stuck is not None and finding.state is State.DENIED:
             finding = self._stuck  # what the owner must do is still that
         self._record(finding)
@@ -405,7 +405,7 @@ class PermissionMonitor:
             (log.info if finding.state in (State.OK, State.CHECKING) else log.error)("%s", finding.line())
         report = self.report()
         try:
-            self._record_to.set(REPORT_KEY, report.to_json())
+            self._record_to.set_meta(REPORT_KEY, report.to_json())
         except Exception:  # the report is for people; it must not stop the daemon
             log.exception("could not record the permission report")
         for listener in list(self._listeners) if changed else []:

@@ -3,7 +3,7 @@ expiry. A decision remembers the message that made it, so replaying that message
 decision instead of "already approved".
 
 This module only reads the store: each decision comes back with the requests in their new state, which the
-caller records (``ApprovalTable.decide``) together with the message that decided them. A request decided by
+caller records (``ApprovalTable.record_decisions``) together with the message that decided them. A request decided by
 someone else between the two (the web page and a text at once) makes that recording fail: decide again, and the
 answer says it was already decided."""
 
@@ -21,7 +21,7 @@ from apple_flow.daemon.store import Approval
 class ApprovalRecords(Protocol):
     """The store's approval records (``store.approvals``), read-only."""
 
-    def get(self, approval_id: str) -> Approval | None: ...
+    def get_approval(self, approval_id: str) -> Approval | None: ...
 
     def pending(self, sender: str) -> list[Approval]: ...
 
@@ -98,7 +98,7 @@ class Approvals:
                 return None, "You have no pending approval requests."
             ids = ", ".join(a.id for a in pending)
             return None, f"Which one? Pending: {ids}. Reply `{verb} <id>`."
-        found = self._records.get(approval_id.strip().rstrip(".,!").lower())
+        found = self._records.get_approval(approval_id.strip().rstrip(".,!").lower())
         if found is None or found.sender != sender:
             # Someone else's request looks exactly like an unknown one: ids are not shared.
             pending = self.pending(sender)

@@ -152,7 +152,7 @@ class Orchestrator:
         """Whether ``command`` decides an agent's question (`approve q_...`, `deny q_...`)."""
         if command.kind not in (Kind.APPROVE, Kind.DENY) or command.target is None:
             return False
-        found = self._store.approvals.get(command.target.strip().rstrip(".,!").lower())
+        found = self._store.approvals.get_approval(command.target.strip().rstrip(".,!").lower())
         return found is not None and found.is_question
 
     def _tapback(self, tapback: Tapback, sender: str, message_ref: str) -> Decision:
@@ -257,7 +257,7 @@ class Orchestrator:
             if view.queued:
                 lines.append(self._dropped(view.queued))
             return Reply("\n".join(lines), cancel=True, drop_queued=True)
-        run = self._store.runs.get(target)
+        run = self._store.runs.get_run(target)
         if run is None or run.sender != sender:  # another sender's run is as unknown as a made-up id
             return Reply(f"No run {target} of yours. `history` lists your runs.")
         if run.id != view.running_run:
@@ -319,7 +319,7 @@ class Orchestrator:
         earlier = self._store.runs.escalation_of(run.id)
         if earlier is not None and earlier.message != message_ref:
             return Reply(f"{run.id} was escalated already: {earlier.id} ({earlier.state}).")
-        approval = self._store.approvals.get(run.approval or "")
+        approval = self._store.approvals.get_approval(run.approval or "")
         if approval is None or approval.sender != sender:
             return Reply(f"The request {run.id} carried out is gone; send the task again.")
         if any(q.approval is not None and q.approval.id == approval.id for q in view.queued):
@@ -342,7 +342,7 @@ class Orchestrator:
             return runs[0]
         key = run_key(target)
         if key is not None:
-            run = self._store.runs.get(key)
+            run = self._store.runs.get_run(key)
         else:
             request = request_key(target)
             runs = [r for r in self._store.runs.of_approval(request) if r.kind == "approve"] if request else []

@@ -39,7 +39,7 @@ class StatusReplies:
 
     def health(self, view: View) -> str:
         uptime = duration(self._clock() - self._started)
-        handled = self._store.messages.count()
+        handled = self._store.messages.count_messages()
         text = (
             f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {view.connector_status}. "
             f"Handled {handled} messages. Yours: {len(view.queued)} queued."
@@ -50,9 +50,9 @@ class StatusReplies:
                 f"\nReplies not delivered in the last 24 h: {failed} (latest at {moment(latest.at, self._clock())} to "
                 f"{latest.sender}: {clip(latest.reason, 200)})"
             )
-        refused = self._store.events.count(FORGEABLE_EVENT)
+        refused = self._store.events.count_events(FORGEABLE_EVENT)
         if refused:
-            (newest,) = self._store.events.recent(1, FORGEABLE_EVENT)
+            (newest,) = self._store.events.recent_events(1, FORGEABLE_EVENT)
             text += f"\n{forgeable_line(refused, newest)}"
         return text
 
@@ -93,11 +93,11 @@ class StatusReplies:
 
     def _status_of(self, sender: str, target: str) -> str:
         key = target.strip().lower()
-        run = self._store.runs.get(key)
+        run = self._store.runs.get_run(key)
         if run is not None and run.sender == sender:
             result = f": {clip(run.result or '', 200)}" if run.result else ""
             return f"{run.id} ({run.kind}) {run.state}{result}"
-        approval = self._store.approvals.get(key)
+        approval = self._store.approvals.get_approval(key)
         if approval is not None and approval.sender == sender:
             state = approval.state
             if state == "pending" and approval.expires_at <= self._clock():

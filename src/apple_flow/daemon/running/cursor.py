@@ -1,6 +1,6 @@
 """The ingress cursor only passes a message once it is finished (replied to, sent, or ignored), even when later
 messages finish first: after a crash the restart resumes at the oldest unfinished one. The tracker only computes
-the position; the caller saves it (``CursorTable.advance`` never moves it back, so saves may race)."""
+the position; the caller saves it (``CursorTable.advance_cursor`` never moves it back, so saves may race)."""
 
 from __future__ import annotations
 

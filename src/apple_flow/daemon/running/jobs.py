@@ -1,11 +1,12 @@
 """The work a worker thread runs: one agent turn, and where its answer goes. Work comes from two origins, a message
-(``message_work``) and a task approved on the web page (``web_work``); each kind carries what differs, computed
+(``message_jobs``) and a task approved on the web page (``web_jobs``); each kind carries what differs, computed
 once where it is created, so the runtime runs either the same way."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from apple_flow.channels.base import Noted
 from apple_flow.daemon.deciding.decisions import Turn
 
 
@@ -28,6 +29,10 @@ class Work(Protocol):
         """Names the reply, for the files it sends (``store.reply_files``)."""
         ...
 
+    def take(self) -> None:
+        """It starts: recorded as taken (a message), in the caller's transaction with the run's start."""
+        ...
+
     def withdrawn(self) -> bool:
         """True when it must not run any more (e.g. the message was unsent while it waited); that is then
         recorded and said."""
@@ -41,9 +46,13 @@ class Work(Protocol):
         """Records the answer before it is sent, in the caller's transaction (None: nothing to send)."""
         ...
 
-    def answer(self, reply: str | None, approval_id: str | None = None) -> None:
-        """Once recorded: sends the answer and its files (None: nothing to send), and lets the cursor pass. A reply
-        presenting the plan of ``approval_id`` is noted with it, by the ids the channel gave it (tapbacks)."""
+    def answer(
+        self, reply: str | None, approval_id: str | None = None, noted: Noted | None = None, with_files: bool = True
+    ) -> None:
+        """Once recorded: sends the answer and its files (None: nothing to send; ``with_files`` False: it has
+        none), and lets the cursor pass. A reply presenting the plan of ``approval_id`` is noted with it, by the ids
+        the channel gave it (tapbacks). ``noted``: the channel's record of sent texts has it already
+        (``ReplySender.note``)."""
         ...
 
     def dropped(self) -> None:

@@ -1,6 +1,9 @@
 """The messages of one channel, from taken to passed: a message's reply is recorded before it is sent, its files
 follow it, and only then may the cursor pass it (``CursorTracker``), so a restart after a crash anywhere in between
-reads it again and does what is left (``MessageLedger.replay``). ``MessageWork`` is a message's turn."""
+reads it again and does what is left (``MessageLedger.replay``). ``MessageWork`` is a message's turn: the message
+is recorded as taken when its turn starts (a message waiting in the queue has no record, which a restart treats
+as a taken one: it handles it again). A reply without files is recorded as sent in the transaction that lets the
+cursor pass its message."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from apple_flow.channels.base import InboundMessage, Ingress
+from apple_flow.channels.base import InboundMessage, Ingress, Noted
 from apple_flow.config import Settings
 from apple_flow.daemon.deciding.decisions import Turn
 from apple_flow.daemon.running.arrivals import FileLimits, describe, receive
@@ -48,6 +51,10 @@ class MessageLedger:
             turn, self, message, message.reply_target, self.ref(message), message_reply(self.channel, message.rowid)
         )
 
+    def take(self, message: InboundMessage) -> None:
+        """Records that the message is being handled (in the caller's transaction)."""
+        self._store.messages.take_message(self.channel, message.rowid, message.sender, message.text)
+
     def opened(self, rowid: int) -> None:
         """The message is read: the cursor cannot pass it until it is done."""
         self._require_tracker().opened(rowid)
@@ -57,18 +64,18 @@ class MessageLedger:
         tracker = self._require_tracker()
         position = tracker.passed(rowid) if skipped else tracker.finished(rowid)
         if position is not None:
-            self._store.cursors.advance(self.channel, position)
+            self._store.cursors.advance_cursor(self.channel, position)
 
     def replay(self, message: InboundMessage) -> bool:
         """A message read again after a restart: does what was left (the reply recorded but not sent, the files
         not sent). False when there was nothing recorded to go on from."""
-        record = self._store.messages.get(self.channel, message.rowid)
+        record = self._store.messages.get_message(self.channel, message.rowid)
         if record is not None and record.state in HANDLED_STATES:
             self.complete(message)  # its reply's files that a crash left unsent go first
             return True
         if record is not None and record.state == "replied" and record.reply is not None:
             if self._sender.went_out(message.reply_target, record.reply, message.rowid):  # just before a crash
-                self._store.messages.mark_sent(self.channel, message.rowid)
+                self._store.messages.mark_message_sent(self.channel, message.rowid)
                 self.complete(message)
             else:
                 self.deliver(message, record.reply)  # recorded before a crash, never sent
@@ -84,15 +91,18 @@ class MessageLedger:
         self._store.events.log("unsent", f"not run: {message.text[:80]!r}", message.sender)
         if turn.approval is None:
             with self._store.transaction():
-                self._store.messages.record_reply(self.channel, message.rowid, None, "unsent before it ran")
+                self.take(message)
+                self._store.messages.record_message_reply(self.channel, message.rowid, None, "unsent before it ran")
                 self.done(message.rowid)
             return
         note = (f"Not run: you unsent `{message.text.strip()}` before it started. "
                 f"{turn.approval.id} is pending again.")
         with self._store.transaction():
             self._store.approvals.reopen(turn.approval.id)
-            self._store.messages.record_reply(self.channel, message.rowid, note)
-        self.deliver(message, note)
+            self.take(message)
+            self._store.messages.record_message_reply(self.channel, message.rowid, note)
+            noted = self._sender.note(message.reply_target, note)
+        self.deliver(message, note, noted=noted, with_files=False)
 
     def receive_files(self, message: InboundMessage, workspace: Path) -> str:
         """Copies the message's files into the turn's workspace; the note telling the agent about them."""
@@ -110,28 +120,44 @@ class MessageLedger:
         return describe(arrivals)
 
     def record_reply(self, message: InboundMessage, reply: str | None, note: str | None = None) -> None:
-        self._store.messages.record_reply(self.channel, message.rowid, reply, note)
+        self._store.messages.record_message_reply(self.channel, message.rowid, reply, note)
 
-    def deliver(self, message: InboundMessage, reply: str, approval_id: str | None = None) -> None:
-        """Sends the recorded reply and its files; records how the reply went, then lets the cursor pass the
-        message. The channel's confirmation of the reply is waited for on a thread of the outbound side, so the
-        sender's next turn does not wait for it (a crash meanwhile leaves it 'replied': the restart asks the
-        channel whether it went out)."""
-        handed = self._sender.hand_over(message.reply_target, reply, approval_id)
-        if not handed.pending:  # recorded before the files go: a crash in between does not send it again
-            self._delivered(message, handed.failed)
-            self.complete(message)
+    def deliver(
+        self, message: InboundMessage, reply: str, approval_id: str | None = None, noted: Noted | None = None,
+        with_files: bool = True,
+    ) -> None:
+        """Sends the recorded reply (``noted``: its sent lines recorded with it) and its files (``with_files``
+        False: it has none); records how the reply went, then lets the cursor pass the message. The channel's
+        confirmation of the reply is waited for on a thread of the outbound side, so the sender's next turn does
+        not wait for it (a crash meanwhile leaves it 'replied': the restart asks the channel whether it went out)."""
+        handed = self._sender.hand_over(message.reply_target, reply, approval_id, noted)
+        if not handed.pending:
+            if with_files:
+                self._settle(message, handed.failed)
+            else:
+                self._confirmed(message, handed.failed)
             return
         self._sender.send_reply_files(message_reply(self.channel, message.rowid))
         self._sender.when_confirmed(handed, lambda failed: self._confirmed(message, failed))
 
+    def _settle(self, message: InboundMessage, failed: str | None) -> None:
+        """The reply went (or failed): then its files, then the cursor may pass the message."""
+        reply_of = message_reply(self.channel, message.rowid)
+        if self._store.reply_files.unsent(reply_of):  # recorded before the files go: a crash while they go does
+            self._delivered(message, failed)  # not send the reply again
+            self._sender.send_reply_files(reply_of)
+            self.done(message.rowid)
+            return
+        self._confirmed(message, failed)
+
     def _confirmed(self, message: InboundMessage, failed: str | None) -> None:
-        self._delivered(message, failed)
-        self.done(message.rowid)
+        with self._store.transaction():  # how the reply went, and the cursor past its message, together
+            self._delivered(message, failed)
+            self.done(message.rowid)
 
     def _delivered(self, message: InboundMessage, failed: str | None) -> None:
         with self._store.transaction():
-            self._store.messages.mark_sent(self.channel, message.rowid, failed=failed)
+            self._store.messages.mark_message_sent(self.channel, message.rowid, failed=failed)
             if failed is not None:
                 self._store.events.log("send_failed", failed, message.sender)
 
@@ -158,6 +184,9 @@ class MessageWork:
     run_message: str
     reply_of: str
 
+    def take(self) -> None:
+        self.replies.take(self.message)
+
     def withdrawn(self) -> bool:
         if not self.replies.unsent(self.message):
             return False
@@ -170,12 +199,15 @@ class MessageWork:
     def record_reply(self, reply: str | None) -> None:
         self.replies.record_reply(self.message, reply, "cancelled" if reply is None else None)
 
-    def answer(self, reply: str | None, approval_id: str | None = None) -> None:
+    def answer(
+        self, reply: str | None, approval_id: str | None = None, noted: Noted | None = None, with_files: bool = True
+    ) -> None:
         if reply is None:
             self.replies.done(self.message.rowid)
         else:
-            self.replies.deliver(self.message, reply, approval_id)
+            self.replies.deliver(self.message, reply, approval_id, noted, with_files)
 
     def dropped(self) -> None:
+        self.replies.take(self.message)  # queued, so not recorded yet
         self.replies.record_reply(self.message, None, "cancelled before it ran")
         self.replies.done(self.message.rowid)

@@ -140,18 +140,18 @@ class OwnerLink:
         if not 0 < seconds <= MAX_QUESTION_SECONDS:
             return _error(f"timeout_seconds must be above 0 and at most {MAX_QUESTION_SECONDS:g}")
         asked = self._approvals.ask(self._owner, question, details, seconds)
-        self._store.approvals.add(asked)  # before it is texted: a quick answer must find it
+        self._store.approvals.add_approval(asked)  # before it is texted: a quick answer must find it
         self._store.events.log("question", f"{asked.id}: {question[:80]!r}", self._owner)
         failed = self._sender.send(self._owner, question_text(asked), approval_id=asked.id)
         if failed:
-            self._store.approvals.decide([_closed(asked, self._clock())])
+            self._store.approvals.record_decisions([_closed(asked, self._clock())])
             return _error(f"the question could not be texted: {failed}")
         return {"ok": True, "id": asked.id, "expires_at": asked.expires_at}
 
     def _wait(self, question_id: str, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + min(max(seconds, 0.0), MAX_WAIT_SECONDS)
         while True:
-            found = self._store.approvals.get(question_id)
+            found = self._store.approvals.get_approval(question_id)
             if found is None or not found.is_question:
                 return _error(f"no question {question_id}")
             state = found.state

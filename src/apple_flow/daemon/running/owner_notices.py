@@ -85,16 +85,16 @@ class OwnerNotices:
             if access.can_send is not True:
                 return  # it cannot send (or does not know yet): nothing to say, nothing to remember
             if access.can_read is True:
-                self._store.meta.set(CHAT_DB_LOST_KEY, "")
-                if not self._store.meta.get(READY_KEY):
+                self._store.meta.set_meta(CHAT_DB_LOST_KEY, "")
+                if not self._store.meta.get_meta(READY_KEY):
                     self._tell(send, owner, READY_KEY, ready_text(access.app))
-            elif access.can_read is False and self._rebuilt is not None and self._store.meta.get(
+            elif access.can_read is False and self._rebuilt is not None and self._store.meta.get_meta(
                 REBUILT_KEY
             ) != self._rebuilt.code_hash:
                 if self._tell(send, owner, REBUILT_KEY, rebuilt_text(access.app, self._rebuilt.steps),
                               self._rebuilt.code_hash):
-                    self._store.meta.set(CHAT_DB_LOST_KEY, "sent")  # said already, with the better reason
-            elif access.can_read is False and self._store.meta.get(READY_KEY) and not self._store.meta.get(
+                    self._store.meta.set_meta(CHAT_DB_LOST_KEY, "sent")  # said already, with the better reason
+            elif access.can_read is False and self._store.meta.get_meta(READY_KEY) and not self._store.meta.get_meta(
                 CHAT_DB_LOST_KEY
             ):
                 self._tell(send, owner, CHAT_DB_LOST_KEY, chat_db_lost_text(access.app, access.read_fix))
@@ -104,6 +104,6 @@ class OwnerNotices:
         if problem is not None:
             log.warning("could not text the owner (%s): %s", key, problem)
             return False  # not remembered: the next change tries again
-        self._store.meta.set(key, value)
+        self._store.meta.set_meta(key, value)
         self._store.events.log("owner_notice", key, owner)
         return True

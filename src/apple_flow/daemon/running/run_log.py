@@ -1,5 +1,6 @@
 """What a run did, kept for the web page: the agent's stream-json events (tool calls and their results with output,
-exit code and diff, notices, the result), as they arrive, a few transactions a second at most (``RunLog``).
+exit code and diff, notices, the result), as they arrive, a few transactions a second at most (``RunLog``); and the
+progress lines the turn sends, which ride those transactions.
 
 Bounded three ways: one event at most ``EVENT_MAX_BYTES`` (its longest strings cut, saying so), one run at most
 ``RUN_MAX_BYTES`` (later events are counted as dropped, but the ``result`` event always has room), and only the
@@ -11,10 +12,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
+from apple_flow.channels.base import Noted
 from apple_flow.connectors.stream_events import Result, StreamEvent, Text, event_type
+from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import Store
 
 log = logging.getLogger(__name__)
@@ -31,17 +35,30 @@ FLUSH_SECONDS = 0.25  # how long an event may wait in memory for those after it 
 class RunLog:
     """Records one run's events; called with each parsed event, and closed when the run ends (a context manager).
     Events are written in batches, one transaction each: the first event of a batch waits at most
-    ``FLUSH_SECONDS`` (a timer) for those that follow it, and the ``result`` event and ``close()`` write at once. So
-    an agent streaming many events costs a few transactions a second instead of one per event, and the page still
-    shows each within a quarter of a second. The run's budget is counted here: only this log writes its events.
-    Never raises: a run must not fail because its record could not be written."""
+    ``FLUSH_SECONDS`` (a timer) for those that follow it, and the last ones (the ``result`` among them) are written
+    by ``end()``, in the transaction that records the run's end. So an agent streaming many events costs a few
+    transactions a second instead of one per event, and the page still shows each within a quarter of a second.
+    The run's budget is counted here: only this log writes its events.
 
-    def __init__(self, store: Store, run_id: str, flush_seconds: float = FLUSH_SECONDS) -> None:
+    Progress lines (``progress``) wait with the events and go out after the batch is written: the batch's
+    transaction notes them in the channel's record of sent texts (``ReplySender.note``), so a line costs no
+    transaction of its own, and lines that come together go as one text. Never raises: a run must not fail because
+    its record could not be written."""
+
+    def __init__(
+        self, store: Store, run_id: str, flush_seconds: float = FLUSH_SECONDS, sender: ReplySender | None = None,
+        recipient: str = "",
+    ) -> None:
         self._store = store
         self.run_id = run_id
         self._flush_seconds = flush_seconds
-        self._lock = threading.Lock()
+        self._sender = sender  # where progress lines go (to ``recipient``); None: the run sends none
+        self._recipient = recipient
+        # Re-entrant: ``end`` runs inside ``ending``. Always taken before the store's lock (the timer's writes and
+        # ``ending`` alike), never while holding it, so the two cannot wait for each other.
+        self._lock = threading.RLock()
         self._pending: list[tuple[str, str]] = []
+        self._progress: list[str] = []  # progress lines waiting for the next write
         self._dropped = 0  # events over the budget since the last write
         self._used = 0  # characters of the run's events kept so far (written or pending)
         self._written = 0  # events written so far: the next one's number follows
@@ -64,35 +81,80 @@ class RunLog:
             else:
                 self._pending.append((event_type(event), body))
                 self._used += len(body)
-            if isinstance(event, Result):
-                self._write()
-            elif self._timer is None:
-                self._timer = threading.Timer(self._flush_seconds, self.flush)
-                self._timer.daemon = True
-                self._timer.start()
+            self._wait()
+
+    def progress(self, text: str) -> None:
+        """A progress line for the recipient: it goes once the events before it are written (within
+        ``FLUSH_SECONDS``)."""
+        if self._sender is None:
+            return
+        with self._lock:
+            self._progress.append(text)
+            self._wait()
+
+    def _wait(self) -> None:
+        if self._timer is None:
+            self._timer = threading.Timer(self._flush_seconds, self.flush)
+            self._timer.daemon = True
+            self._timer.start()
 
     def flush(self) -> None:
-        """Writes the events waiting in memory now."""
+        """Writes the events waiting in memory now, then sends the progress lines that waited with them."""
+        with self._lock:  # held while the progress goes: the next batch's lines follow this one's
+            self._send(*self._write())
+
+    @contextmanager
+    def ending(self) -> Iterator[None]:
+        """Holds the log while the caller opens the transaction that records the run's end (``with
+        record.ending(), store.transaction(): record.end() ...``): the log's lock is taken before the store's, as a
+        timer's write takes them."""
         with self._lock:
-            self._write()
+            yield
+
+    def end(self) -> tuple[str, Noted | None] | None:
+        """The run ends: writes the events still waiting, in the caller's transaction (the one recording the run's
+        end, opened inside ``ending``), and notes the progress lines still waiting in it. Returns those lines (as
+        one text) and how they were noted, for ``send_after_end`` once that transaction is committed."""
+        with self._lock:
+            text, noted = self._write()
+        return (text, noted) if text is not None else None
+
+    def send_after_end(self, waiting: tuple[str, Noted | None] | None) -> None:
+        """Sends what ``end`` left to send, once its transaction is committed."""
+        if waiting is not None:
+            self._send(*waiting)
 
     def close(self) -> None:
         self.flush()
 
-    def _write(self) -> None:
+    def _send(self, text: str | None, noted: Noted | None) -> None:
+        if text is not None and self._sender is not None:
+            self._sender.progress(self._recipient, text, noted=noted)
+
+    def _write(self) -> tuple[str | None, Noted | None]:
+        """Writes the waiting events and notes the waiting progress lines, in one transaction (the caller's, if it
+        is in one); returns the lines (one text, None if none) and how they were noted (None: not)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if not self._pending and not self._dropped:
-            return
-        events, dropped = self._pending, self._dropped
-        self._pending, self._dropped = [], 0
+        events, dropped, lines = self._pending, self._dropped, self._progress
+        if not events and not dropped and not lines:
+            return None, None
+        self._pending, self._dropped, self._progress = [], 0, []
+        text = "\n".join(lines) if lines else None
+        noted: Noted | None = None
         try:
-            self._store.run_events.add(self.run_id, events, self._written + 1, dropped,
-                                       KEEP_RUNS if self._written == 0 else None)
+            with self._store.transaction():
+                if events or dropped:
+                    self._store.run_events.add_run_events(self.run_id, events, self._written + 1, dropped,
+                                                          KEEP_RUNS if self._written == 0 else None)
+                if text is not None and self._sender is not None:
+                    noted = self._sender.note(self._recipient, text)
         except Exception:
+            noted = None  # rolled back: the channel notes the text as it sends it
             log.exception("could not keep %d event(s) of run %s", len(events), self.run_id)
         self._written += len(events)
+        return text, noted
 
 
 def bounded_json(event: Mapping[str, Any], limit: int = EVENT_MAX_BYTES) -> str:

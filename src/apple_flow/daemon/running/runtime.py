@@ -20,8 +20,9 @@ Files: a turn's message's files are copied into its workspace (``arrivals``) whe
 answer names (``files_to_send``) are checked against the workspace, announced in the reply, recorded with it and sent
 after it.
 
-Crash safety: a message is recorded as taken before its turn runs; its reply is recorded (with the run's end, the
-conversation's new exchange, any approval request and the files it sends, in one transaction) before it is sent;
+Crash safety: a message is recorded as taken before its turn runs (as it starts, with the run); its reply is
+recorded (with the run's end, the conversation's new exchange, any approval request, the files it sends and its
+lines in the channel's record of sent texts, in one transaction) before it is sent;
 each file is marked as it is sent or refused; the cursor passes a message only once it is finished, its reply and
 then its files out. After ``kill -9`` the restart reads from the cursor: finished messages are skipped, a recorded
 but unsent reply is sent, the files of a reply not sent yet follow it (each checked again: one deleted or grown
@@ -148,10 +149,10 @@ class Runtime:
     def run(self) -> int:
         """Runs until the input ends (then drains every pending turn) or a stop is requested. Returns the exit
         status: 0, or 1 when the ingress failed."""
-        previous = self._store.meta.get(CHILD_TOKEN_KEY)
+        previous = self._store.meta.get_meta(CHILD_TOKEN_KEY)
         if previous:
             orphans.kill_orphans(previous)
-        self._store.meta.set(CHILD_TOKEN_KEY, orphans.mark_children())
+        self._store.meta.set_meta(CHILD_TOKEN_KEY, orphans.mark_children())
         interrupted = self._store.runs.interrupt_running()
         if interrupted:
             log.warning("%d run(s) were cut short by the previous shutdown; their messages are handled again",
@@ -161,7 +162,7 @@ class Runtime:
         if self._checks is not None and not self._checks.wait_until_ready(self._stop):
             self._shutdown()
             return 0
-        start = self._store.cursors.get(self._key)
+        start = self._store.cursors.get_cursor(self._key)
         if start is None:
             start = self._first_start()
         else:
@@ -221,8 +222,8 @@ class Runtime:
         self._catchup = (latest, time.time() - self._settings.startup_catchup_window_seconds)
         # Saved with the cursor: a first run stopped before it passed the old rows must not answer them next time.
         with self._store.transaction():
-            self._store.meta.set(self._catchup_key, f"{self._catchup[0]} {self._catchup[1]}")
-            self._store.cursors.set(self._key, start)
+            self._store.meta.set_meta(self._catchup_key, f"{self._catchup[0]} {self._catchup[1]}")
+            self._store.cursors.set_cursor(self._key, start)
         return start
 
     @property
@@ -234,7 +235,7 @@ class Runtime:
         return f"catchup:{self._key}"
 
     def _saved_catchup(self) -> tuple[int, float] | None:
-        saved = (self._store.meta.get(self._catchup_key) or "").split()
+        saved = (self._store.meta.get_meta(self._catchup_key) or "").split()
         return (int(saved[0]), float(saved[1])) if len(saved) == 2 else None
 
     def _read(self, after: int) -> None:
@@ -310,39 +311,44 @@ class Runtime:
         if isinstance(decision, Ignore):
             log.info("ignored a message from %s (%s)", sender, decision.reason)
             with store.transaction():
-                store.messages.ignore(self._key, message.rowid, sender, message.text, decision.reason)
+                store.messages.ignore_message(self._key, message.rowid, sender, message.text, decision.reason)
                 store.events.log("ignored", f"{decision.reason}: {message.text[:80]!r}", sender)
                 self._messages.done(message.rowid)
         elif isinstance(decision, Hold):
             with store.transaction():
-                store.messages.ignore(self._key, message.rowid, sender, message.text, "late: listed, runs on `run`")
+                store.messages.ignore_message(self._key, message.rowid, sender, message.text,
+                                              "late: listed, runs on `run`")
                 store.held.hold(self._key, message.rowid, sender, message.reply_target, message.text,
                                 message.date.timestamp(), forgeable=message.forgeable)
                 store.events.log("held", f"came while offline: {message.text[:80]!r}", sender)
                 self._messages.done(message.rowid)
             self._held_unlisted = True
         elif isinstance(decision, Reply):
-            with store.transaction():
-                if not store.approvals.decide(decision.decided):
+            with store.transaction():  # the reply and its sent lines recorded before it goes
+                if not store.approvals.record_decisions(decision.decided):
                     return False
-                store.messages.take(self._key, message.rowid, sender, message.text)
+                store.messages.take_message(self._key, message.rowid, sender, message.text)
                 if decision.clear_history:
-                    store.history.clear(sender)
-                store.messages.record_reply(self._key, message.rowid, decision.text)
+                    store.history.clear_history(sender)
+                store.messages.record_message_reply(self._key, message.rowid, decision.text)
                 if decision.login_link is not None:
                     store.web_logins.add_link(decision.login_link, sender, self._settings.web_link_minutes * 60)
                 # Recorded with the reply that tells of them: a restart neither runs them nor tells of them twice.
                 # (A turn that started since the reply was decided is not dropped here: the cancel below stops it.)
                 for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
                     self._record_dropped(job.payload)
+                noted = self._sender.note(message.reply_target, decision.text)
             if decision.cancel:
                 self._turns.cancel(sender, decision.cancel_run)
-            self._messages.deliver(message, decision.text)
+            self._messages.deliver(message, decision.text, noted=noted, with_files=False)  # files come with turns
         else:
-            with store.transaction():
-                if not store.approvals.decide(decision.decided):
-                    return False
-                store.messages.take(self._key, message.rowid, sender, message.text)
+            # Taken when its turn starts (``TurnWorkers``), in the transaction that begins its run; the requests it
+            # decides are recorded now, with it taken.
+            if decision.decided:
+                with store.transaction():
+                    if not store.approvals.record_decisions(decision.decided):
+                        return False
+                    store.messages.take_message(self._key, message.rowid, sender, message.text)
             if decision.ack:
                 self._sender.progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, self._messages.work(message, decision)))

@@ -110,8 +110,8 @@ class Scheduler(Generic[T]):
             return self._changed.wait_for(lambda: not self._active, timeout)
 
     def close(self) -> None:
-        """Accepts no more jobs and drops those not started (they stay 'taken' in the store: a restart redoes
-        them); ``next()`` returns None from now on. Running jobs go on."""
+        """Accepts no more jobs and drops those not started (their messages are not recorded as finished: a
+        restart redoes them); ``next()`` returns None from now on. Running jobs go on."""
         with self._lock:
             self._closed = True
             self._waiting.clear()

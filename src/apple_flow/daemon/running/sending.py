@@ -6,7 +6,11 @@ recorded and again before each goes; each is marked in the store as it is sent o
 A reply is handed over (``hand_over``) and its delivery confirmed apart (``when_confirmed``): the channel's
 confirmation (the iMessage channel waits up to ``send_confirm_seconds`` for Messages' row) runs on a thread of its
 own, so the sender's next turn starts meanwhile; the next reply still goes out after this one. A progress line's
-confirmation, best effort, is waited for the same way."""
+confirmation, best effort, is waited for the same way.
+
+What a text will be is noted in the channel's record of sent texts (for its echoes) before it goes: by the caller,
+in the transaction that records the reply (``note``, then ``hand_over(..., noted=...)``), or else by the channel
+as it hands the text over."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from apple_flow.channels.base import Egress, Handover, SendError
+from apple_flow.channels.base import Egress, Handover, Noted, SendError
 from apple_flow.config import Settings
 from apple_flow.daemon.deciding.files_to_send import Outgoing, check, check_all, note
 from apple_flow.daemon.store import FinishedTurn, Store
@@ -54,20 +58,32 @@ class ReplySender:
         with self._locks_lock:
             return self._locks.setdefault(recipient, threading.Lock())
 
+    def note(self, recipient: str, text: str) -> Noted | None:
+        """Notes ``text`` in the channel's record of sent texts, in the caller's store transaction, ahead of
+        handing it over with the ``Noted`` returned. None when the channel could not (its ``hand_over`` then notes
+        it, and fails as it would have)."""
+        try:
+            return self._egress.note(recipient, text)
+        except Exception as exc:  # e.g. an address the channel cannot parse: said when the text is handed over
+            log.info("could not note the text to %s ahead of sending it: %s", recipient, exc)
+            return None
+
     def send(self, recipient: str, reply: str, approval_id: str | None = None) -> str | None:
         """Sends a text and waits for its confirmation (a notice of the daemon's own); returns why it could not be
         sent, or None."""
         handed = self.hand_over(recipient, reply, approval_id)
         return self._confirm_now(handed) if handed.pending else handed.failed
 
-    def hand_over(self, recipient: str, reply: str, approval_id: str | None = None) -> HandedOver:
-        """Gives a reply to the channel (which notes it in the store's record of sent texts, for echoes), without
-        waiting for its delivery to be confirmed: see ``when_confirmed``. A reply presenting the plan of
-        ``approval_id`` is noted with it by the ids the channel gave its parts, so that a tapback on it decides the
-        request."""
+    def hand_over(
+        self, recipient: str, reply: str, approval_id: str | None = None, noted: Noted | None = None
+    ) -> HandedOver:
+        """Gives a reply to the channel (which notes it in the store's record of sent texts, for echoes, unless
+        it was ``noted`` already), without waiting for its delivery to be confirmed: see ``when_confirmed``. A
+        reply presenting the plan of ``approval_id`` is noted with it by the ids the channel gave its parts, so
+        that a tapback on it decides the request."""
         try:
             with self._lock(recipient):
-                handover = self._egress.hand_over(recipient, reply)
+                handover = self._egress.hand_over(recipient, reply, noted=noted)
         except Exception as exc:  # SendError, or a channel bug: recorded by the caller, never fatal
             return HandedOver(recipient, failed=_failure(recipient, exc))
         handed = HandedOver(recipient, handover=handover, approval_id=approval_id)
@@ -96,12 +112,13 @@ class ReplySender:
             return _failure(recipient, exc)
         return None
 
-    def progress(self, recipient: str, text: str) -> None:
+    def progress(self, recipient: str, text: str, noted: Noted | None = None) -> None:
         """Best effort: progress is not recorded with the message, and a failure to send it does not stop the
-        turn (its confirmation is waited for off the turn's path, and only logged)."""
+        turn (its confirmation is waited for off the turn's path, and only logged). ``noted``: as for
+        ``hand_over``."""
         try:
             with self._lock(recipient):
-                handover = self._egress.hand_over(recipient, text, progress=True)
+                handover = self._egress.hand_over(recipient, text, progress=True, noted=noted)
         except Exception as exc:
             log.warning("could not send progress to %s: %s", recipient, exc)
             return
@@ -175,7 +192,7 @@ class ReplySender:
                 # Said before it is marked: a crash in between tries the file again rather than keep silent.
                 self.progress(item.recipient, f"Could not send {item.shown}: {problem}")
             with self._store.transaction():
-                self._store.reply_files.done(item.id, problem)
+                self._store.reply_files.mark_file_done(item.id, problem)
                 if problem is None:
                     self._store.events.log("file_sent", item.shown, item.sender)
                 else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from apple_flow.channels.base import Noted
 from apple_flow.daemon.deciding.decisions import Turn
 from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import WEB_REPLY_PREFIX, Approval, Store, web_reply
@@ -37,16 +38,16 @@ class WebLedger:
         return rerun
 
     def record(self, approval: Approval, reply: str | None) -> None:
-        self._store.web_runs.record_reply(approval.id, reply)
+        self._store.web_runs.record_web_reply(approval.id, reply)
 
-    def send(self, approval: Approval, reply: str) -> None:
+    def send(self, approval: Approval, reply: str, noted: Noted | None = None) -> None:
         """Sends the recorded answer, marks it sent (a web run has no message whose row the channel could be asked
         about after a crash: an answer handed over is never sent again), then its files. The channel's confirmation
         is waited for on a thread of the outbound side (the sender's next turn does not wait for it), which reports
         an answer that did not go out."""
-        handed = self._sender.hand_over(approval.sender, reply)
+        handed = self._sender.hand_over(approval.sender, reply, noted=noted)
         with self._store.transaction():
-            self._store.web_runs.mark_sent(approval.id)
+            self._store.web_runs.mark_web_sent(approval.id)
             self._failed(approval, handed.failed)
         self._sender.send_reply_files(web_reply(approval.id))
         if handed.pending:
@@ -68,6 +69,9 @@ class WebWork:
     run_message: None
     reply_of: str
 
+    def take(self) -> None:
+        """Recorded as queued when it was approved (``store.web_runs``)."""
+
     def withdrawn(self) -> bool:
         return False
 
@@ -77,9 +81,11 @@ class WebWork:
     def record_reply(self, reply: str | None) -> None:
         self.replies.record(self.approval, reply)
 
-    def answer(self, reply: str | None, approval_id: str | None = None) -> None:
+    def answer(
+        self, reply: str | None, approval_id: str | None = None, noted: Noted | None = None, with_files: bool = True
+    ) -> None:
         if reply is not None:  # an approved task's answer: it presents no new plan
-            self.replies.send(self.approval, reply)
+            self.replies.send(self.approval, reply, noted)
 
     def dropped(self) -> None:
         self.replies.record(self.approval, None)

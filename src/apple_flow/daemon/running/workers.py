@@ -2,6 +2,11 @@
 to the recipient, the agent's events into the run log), ask what the outcome means, record it with the reply and
 hand the reply to the job's work; a watchdog stops turns past their time, and ``cancel`` stops one on request.
 
+A turn writes the store three times on its way: its work taken with its run begun (one transaction), the run's
+end with its last events, the reply, the sent lines of it and of the progress still waiting (one transaction, the
+reply recorded before it is sent), and what the work does once the reply is out (``jobs.Work.answer``). The
+run's events and progress lines of a longer turn ride the run log's batches (``run_log``).
+
 The connectors are the daemon's and, when set up, the escalation's (APPLE_FLOW_ESCALATE_CONNECTOR), which runs
 only the tasks the owner escalates."""
 
@@ -13,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from apple_flow.channels.base import Noted
 from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
 from apple_flow.daemon.deciding import failures
@@ -117,41 +123,56 @@ class TurnWorkers:
         if work.withdrawn():
             return
         run_id = new_run_id()
-        self._store.runs.start(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request,
-                               work.run_message, turn.approval.id if turn.approval is not None else None,
-                               turn.escalates)
+        with self._store.transaction():  # its work taken (a message) and its run begun, together
+            work.take()
+            self._store.runs.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request,
+                                       work.run_message, turn.approval.id if turn.approval is not None else None,
+                                       turn.escalates)
         job.run_id = run_id  # from now on `cancel <run id>` finds it
         connector = self._connector_for(turn)
         window = connector.context_window
+        exchanges = tuple(self._store.history.recent_exchanges(turn.sender, window))
         request = TurnRequest(
-            turn.prompt, turn.workspace, tuple(self._store.history.recent(turn.sender, window)), turn.read_only,
-            turn.plan, sender=turn.sender, files_note=work.files_note(), verify=turn.verify,
+            turn.prompt, turn.workspace, exchanges, turn.read_only, turn.plan, sender=turn.sender,
+            files_note=work.files_note(), verify=turn.verify,
         )
+        with RunLog(self._store, run_id, sender=self._sender, recipient=work.recipient) as record:
+            self._finish(job, run_id, connector, request, record, keep_exchange=window > 0)
+
+    def _finish(self, job: Job[Work], run_id: str, connector: Connector, request: TurnRequest, record: RunLog,
+                keep_exchange: bool) -> None:
+        """Runs the turn, then records its end with its last events and its reply (and the reply's files and sent
+        lines), in one transaction, before the reply goes."""
+        work = job.payload
+        turn = work.turn
         outcome: TurnOutcome | Exception
         try:
-            with RunLog(self._store, run_id) as record:  # its last events are written before the run's end
-                outcome = self._turn(connector, request, work.recipient, record)
+            outcome = self._turn(connector, request, record)
         except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
             log.exception("turn %s failed", run_id)
             outcome = exc
         stop = job.stop_reply if job.cancelled.is_set() else None
-        finished = self._conclude(turn, run_id, outcome, stop, window > 0)
+        finished = self._conclude(turn, run_id, outcome, stop, keep_exchange)
         if self.abandon.is_set():
             return
         finished, outgoing = self._sender.check_files(finished, turn.workspace)
-        with self._store.transaction():
+        noted: Noted | None = None
+        files = [(item.shown, str(item.path)) for item in outgoing if item.path is not None]
+        with record.ending(), self._store.transaction():
+            progress = record.end()  # the run's last events are written before its end
             work.record_reply(finished.reply)
             self._store.record_turn(turn.sender, run_id, finished)
             if finished.reply is not None:  # the files go with the reply, or not at all
-                self._store.reply_files.record(
-                    work.reply_of, work.recipient, turn.sender, str(turn.workspace),
-                    [(item.shown, str(item.path)) for item in outgoing if item.path is not None],
-                )
-        work.answer(finished.reply, finished.approval.id if finished.approval is not None else None)
+                self._store.reply_files.record_files(work.reply_of, work.recipient, turn.sender,
+                                                     str(turn.workspace), files)
+                noted = self._sender.note(work.recipient, finished.reply)
+        record.send_after_end(progress)
+        work.answer(finished.reply, finished.approval.id if finished.approval is not None else None, noted,
+                    with_files=bool(files))
 
-    def _turn(self, connector: Connector, request: TurnRequest, recipient: str, record: RunLog) -> TurnOutcome:
-        """Runs the connector's turn to its outcome, passing its progress on to ``recipient`` (throttled) and
-        keeping the agent's events with the run (for the web page)."""
+    def _turn(self, connector: Connector, request: TurnRequest, record: RunLog) -> TurnOutcome:
+        """Runs the connector's turn to its outcome, passing its progress on to the recipient (throttled; sent
+        with the run log's writes) and keeping the agent's events with the run (for the web page)."""
         throttle = ProgressThrottle(self._settings.progress_interval_seconds)
         with contextlib.closing(connector.run(request)) as items:
             for item in items:
@@ -162,7 +183,7 @@ class TurnWorkers:
                 for activity in item.progress:
                     text = throttle.message(activity)
                     if text is not None:
-                        self._sender.progress(recipient, text)
+                        record.progress(text)
         raise ConnectorError("the connector ended the turn without an outcome")
 
     def cancel(self, sender: str, run_id: str | None = None) -> bool:

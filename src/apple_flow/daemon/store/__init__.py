@@ -83,11 +83,11 @@ class Store:
         """A finished turn's record: the run's end and outcome, the conversation's new exchange, the request its
         reply announces; together (the caller records the reply itself, and its files, in the same transaction)."""
         with self.db.transaction():
-            self.runs.finish(run_id, turn)
+            self.runs.finish_run(run_id, turn)
             if turn.exchange is not None:
-                self.history.append(sender, turn.exchange)
+                self.history.append_exchange(sender, turn.exchange)
             if turn.approval is not None:
-                self.approvals.add(turn.approval)
+                self.approvals.add_approval(turn.approval)
 
     def close(self) -> None:
         self.db.close()

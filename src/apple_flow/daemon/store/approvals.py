@@ -13,7 +13,7 @@ class ApprovalTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def add(self, approval: Approval) -> None:
+    def add_approval(self, approval: Approval) -> None:
         self._db.write(
             "INSERT INTO approvals (id, sender, task, plan, workspace, state, created_at, expires_at, decided_at, "
             "decided_by, extra, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -24,7 +24,7 @@ class ApprovalTable:
             ),
         )
 
-    def get(self, approval_id: str) -> Approval | None:
+    def get_approval(self, approval_id: str) -> Approval | None:
         rows = self._db.rows("SELECT * FROM approvals WHERE id = ?", (approval_id,))
         return Approval(**dict(rows[0])) if rows else None
 
@@ -46,7 +46,7 @@ class ApprovalTable:
         )
         return [Approval(**dict(row)) for row in rows]
 
-    def decide(self, decided: Sequence[Approval]) -> bool:
+    def record_decisions(self, decided: Sequence[Approval]) -> bool:
         """Records decisions (requests in their new state) on pending requests, all or none: False, and nothing
         written, when one of them was decided already (e.g. by a click on the web page a moment before)."""
         with self._db.transaction():  # BEGIN IMMEDIATE: nobody writes between the check and the updates

@@ -9,11 +9,11 @@ class CursorTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def get(self, channel: str) -> int | None:
+    def get_cursor(self, channel: str) -> int | None:
         rows = self._db.rows("SELECT last_rowid FROM cursor WHERE channel = ?", (channel,))
         return int(rows[0][0]) if rows else None
 
-    def advance(self, channel: str, rowid: int) -> None:
+    def advance_cursor(self, channel: str, rowid: int) -> None:
         """Moves the cursor forward to ``rowid``; never back (callers on several threads may save out of order)."""
         self._db.write(
             "INSERT INTO cursor (channel, last_rowid) VALUES (?, ?) "
@@ -21,7 +21,7 @@ class CursorTable:
             (channel, rowid),
         )
 
-    def set(self, channel: str, rowid: int) -> None:
+    def set_cursor(self, channel: str, rowid: int) -> None:
         self._db.write(
             "INSERT INTO cursor (channel, last_rowid) VALUES (?, ?) "
             "ON CONFLICT (channel) DO UPDATE SET last_rowid = excluded.last_rowid",

@@ -15,10 +15,10 @@ class EventTable:
             "INSERT INTO events (at, kind, sender, detail) VALUES (?, ?, ?, ?)", (self._db.now(), kind, sender, detail)
         )
 
-    def count(self, kind: str) -> int:
+    def count_events(self, kind: str) -> int:
         return int(self._db.rows("SELECT COUNT(*) FROM events WHERE kind = ?", (kind,))[0][0])
 
-    def recent(self, limit: int = 50, kind: str | None = None) -> list[Event]:
+    def recent_events(self, limit: int = 50, kind: str | None = None) -> list[Event]:
         """The newest ``limit`` events (of ``kind``), oldest first."""
         if kind is None:
             rows = self._db.rows("SELECT at, kind, sender, detail FROM events ORDER BY id DESC LIMIT ?", (limit,))

@@ -12,7 +12,7 @@ class HistoryTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def recent(self, thread_id: str, limit: int) -> list[Exchange]:
+    def recent_exchanges(self, thread_id: str, limit: int) -> list[Exchange]:
         """The newest ``limit`` exchanges, oldest first."""
         if limit <= 0:
             return []
@@ -21,7 +21,7 @@ class HistoryTable:
         )
         return [Exchange(user=row[0], assistant=row[1]) for row in reversed(rows)]
 
-    def append(self, thread_id: str, exchange: Exchange) -> None:
+    def append_exchange(self, thread_id: str, exchange: Exchange) -> None:
         with self._db.transaction():
             self._db.write(
                 "INSERT INTO history (thread, user, assistant, at) VALUES (?, ?, ?, ?)",
@@ -33,5 +33,5 @@ class HistoryTable:
                 (thread_id, thread_id, HISTORY_KEEP),
             )
 
-    def clear(self, thread_id: str) -> None:
+    def clear_history(self, thread_id: str) -> None:
         self._db.write("DELETE FROM history WHERE thread = ?", (thread_id,))

@@ -13,7 +13,7 @@ class MessageTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def get(self, channel: str, rowid: int) -> MessageRecord | None:
+    def get_message(self, channel: str, rowid: int) -> MessageRecord | None:
         rows = self._db.rows(
             "SELECT channel, rowid, sender, text, state, reply, note FROM messages WHERE channel = ? AND rowid = ?",
             (channel, rowid),
@@ -29,14 +29,14 @@ class MessageTable:
             (channel, rowid, sender, text, state, note, now, now),
         )
 
-    def take(self, channel: str, rowid: int, sender: str, text: str) -> None:
+    def take_message(self, channel: str, rowid: int, sender: str, text: str) -> None:
         """Records that the message is being handled (before any turn for it runs)."""
         self._put(channel, rowid, sender, text, "taken", None)
 
-    def ignore(self, channel: str, rowid: int, sender: str, text: str, reason: str) -> None:
+    def ignore_message(self, channel: str, rowid: int, sender: str, text: str, reason: str) -> None:
         self._put(channel, rowid, sender, text, "ignored", reason)
 
-    def record_reply(self, channel: str, rowid: int, reply: str | None, note: str | None = None) -> None:
+    def record_message_reply(self, channel: str, rowid: int, reply: str | None, note: str | None = None) -> None:
         """Stores the final reply before it is sent. ``None``: nothing is to be sent (e.g. cancelled)."""
         state = "replied" if reply is not None else "sent"
         self._db.write(
@@ -44,13 +44,13 @@ class MessageTable:
             (state, reply, note, self._db.now(), channel, rowid),
         )
 
-    def mark_sent(self, channel: str, rowid: int, failed: str | None = None) -> None:
+    def mark_message_sent(self, channel: str, rowid: int, failed: str | None = None) -> None:
         self._db.write(
             "UPDATE messages SET state = ?, note = COALESCE(?, note), updated_at = ? WHERE channel = ? AND rowid = ?",
             ("send_failed" if failed else "sent", failed, self._db.now(), channel, rowid),
         )
 
-    def count(self, state: str | None = None) -> int:
+    def count_messages(self, state: str | None = None) -> int:
         if state is None:
             return int(self._db.rows("SELECT COUNT(*) FROM messages")[0][0])
         return int(self._db.rows("SELECT COUNT(*) FROM messages WHERE state = ?", (state,))[0][0])

@@ -26,7 +26,7 @@ class ReplyFileTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def record(
+    def record_files(
         self, reply_of: str, recipient: str, sender: str, workspace: str, files: Sequence[tuple[str, str]]
     ) -> None:
         """Records the files (shown name, path) a reply names, to send after it; called in the transaction that
@@ -58,7 +58,7 @@ class ReplyFileTable:
         )
         return [str(row[0]) for row in rows]
 
-    def done(self, file_id: int, problem: str | None = None) -> None:
+    def mark_file_done(self, file_id: int, problem: str | None = None) -> None:
         """The file went (``problem`` None), or will not (why)."""
         self._db.write(
             "UPDATE reply_files SET state = ?, problem = ?, updated_at = ? WHERE id = ?",

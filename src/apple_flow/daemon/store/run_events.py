@@ -15,7 +15,7 @@ class RunEventTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def add(self, run_id: str, events: Sequence[tuple[str, str]], first_seq: int, dropped: int = 0,
+    def add_run_events(self, run_id: str, events: Sequence[tuple[str, str]], first_seq: int, dropped: int = 0,
             keep_runs: int | None = None) -> None:
         """Keeps a batch of a run's events, (type, body) numbered from ``first_seq``, and counts ``dropped`` more
         as dropped (over the run's budget, which ``daemon.run_log`` keeps), in one transaction. With ``keep_runs``

@@ -14,7 +14,7 @@ class RunTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def start(
+    def start_run(
         self, run_id: str, sender: str, kind: str, workspace: str, request: str, message: str | None = None,
         approval: str | None = None, escalated_from: str | None = None,
     ) -> None:
@@ -26,7 +26,7 @@ class RunTable:
             (run_id, sender, kind, workspace, request, self._db.now(), message, approval, escalated_from),
         )
 
-    def finish(self, run_id: str, turn: FinishedTurn) -> None:
+    def finish_run(self, run_id: str, turn: FinishedTurn) -> None:
         """The run's end and outcome, as the turn finished."""
         outcome = turn.outcome
         usage = outcome.usage if outcome is not None else None
@@ -47,7 +47,7 @@ class RunTable:
             ),
         )
 
-    def get(self, run_id: str) -> Run | None:
+    def get_run(self, run_id: str) -> Run | None:
         rows = self._db.rows("SELECT * FROM runs WHERE id = ?", (run_id,))
         return Run(**dict(rows[0])) if rows else None
 
@@ -89,7 +89,7 @@ class RunTable:
         )
         return [Run(**dict(row)) for row in rows]
 
-    def recent(self, limit: int = 50) -> list[Run]:
+    def recent_runs(self, limit: int = 50) -> list[Run]:
         """Every sender's runs, newest first."""
         rows = self._db.rows("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
         return [Run(**dict(row)) for row in rows]

@@ -13,7 +13,7 @@ class SentTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def record(self, channel: str, recipient: str, text: str, keep_seconds: float) -> None:
+    def record_sent(self, channel: str, recipient: str, text: str, keep_seconds: float) -> None:
         """Records a text about to be sent; entries older than ``keep_seconds`` go (the table stays small)."""
         now = self._db.now()
         with self._db.transaction():
@@ -22,7 +22,7 @@ class SentTable:
                 "INSERT INTO sent (channel, recipient, text, at) VALUES (?, ?, ?, ?)", (channel, recipient, text, now)
             )
 
-    def take(self, channel: str, recipient: str, text: str, since: float, from_me: bool = False) -> bool:
+    def take_sent(self, channel: str, recipient: str, text: str, since: float, from_me: bool = False) -> bool:
         """True when ``text`` was sent to ``recipient`` on ``channel`` at or after ``since`` and this copy of it
         (the sent one, ``from_me``, or the received one) has not come back yet; the oldest such entry notes it, and
         goes once both copies have. Writes only when there is one."""
@@ -56,8 +56,8 @@ class SentRecord:
         self._window = window_seconds
 
     def record(self, recipient: str, text: str) -> None:
-        self._table.record(self._channel, recipient, text, self._window)
+        self._table.record_sent(self._channel, recipient, text, self._window)
 
     def take_echo(self, sender: str, text: str, from_me: bool = False) -> bool:
         since = self._clock() - self._window
-        return self._table.take(self._channel, sender, text, since, from_me)
+        return self._table.take_sent(self._channel, sender, text, since, from_me)

@@ -47,16 +47,16 @@ class WebLoginTable:
         """Ends every session when the login token is not the one they were made under. True if it ended them."""
         fingerprint = digest(f"apple-flow web token:{token}")
         with self._db.transaction():
-            known = self._meta.get(TOKEN_FINGERPRINT_KEY)
+            known = self._meta.get_meta(TOKEN_FINGERPRINT_KEY)
             if known == fingerprint:
                 return False
             self._db.write("DELETE FROM web_sessions")
-            self._meta.set(TOKEN_FINGERPRINT_KEY, fingerprint)
+            self._meta.set_meta(TOKEN_FINGERPRINT_KEY, fingerprint)
             return known is not None
 
     # --- sessions --------------------------------------------------------------------------------------------
 
-    def start(self, via: str, seconds: float) -> str:
+    def start_session(self, via: str, seconds: float) -> str:
         """A new session for ``seconds``; returns the cookie's value (kept nowhere but in the browser)."""
         secret = secrets.token_urlsafe(SECRET_BYTES)
         now = self._db.now()
@@ -78,12 +78,12 @@ class WebLoginTable:
         )
         return Session(float(rows[0][0]), float(rows[0][1]), str(rows[0][2])) if rows else None
 
-    def end(self, cookie: str | None) -> bool:
+    def end_session(self, cookie: str | None) -> bool:
         if cookie is None or not _plausible(cookie):
             return False
         return self._db.write("DELETE FROM web_sessions WHERE id = ?", (digest(cookie),)).rowcount > 0
 
-    def count(self) -> int:
+    def count_sessions(self) -> int:
         rows = self._db.rows("SELECT COUNT(*) FROM web_sessions WHERE expires_at > ?", (self._db.now(),))
         return int(rows[0][0])
 

@@ -12,7 +12,7 @@ class WebRunTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def queue(self, approval_id: str) -> None:
+    def queue_web_run(self, approval_id: str) -> None:
         """A request approved on the web page is to run (recorded with the decision, in its transaction)."""
         self._db.write(
             "INSERT INTO web_runs (approval_id, state, updated_at) VALUES (?, 'queued', ?) "
@@ -20,14 +20,14 @@ class WebRunTable:
             (approval_id, self._db.now()),
         )
 
-    def record_reply(self, approval_id: str, reply: str | None) -> None:
+    def record_web_reply(self, approval_id: str, reply: str | None) -> None:
         """Its run's answer, before it is sent (``None``: nothing to send, e.g. cancelled)."""
         self._db.write(
             "UPDATE web_runs SET state = ?, reply = ?, updated_at = ? WHERE approval_id = ?",
             ("replied" if reply is not None else "sent", reply, self._db.now(), approval_id),
         )
 
-    def mark_sent(self, approval_id: str) -> None:
+    def mark_web_sent(self, approval_id: str) -> None:
         self._db.write(
             "UPDATE web_runs SET state = 'sent', updated_at = ? WHERE approval_id = ?", (self._db.now(), approval_id)
         )
