@@ -157,7 +157,8 @@ def test_missing_workspace_is_a_clear_error_and_runs_nothing(
     text = result.as_text()
     assert text.startswith("Error: workspace ")
     assert "does not exist" in text and "the workspace you asked for" in text
-    default_gone = AppleCodeConnector(connector.settings.model_copy(update={"default_workspace": tmp_path / "gone"}))
+    default_gone = AppleCodeConnector(connector.settings.model_copy(
+        update={"workspaces": connector.settings.workspaces.model_copy(update={"default": tmp_path / "gone"})}))
     assert "Check APPLE_FLOW_DEFAULT_WORKSPACE." in reply(default_gone, "hi")
     assert "Check APPLE_FLOW_DEFAULT_WORKSPACE." in reply(default_gone, "hi", tmp_path / "gone")  # named, still it
     assert record() == []

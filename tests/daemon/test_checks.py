@@ -94,4 +94,4 @@ def test_detection_can_be_turned_off(tmp_path: Path, daemon_settings: Callable[.
 
 
 def test_an_empty_setting_means_unset(daemon_settings: Callable[..., Settings]) -> None:
-    assert daemon_settings(verify_command="  ").verify_command is None
+    assert daemon_settings(verify_command="  ").verify.command is None

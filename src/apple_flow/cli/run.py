@@ -200,7 +200,7 @@ def _web_page(
 ) -> WebServer | None:
     """Serves the web page beside the daemon. A page that cannot be served is logged and shown in the store's
     events; the daemon runs on without it."""
-    if not settings.web_enabled:
+    if not settings.web.enabled:
         return None
     # Here, not at the top: the page's health view uses the doctor's checks, which live in this package.
     from apple_flow.health.running import DaemonState
@@ -278,7 +278,7 @@ def register(app: typer.Typer) -> None:
             key = "imessage"
 
             def build(store: Store) -> tuple[Ingress, Egress]:
-                sent = store.sent.for_channel(key, settings.echo_window_seconds)
+                sent = store.sent.for_channel(key, settings.imessage.echo_window_seconds)
                 return build_imessage_channel(settings, sent, CopyTable(store.db, key))
         for note in startup_notes(settings):
             err.print(escape(note))

@@ -98,7 +98,8 @@ def install_service(env_file: Path, wait: float) -> PermissionReport | None:
     _say_app(app)
     since = time.time()
     try:
-        launchd.install(files.plist, build_plist(settings, env_path, files, app.executable, since), settings.log_dir)
+        launchd.install(files.plist, build_plist(settings, env_path, files, app.executable, since),
+                        settings.service.log_dir)
     except ServiceError as exc:
         raise _fail(exc) from exc
     err.print(f"[green]Installed and started[/green] {launchd.target} ({files.plist}). Logs: {files.stderr_log}")
@@ -301,7 +302,7 @@ def logs(
     files = service_files(settings)
     existing = [path for path in (files.stderr_log, files.stdout_log) if path.is_file()]
     if not existing:
-        err.print(f"No logs yet in {settings.log_dir}.")
+        err.print(f"No logs yet in {settings.service.log_dir}.")
         raise typer.Exit(1)
     if follow:
         raise typer.Exit(subprocess.call(["tail", "-n", str(lines), "-F", *map(str, existing)]))

@@ -79,15 +79,16 @@ def check_pickup(path: Path, settings: Settings, chat_check: Check) -> Check:
     name = "new-message pickup"
     if chat_check.status is CheckStatus.NA:
         return Check(name, CheckStatus.NA, "no chat.db here")
-    waiter = DbChangeWaiter(path, settings.poll_interval_seconds, threading.Event())
+    waiter = DbChangeWaiter(path, settings.imessage.poll_interval_seconds, threading.Event())
     waiter.start()
     watching = waiter.watching
     waiter.close()
     if watching:
-        poll = f"poll every {settings.poll_interval_seconds:g} s"
+        poll = f"poll every {settings.imessage.poll_interval_seconds:g} s"
         return Check(name, CheckStatus.OK, f"file events on {path.parent} ({poll})")
     return Check(
-        name, CheckStatus.WARN, f"cannot watch {path.parent}: only the poll every {settings.poll_interval_seconds:g} s",
+        name, CheckStatus.WARN,
+        f"cannot watch {path.parent}: only the poll every {settings.imessage.poll_interval_seconds:g} s",
         "make the folder exist and readable (on Linux: raise fs.inotify.max_user_watches if it is exhausted)",
     )
 
@@ -95,7 +96,7 @@ def check_pickup(path: Path, settings: Settings, chat_check: Check) -> Check:
 def check_automation(settings: Settings, app: Responsible) -> Check:
     if not host.is_macos():
         return Check("Messages automation", CheckStatus.NA, "macOS only (AppleScript)")
-    result = probe_messages_automation(settings.osascript_command, _PROBE_TIMEOUT, app.name)
+    result = probe_messages_automation(settings.imessage.osascript_command, _PROBE_TIMEOUT, app.name)
     return Check("Messages automation", CheckStatus.OK if result.ok else CheckStatus.FAIL, result.detail, result.fix)
 
 
@@ -220,7 +221,7 @@ def check_workspaces(settings: Settings) -> Check:
     from apple_flow.daemon.deciding.workspaces import WorkspaceError, Workspaces
 
     name = "workspaces"
-    default = settings.default_workspace
+    default = settings.workspaces.default
     if not default.is_dir():
         return Check(
             name, CheckStatus.FAIL, f"the default workspace {default} is not a folder",
@@ -228,12 +229,12 @@ def check_workspaces(settings: Settings) -> Check:
         )
     workspaces = Workspaces(settings)
     problems = []
-    for alias in sorted(settings.workspace_aliases):
+    for alias in sorted(settings.workspaces.aliases):
         try:
             workspaces.resolve(alias)
         except WorkspaceError as exc:
             problems.append(str(exc))
-    aliases = ", ".join(f"@{alias}" for alias in sorted(settings.workspace_aliases)) or "no aliases"
+    aliases = ", ".join(f"@{alias}" for alias in sorted(settings.workspaces.aliases)) or "no aliases"
     if problems:
         return Check(
             name, CheckStatus.WARN, " ".join(problems),
@@ -292,8 +293,8 @@ def check_web_name(settings: Settings) -> Check:
     from apple_flow.local_name import hosts_fix, resolves_here
 
     name = "web page in Safari"
-    local = settings.web_local_name
-    if not host.is_macos() or not settings.web_enabled or not local or settings.web_base_url:
+    local = settings.web.local_name
+    if not host.is_macos() or not settings.web.enabled or not local or settings.web.base_url:
         return Check(name, CheckStatus.NA, "only for the page's own name on a Mac")
     if resolves_here(local):
         return Check(name, CheckStatus.OK, f"{local} resolves on this Mac: Safari opens the page")
@@ -356,7 +357,7 @@ def run_doctor(db: Path | None, env_file: Path = Path(".env"), terminal_permissi
     service = service_installed(settings)
     if terminal_permissions is None:
         terminal_permissions = not service
-    path = (db or settings.messages_db_path).expanduser()
+    path = (db or settings.imessage.messages_db_path).expanduser()
     if terminal_permissions:
         chat_check, chat_error = check_chat_db(path, given=db is not None)
         app = responsible_app()

@@ -33,7 +33,7 @@ class DaemonState:
 def health_checks(settings: Settings, store: Store, state: DaemonState) -> list[Check]:
     checks = [_agent(settings, state)]
     if state.channel == "imessage":
-        chat, error = check_chat_db(settings.messages_db_path, given=False)
+        chat, error = check_chat_db(settings.imessage.messages_db_path, given=False)
         checks += [chat, check_full_disk_access(error, chat)]
     else:
         checks.append(Check("messages", CheckStatus.NA, f"{state.channel} channel (no chat.db)"))

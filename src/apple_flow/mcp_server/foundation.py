@@ -88,7 +88,7 @@ class FoundationModels:
             "available": bool(configured.get("available")),
             "reason": configured.get("reason", ""),
             "apple_intelligence": {"available": bool(apple.get("available")), "reason": apple.get("reason", "")},
-            "context_tokens": self.settings.afm_context_tokens or DEFAULT_CONTEXT_TOKENS,
+            "context_tokens": self.settings.afm.context_tokens or DEFAULT_CONTEXT_TOKENS,
             "sandbox": configured.get("sandbox", ""),
         }
 
@@ -155,12 +155,12 @@ class FoundationModels:
         s = self.settings
         with tempfile.TemporaryDirectory(prefix="apple-flow-mcp-") as folder:
             argv = [self.connector.executable(), "--cwd", folder, "--read-only", "--no-tools",
-                    "--output-format", "json", "--timeout", format_seconds(s.afm_timeout_seconds)]
+                    "--output-format", "json", "--timeout", format_seconds(s.afm.timeout_seconds)]
             if system and system.strip():
                 argv += ["--system", system]
             argv += (sampling or Sampling()).flags()
             argv += [*self.connector.backend_flags(), *self.connector.reach_flags(), "-"]
-            result = self._run(argv, prompt, s.afm_timeout_seconds + self.connector.kill_margin_seconds, folder)
+            result = self._run(argv, prompt, s.afm.timeout_seconds + self.connector.kill_margin_seconds, folder)
         report = last_json_object(result.stdout)
         said = str(report.get("result") or "")
         if result.exit_code == EXIT_MODEL_UNAVAILABLE:

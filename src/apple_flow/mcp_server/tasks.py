@@ -42,14 +42,14 @@ class TaskSpec:
 def allowed_workspace(settings: Settings, cwd: str | None) -> Path:
     """The real path of ``cwd`` when the owner allowed it: the default workspace itself, or a folder inside one of
     ``allowed_workspaces``. Anything else raises ``TaskRefused``."""
-    default = settings.default_workspace.expanduser().resolve()
+    default = settings.workspaces.default.expanduser().resolve()
     if cwd is None or not cwd.strip():
         return default
     given = Path(cwd).expanduser()
     if not given.is_absolute():
         raise TaskRefused(f"cwd must be an absolute path, got {cwd!r}")
     real = given.resolve()
-    roots = [root.expanduser().resolve() for root in settings.allowed_workspaces]
+    roots = [root.expanduser().resolve() for root in settings.workspaces.allowed]
     if real != default and not any(real == root or real.is_relative_to(root) for root in roots):
         allowed = ", ".join(str(root) for root in roots) or "none"
         raise TaskRefused(
@@ -76,10 +76,11 @@ class TaskRun:
         if spec.verify is not None and spec.read_only:
             raise TaskRefused("verify needs read_only false: a run that may not change files cannot repair a check")
         workspace = allowed_workspace(settings, spec.cwd)
-        timeout = settings.afm_timeout_seconds if spec.timeout_seconds is None else spec.timeout_seconds
+        timeout = settings.afm.timeout_seconds if spec.timeout_seconds is None else spec.timeout_seconds
         if not 0 < timeout <= MAX_TIMEOUT_SECONDS:
             raise TaskRefused(f"timeout_seconds must be above 0 and at most {MAX_TIMEOUT_SECONDS:g}, got {timeout:g}")
-        connector = AppleCodeConnector(settings.model_copy(update={"afm_timeout_seconds": timeout}))
+        afm = settings.afm.model_copy(update={"timeout_seconds": timeout})
+        connector = AppleCodeConnector(settings.model_copy(update={"afm": afm}))
         request = TurnRequest(spec.prompt, workspace=workspace, read_only=spec.read_only, sender=RUN_OWNER,
                               verify=spec.verify or None)
         return cls(connector, request)

@@ -235,8 +235,8 @@ class PermissionMonitor:
         self._settings = settings
         self._record_to = record
         self.app = app or responsible_app()
-        self._path = settings.messages_db_path
-        self._first_pause = settings.poll_interval_seconds
+        self._path = settings.imessage.messages_db_path
+        self._first_pause = settings.imessage.poll_interval_seconds
         self._clock = clock
         self._started_at = clock()
         self._quick_until = (installed_at + QUICK_WINDOW_SECONDS) if installed_at is not None else 0.0
@@ -374,7 +374,8 @@ class PermissionMonitor:
     def _probe_automation(self) -> None:
         pause = self._first_pause
         while not self._closed.is_set():
-            result = probe_messages_automation(self._settings.osascript_command, PROBE_TIMEOUT_SECONDS, self.app.name)
+            result = probe_messages_automation(
+                self._settings.imessage.osascript_command, PROBE_TIMEOUT_SECONDS, self.app.name)
             self._record(automation_finding(result))
             if result.ok or result.state is ProbeState.UNAVAILABLE or self._closed.wait(self._pause(pause)):
                 return

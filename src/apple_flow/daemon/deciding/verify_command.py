@@ -39,8 +39,8 @@ class Checks:
     """The check of each workspace, from the settings."""
 
     def __init__(self, settings: Settings) -> None:
-        self._command = settings.verify_command
-        self._detect = settings.verify_detect
+        self._command = settings.verify.command
+        self._detect = settings.verify.detect
 
     def for_workspace(self, workspace: Path) -> Check | None:
         if self._command is not None:

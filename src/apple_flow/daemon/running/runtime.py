@@ -124,18 +124,18 @@ class Runtime:
         escalation = None
         if escalation_connector is not None and settings.escalate_connector is not None \
                 and settings.connector in APPLE_CODE_CONNECTORS:
-            escalation = Escalation(settings.escalate_connector, settings.approval_ttl_minutes * 60.0)
+            escalation = Escalation(settings.escalate_connector, settings.limits.approval_ttl_minutes * 60.0)
         self._ingress = ingress
         self._channel = channel_key
         self._checks = checks
         policy = Policy(
-            settings.allowed_senders, settings.max_messages_per_minute, settings.default_region, local_senders
+            settings.allowed_senders, settings.limits.max_messages_per_minute, settings.default_region, local_senders
         )
         self.orchestrator = Orchestrator(
-            store, policy, Approvals(store.approvals, settings.approval_ttl_minutes), Workspaces(settings),
+            store, policy, Approvals(store.approvals, settings.limits.approval_ttl_minutes), Workspaces(settings),
             connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
-            run_links=settings.web_base_url if settings.web_enabled else None,
-            send_files=settings.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
+            run_links=settings.web.base_url if settings.web.enabled else None,
+            send_files=settings.imessage.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
             checks=Checks(settings), escalation=escalation,
         )
         self._scheduler: Scheduler[Work] = Scheduler()
@@ -154,7 +154,7 @@ class Runtime:
         # Agents ask the owner (the first allowed sender) through `apple-flow mcp`, over a socket by the database.
         owner = normalize_handle(settings.allowed_senders[0], settings.default_region) \
             if settings.allowed_senders else None
-        self._owner_link = OwnerLink(settings, store, Approvals(store.approvals, settings.approval_ttl_minutes),
+        self._owner_link = OwnerLink(settings, store, Approvals(store.approvals, settings.limits.approval_ttl_minutes),
                                      self._sender, owner)
         self._held_unlisted = True  # late messages may wait to be listed (checked once the backlog is read)
         self.ready = threading.Event()
@@ -247,8 +247,8 @@ class Runtime:
         except Exception as exc:
             self._store.events.log("ingress_error", str(exc))
             raise StartError(str(exc)) from exc
-        start = max(0, latest - self._settings.max_startup_replay_rows)
-        self._catchup = (latest, time.time() - self._settings.startup_catchup_window_seconds)
+        start = max(0, latest - self._settings.imessage.max_startup_replay_rows)
+        self._catchup = (latest, time.time() - self._settings.imessage.startup_catchup_window_seconds)
         # Saved with the cursor: a first run stopped before it passed the old rows must not answer them next time.
         with self._store.transaction():
             self._store.meta.set(self._catchup_key, f"{self._catchup[0]} {self._catchup[1]}")
@@ -286,14 +286,14 @@ class Runtime:
     def _shutdown(self) -> None:
         self._owner_link.stop()
         self._scheduler.close()
-        grace = self._settings.shutdown_grace_seconds
+        grace = self._settings.limits.shutdown_grace_seconds
         if not self._scheduler.wait_idle(grace):
             log.warning("turns still running after %.0f s: stopping them (their messages are redone next start)",
                         grace)
             self._turns.stop_running()
         # Replies sent and being confirmed: recorded as sent or failed before the process ends (else the next start
         # asks chat.db whether they went out).
-        if not self._sender.wait_confirmations(self._settings.send_confirm_seconds + 1):
+        if not self._sender.wait_confirmations(self._settings.imessage.send_confirm_seconds + 1):
             log.warning("replies still unconfirmed at shutdown: the next start checks whether they went out")
         try:
             self._turns.shutdown()
@@ -356,7 +356,7 @@ class Runtime:
                     store.history.clear(sender)
                 store.messages.record_reply(self._channel, message.rowid, decision.text)
                 if decision.login_link is not None:
-                    store.web_logins.add_link(decision.login_link, sender, self._settings.web_link_minutes * 60)
+                    store.web_logins.add_link(decision.login_link, sender, self._settings.web.link_minutes * 60)
                 # Recorded with the reply that tells of them: a restart neither runs them nor tells of them twice.
                 # (A turn that started since the reply was decided is not dropped here: the cancel below stops it.)
                 for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
@@ -378,9 +378,9 @@ class Runtime:
         """The web page serves at ``local_url``: `web` now answers with login links (to the base URL if set)."""
         from apple_flow.local_name import safari_problem
 
-        base = self._settings.web_base_url
+        base = self._settings.web.base_url
         self.orchestrator.login_links = LoginLinks(
-            base or local_url, self._settings.web_link_minutes, mac_only=base is None,
+            base or local_url, self._settings.web.link_minutes, mac_only=base is None,
             over_imessage=self._channel == "imessage", safari_note="" if base else safari_problem(local_url),
         )
 
