@@ -96,6 +96,7 @@ LAYERS: dict[str, int] = {
     "apple_flow.channels": 2,
     "apple_flow.daemon.store": 3,
     "apple_flow.config": 3,
+    "apple_flow.sections": 3,
     "apple_flow.handles": 3,
     "apple_flow.paths": 3,
     "apple_flow.regularfile": 3,

@@ -491,7 +491,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
     # exchange in the history. Stand-in for the crash: recording the first reply fails.
     import sqlite3
 
-    from apple_flow.connectors.apple_code import AppleCodeConnector
+    from apple_flow.connectors.afm import AfmConnector
     from apple_flow.daemon.running.runtime import Runtime
     from support.daemon_fakes import ListIngress, RecordingEgress
     from support.install import FAKE_APPLE_CODE, install_script
@@ -508,7 +508,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
 
     monkeypatch.setattr(store.messages, "record_reply", fails_once)
     ingress, egress = ListIngress(), RecordingEgress()
-    daemon = Runtime(settings, store, AppleCodeConnector(settings), ingress, egress, "imessage")
+    daemon = Runtime(settings, store, AfmConnector(settings), ingress, egress, "imessage")
     ingress.add(ANA, "first")
     ingress.add(ANA, "second")
     ingress.close()

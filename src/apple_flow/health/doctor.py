@@ -17,7 +17,7 @@ from apple_flow.channels.imessage.permissions import Responsible, full_disk_acce
 from apple_flow.channels.imessage.probe import probe_messages_automation
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 from apple_flow.config import Settings, SettingsError, load_settings
-from apple_flow.connectors.apple_code import AppleCodeConnector
+from apple_flow.connectors.afm import AfmConnector
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.connectors.runner import SpawnError
 from apple_flow.daemon.deciding.state_view import EventReads
@@ -312,7 +312,7 @@ def check_sandbox(settings: Settings) -> Check:
     machine (escapes, the hidden paths, the web port, and on a Mac Apple events and launchd)."""
     name = "command sandbox"
     connector_class = REGISTRY.get(settings.connector)
-    if connector_class is None or not issubclass(connector_class, AppleCodeConnector):
+    if connector_class is None or not issubclass(connector_class, AfmConnector):
         return Check(name, CheckStatus.NA, f"{settings.connector} runs its commands in its own sandbox")
     connector = connector_class(settings)
     if connector.resolve_command() is None:

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 
 from apple_flow.config import Settings
-from apple_flow.connectors.apple_code import AppleCodeConnector
+from apple_flow.connectors.afm import AfmConnector
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.daemon.store import Store
 from apple_flow.health.check import Check, CheckStatus
@@ -44,7 +44,7 @@ def health_checks(settings: Settings, store: Store, state: DaemonState) -> list[
 def _agent(settings: Settings, state: DaemonState) -> Check:
     model = ""
     connector = REGISTRY.get(settings.connector)
-    if connector is not None and issubclass(connector, AppleCodeConnector):  # afm, and ollama (afm on Ollama's server)
+    if connector is not None and issubclass(connector, AfmConnector):  # afm, and ollama (afm on Ollama's server)
         backend = connector.backend_of(settings)  # what the connector runs on, not a second reading of the settings
         model = f", backend {backend.name}" + (f", model {backend.model}" if backend.model else "")
         if backend.base_url:

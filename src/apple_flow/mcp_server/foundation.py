@@ -2,7 +2,7 @@
 OpenAI-compatible server or the local model) as a plain text generator for other agents.
 
 Every answer comes from one ``apple-code --no-tools`` run on the same backend flags as the daemon's turns
-(``AppleCodeConnector.backend_flags``), in an empty temporary folder, with the connector's environment allowlist.
+(``AfmConnector.backend_flags``), in an empty temporary folder, with the connector's environment allowlist.
 A backend that cannot answer raises ``ModelUnavailable`` with apple-code's reason and the fix; nothing is ever made
 up in its place.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from apple_flow.config import Settings
-from apple_flow.connectors.apple_code import EXIT_MODEL_UNAVAILABLE, AppleCodeConnector, last_json_object
+from apple_flow.connectors.afm import EXIT_MODEL_UNAVAILABLE, AfmConnector, last_json_object
 from apple_flow.connectors.cli import format_seconds
 from apple_flow.connectors.runner import ProcessRunner, SpawnError
 
@@ -74,7 +74,7 @@ class FoundationModels:
 
     def __init__(self, settings: Settings, runner: ProcessRunner | None = None) -> None:
         self.settings = settings
-        self.connector = AppleCodeConnector(settings, runner)
+        self.connector = AfmConnector(settings, runner)
 
     # --- status, hardware, models ------------------------------------------------------------------------
 

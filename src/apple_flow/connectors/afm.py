@@ -1,8 +1,9 @@
-"""AppleCodeConnector: every turn runs ``apple-code`` (the CLI contract in apple_code/CONTRACT.md) once.
+"""AfmConnector: every turn runs ``apple-code`` (the CLI contract in apple_code/CONTRACT.md) once.
 
-The prompt is fitted to ``afm_max_prompt_chars`` (the on-device window is 4,096 tokens), the soul prompt goes
-in ``--system`` cut to ``afm_soul_max_chars``, no tools context is added (apple-code has native tools), and the
-``stream-json`` output gives the reply (the ``result`` event) and progress lines (``tool_call`` events).
+The prompt is fitted to ``settings.afm.max_prompt_chars`` (the on-device window is 4,096 tokens), the soul
+prompt goes in ``--system`` cut to ``settings.afm.soul_max_chars``, no tools context is added (apple-code has
+native tools), and the ``stream-json`` output gives the reply (the ``result`` event) and progress lines
+(``tool_call`` events).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Backend:
     model: str | None = None
 
 
-class AppleCodeConnector(CliConnector):
+class AfmConnector(CliConnector):
     display_name: ClassVar[str] = "apple-code"
     section: ClassVar[str] = "afm"
     runs_checks: ClassVar[bool] = True  # --verify
@@ -232,7 +233,7 @@ def last_json_object(stdout: str) -> dict[str, Any]:
     return {}
 
 
-class OllamaConnector(AppleCodeConnector):
+class OllamaConnector(AfmConnector):
     """The afm connector on Ollama, for a Mac (or any machine) without Apple Intelligence: apple-code with
     ``--backend openai`` on Ollama's OpenAI-compatible endpoint (``APPLE_FLOW_OLLAMA_BASE_URL``, by default Ollama's
     own http://127.0.0.1:11434/v1) and ``APPLE_FLOW_OLLAMA_MODEL``. Everything else is the afm connector's: the
