@@ -124,8 +124,8 @@ def _serve(
             from apple_flow.channels.console import CONSOLE_SENDER
 
             local = (CONSOLE_SENDER,)
-        daemon = Runtime(settings, store, connector, ingress, egress, channel_key, local_senders=local, checks=checks,
-                         escalation_connector=escalation)
+        daemon = Runtime(settings, store, connector, ingress, egress, channel_key, local_senders=local,
+                         readiness=checks, escalation_connector=escalation)
         if checks is not None:
             _watch_permissions(settings, store, checks, ingress, daemon, service)
 

@@ -54,7 +54,7 @@ from apple_flow.daemon.deciding.escalation import Escalation
 from apple_flow.daemon.deciding.orchestrator import Orchestrator
 from apple_flow.daemon.deciding.policy import Policy
 from apple_flow.daemon.deciding.status_replies import FORGEABLE_EVENT
-from apple_flow.daemon.deciding.verify_command import Checks
+from apple_flow.daemon.deciding.verify_command import VerifyCommands
 from apple_flow.daemon.deciding.workspaces import Workspaces
 from apple_flow.daemon.running import orphans
 from apple_flow.daemon.running.jobs import Work
@@ -93,7 +93,7 @@ class StartError(RuntimeError):
     """The daemon cannot start reading messages (e.g. chat.db unreadable); the message says what to do."""
 
 
-class StartupChecks(Protocol):
+class ChannelReadiness(Protocol):
     """What the channel needs before messages can be read (the iMessage channel: its macOS permissions)."""
 
     def wait_until_ready(self, stop: threading.Event) -> bool:
@@ -115,7 +115,7 @@ class Runtime:
         egress: Egress,
         channel_key: str,
         local_senders: Iterable[str] = (),
-        checks: StartupChecks | None = None,
+        readiness: ChannelReadiness | None = None,
         escalation_connector: Connector | None = None,
     ) -> None:
         self._settings = settings
@@ -127,7 +127,7 @@ class Runtime:
             escalation = Escalation(settings.escalate_connector, settings.limits.approval_ttl_minutes * 60.0)
         self._ingress = ingress
         self._channel = channel_key
-        self._checks = checks
+        self._readiness = readiness
         policy = Policy(
             settings.allowed_senders, settings.limits.max_messages_per_minute, settings.default_region, local_senders
         )
@@ -136,7 +136,7 @@ class Runtime:
             connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
             run_links=settings.web.base_url if settings.web.enabled else None,
             send_files=settings.imessage.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
-            checks=Checks(settings), escalation=escalation,
+            verify_commands=VerifyCommands(settings), escalation=escalation,
         )
         self._scheduler: Scheduler[Work] = Scheduler()
         self._stop = threading.Event()
@@ -188,7 +188,7 @@ class Runtime:
                         interrupted)
         self._turns.check()
         # A daemon that exited here would be restarted by launchd every 10 s; it waits instead, saying why.
-        if self._checks is not None and not self._checks.wait_until_ready(self._stop):
+        if self._readiness is not None and not self._readiness.wait_until_ready(self._stop):
             self._shutdown()
             return 0
         start = self._store.cursors.get(self._channel)
@@ -325,9 +325,9 @@ class Runtime:
         started = job.started_at if job is not None else None
         running = (job.payload.turn.request, started) if job is not None and started is not None else None
         run_id = job.run_id if job is not None and started is not None else None
-        checks = self._checks.summary() if self._checks is not None else ""
+        readiness = self._readiness.summary() if self._readiness is not None else ""
         queued = tuple(Queued(j.payload.turn.request, j.payload.turn.approval) for j in self._scheduler.queued(sender))
-        return View(running, run_id, queued, self._turns.status, checks)
+        return View(running, run_id, queued, self._turns.status, readiness)
 
     def _apply(self, message: InboundMessage, decision: Decision) -> bool:
         """Does what the orchestrator decided; what it records, it records in one transaction. False (nothing
