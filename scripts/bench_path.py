@@ -97,6 +97,7 @@ LAYERS: dict[str, int] = {
     "apple_flow.daemon.store": 3,
     "apple_flow.config": 3,
     "apple_flow.sections": 3,
+    "apple_flow.check_result": 3,
     "apple_flow.handles": 3,
     "apple_flow.paths": 3,
     "apple_flow.regularfile": 3,

@@ -20,10 +20,10 @@ from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
 from apple_flow.channels.imessage.classify import ReadRules, classify
 from apple_flow.channels.imessage.echo import Copies
+from apple_flow.check_result import CheckResult, CheckStatus
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings
 from apple_flow.handles import normalize_handle
-from apple_flow.health.check import Check, CheckStatus
 from apple_flow.health.doctor import SERVICE_CHECKS_ITSELF, run_doctor
 
 out = Console()
@@ -35,7 +35,7 @@ _SECRET_NAME = re.compile(r"(^|_)(key|token|secret|password)$", re.IGNORECASE)
 _STYLE = {CheckStatus.OK: "green", CheckStatus.FAIL: "bold red", CheckStatus.WARN: "yellow", CheckStatus.NA: "dim"}
 
 
-def print_checks(checks: list[Check]) -> None:
+def print_checks(checks: list[CheckResult]) -> None:
     table = Table(title="apple-flow doctor", show_lines=False)
     table.add_column("check")
     table.add_column("status")

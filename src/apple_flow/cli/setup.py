@@ -20,6 +20,7 @@ import typer
 from rich.markup import escape
 
 from apple_flow import host
+from apple_flow.check_result import CheckStatus
 from apple_flow.cli import common
 from apple_flow.cli.common import err
 from apple_flow.cli.diagnostics import print_checks
@@ -28,7 +29,6 @@ from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.envfile import EnvEdit, EnvFileError
 from apple_flow.handles import HandleError, parse_handle
-from apple_flow.health.check import CheckStatus
 from apple_flow.health.doctor import AgentProbe, install_hint, probe_agent, run_doctor
 from apple_flow.paths import PROJECT_ROOT
 from apple_flow.sections import OllamaSettings

@@ -17,7 +17,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from apple_flow.channels.imessage.permissions import AUTOMATION, CHAT_DB, PermissionReport, State
+from apple_flow.channels.imessage.permissions import AUTOMATION, CHAT_DB, PermissionReport
+from apple_flow.check_result import CheckStatus
 from apple_flow.daemon.store import Store
 
 log = logging.getLogger(__name__)
@@ -84,19 +85,19 @@ class OwnerNotices:
                 return
             states = {finding.name: finding for finding in report.findings}
             chat_db, automation = states.get(CHAT_DB), states.get(AUTOMATION)
-            if chat_db is None or automation is None or automation.state is not State.OK:
+            if chat_db is None or automation is None or automation.status is not CheckStatus.OK:
                 return  # it cannot send (or does not know yet): nothing to say, nothing to remember
-            if chat_db.state is State.OK:
+            if chat_db.status is CheckStatus.OK:
                 self._store.meta.set(CHAT_DB_LOST_KEY, "")
                 if not self._store.meta.get(READY_KEY):
                     self._tell(send, owner, READY_KEY, ready_text(report.app))
-            elif chat_db.state is State.DENIED and self._rebuilt is not None and self._store.meta.get(
+            elif chat_db.status is CheckStatus.DENIED and self._rebuilt is not None and self._store.meta.get(
                 REBUILT_KEY
             ) != self._rebuilt.code_hash:
                 if self._tell(send, owner, REBUILT_KEY, rebuilt_text(report.app, self._rebuilt.steps),
                               self._rebuilt.code_hash):
                     self._store.meta.set(CHAT_DB_LOST_KEY, "sent")  # said already, with the better reason
-            elif chat_db.state is State.DENIED and self._store.meta.get(READY_KEY) and not self._store.meta.get(
+            elif chat_db.status is CheckStatus.DENIED and self._store.meta.get(READY_KEY) and not self._store.meta.get(
                 CHAT_DB_LOST_KEY
             ):
                 self._tell(send, owner, CHAT_DB_LOST_KEY, chat_db_lost_text(report.app, chat_db.fix))
