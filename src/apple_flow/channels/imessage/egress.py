@@ -113,7 +113,7 @@ class Delivery:
 
 
 @dataclass(frozen=True)
-class _HandedOver:
+class _PartsGiven:
     """The parts of a text osascript took, each with the newest chat.db row before it (None: not to be confirmed;
     a ``ChatDBError``: chat.db could not tell), and how far to confirm them (``until_sent``: not only their row)."""
 
@@ -186,7 +186,7 @@ class IMessageEgress(Egress):
         with self._locks_lock:
             return self._locks.setdefault(f"{target.kind}:{target.address}", threading.Lock())
 
-    def _hand_over(self, recipient: str, text: str, until_sent: bool) -> _HandedOver:
+    def _hand_over(self, recipient: str, text: str, until_sent: bool) -> _PartsGiven:
         """Gives each part of ``text`` to Messages, in order, under the chat's lock (the parts of two texts to one
         chat never interleave; texts to different chats go at once)."""
         target = Target.parse(recipient, self._region)
@@ -194,9 +194,9 @@ class IMessageEgress(Egress):
         with self._lock_for(target):
             handed = [(part, self._send_numbered(target, part, index, len(parts)))
                       for index, part in enumerate(parts, start=1)]
-        return _HandedOver(target, handed, until_sent)
+        return _PartsGiven(target, handed, until_sent)
 
-    def _confirm(self, handed: _HandedOver) -> Delivery:
+    def _confirm(self, handed: _PartsGiven) -> Delivery:
         """Each part's evidence from chat.db (waiting up to ``confirm_seconds`` for each). Raises ``SendError``
         when a part shows an error or left no row."""
         notes: list[Evidence] = []
