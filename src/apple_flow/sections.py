@@ -70,15 +70,15 @@ class AfmSettings(Section):
     prefix: ClassVar[str] = "afm_"
 
     command: str = "apple-code"
-    context_window: int = Field(1, ge=0)
-    max_prompt_chars: int = Field(3000, ge=200)
-    soul_max_chars: int = Field(500, ge=0)
-    timeout_seconds: float = Field(120, gt=0)
-    max_turns: int | None = Field(None, ge=1)  # apple-code --max-turns; unset: apple-code's own (16)
+    context_window: int = Field(default=1, ge=0)
+    max_prompt_chars: int = Field(default=3000, ge=200)
+    soul_max_chars: int = Field(default=500, ge=0)
+    timeout_seconds: float = Field(default=120, gt=0)
+    max_turns: int | None = Field(default=None, ge=1)  # apple-code --max-turns; unset: apple-code's own (16)
     backend: AfmBackend = "auto"
     model: str | None = None
     base_url: str | None = None
-    context_tokens: int | None = Field(None, ge=256)
+    context_tokens: int | None = Field(default=None, ge=256)
     plan_tasks: bool = True
     mcp_config: Path | None = None  # apple-code --mcp-config: MCP servers whose tools are offered too
 
@@ -102,7 +102,7 @@ class CliSettings(Section):
     """An agent CLI's connector: its command, how many earlier exchanges go with a prompt, its model."""
 
     command: str
-    context_window: int = Field(3, ge=0)
+    context_window: int = Field(default=3, ge=0)
     model: str | None = None
 
 
@@ -139,28 +139,28 @@ class ImessageSettings(Section):
     """The iMessage channel: reading chat.db, sending through Messages, the files that come and go with texts."""
 
     messages_db_path: Path = Path("~/Library/Messages/chat.db")
-    poll_interval_seconds: float = Field(2, gt=0)
-    startup_catchup_window_seconds: int = Field(60, ge=0)
-    max_startup_replay_rows: int = Field(50, ge=0)
-    max_message_age_seconds: int = Field(300, ge=0)  # older rows are not answered (iCloud replays); 0: no limit
+    poll_interval_seconds: float = Field(default=2, gt=0)
+    startup_catchup_window_seconds: int = Field(default=60, ge=0)
+    max_startup_replay_rows: int = Field(default=50, ge=0)
+    max_message_age_seconds: int = Field(default=300, ge=0)  # older rows are not answered (iCloud replays); 0: no limit
     # Rows older than that but within these hours (a Mac that slept) are listed to their sender, run on `run`.
-    catch_up_hours: float = Field(12, ge=0)
+    catch_up_hours: float = Field(default=12, ge=0)
     group_replies: bool = False  # answer allowed senders in group chats, into the group
-    echo_window_seconds: int = Field(600, ge=0)
+    echo_window_seconds: int = Field(default=600, ge=0)
     osascript_command: str = "osascript"
-    send_timeout_seconds: float = Field(15, gt=0)
-    send_retries: int = Field(2, ge=0)
-    send_retry_backoff_seconds: float = Field(1, ge=0)  # wait before retry n is n times this
-    send_confirm_seconds: float = Field(10, ge=0)  # wait for a sent text's row in chat.db; 0: trust osascript
-    reply_chunk_chars: int = Field(1500, ge=100)
+    send_timeout_seconds: float = Field(default=15, gt=0)
+    send_retries: int = Field(default=2, ge=0)
+    send_retry_backoff_seconds: float = Field(default=1, ge=0)  # wait before retry n is n times this
+    send_confirm_seconds: float = Field(default=10, ge=0)  # wait for a sent text's row in chat.db; 0: trust osascript
+    reply_chunk_chars: int = Field(default=1500, ge=100)
     # Files: where Messages keeps received attachments (only files inside it are ever read), the limits on what is
     # copied into the workspace's .apple-flow/inbox/ (per file, per message) and on what the agent may send back.
     messages_attachments_path: Path = Path("~/Library/Messages/Attachments")
-    attachment_max_bytes: int = Field(25_000_000, ge=0)
-    attachment_max_message_bytes: int = Field(50_000_000, ge=0)
-    attachment_wait_seconds: float = Field(15, ge=0)  # for attachments still downloading; then reported missing
-    send_file_max_bytes: int = Field(25_000_000, ge=0)
-    send_files_per_reply: int = Field(5, ge=0)  # 0: the agent cannot send files
+    attachment_max_bytes: int = Field(default=25_000_000, ge=0)
+    attachment_max_message_bytes: int = Field(default=50_000_000, ge=0)
+    attachment_wait_seconds: float = Field(default=15, ge=0)  # for attachments still downloading; then reported missing
+    send_file_max_bytes: int = Field(default=25_000_000, ge=0)
+    send_files_per_reply: int = Field(default=5, ge=0)  # 0: the agent cannot send files
 
     @field_validator("messages_db_path", "messages_attachments_path", mode="after")
     @classmethod
@@ -179,7 +179,7 @@ class VerifySettings(Section):
 
     command: str | None = None
     detect: bool = True
-    rounds: int = Field(2, ge=0)  # apple-code --verify-rounds: repair rounds after a failing check
+    rounds: int = Field(default=2, ge=0)  # apple-code --verify-rounds: repair rounds after a failing check
 
     @field_validator("command", mode="after")
     @classmethod
@@ -231,11 +231,11 @@ class WorkspacesSettings(Section):
 class LimitsSettings(Section):
     """How much the daemon takes on and how long it waits."""
 
-    approval_ttl_minutes: int = Field(20, gt=0)
-    max_messages_per_minute: int = Field(30, gt=0)
-    max_concurrent_ai_calls: int = Field(4, gt=0)
-    progress_interval_seconds: float = Field(20, ge=0)
-    shutdown_grace_seconds: float = Field(10, ge=0)
+    approval_ttl_minutes: int = Field(default=20, gt=0)
+    max_messages_per_minute: int = Field(default=30, gt=0)
+    max_concurrent_ai_calls: int = Field(default=4, gt=0)
+    progress_interval_seconds: float = Field(default=20, ge=0)
+    shutdown_grace_seconds: float = Field(default=10, ge=0)
 
 
 class ServiceSettings(Section):
@@ -262,9 +262,9 @@ class LocalModelSettings(Section):
     # qwen2.5-coder-0.5b (the default), qwen2.5-coder-1.5b (better, about three times slower) or smollm2-135m.
     name: str = "qwen2.5-coder-0.5b"
     dir: Path = Path("~/.apple-flow/models")  # where the assembled, verified model files live
-    context_tokens: int = Field(8192, ge=512)  # the served window (llama.cpp's n_ctx)
+    context_tokens: int = Field(default=8192, ge=512)  # the served window (llama.cpp's n_ctx)
     host: str = "127.0.0.1"
-    port: int = Field(8765, gt=0, lt=65536)
+    port: int = Field(default=8765, gt=0, lt=65536)
 
     @field_validator("name", mode="after")
     @classmethod
@@ -286,14 +286,14 @@ class WebSettings(Section):
 
     enabled: bool = True
     host: str = "127.0.0.1"
-    port: int = Field(8787, ge=0, lt=65536)  # 0: any free port
+    port: int = Field(default=8787, ge=0, lt=65536)  # 0: any free port
     allow_remote: bool = False  # a host that is not loopback needs this set to true
     token: str | None = None  # 32 characters or more; created in .env at first start when unset
     base_url: str | None = None  # e.g. https://mac.tailnet.ts.net: replies end with a link to their run
     # The page's own host name on this Mac: its cookie then goes to no other local server (cookies ignore ports).
     local_name: str = "apple-flow.localhost"  # "": served as 127.0.0.1 (see docs/web.md for what that costs)
-    session_days: int = Field(7, ge=1, le=30)  # a login lasts this long (logging out ends it at once)
-    link_minutes: int = Field(5, ge=1, le=60)  # a login link texted by `web` works once, for this long
+    session_days: int = Field(default=7, ge=1, le=30)  # a login lasts this long (logging out ends it at once)
+    link_minutes: int = Field(default=5, ge=1, le=60)  # a login link texted by `web` works once, for this long
 
     @field_validator("allow_remote", mode="after")
     @classmethod
