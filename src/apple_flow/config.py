@@ -18,8 +18,6 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from apple_flow.sections import (
-    WEB_TOKEN_MIN_CHARS,
-    AfmBackend,
     AfmSettings,
     ClaudeSettings,
     ClineSettings,
@@ -35,7 +33,6 @@ from apple_flow.sections import (
     VerifySettings,
     WebSettings,
     WorkspacesSettings,
-    is_loopback,
     split_list,
 )
 
@@ -66,7 +63,6 @@ DEMO_PROFILE: dict[str, Any] = {
 ENV_FILE = ".env"
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SECRET_VARIABLES = frozenset({"web_token"})  # never echoed in an error
-__all__ = ["WEB_TOKEN_MIN_CHARS", "AfmBackend", "is_loopback"]  # their home is sections; imported from here too
 
 
 def _connector_name(value: Any) -> Any:

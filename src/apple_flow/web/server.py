@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apple_flow import envfile
-from apple_flow.config import Settings, is_loopback
+from apple_flow.config import Settings
 from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
 from apple_flow.health.running import DaemonState
+from apple_flow.sections import is_loopback
 from apple_flow.web.auth import MIN_TOKEN_CHARS, new_token
 
 if TYPE_CHECKING:
