@@ -64,7 +64,7 @@ class TurnWorkers:
     def start(self) -> None:
         """The worker threads and the watchdog. Daemon threads: a turn stuck in a connector must not keep the
         process alive after shutdown."""
-        for index in range(self._settings.max_concurrent_ai_calls):
+        for index in range(self._settings.limits.max_concurrent_ai_calls):
             threading.Thread(target=self._work, name=f"turn-{index}", daemon=True).start()
         threading.Thread(target=self._watch_timeouts, name="watchdog", daemon=True).start()
 
@@ -173,7 +173,7 @@ class TurnWorkers:
     def _turn(self, connector: Connector, request: TurnRequest, record: RunLog) -> TurnOutcome:
         """Runs the connector's turn to its outcome, passing its progress on to the recipient (throttled; sent
         with the run log's writes) and keeping the agent's events with the run (for the web page)."""
-        throttle = ProgressThrottle(self._settings.progress_interval_seconds)
+        throttle = ProgressThrottle(self._settings.limits.progress_interval_seconds)
         with contextlib.closing(connector.run(request)) as items:
             for item in items:
                 if isinstance(item, TurnOutcome):
