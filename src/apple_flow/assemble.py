@@ -35,7 +35,7 @@ from apple_flow.daemon.store import Store
 
 
 @dataclass(frozen=True)
-class Connectors:
+class TurnConnectors:
     """The agents the daemon runs: ``main`` for every turn; ``escalation`` (APPLE_FLOW_ESCALATE_CONNECTOR's) only
     for the tasks the owner escalates (`escalate <run>`)."""
 
@@ -50,17 +50,17 @@ class ServiceRun:
     installed_at: float | None  # the quick permission checks last a few minutes after it
 
 
-def connectors_from(settings: Settings) -> Connectors:
+def connectors_from(settings: Settings) -> TurnConnectors:
     # Looked up when called: the connector package decides which agent CLI runs (and tests put a fake in its place).
     from apple_flow import connectors
 
     escalation = settings.escalate_connector
-    return Connectors(connectors.build_connector(settings),
+    return TurnConnectors(connectors.build_connector(settings),
                       connectors.build_connector(settings, escalation) if escalation else None)
 
 
 def assemble(
-    settings: Settings, store: Store, channel: str | Channel, connectors: Connectors | None = None,
+    settings: Settings, store: Store, channel: str | Channel, connectors: TurnConnectors | None = None,
     service: ServiceRun | None = None, terminal: bool = False,
 ) -> Runtime:
     """The daemon on ``channel`` (a registry name, ``auto`` included, or a channel already built) with
@@ -88,7 +88,7 @@ def assemble(
     return daemon
 
 
-def _parts(settings: Settings, store: Store, channel: Channel, connectors: Connectors) -> Parts:
+def _parts(settings: Settings, store: Store, channel: Channel, connectors: TurnConnectors) -> Parts:
     escalation = None
     if connectors.escalation is not None and settings.escalate_connector is not None \
             and settings.connector in APPLE_CODE_CONNECTORS:

@@ -516,7 +516,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
     # exchange in the history. Stand-in for the crash: recording the first reply fails.
     import sqlite3
 
-    from apple_flow.assemble import Connectors, assemble
+    from apple_flow.assemble import TurnConnectors, assemble
     from apple_flow.channels.base import Channel
     from apple_flow.connectors.afm import AfmConnector
     from support.daemon_fakes import ListIngress, RecordingEgress
@@ -534,7 +534,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
 
     monkeypatch.setattr(store.messages, "record_message_reply", fails_once)
     ingress, egress = ListIngress(), RecordingEgress()
-    daemon = assemble(settings, store, Channel("imessage", ingress, egress), Connectors(AfmConnector(settings)))
+    daemon = assemble(settings, store, Channel("imessage", ingress, egress), TurnConnectors(AfmConnector(settings)))
     ingress.add(ANA, "first")
     ingress.add(ANA, "second")
     ingress.close()

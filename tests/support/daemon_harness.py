@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from apple_flow.assemble import Connectors, assemble
+from apple_flow.assemble import TurnConnectors, assemble
 from apple_flow.channels.base import Channel
 from apple_flow.channels.imessage.channel import IMessageSenders
 from apple_flow.config import Settings
@@ -46,7 +46,7 @@ class Harness:
         self.egress = RecordingEgress()
         built = Channel(channel, self.ingress, self.egress, IMessageSenders(settings.default_region),
                         carries_links=login_links)
-        self.daemon = assemble(settings, self.store, built, Connectors(self.connector, escalation))
+        self.daemon = assemble(settings, self.store, built, TurnConnectors(self.connector, escalation))
         self.status: int | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
 

@@ -93,7 +93,7 @@ class Skipped:
 
 
 class SentTexts(Protocol):
-    """What was sent on one channel lately (``SentTable.for_channel``). Texts are compared as given: a channel whose
+    """What was sent on one channel lately (``SentLog.for_channel``). Texts are compared as given: a channel whose
     copies come back changed (Messages trims and re-wraps) records and asks in one normal form."""
 
     def record(self, recipient: str, text: str) -> None:
@@ -237,8 +237,8 @@ class Permissions(Protocol):
     def close(self) -> None: ...
 
 
-class SentTable(Protocol):
-    """The store's record of sent texts (``daemon.store.sent.SentTable``)."""
+class SentLog(Protocol):
+    """The store's record of sent texts (met by ``daemon.store.sent.SentTable``)."""
 
     def for_channel(self, channel: str, window_seconds: float) -> SentTexts: ...
 
@@ -258,7 +258,7 @@ class ChannelStore(Protocol):
     def db(self) -> Any: ...  # the database itself, for a channel's own tables (iMessage: its copies)
 
     @property
-    def sent(self) -> SentTable: ...
+    def sent(self) -> SentLog: ...
 
     @property
     def meta(self) -> KeyValues: ...
