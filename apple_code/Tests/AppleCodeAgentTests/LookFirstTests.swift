@@ -62,4 +62,52 @@ import Testing
         #expect(results[3] == "editFile new.py")
         #expect(edit.maxTokensSeen.count == 2)  // the refused call never reached the tool
     }
+
+    @Test func anAnswerWithCodeAndNoChangeGoesBackOnceToBeApplied() async throws {
+        let edit = FakeTool("editFile", output: "edited", changes: ["calc.py"])
+        let model = ScriptedModel([
+            call("readFile", #"{"path":"calc.py"}"#),
+            ChatReply(text: "Change it to:\n```python\nreturn a + b\n```"),
+            call("editFile", #"{"path":"calc.py","oldText":"a - b","newText":"a + b"}"#),
+            ChatReply(text: "Fixed:\n```python\nreturn a + b\n```"),  // a file changed: this answer ends the run
+        ])
+        let sink = RecordingSink()
+        let answer = try await AgentLoop(model: model, looksFirst: true)
+            .run(request([FakeTool("readFile", output: "1\tx"), edit]), events: sink)
+        #expect(answer.text.hasPrefix("Fixed:"))
+        #expect(answer.progress.filesChanged == ["calc.py"])
+        #expect(sink.notices.contains { $0.hasPrefix("the answer shows code but no file was changed") })
+        let asked = model.sent[2]
+        #expect(asked.mustCallOneOf == ["readFile", "editFile"])
+        #expect(asked.entries.suffix(2) == [.assistant(text: "Change it to:\n```python\nreturn a + b\n```", calls: []),
+                                             .user(LoopText.unappliedCode)])
+        #expect(model.sent[3].mustCallOneOf == nil)
+    }
+
+    @Test func codeIsAskedForOnlyOnceAndNeverOfReadOnlyRunsOrPlainAnswers() async throws {
+        let code = ChatReply(text: "Like this:\n```\nx = 1\n```")
+        // Asked once: the second answer with code ends the run.
+        let twice = ScriptedModel([code, code])
+        let answer = try await AgentLoop(model: twice).run(request(tools), events: RecordingSink())
+        #expect(answer.text == code.text)
+        #expect(twice.sent.count == 2)
+        #expect(twice.sent[1].mustCallOneOf == nil)  // a server that cannot require a call is only told
+        // No tool that changes files: nothing to apply with.
+        let readOnly = ScriptedModel([code])
+        _ = try await AgentLoop(model: readOnly).run(request([FakeTool("readFile", output: "1\tx")]),
+                                                     events: RecordingSink())
+        #expect(readOnly.sent.count == 1)
+        // Words without a code block, or an empty fence, are an answer.
+        for text in ["The answer is 4.", "Empty:\n```\n```", "One fence ``` only"] {
+            let plain = ScriptedModel([ChatReply(text: text)])
+            _ = try await AgentLoop(model: plain).run(request(tools), events: RecordingSink())
+            #expect(plain.sent.count == 1, "\(text)")
+        }
+        // Too few turns left for a tool round and an answer: the answer stands.
+        let late = ScriptedModel([code])
+        var short = request(tools)
+        short.maxTurns = 2
+        _ = try await AgentLoop(model: late).run(short, events: RecordingSink())
+        #expect(late.sent.count == 1)
+    }
 }

@@ -18,6 +18,20 @@ import Testing
         #expect(!result.truncated)
     }
 
+    @Test func aRangeInAFileThatFitsOneWindowIsWidenedToTheWholeFile() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("calc.py", Self.numbered(14))
+        let part = await ws.call(ReadFileTool(), ["path": "calc.py", "startLine": 1, "endLine": 10])
+        #expect(part.text.contains("14\tline 14\n"))
+        #expect(part.summary == "calc.py lines 1-14 of 14")
+        let later = await ws.call(ReadFileTool(), ["path": "calc.py", "startLine": 12, "endLine": 12])
+        #expect(later.text.hasPrefix("1\tline 1\n"))
+        // A file longer than one window keeps the range asked for.
+        try ws.write("big.txt", Self.numbered(101))
+        let window = await ws.call(ReadFileTool(), ["path": "big.txt", "startLine": 5, "endLine": 6])
+        #expect(window.text == "5\tline 5\n6\tline 6\n[big.txt lines 5-6 of 101; read on with startLine 7]")
+    }
+
     @Test func longFileShowsAWindowAndHowToReadOn() async throws {
         let ws = try TempWorkspace()
         try ws.write("big.txt", Self.numbered(250))
