@@ -24,6 +24,7 @@ public struct ReadFileTool: WorkspaceTool {
     public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
         -> ToolResult {
         let target = try workspace.resolve(arguments.string("path") ?? "")
+        try workspace.requireFile(target)
         let first = max(1, arguments.int("startLine") ?? 1)
         let requestedLast = arguments.int("endLine")
         if let requestedLast, requestedLast < first {
