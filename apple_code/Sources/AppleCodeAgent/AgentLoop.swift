@@ -53,10 +53,6 @@ enum LoopText {
             + "a reply."
     }
 
-    /// After an answer that shows code while no file was changed: the change may be the task, not yet made.
-    static let unappliedCode = "No file was changed. If the task asks for a change, make it now with editFile "
-        + "(oldText copied from readFile's output) or writeFile; if it does not, answer again."
-
     static func unknownTool(_ name: String, tools: [String]) -> String {
         let names = tools.isEmpty ? "(none)" : tools.joined(separator: ", ")
         return "unknown tool '\(name)'. The tools are: \(names)."
@@ -85,13 +81,6 @@ private struct LoopRun {
     let specs: [ToolSpec]
     /// The offered tools that look (read, list, search, run): what the first request may be made to call.
     let lookingTools: [String]
-    /// The offered tools that change files, and readFile (an edit needs the file read): what the request after an
-    /// answer with unapplied code must call (`unappliedCode`).
-    let applyingTools: [String]
-    /// The answer showed code while nothing had changed, and the model was asked once to apply it.
-    var askedToApply = false
-    /// The next request must call one of these (the first request, and the one after `askedToApply`).
-    var mustCall: [String]?
     var style: ToolResultStyle
     var entries: [ChatEntry]
     var progress = RunProgress()
@@ -125,9 +114,6 @@ private struct LoopRun {
         self.events = events
         self.specs = request.tools.map(\.spec)
         self.lookingTools = specs.map(\.name).filter { ToolSpec.readOnlyNames.contains($0) || $0 == "runCommand" }
-        let names = specs.map(\.name)
-        self.applyingTools = names.contains("editFile") || names.contains("writeFile")
-            ? names.filter { ["readFile", "editFile", "writeFile"].contains($0) } : []
         let budget = ContextBudget(contextTokens: request.contextTokens, instructions: request.instructions, tools: specs)
         self.accounting = RequestAccounting(budget: budget, counter: loop.counter)
         self.style = loop.style
@@ -219,7 +205,6 @@ private struct LoopRun {
             guard progress.turns < request.maxTurns else { throw maxTurnsError }
             if answerRequested == nil, let reason = wrapUpReason() { requestAnswer(reason) }
             let (chat, figure) = try await fittedRequest()
-            mustCall = nil
             progress.turns += 1
             await accounting.noteKind(figure, chat, turn: progress.turns, log: request.log)
             request.log("request \(progress.turns): \(figure.total) of \(budget.contextTokens) \(figure.kind.rawValue) "
@@ -234,10 +219,7 @@ private struct LoopRun {
             }
             if let reason = answerRequested {
                 // No tools were offered: only words answer.
-                if !reply.text.isEmpty {
-                    if askToApply(reply.text) { continue }
-                    return AgentAnswer(text: reply.text, progress: progress)
-                }
+                if !reply.text.isEmpty { return AgentAnswer(text: reply.text, progress: progress) }
                 if case .lastTurn = reason { throw maxTurnsError }
                 if reply.calls.isEmpty {
                     request.log("reply \(progress.turns): empty; the run ends without an answer")
@@ -246,10 +228,7 @@ private struct LoopRun {
                 throw AgentError(.backendError, "the model kept calling tools after it was asked for its answer")
             }
             if reply.calls.isEmpty {
-                if !reply.text.isEmpty {
-                    if askToApply(reply.text) { continue }
-                    return AgentAnswer(text: reply.text, progress: progress)
-                }
+                if !reply.text.isEmpty { return AgentAnswer(text: reply.text, progress: progress) }
                 // No answer: one plain-words request, when --max-turns leaves room for it.
                 guard progress.turns < request.maxTurns else {
                     request.log("reply \(progress.turns): empty; the run ends without an answer")
@@ -259,39 +238,6 @@ private struct LoopRun {
                 continue
             }
             if let repeated = try await runCalls(of: reply) { requestAnswer(.repeated(repeated)) }
-        }
-    }
-
-    /// An answer that shows code (a fenced block) while no file has changed often holds the change the task asks
-    /// for, described instead of made (small models do this). Once a run, when two turns and the time for them are
-    /// left, it goes back with the tools and one line that says nothing changed; the next request must read or
-    /// change a file. A question's answer costs two turns more; a change the model does not make is a false success.
-    private mutating func askToApply(_ answer: String) -> Bool {
-        guard !askedToApply, !applyingTools.isEmpty, progress.filesChanged.isEmpty,
-              request.maxTurns - progress.turns >= 3, Self.showsCode(answer) else { return false }
-        if let deadline = request.deadline, deadline - ContinuousClock.now < slowest * 3 { return false }
-        askedToApply = true
-        let message = "the answer shows code but no file was changed; asking once to apply it with the tools"
-        request.log("reply \(progress.turns): " + message)
-        events.notice(message)
-        if let last = entries.indices.last, entries[last] == .user(Self.start(of: request.prompt)),
-           answerRequested != nil, last > 0 {
-            entries.removeLast()  // the repeated task that asked for words only
-        }
-        entries.append(.assistant(text: answer, calls: []))
-        entries.append(.user(LoopText.unappliedCode))
-        answerRequested = nil
-        lastCallKey = nil
-        mustCall = loop.looksFirst ? applyingTools : nil  // where the server can require a call
-        return true
-    }
-
-    /// A fenced code block with at least one non-empty line after its fence line (which may name a language).
-    static func showsCode(_ text: String) -> Bool {
-        let parts = text.components(separatedBy: "```")
-        guard parts.count >= 3 else { return false }
-        return stride(from: 1, to: parts.count - 1, by: 2).contains { index in
-            parts[index].components(separatedBy: "\n").dropFirst().contains { !$0.allSatisfy(\.isWhitespace) }
         }
     }
 
@@ -594,7 +540,7 @@ private struct LoopRun {
         let first = progress.turns == 0 && !asking && loop.looksFirst && !lookingTools.isEmpty
         return ChatRequest(system: request.instructions, entries: entries, tools: asking ? [] : specs,
                            maxTokens: budget.answerReserve, style: style, plainHistory: asking,
-                           mustCallOneOf: asking ? nil : first ? lookingTools : mustCall)
+                           mustCallOneOf: first ? lookingTools : nil)
     }
 }
 
