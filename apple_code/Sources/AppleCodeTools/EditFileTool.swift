@@ -30,6 +30,7 @@ public struct EditFileTool: WorkspaceTool {
         let oldText = arguments.string("oldText") ?? ""
         let newText = arguments.string("newText") ?? ""
         if oldText.isEmpty { throw ToolFailure("oldText is empty; use writeFile to create a file") }
+        try workspace.requireFile(target)
         let fd = try FileIO.openText(target)
         let bytes: [UInt8]
         do {

@@ -24,13 +24,33 @@ public struct ReadFileTool: WorkspaceTool {
     public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
         -> ToolResult {
         let target = try workspace.resolve(arguments.string("path") ?? "")
-        let name = target.relative
+        try workspace.requireFile(target)
         let first = max(1, arguments.int("startLine") ?? 1)
         let requestedLast = arguments.int("endLine")
         if let requestedLast, requestedLast < first {
             throw ToolFailure("endLine \(requestedLast) is before startLine \(first)")
         }
-        let last = min(requestedLast ?? Int.max, first + Self.windowLines - 1)
+        let result = try read(target, first: first, last: min(requestedLast ?? Int.max, first + Self.windowLines - 1),
+                              context: context)
+        // A range inside a file that fits one window is widened to the whole file: small models page through
+        // short files a few lines at a time (or ask for a range and miss the line that matters), and the rest of
+        // a short file costs little.
+        guard (first > 1 || requestedLast != nil), result.total <= Self.windowLines,
+              result.first > 1 || result.last < result.total,
+              let whole = try? read(target, first: 1, last: result.total, context: context),
+              whole.last == whole.total else { return result.tool }
+        return whole.tool
+    }
+
+    private struct Read {
+        let tool: ToolResult
+        let first: Int
+        let last: Int
+        let total: Int
+    }
+
+    private func read(_ target: Workspace.Resolved, first: Int, last: Int, context: ToolContext) throws -> Read {
+        let name = target.relative
         let fd = try FileIO.openText(target)
         defer { close(fd) }
 
@@ -48,7 +68,8 @@ public struct ReadFileTool: WorkspaceTool {
         }
         let total = scan.lines
         if total == 0 {
-            return ToolResult(text: "(\(name) is empty)", summary: "\(name) is empty")
+            return Read(tool: ToolResult(text: "(\(name) is empty)", summary: "\(name) is empty"), first: 1, last: 0,
+                        total: 0)
         }
         if first > total {
             throw ToolFailure("startLine \(first) is past the end of \(name) (\(total) lines)")
@@ -59,8 +80,9 @@ public struct ReadFileTool: WorkspaceTool {
         let note = shownLast < total
             ? "[\(name) lines \(first)-\(shownLast) of \(total); read on with startLine \(shownLast + 1)]"
             : "[\(name) lines \(first)-\(shownLast) of \(total); end of file]"
-        return ToolResult(text: window.text + "\n" + note,
-                          summary: "\(name) lines \(first)-\(shownLast) of \(total)",
-                          truncated: window.full)
+        return Read(tool: ToolResult(text: window.text + "\n" + note,
+                                     summary: "\(name) lines \(first)-\(shownLast) of \(total)",
+                                     truncated: window.full),
+                    first: first, last: shownLast, total: total)
     }
 }

@@ -180,6 +180,42 @@ public struct Workspace: Sendable, Equatable {
     }
 }
 
+extension Workspace {
+    /// Names shown at most when a path is missing.
+    static let missingHintNames = 20
+
+    /// Throws unless `target` is an existing regular file; when it is missing, the failure names what the nearest
+    /// existing folder holds, so a model that guessed a name (small ones do: `input.txt`, `path/to/file`) sees
+    /// the real ones in the same result.
+    public func requireFile(_ target: Resolved) throws {
+        guard target.kind == .missing else { return try target.requireFile() }
+        throw ToolFailure("\(target.relative) does not exist. " + nearest(target.absolute))
+    }
+
+    /// "Files in FOLDER: a.py, b/, ..." for the deepest existing folder above `absolute` (inside the workspace),
+    /// hidden and skipped names left out.
+    func nearest(_ absolute: String) -> String {
+        var folder = absolute
+        repeat {
+            folder = folder.lastIndex(of: "/").map { $0 == folder.startIndex ? "/" : String(folder[..<$0]) } ?? root
+        } while folder != root && contains(folder) && Self.fileKind(folder) != .directory
+        if !contains(folder) { folder = root }
+        var shown: [String] = []
+        var total = 0
+        _ = TreeWalker(workspace: self, recursive: false).walk(folder) { entry in
+            total += 1
+            if shown.count < Self.missingHintNames {
+                shown.append(entry.name + (entry.kind == .directory ? "/" : ""))
+            }
+            return total <= 1000
+        }
+        let place = relative(folder)
+        if shown.isEmpty { return "\(place) is empty." }
+        let more = total > shown.count ? ", and \(total - shown.count) more" : ""
+        return "\(place == "." ? "The workspace" : place) holds: " + shown.joined(separator: ", ") + more + "."
+    }
+}
+
 extension Workspace.Resolved {
     /// Throws unless this is an existing regular file (FIFOs and devices would block or never end).
     func requireFile() throws {

@@ -77,6 +77,9 @@ import Testing
         #expect(await run(ReadFileTool(), ["path": "state/relay.db"]).contains("is hidden"))
         #expect(await run(WriteFileTool(), ["path": ".env", "content": "x"]).contains("is hidden"))
         #expect(await run(ReadFileTool(), ["path": "app.py"]).contains("print('hello')"))
+        // A missing file's error names what is there, never the hidden ones.
+        #expect(await run(ReadFileTool(), ["path": "config.env"])
+            == "Error: config.env does not exist. The workspace holds: app.py.")
         let listing = await run(ListDirectoryTool(), ["path": ".", "recursive": true])
         #expect(listing.contains("app.py") && !listing.contains(".env") && !listing.contains("relay.db"))
         #expect(!(await run(SearchContentTool(), ["pattern": "hunter2"])).contains("hunter2-secret"))

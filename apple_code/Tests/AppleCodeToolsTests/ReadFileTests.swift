@@ -18,6 +18,20 @@ import Testing
         #expect(!result.truncated)
     }
 
+    @Test func aRangeInAFileThatFitsOneWindowIsWidenedToTheWholeFile() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("calc.py", Self.numbered(14))
+        let part = await ws.call(ReadFileTool(), ["path": "calc.py", "startLine": 1, "endLine": 10])
+        #expect(part.text.contains("14\tline 14\n"))
+        #expect(part.summary == "calc.py lines 1-14 of 14")
+        let later = await ws.call(ReadFileTool(), ["path": "calc.py", "startLine": 12, "endLine": 12])
+        #expect(later.text.hasPrefix("1\tline 1\n"))
+        // A file longer than one window keeps the range asked for.
+        try ws.write("big.txt", Self.numbered(101))
+        let window = await ws.call(ReadFileTool(), ["path": "big.txt", "startLine": 5, "endLine": 6])
+        #expect(window.text == "5\tline 5\n6\tline 6\n[big.txt lines 5-6 of 101; read on with startLine 7]")
+    }
+
     @Test func longFileShowsAWindowAndHowToReadOn() async throws {
         let ws = try TempWorkspace()
         try ws.write("big.txt", Self.numbered(250))
@@ -64,9 +78,24 @@ import Testing
         let backwards = await ws.call(ReadFileTool(), ["path": "a.txt", "startLine": 2, "endLine": 1])
         #expect(backwards.text.hasPrefix("Error:"))
         let missing = await ws.call(ReadFileTool(), ["path": "nope.txt"])
-        #expect(missing.text == "Error: readFile: nope.txt does not exist")
+        #expect(missing.text == "Error: readFile: nope.txt does not exist. The workspace holds: a.txt.")
         let folder = await ws.call(ReadFileTool(), ["path": "."])
         #expect(folder.text.contains("is a folder"))
+    }
+
+    @Test func aMissingFileNamesWhatTheNearestFolderHolds() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("src/calc.py", "x\n")
+        try ws.write("src/util.py", "y\n")
+        try ws.write("test_calc.py", "z\n")
+        try ws.write(".git/HEAD", "ref\n")
+        let guessed = await ws.call(ReadFileTool(), ["path": "path/to/file"])
+        #expect(guessed.text == "Error: readFile: path/to/file does not exist. The workspace holds: src/, test_calc.py.")
+        let inside = await ws.call(ReadFileTool(), ["path": "src/calc"])
+        #expect(inside.text == "Error: readFile: src/calc does not exist. src holds: calc.py, util.py.")
+        for index in 0..<25 { try ws.write("many/f\(index < 10 ? "0" : "")\(index).py", "") }
+        let crowded = await ws.call(ReadFileTool(), ["path": "many/nope.py"])
+        #expect(crowded.text.hasSuffix("f18.py, f19.py, and 5 more."))
     }
 
     @Test func emptyFileSaysSo() async throws {

@@ -153,7 +153,7 @@ import Testing
         let empty = await ws.call(EditFileTool(), ["path": "a.txt", "oldText": "", "newText": "b"])
         #expect(empty.text == "Error: editFile: oldText is empty; use writeFile to create a file")
         let missing = await ws.call(EditFileTool(), ["path": "b.txt", "oldText": "a", "newText": "b"])
-        #expect(missing.text == "Error: editFile: b.txt does not exist")
+        #expect(missing.text == "Error: editFile: b.txt does not exist. The workspace holds: a.txt.")
         #expect(ws.read("a.txt") == "a")
     }
 
