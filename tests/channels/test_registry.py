@@ -85,8 +85,8 @@ def test_a_channel_from_the_tests_runs_a_turn_through_the_registry_alone(
     assert tiny.needs[0].service is None and not tiny.needs[0].terminal
     store = Store(tmp_path / "relay.db")
     try:
-        assert [exchange.user for exchange in store.history.recent(CHAT_ID, 10)] == ["hello"]
-        assert store.history.recent(f"+1{CHAT_ID}", 10) == []
+        assert [exchange.user for exchange in store.history.recent_exchanges(CHAT_ID, 10)] == ["hello"]
+        assert store.history.recent_exchanges(f"+1{CHAT_ID}", 10) == []
         assert store.cursors.get("tiny") == 2  # both rows passed, under the key the channel gave
     finally:
         store.close()
