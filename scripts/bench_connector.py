@@ -1,4 +1,4 @@
-"""The connector's own overhead per turn: one ``AppleCodeConnector.run`` to its outcome against spawning the same fake
+"""The connector's own overhead per turn: one ``AfmConnector.run`` to its outcome against spawning the same fake
 apple-code directly with the same argv and stdin (both wait for it to exit and read all of its output).
 
 The fake (tests/support/fake_apple_code.py in ``quick`` mode) answers at once, so the difference of the two
@@ -27,7 +27,7 @@ from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 
 from apple_flow.config import load_settings  # noqa: E402
-from apple_flow.connectors import AppleCodeConnector, TurnRequest, outcome_of  # noqa: E402
+from apple_flow.connectors import AfmConnector, TurnRequest, outcome_of  # noqa: E402
 
 TARGET_MS = 25.0
 FAKE = ROOT / "tests" / "support" / "fake_apple_code.py"
@@ -62,7 +62,7 @@ def main() -> int:
         workspace = folder / "workspace"
         workspace.mkdir()
         settings = load_settings(env_file=None, afm_command=str(fake), default_workspace=workspace)
-        connector = AppleCodeConnector(settings)
+        connector = AfmConnector(settings)
         request = TurnRequest(PROMPT, workspace)
         argv = connector.invocation(PROMPT, workspace, request).argv
 
@@ -102,7 +102,7 @@ def main() -> int:
 {os.cpu_count()} CPUs, {args.runs} runs of each way, alternating.
 
 A fake `apple-code` that answers at once (stream-json, one `result` event), run with the connector's exact argv
-and prompt: directly with `subprocess.run`, and through `AppleCodeConnector.run` to its outcome (prompt fitting, the
+and prompt: directly with `subprocess.run`, and through `AfmConnector.run` to its outcome (prompt fitting, the
 runner's own session and reader threads, stream parsing, the typed outcome).
 
 | way | median ms | p90 ms | min ms |

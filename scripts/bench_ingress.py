@@ -122,7 +122,7 @@ def main() -> int:
 
 A writer process commits one row at a time to a real-schema chat.db (WAL; half the rows with the text only in
 attributedBody); the ingress from `build_imessage_channel` with default settings ({watching}, safety-net poll
-every {settings.poll_interval_seconds:g} s) yields it in this process.
+every {settings.imessage.poll_interval_seconds:g} s) yields it in this process.
 
 | measure | value | target |
 |---|---|---|

@@ -97,6 +97,8 @@ LAYERS: dict[str, int] = {
     "apple_flow.channels": 2,
     "apple_flow.daemon.store": 3,
     "apple_flow.config": 3,
+    "apple_flow.sections": 3,
+    "apple_flow.check_result": 3,
     "apple_flow.handles": 3,
     "apple_flow.paths": 3,
     "apple_flow.regularfile": 3,
@@ -294,7 +296,8 @@ def build_daemon(settings: Any, store: Any) -> Any:
     connector = build_connector(settings)
     # The store's record of sent texts (before its split into tables: ``store.sent_texts``).
     sent = store.sent.for_channel if hasattr(store, "sent") else store.sent_texts
-    ingress, egress = build_imessage_channel(settings, sent("imessage", settings.echo_window_seconds))
+    imessage = getattr(settings, "imessage", settings)  # its own section since the settings' split
+    ingress, egress = build_imessage_channel(settings, sent("imessage", imessage.echo_window_seconds))
     made = getattr(runtime, "Runtime", None) or runtime.Daemon  # named Daemon before the renames
     return made(settings, store, connector, ingress, egress, "imessage")
 

@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from apple_flow.channels.base import SentTexts
-from apple_flow.config import Settings, load_settings
+from apple_flow.config import Settings, load_settings, setting_variables
 from apple_flow.daemon.store import Store
 from apple_flow.paths import APPLE_CODE_PACKAGE, PROJECT_ROOT, built_launcher
 from support.chatdb import ChatDbWriter
@@ -35,7 +35,7 @@ FAKE_AGENT_VARIABLES = (
 def _no_developer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """The suite must not depend on the developer's APPLE_FLOW_* / APPLE_CODE_* variables (a shell that sets
     APPLE_FLOW_AFM_BACKEND=openai, as the README suggests on Linux, would change what every test runs)."""
-    settings = {f"APPLE_FLOW_{field.upper()}" for field in Settings.model_fields}
+    settings = {f"APPLE_FLOW_{name.upper()}" for name in setting_variables()}
     for name in list(os.environ):  # test switches such as APPLE_FLOW_REQUIRE_LOCAL_MODEL stay
         if name.upper() in settings or name.upper().startswith("APPLE_CODE_"):
             monkeypatch.delenv(name)

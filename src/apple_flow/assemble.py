@@ -20,7 +20,7 @@ from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.daemon.deciding.escalation import Escalation
 from apple_flow.daemon.deciding.orchestrator import Orchestrator
 from apple_flow.daemon.deciding.policy import Policy
-from apple_flow.daemon.deciding.verify_command import Checks
+from apple_flow.daemon.deciding.verify_command import VerifyCommands
 from apple_flow.daemon.deciding.workspaces import Workspaces
 from apple_flow.daemon.running.jobs import Work
 from apple_flow.daemon.running.message_jobs import MessageLedger
@@ -92,14 +92,14 @@ def _parts(settings: Settings, store: Store, channel: Channel, connectors: Conne
     escalation = None
     if connectors.escalation is not None and settings.escalate_connector is not None \
             and settings.connector in APPLE_CODE_CONNECTORS:
-        escalation = Escalation(settings.escalate_connector, settings.approval_ttl_minutes * 60.0)
-    policy = Policy(settings.allowed_senders, settings.max_messages_per_minute, channel.senders)
+        escalation = Escalation(settings.escalate_connector, settings.limits.approval_ttl_minutes * 60.0)
+    policy = Policy(settings.allowed_senders, settings.limits.max_messages_per_minute, channel.senders)
     orchestrator = Orchestrator(
-        store, policy, Approvals(store.approvals, settings.approval_ttl_minutes), Workspaces(settings),
+        store, policy, Approvals(store.approvals, settings.limits.approval_ttl_minutes), Workspaces(settings),
         connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
-        run_links=settings.web_base_url if settings.web_enabled else None,
-        send_files=settings.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
-        checks=Checks(settings), escalation=escalation,
+        run_links=settings.web.base_url if settings.web.enabled else None,
+        send_files=settings.imessage.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
+        verify_commands=VerifyCommands(settings), escalation=escalation,
     )
     scheduler: Scheduler[Work] = Scheduler()
     stop = threading.Event()
@@ -107,7 +107,7 @@ def _parts(settings: Settings, store: Store, channel: Channel, connectors: Conne
     turns = TurnWorkers(settings, store, scheduler, sender, orchestrator.conclude, connectors.main,
                         connectors.escalation, stop)
     # Agents ask the owner (the first allowed sender) through `apple-flow mcp`, over a socket by the database.
-    owner_link = OwnerLink(settings, store, Approvals(store.approvals, settings.approval_ttl_minutes), sender,
+    owner_link = OwnerLink(settings, store, Approvals(store.approvals, settings.limits.approval_ttl_minutes), sender,
                            _owner(settings, channel))
     return Parts(channel, orchestrator, scheduler, stop, sender, turns,
                  MessageLedger(channel.key, store, channel.ingress, sender, settings, stop),

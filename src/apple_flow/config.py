@@ -1,23 +1,44 @@
-"""All settings, in one class. Read from the environment (prefix ``apple_flow_``) and ``.env``.
+"""All settings: one class, with a section per connector, channel and part (``sections``). Read from the environment
+(prefix ``apple_flow_``) and ``.env``.
 
-Every other module takes a ``Settings`` instance; nothing else reads the environment for configuration.
+Every other module takes a ``Settings`` instance (or its section); nothing else reads the environment for
+configuration.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+
+from apple_flow.sections import (
+    AfmSettings,
+    ClaudeSettings,
+    ClineSettings,
+    CodexSettings,
+    GeminiSettings,
+    ImessageSettings,
+    KiloSettings,
+    LimitsSettings,
+    LocalModelSettings,
+    OllamaSettings,
+    Section,
+    ServiceSettings,
+    VerifySettings,
+    WebSettings,
+    WorkspacesSettings,
+    split_list,
+)
 
 # The connectors: apple_flow.connectors.registry maps each name to its class (a test keeps the two alike).
 ConnectorName = Literal["afm", "ollama", "codex-cli", "claude-cli", "gemini-cli", "cline", "kilo-cli"]
 ChannelName = Literal["auto", "imessage", "console"]
-AfmBackend = Literal["auto", "fm", "openai"]
 ProfileName = Literal["standard", "demo"]
 
 # The demo profile: limits that fit the small local demo model (SmolLM2-135M on llama.cpp, on a laptop's CPU), which
@@ -41,20 +62,7 @@ DEMO_PROFILE: dict[str, Any] = {
 # Where the daemon reads its settings, relative to the folder it runs in (and where a new web token is written).
 ENV_FILE = ".env"
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def is_loopback(host: str) -> bool:
-    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-WEB_TOKEN_MIN_CHARS = 32
-SECRET_FIELDS = frozenset({"web_token"})  # never echoed in an error
+SECRET_VARIABLES = frozenset({"web_token"})  # never echoed in an error
 
 
 def _connector_name(value: Any) -> Any:
@@ -69,24 +77,37 @@ class SettingsError(ValueError):
     """Invalid configuration; the message names the variable and what it accepts."""
 
 
-def _json(text: str, accepted: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"not valid JSON ({exc}); accepted: {accepted}") from None
+class _WithSectionVariables(PydanticBaseSettingsSource):
+    """One of pydantic-settings' sources (the environment, or .env) giving the sections' flat variables too, which
+    it does not read by itself: a section's options are not fields of ``Settings``."""
 
+    def __init__(self, settings_cls: type[BaseSettings], source: PydanticBaseSettingsSource) -> None:
+        super().__init__(settings_cls)
+        self._source = source
 
-def _split_list(value: Any) -> Any:
-    """Accept ``a,b,c`` (the natural .env form) as well as a JSON list."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("["):
-            return _json(text, "a,b,c or a JSON list")
-        return [item.strip() for item in text.split(",") if item.strip()]
-    return value
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self._source.get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        # A section under its own name (APPLE_FLOW_AFM=...) is no setting: sections come only from their options.
+        data = {key: value for key, value in self._source().items() if key not in SECTIONS}
+        found: Mapping[str, str | None] = getattr(self._source, "env_vars", {})
+        prefix = str(self.config.get("env_prefix", "")).lower()
+        for variable in section_variables():
+            value = found.get(prefix + variable)
+            if value is not None:
+                data[variable] = value
+        return data
 
 
 class Settings(BaseSettings):
+    """The daemon's settings: the few that concern it as a whole, and a section per connector, channel and part.
+
+    Every option keeps its flat variable (``APPLE_FLOW_AFM_COMMAND`` is ``settings.afm.command``): the sources below
+    read each section's variables, and ``_gather`` folds them (and the same names given as keyword arguments) into
+    their sections.
+    """
+
     model_config = SettingsConfigDict(
         env_prefix="apple_flow_",
         env_file=".env",
@@ -101,48 +122,17 @@ class Settings(BaseSettings):
     turn_timeout_seconds: float = Field(300, gt=0)
     chat_read_only: bool = False  # plain chat turns may read, not change; `task:` changes files after approval
 
-    # --- afm: the connector that runs apple-code (connectors/apple_code.py), on Apple's on-device model or on an
-    # OpenAI-compatible server; "afm" names the connector and these settings, whatever model answers ----------
-    afm_command: str = "apple-code"
-    afm_context_window: int = Field(1, ge=0)
-    afm_max_prompt_chars: int = Field(3000, ge=200)
-    afm_soul_max_chars: int = Field(500, ge=0)
-    afm_timeout_seconds: float = Field(120, gt=0)
-    afm_max_turns: int | None = Field(None, ge=1)  # apple-code --max-turns; unset: apple-code's own (16)
-    afm_backend: AfmBackend = "auto"
-    afm_model: str | None = None
-    afm_base_url: str | None = None
-    afm_context_tokens: int | None = Field(None, ge=256)
-    afm_plan_tasks: bool = True
-    afm_mcp_config: Path | None = None  # apple-code --mcp-config: MCP servers whose tools are offered too
-
-    # --- ollama: the afm connector on Ollama (apple-code --backend openai), for Macs without Apple Intelligence --
-    ollama_base_url: str = "http://127.0.0.1:11434/v1"  # Ollama's own default
-    ollama_model: str = "qwen2.5-coder:7b"
-
-    # --- codex / claude / gemini / cline / kilo CLIs -------------------------------------------------------
-    codex_command: str = "codex"
-    codex_context_window: int = Field(3, ge=0)
-    codex_model: str | None = None
-    claude_command: str = "claude"
-    claude_context_window: int = Field(3, ge=0)
-    claude_model: str | None = None
-    gemini_command: str = "gemini"
-    gemini_context_window: int = Field(3, ge=0)
-    gemini_model: str | None = None
-    cline_command: str = "cline"
-    cline_context_window: int = Field(3, ge=0)
-    cline_model: str | None = None
-    kilo_command: str = "kilo"
-    kilo_context_window: int = Field(3, ge=0)
-    kilo_model: str | None = None  # provider/model, e.g. anthropic/claude-sonnet-4
+    # Each connector's options (NoDecode: a section is never read from one JSON variable, only from its own).
+    afm: Annotated[AfmSettings, NoDecode] = Field(default_factory=AfmSettings)
+    ollama: Annotated[OllamaSettings, NoDecode] = Field(default_factory=OllamaSettings)
+    codex: Annotated[CodexSettings, NoDecode] = Field(default_factory=CodexSettings)
+    claude: Annotated[ClaudeSettings, NoDecode] = Field(default_factory=ClaudeSettings)
+    gemini: Annotated[GeminiSettings, NoDecode] = Field(default_factory=GeminiSettings)
+    cline: Annotated[ClineSettings, NoDecode] = Field(default_factory=ClineSettings)
+    kilo: Annotated[KiloSettings, NoDecode] = Field(default_factory=KiloSettings)
 
     # --- Checking approved work, and escalating a stuck task ---------------------------------------------
-    # The command that says whether an approved task's work is done (apple-code --verify): unset, found from the
-    # workspace (daemon/deciding/verify_command.py) unless verify_detect is off.
-    verify_command: str | None = None
-    verify_detect: bool = True
-    verify_rounds: int = Field(2, ge=0)  # apple-code --verify-rounds: repair rounds after a failing check
+    verify: Annotated[VerifySettings, NoDecode] = Field(default_factory=VerifySettings)
     # Another connector an approved task whose apple-code run failed may be run on again, when the owner says
     # `escalate <run>`; unset: nothing is offered.
     escalate_connector: ConnectorName | None = None
@@ -154,11 +144,7 @@ class Settings(BaseSettings):
     soul_prompt: str = ""
     soul_file: Path | None = None
 
-    # --- Workspaces ----------------------------------------------------------------------------------------
-    default_workspace: Path = Path.home()
-    allowed_workspaces: Annotated[list[Path], NoDecode] = Field(default_factory=list)
-    # alias -> folder, e.g. {"site": "~/code/site"}; `@site fix the tests` runs there.
-    workspace_aliases: Annotated[dict[str, Path], NoDecode] = Field(default_factory=dict)
+    workspaces: Annotated[WorkspacesSettings, NoDecode] = Field(default_factory=WorkspacesSettings)
 
     # --- Channel and senders -----------------------------------------------------------------------------
     channel: ChannelName = "auto"
@@ -168,63 +154,52 @@ class Settings(BaseSettings):
     # SMS and RCS sender IDs can be forged: such messages are not acted on unless this is true, and then they can
     # never approve, deny or cancel, and their turns only read.
     allow_sms: bool = False
-
-    # --- iMessage ------------------------------------------------------------------------------------------
-    messages_db_path: Path = Path("~/Library/Messages/chat.db")
-    poll_interval_seconds: float = Field(2, gt=0)
-    startup_catchup_window_seconds: int = Field(60, ge=0)
-    max_startup_replay_rows: int = Field(50, ge=0)
-    max_message_age_seconds: int = Field(300, ge=0)  # older rows are not answered (iCloud replays); 0: no limit
-    # Rows older than that but within these hours (a Mac that slept) are listed to their sender, run on `run`.
-    catch_up_hours: float = Field(12, ge=0)
-    group_replies: bool = False  # answer allowed senders in group chats, into the group
-    echo_window_seconds: int = Field(600, ge=0)
-    osascript_command: str = "osascript"
-    send_timeout_seconds: float = Field(15, gt=0)
-    send_retries: int = Field(2, ge=0)
-    send_retry_backoff_seconds: float = Field(1, ge=0)  # wait before retry n is n times this
-    send_confirm_seconds: float = Field(10, ge=0)  # wait for a sent text's row in chat.db; 0: trust osascript
-    reply_chunk_chars: int = Field(1500, ge=100)
-    # Files: where Messages keeps received attachments (only files inside it are ever read), the limits on what is
-    # copied into the workspace's .apple-flow/inbox/ (per file, per message) and on what the agent may send back.
-    messages_attachments_path: Path = Path("~/Library/Messages/Attachments")
-    attachment_max_bytes: int = Field(25_000_000, ge=0)
-    attachment_max_message_bytes: int = Field(50_000_000, ge=0)
-    attachment_wait_seconds: float = Field(15, ge=0)  # for attachments still downloading; then reported missing
-    send_file_max_bytes: int = Field(25_000_000, ge=0)
-    send_files_per_reply: int = Field(5, ge=0)  # 0: the agent cannot send files
+    imessage: Annotated[ImessageSettings, NoDecode] = Field(default_factory=ImessageSettings)
 
     # --- Daemon ----------------------------------------------------------------------------------------------
     db_path: Path = Path("~/.apple-flow/relay.db")
-    approval_ttl_minutes: int = Field(20, gt=0)
-    max_messages_per_minute: int = Field(30, gt=0)
-    max_concurrent_ai_calls: int = Field(4, gt=0)
-    progress_interval_seconds: float = Field(20, ge=0)
-    shutdown_grace_seconds: float = Field(10, ge=0)
+    limits: Annotated[LimitsSettings, NoDecode] = Field(default_factory=LimitsSettings)
+    service: Annotated[ServiceSettings, NoDecode] = Field(default_factory=ServiceSettings)
+    localmodel: Annotated[LocalModelSettings, NoDecode] = Field(default_factory=LocalModelSettings)
+    web: Annotated[WebSettings, NoDecode] = Field(default_factory=WebSettings)
 
-    # --- Service (launchd) ----------------------------------------------------------------------------------
-    service_label: str = "com.apple-flow.daemon"
-    log_dir: Path = Path("~/.apple-flow/logs")
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment over .env, as pydantic-settings orders them, each also giving the sections' variables.
+        return (init_settings, _WithSectionVariables(settings_cls, env_settings),
+                _WithSectionVariables(settings_cls, dotenv_settings), file_secret_settings)
 
-    # --- Local model (machines without Apple Intelligence) ------------------------------------------------
-    # qwen2.5-coder-0.5b (the default), qwen2.5-coder-1.5b (better, about three times slower) or smollm2-135m.
-    local_model: str = "qwen2.5-coder-0.5b"
-    local_model_dir: Path = Path("~/.apple-flow/models")  # where the assembled, verified model files live
-    local_model_context_tokens: int = Field(8192, ge=512)  # the served window (llama.cpp's n_ctx)
-    local_model_host: str = "127.0.0.1"
-    local_model_port: int = Field(8765, gt=0, lt=65536)
-
-    # --- Web page (served by the daemon itself) ------------------------------------------------------------
-    web_enabled: bool = True
-    web_host: str = "127.0.0.1"
-    web_port: int = Field(8787, ge=0, lt=65536)  # 0: any free port
-    web_allow_remote: bool = False  # a web_host that is not loopback needs this set to true
-    web_token: str | None = None  # 32 characters or more; created in .env at first start when unset
-    web_base_url: str | None = None  # e.g. https://mac.tailnet.ts.net: replies end with a link to their run
-    # The page's own host name on this Mac: its cookie then goes to no other local server (cookies ignore ports).
-    web_local_name: str = "apple-flow.localhost"  # "": served as 127.0.0.1 (see docs/web.md for what that costs)
-    web_session_days: int = Field(7, ge=1, le=30)  # a login lasts this long (logging out ends it at once)
-    web_link_minutes: int = Field(5, ge=1, le=60)  # a login link texted by `web` works once, for this long
+    @model_validator(mode="before")
+    @classmethod
+    def _gather(cls, data: Any) -> Any:
+        """Moves each section's variables (``afm_command``) into its section (``afm.command``)."""
+        if not isinstance(data, dict):
+            return data
+        gathered: dict[str, Any] = {}
+        for key, value in data.items():
+            place = section_variables().get(key.lower()) if isinstance(key, str) else None
+            if place is None:
+                continue
+            section, name = place
+            gathered.setdefault(section, {})[name] = value
+        if not gathered:
+            return data
+        data = {key: value for key, value in data.items()
+                if not (isinstance(key, str) and key.lower() in section_variables())}
+        for section, values in gathered.items():
+            given = data.get(section)
+            if isinstance(given, BaseModel):
+                given = given.model_dump(exclude_unset=True)
+            # A section given whole (Settings(web=WebSettings(...))) wins over its variables.
+            data[section] = {**values, **given} if isinstance(given, dict) else values
+        return data
 
     @field_validator("connector", mode="before")
     @classmethod
@@ -248,15 +223,10 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("verify_command", mode="after")
-    @classmethod
-    def _command_or_none(cls, value: str | None) -> str | None:
-        return value.strip() if value is not None and value.strip() else None
-
-    @field_validator("allowed_senders", "allowed_workspaces", "agent_environment", mode="before")
+    @field_validator("allowed_senders", "agent_environment", mode="before")
     @classmethod
     def _lists(cls, value: Any) -> Any:
-        return _split_list(value)
+        return split_list(value)
 
     @field_validator("agent_environment", mode="after")
     @classmethod
@@ -268,87 +238,22 @@ class Settings(BaseSettings):
                 raise ValueError(f"{name} is one of the daemon's own settings, which never reach the agent")
         return value
 
-    @field_validator(
-        "default_workspace", "allowed_workspaces", "messages_db_path", "db_path", "log_dir", "soul_file",
-        "afm_mcp_config", "messages_attachments_path", "local_model_dir", mode="after",
-    )
+    @field_validator("db_path", "soul_file", mode="after")
     @classmethod
-    def _expand(cls, value: Any) -> Any:
-        if isinstance(value, Path):
-            return value.expanduser()
-        if isinstance(value, list):
-            return [v.expanduser() if isinstance(v, Path) else v for v in value]
-        return value
-
-    @field_validator("local_model", mode="after")
-    @classmethod
-    def _known_local_model(cls, value: str) -> str:
-        from apple_flow.localmodel.catalog import model_named
-
-        return model_named(value).name
-
-    @field_validator("workspace_aliases", mode="before")
-    @classmethod
-    def _aliases_json(cls, value: Any) -> Any:
-        # Decoded here rather than by pydantic-settings, whose JSON error names no variable.
-        if isinstance(value, str):
-            return _json(value, 'a JSON object, e.g. {"site": "~/code/site"}')
-        return value
-
-    @field_validator("workspace_aliases", mode="after")
-    @classmethod
-    def _expand_aliases(cls, value: dict[str, Path]) -> dict[str, Path]:
-        return {name.lower(): path.expanduser() for name, path in value.items()}
-
-    @field_validator("web_allow_remote", mode="after")
-    @classmethod
-    def _loopback_unless_allowed(cls, value: bool, info: ValidationInfo) -> bool:
-        host = info.data.get("web_host")
-        if not value and isinstance(host, str) and not is_loopback(host):
-            raise ValueError(
-                f"APPLE_FLOW_WEB_HOST={host} is not a loopback address, so the web page would be reachable from "
-                "other machines; set APPLE_FLOW_WEB_ALLOW_REMOTE=true if you mean that, or use 127.0.0.1 (the "
-                "docs/web.md says how to reach it over Tailscale without that)"
-            )
-        return value
-
-    @field_validator("web_token", mode="after")
-    @classmethod
-    def _strong_token(cls, value: str | None) -> str | None:
-        if value is not None and len(value.strip()) < WEB_TOKEN_MIN_CHARS:
-            raise ValueError(
-                f"must be at least {WEB_TOKEN_MIN_CHARS} characters (it has {len(value.strip())}); remove it from .env "
-                "and the daemon makes a strong one at its next start"
-            )
-        return value
-
-    @field_validator("web_local_name", mode="after")
-    @classmethod
-    def _local_name(cls, value: str) -> str:
-        name = value.strip().lower().rstrip(".")
-        if name and (not name.endswith(".localhost") or not re.fullmatch(r"[a-z0-9.-]+", name)):
-            raise ValueError("must be a name under .localhost (browsers resolve those to this Mac), e.g. "
-                             "apple-flow.localhost, or empty")
-        return name
-
-    @field_validator("web_base_url", mode="after")
-    @classmethod
-    def _base_url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://, e.g. https://mac.tailnet.ts.net")
-        return value.strip().rstrip("/")
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
 
     @model_validator(mode="after")
     def _profile_limits(self) -> Settings:
         if self.profile == "demo":
-            for name, value in DEMO_PROFILE.items():
-                if name not in self.model_fields_set:
-                    setattr(self, name, value)
+            for variable, value in DEMO_PROFILE.items():
+                section, name = section_variables().get(variable, (None, variable))
+                part: BaseModel = getattr(self, section) if section else self
+                if name not in part.model_fields_set:
+                    setattr(part, name, value)
         return self
 
-    # Not settings but what this process read and serves, which the agent must not reach (connectors/apple_code.py):
+    # Not settings but what this process read and serves, which the agent must not reach (connectors/afm.py):
     # the .env file the settings came from (`run --env-file FILE`, the service's) and the port the web page
     # actually listens on (APPLE_FLOW_WEB_PORT=0 lets the system choose it).
     _env_file_read: Path | None = PrivateAttr(default=None)
@@ -366,15 +271,29 @@ class Settings(BaseSettings):
         """The web page listens on ``port`` now."""
         self._web_port_listening = port
 
+    def variables(self) -> dict[str, Any]:
+        """Every setting by its variable (lower case, without ``APPLE_FLOW_``), as JSON values, in the order of
+        the fields: what users set and ``apple-flow config`` shows."""
+        dumped: dict[str, Any] = json.loads(self.model_dump_json())
+        values: dict[str, Any] = {}
+        for field, value in dumped.items():
+            section = SECTIONS.get(field)
+            if section is None:
+                values[field] = value
+            else:
+                values.update({variable: value[name] for variable, name in section.variables().items()})
+        return values
+
     def profile_line(self) -> str | None:
         """The demo profile's limits in one line, shown when the daemon starts; None for the standard profile."""
         if self.profile != "demo":
             return None
-        turns = f"at most {self.afm_max_turns} model turns" if self.afm_max_turns else "apple-code's model turns"
-        window = f", {self.afm_context_tokens}-token requests" if self.afm_context_tokens else ""
+        afm = self.afm
+        turns = f"at most {afm.max_turns} model turns" if afm.max_turns else "apple-code's model turns"
+        window = f", {afm.context_tokens}-token requests" if afm.context_tokens else ""
         chat = "; chat only reads files (task: changes them, after approval)" if self.chat_read_only else ""
         return (f"Demo profile (APPLE_FLOW_PROFILE=demo, limits for the small local model): {turns} and "
-                f"{self.afm_timeout_seconds:g} s per reply{window}{chat} (APPLE_FLOW_AFM_MAX_TURNS, "
+                f"{afm.timeout_seconds:g} s per reply{window}{chat} (APPLE_FLOW_AFM_MAX_TURNS, "
                 f"APPLE_FLOW_AFM_TIMEOUT_SECONDS, APPLE_FLOW_AFM_CONTEXT_TOKENS, APPLE_FLOW_CHAT_READ_ONLY change "
                 f"them)")
 
@@ -391,14 +310,49 @@ class Settings(BaseSettings):
         return self.soul_prompt.strip()
 
 
+# Settings field -> its section's model; variable -> (section, field) for every section's option.
+SECTIONS: dict[str, type[Section]] = {
+    name: info.annotation for name, info in Settings.model_fields.items()
+    if isinstance(info.annotation, type) and issubclass(info.annotation, Section)
+}
+_SECTION_VARIABLES: dict[str, tuple[str, str]] = {
+    variable: (section, name) for section, model in SECTIONS.items() for variable, name in model.variables().items()
+}
+
+
+def section_variables() -> dict[str, tuple[str, str]]:
+    """Variable (lower case, without ``APPLE_FLOW_``) -> (section, field), for every option in a section."""
+    return _SECTION_VARIABLES
+
+
+def setting_variables() -> list[str]:
+    """Every setting's variable (lower case, without ``APPLE_FLOW_``): the plain fields and the sections' options."""
+    names: list[str] = []
+    for field in Settings.model_fields:
+        section = SECTIONS.get(field)
+        names += list(section.variables()) if section is not None else [field]
+    return names
+
+
+def _variable(loc: tuple[Any, ...]) -> str:
+    """The variable an error's location points at: ``("afm", "max_turns")`` is ``afm_max_turns``."""
+    if not loc:
+        return "settings"
+    section = SECTIONS.get(str(loc[0]))
+    if section is not None and len(loc) > 1:
+        name = str(loc[1])
+        return section.renamed.get(name, section.prefix + name)
+    return str(loc[0])
+
+
 def _describe(error: dict[str, Any]) -> str:
-    field = ".".join(str(part) for part in error.get("loc", ())) or "settings"
-    variable = f"APPLE_FLOW_{field.split('.')[0].upper()}"
+    name = _variable(tuple(error.get("loc", ())))
+    variable = f"APPLE_FLOW_{name.upper()}"
     message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
     if error.get("type") == "bool_parsing":
         message += "; accepted: true or false"
     got = error.get("input")
-    secret = field.split(".")[0] in SECRET_FIELDS
+    secret = name in SECRET_VARIABLES
     got_text = f" (got {got!r})" if got is not None and not isinstance(got, dict) and not secret else ""
     return f"{variable}: {message}{got_text}"
 

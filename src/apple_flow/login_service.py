@@ -63,9 +63,9 @@ class ServiceFiles:
 def service_files(settings: Settings, home: Path | None = None) -> ServiceFiles:
     home = home or Path.home()
     return ServiceFiles(
-        plist=home / "Library" / "LaunchAgents" / f"{settings.service_label}.plist",
-        stdout_log=settings.log_dir / "daemon.out.log",
-        stderr_log=settings.log_dir / "daemon.err.log",
+        plist=home / "Library" / "LaunchAgents" / f"{settings.service.label}.plist",
+        stdout_log=settings.service.log_dir / "daemon.out.log",
+        stderr_log=settings.service.log_dir / "daemon.err.log",
     )
 
 
@@ -85,7 +85,7 @@ def launchd_arguments(launcher: Path, env_file: Path, installed_at: float) -> li
 
 def service_path(settings: Settings) -> str:
     folders: list[str] = []
-    apple_code = resolve_apple_code(settings.afm_command)
+    apple_code = resolve_apple_code(settings.afm.command)
     if apple_code is not None:
         folders.append(str(apple_code.parent))
     folders.append(str(Path(sys.executable).parent))
@@ -100,14 +100,14 @@ def service_environment(settings: Settings) -> dict[str, str]:
 
 def exit_timeout(settings: Settings) -> int:
     """How long launchd waits after SIGTERM before SIGKILL: the daemon's shutdown grace and then some."""
-    return int(settings.shutdown_grace_seconds) + EXIT_TIMEOUT_MARGIN
+    return int(settings.limits.shutdown_grace_seconds) + EXIT_TIMEOUT_MARGIN
 
 
 def build_plist(
     settings: Settings, env_file: Path, files: ServiceFiles, launcher: Path, installed_at: float
 ) -> dict[str, Any]:
     return {
-        "Label": settings.service_label,
+        "Label": settings.service.label,
         "ProgramArguments": launchd_arguments(launcher, env_file, installed_at),
         "WorkingDirectory": str(env_file.parent),
         "EnvironmentVariables": service_environment(settings),
@@ -162,7 +162,7 @@ class Launchd:
         self._clock = clock
         self._sleep = sleep
         self._domain = f"gui/{os.getuid() if uid is None else uid}"
-        self.target = f"{self._domain}/{settings.service_label}"
+        self.target = f"{self._domain}/{settings.service.label}"
 
     def _call(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         try:
@@ -248,7 +248,7 @@ class Launchd:
         done = self._call("print-disabled", self._domain, check=False)
         if done.returncode != 0:
             return False  # an older launchctl, or none: nothing known
-        label = self._settings.service_label
+        label = self._settings.service.label
         for line in done.stdout.splitlines():
             name, sep, value = line.strip().partition("=>")
             if sep and name.strip().strip('"') == label:

@@ -4,6 +4,7 @@ and tries again with a growing pause instead of exiting into launchd's restart l
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -18,15 +19,14 @@ from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem, pyth
 from apple_flow.channels.imessage.permissions import (
     AUTOMATION,
     CHAT_DB,
-    Finding,
     PermissionMonitor,
     PermissionReport,
     Responsible,
-    State,
     chat_db_finding,
     read_report,
     responsible_app,
 )
+from apple_flow.check_result import CheckResult, CheckStatus
 from apple_flow.config import Settings, load_settings
 from apple_flow.daemon.store import Store
 from support.chatdb import ChatDbWriter
@@ -94,7 +94,7 @@ def test_the_full_disk_access_fix_names_apple_flow_and_where_to_find_it(
         raise ChatDBError(ChatDBProblem.NO_PERMISSION, "authorization denied", "grant Full Disk Access")
 
     finding = chat_db_finding(denied, tmp_path / "chat.db", Responsible("Apple Flow", False, str(bundle)))
-    assert finding.state is State.DENIED and finding.detail == f"Apple Flow may not read {tmp_path / 'chat.db'}"
+    assert finding.status is CheckStatus.DENIED and finding.detail == f"Apple Flow may not read {tmp_path / 'chat.db'}"
     assert finding.fix == (
         "switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access (not listed? the + button, "
         "then Cmd+Shift+G and ~/Library/Application Support/Apple Flow/Apple Flow.app); the service sees the grant "
@@ -107,7 +107,7 @@ def test_no_full_disk_access_names_the_app_and_where_to_grant_it(tmp_path: Path)
         raise ChatDBError(ChatDBProblem.NO_PERMISSION, "authorization denied", "grant Full Disk Access")
 
     service = chat_db_finding(denied, tmp_path / "chat.db", SERVICE)
-    assert service.state is State.DENIED and SERVICE.name in service.detail
+    assert service.status is CheckStatus.DENIED and SERVICE.name in service.detail
     assert "System Settings > Privacy & Security > Full Disk Access" in service.fix
     assert "apple-flow service restart" in service.fix and SERVICE.name in service.fix
     terminal = chat_db_finding(denied, tmp_path / "chat.db", Responsible("Terminal", terminal=True))
@@ -156,7 +156,7 @@ def test_an_offline_imessage_account_is_not_ready_until_it_connects(
     monitor.start()
     report = wait_for(lambda: (r := read_report(store.path)) and r.settled and r, 10, "a settled report")
     automation = {f.name: f for f in report.findings}[AUTOMATION]
-    assert not report.ok and automation.state is State.PROBLEM
+    assert not report.ok and automation.status is CheckStatus.FAIL
     assert "but the account is disconnected" in automation.detail and "signed in to iMessage" in automation.fix
     probe_osascript.account("ok")  # Messages connects again
     wait_for(lambda: (r := read_report(store.path)) and r.ok, 10, "the report to turn ok")
@@ -178,7 +178,7 @@ def test_waiting_for_chat_db_backs_off_and_ends_when_it_is_readable(
         report = read_report(store.path)
         assert report is not None
         chat = {f.name: f for f in report.findings}[CHAT_DB]
-        assert chat.state is State.PROBLEM and "does not exist" in chat.detail
+        assert chat.status is CheckStatus.FAIL and "does not exist" in chat.detail
         ChatDbWriter(path).close()
         waiter.join(10)
     assert ready == [True]
@@ -223,17 +223,17 @@ def test_the_readers_news_about_chat_db_reaches_the_report_and_the_listeners(
 ) -> None:
     chat_db.message("hello", sender=ANA)
     monitor = PermissionMonitor(settings_for(chat_db.path), store.meta, app=SERVICE)
-    heard: list[State] = []
-    monitor.listen(lambda report: heard.append({f.name: f.state for f in report.findings}[CHAT_DB]))
+    heard: list[CheckStatus] = []
+    monitor.listen(lambda report: heard.append({f.name: f.status for f in report.findings}[CHAT_DB]))
     monitor.wait_until_ready(threading.Event())
     monitor.chat_db_state(ChatDBError(ChatDBProblem.LOCKED, "locked", "wait"))  # Messages writing: not a permission
     monitor.chat_db_state(ChatDBError(ChatDBProblem.NO_PERMISSION, "authorization denied", "grant it"))
     report = read_report(store.path)
     assert report is not None
     chat = {f.name: f for f in report.findings}[CHAT_DB]
-    assert chat.state is State.DENIED and "System Settings > Privacy & Security > Full Disk Access" in chat.fix
+    assert chat.status is CheckStatus.DENIED and "System Settings > Privacy & Security > Full Disk Access" in chat.fix
     monitor.chat_db_state(None)  # readable again
-    assert heard == [State.CHECKING, State.OK, State.DENIED, State.OK]
+    assert heard == [CheckStatus.CHECKING, CheckStatus.OK, CheckStatus.DENIED, CheckStatus.OK]
 
 
 def test_the_daemon_hears_the_report_as_access_and_only_a_refusal_counts_as_unreadable(
@@ -241,14 +241,14 @@ def test_the_daemon_hears_the_report_as_access_and_only_a_refusal_counts_as_unre
 ) -> None:
     # The daemon's owner notices know nothing of findings: sending is Automation, reading is chat.db, and a problem
     # that is not a refusal (a lock) or a check still running is "not known", never "refused".
-    def access(chat: State, automation: State) -> Access:
-        findings = (Finding(CHAT_DB, chat, "chat.db", "grant it"), Finding(AUTOMATION, automation, "Messages"))
+    def access(chat: CheckStatus, automation: CheckStatus) -> Access:
+        findings = (CheckResult(CHAT_DB, chat, "chat.db", "grant it"), CheckResult(AUTOMATION, automation, "Messages"))
         return PermissionReport("Apple Flow", 1, 0.0, findings).access()
 
-    assert access(State.OK, State.OK) == Access("Apple Flow", True, True, "grant it")
-    assert access(State.DENIED, State.PROBLEM) == Access("Apple Flow", False, False, "grant it")
-    assert access(State.PROBLEM, State.CHECKING) == Access("Apple Flow", None, None, "grant it")
-    assert access(State.CHECKING, State.DENIED) == Access("Apple Flow", False, None, "grant it")
+    assert access(CheckStatus.OK, CheckStatus.OK) == Access("Apple Flow", True, True, "grant it")
+    assert access(CheckStatus.DENIED, CheckStatus.FAIL) == Access("Apple Flow", False, False, "grant it")
+    assert access(CheckStatus.FAIL, CheckStatus.CHECKING) == Access("Apple Flow", None, None, "grant it")
+    assert access(CheckStatus.CHECKING, CheckStatus.DENIED) == Access("Apple Flow", False, None, "grant it")
     chat_db.message("hello", sender=ANA)
     monitor = PermissionMonitor(settings_for(chat_db.path), store.meta, app=SERVICE)
     heard: list[Access] = []
@@ -283,7 +283,7 @@ def test_a_daemon_that_cannot_read_chat_db_stays_up_says_why_and_starts_once_it_
         assert daemon.process is not None and daemon.process.poll() is None, daemon.log()
         assert "does not exist" in daemon.log()
         report = wait_for(lambda: read_report(daemon.db_path), 10, "the report")
-        assert {f.name: f.state for f in report.findings}[CHAT_DB] is State.PROBLEM
+        assert {f.name: f.status for f in report.findings}[CHAT_DB] is CheckStatus.FAIL
 
         writer = ChatDbWriter(missing)
         wait_for(lambda: "apple-flow daemon ready" in daemon.log(), 20, "the daemon to start reading")
@@ -311,3 +311,14 @@ def test_under_the_launcher_the_channels_own_hints_name_apple_flow(
         "switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access"
     )
     assert str(bundle) in full_disk_access_hint() and "python" not in full_disk_access_hint()
+
+
+def test_a_report_keeps_the_shared_check_results_and_reads_one_written_before_them() -> None:
+    denied = CheckResult(CHAT_DB, CheckStatus.DENIED, "may not read chat.db", "grant Full Disk Access")
+    report = PermissionReport("Apple Flow", 42, 1.0, (denied, CheckResult(AUTOMATION, CheckStatus.OK, "allowed")))
+    assert PermissionReport.from_json(report.to_json()) == report
+    # A daemon still running the version before wrote "state" and called a failure "problem".
+    older = json.dumps({"app": "Apple Flow", "pid": 42, "started_at": 1.0, "findings": [
+        {"name": CHAT_DB, "state": "problem", "detail": "no chat.db", "fix": "open Messages once"}]})
+    [result] = PermissionReport.from_json(older).findings
+    assert (result.status, result.ok, result.fix) == (CheckStatus.FAIL, False, "open Messages once")

@@ -29,9 +29,9 @@ from apple_flow.channels.imessage.permissions import (
     RELAUNCH_KEY,
     PermissionMonitor,
     Responsible,
-    State,
     read_report,
 )
+from apple_flow.check_result import CheckStatus
 from apple_flow.cli import app as cli_app
 from apple_flow.cli import run as run_cli
 from apple_flow.config import load_settings
@@ -120,7 +120,7 @@ def test_a_grant_seen_by_a_new_process_relaunches_the_service_once_never_inside_
     report = read_report(store.path)
     assert report is not None
     chat = {f.name: f for f in report.findings}[CHAT_DB]
-    assert chat.state is State.CHECKING and "Apple Flow restarts to use it" in chat.detail
+    assert chat.status is CheckStatus.CHECKING and "Apple Flow restarts to use it" in chat.detail
 
     # The new process is refused too (the grant did not reach it): no second exit, which would loop every 10 s.
     again = PermissionMonitor(settings, store.meta, app=APPLE_FLOW, clock=clock,
@@ -134,7 +134,7 @@ def test_a_grant_seen_by_a_new_process_relaunches_the_service_once_never_inside_
     report = read_report(store.path)
     assert report is not None
     chat = {f.name: f for f in report.findings}[CHAT_DB]
-    assert chat.state is State.DENIED and "still cannot" in chat.detail and "add it again" in chat.fix
+    assert chat.status is CheckStatus.DENIED and "still cannot" in chat.detail and "add it again" in chat.fix
 
 
 def relaunch_log_in_the_doc() -> list[str]:
@@ -273,11 +273,11 @@ def test_the_installed_service_takes_a_grant_given_after_its_start_by_one_relaun
         result = CliRunner().invoke(cli_app, ["service", "install", "--wait", "0"])
         assert result.exit_code == 0, result.output
 
-        def chat_db_state() -> State | None:
+        def chat_db_state() -> CheckStatus | None:
             report = read_report(state)
-            return {f.name: f.state for f in report.findings}[CHAT_DB] if report else None
+            return {f.name: f.status for f in report.findings}[CHAT_DB] if report else None
 
-        wait_for(lambda: chat_db_state() is State.DENIED, 30, "the service refused chat.db")
+        wait_for(lambda: chat_db_state() is CheckStatus.DENIED, 30, "the service refused chat.db")
         first = read_report(state)
         assert first is not None
         granted.touch()  # the owner switches on Apple Flow under Full Disk Access

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from apple_flow.config import load_settings
-from apple_flow.connectors import AppleCodeConnector
+from apple_flow.connectors import AfmConnector
 from apple_flow.daemon.running.own_folders import own_folder_warnings
 from apple_flow.login_service import launchd_arguments
 from apple_flow.paths import PROJECT_ROOT
@@ -89,13 +89,13 @@ def test_the_connector_hides_the_file_the_settings_came_from(tmp_path: Path, fak
     env_file = write_env(tmp_path / "conf" / "other.env", fake_apple_code, workspace, tmp_path / "state", 8791)
     settings = load_settings(env_file)
     assert settings.env_file_read == env_file.absolute()
-    hidden = flags(AppleCodeConnector(settings).reach_flags(), "--hide")
+    hidden = flags(AfmConnector(settings).reach_flags(), "--hide")
     assert str(env_file.absolute()) in hidden and str(Path(".env").absolute()) in hidden
     # The page listening on another port than configured (port 0: the system's choice): that one is denied.
     settings = load_settings(env_file, web_enabled=True)
-    assert flags(AppleCodeConnector(settings).reach_flags(), "--deny-port") == ["8791"]
+    assert flags(AfmConnector(settings).reach_flags(), "--deny-port") == ["8791"]
     settings.note_web_port(40123)
-    assert flags(AppleCodeConnector(settings).reach_flags(), "--deny-port") == ["40123"]
+    assert flags(AfmConnector(settings).reach_flags(), "--deny-port") == ["40123"]
     assert load_settings(None).env_file_read is None
 
 

@@ -25,8 +25,8 @@ from apple_flow import login_service as launchd_module
 from apple_flow.channels.imessage.permissions import read_report
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
-from apple_flow.config import Settings
 from apple_flow.paths import PROJECT_ROOT
+from apple_flow.sections import LimitsSettings
 from support.chatdb import ChatDbWriter
 from support.daemon_process import wait_for
 from support.fake_codesign import FakeCodesign
@@ -99,7 +99,7 @@ def test_install_writes_the_plist_and_bootstraps_it(mac: dict[str, Any]) -> None
     ]
     assert abs(float(arguments[-1]) - time.time()) < 60
     assert plist["RunAtLoad"] is True and plist["KeepAlive"] is True
-    grace = Settings.model_fields["shutdown_grace_seconds"].default
+    grace = LimitsSettings.model_fields["shutdown_grace_seconds"].default
     assert plist["ExitTimeOut"] == int(grace) + 10  # launchd's SIGKILL comes after the daemon's shutdown grace
     assert plist["WorkingDirectory"] == str(mac["project"].resolve())
     assert plist["StandardErrorPath"] == str(mac["logs"] / "daemon.err.log")

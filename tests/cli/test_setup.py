@@ -326,13 +326,13 @@ def test_setup_names_each_missing_grant_and_where_to_give_it(
     from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem
     from apple_flow.channels.imessage.permissions import (
         REPORT_KEY,
-        Finding,
         PermissionReport,
         Responsible,
         automation_finding,
         chat_db_finding,
     )
     from apple_flow.channels.imessage.probe import ProbeResult, ProbeState
+    from apple_flow.check_result import CheckResult
     from apple_flow.daemon.store import Store
 
     monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 10)
@@ -348,7 +348,7 @@ def test_setup_names_each_missing_grant_and_where_to_give_it(
     def fake_service() -> None:
         while not plist.exists():
             threading.Event().wait(0.05)
-        findings: tuple[Finding, ...] = (
+        findings: tuple[CheckResult, ...] = (
             chat_db_finding(denied, chat_path, service),
             automation_finding(ProbeResult(ProbeState.OK, "Apple Flow may control Messages (iMessage account A1)")),
         )

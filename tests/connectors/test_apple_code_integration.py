@@ -1,4 +1,4 @@
-"""AppleCodeConnector driving the real apple-code binary, which talks to the scripted OpenAI-compatible server (a real
+"""AfmConnector driving the real apple-code binary, which talks to the scripted OpenAI-compatible server (a real
 HTTP server process). Nothing here is mocked: argv, stdin, the event stream and the requests are all real."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from apple_flow.config import Settings, load_settings
-from apple_flow.connectors import AppleCodeConnector, ConnectorError, Exchange, Status
+from apple_flow.connectors import AfmConnector, ConnectorError, Exchange, Status
 from apple_flow.connectors.runner import ProcessRunner
 from support.scripted_server import ScriptedServer, answer, hang, http_error, tool_call
 from support.turns import outcome, reply, with_progress
@@ -73,7 +73,7 @@ def closed_port_url() -> str:
 
 def test_second_turn_carries_the_first_exchange(settings_for: Callable[..., Settings]) -> None:
     with ScriptedServer([answer("It greets."), answer("Yes, by name.")]) as server:
-        connector = AppleCodeConnector(settings_for(server))
+        connector = AfmConnector(settings_for(server))
         first = outcome(connector, "What does greet.py do?")
         assert first.text == "It greets."
         exchanges = (Exchange("What does greet.py do?", first.text),)  # what the daemon keeps and hands back
@@ -85,21 +85,21 @@ def test_second_turn_carries_the_first_exchange(settings_for: Callable[..., Sett
 
 def test_backend_failure_is_an_execution_error(settings_for: Callable[..., Settings]) -> None:
     with ScriptedServer([http_error(400, '{"error":{"message":"bad request from script"}}')] * 5) as server:
-        result = outcome(AppleCodeConnector(settings_for(server)), "hi")
+        result = outcome(AfmConnector(settings_for(server)), "hi")
     assert (result.status, result.exit_code, result.subtype) == (Status.FAILED, 1, "error_backend")
     assert result.as_text().startswith("Error: apple-code execution failed (exit code 1).")
 
 
 def test_timeout_gives_the_timeout_reply(settings_for: Callable[..., Settings]) -> None:
     with ScriptedServer([hang()]) as server:
-        connector = AppleCodeConnector(settings_for(server, afm_timeout_seconds=2), runner=ProcessRunner(0.5, 0.5))
+        connector = AfmConnector(settings_for(server, afm_timeout_seconds=2), runner=ProcessRunner(0.5, 0.5))
         result = outcome(connector, "hi")
     assert (result.status, result.exit_code, result.subtype) == (Status.TIMED_OUT, 124, "error_timeout")
     assert result.as_text().startswith("Error: Request timed out after 2s.")
 
 
 def test_unreachable_server_says_no_model_is_available(settings_for: Callable[..., Settings]) -> None:
-    connector = AppleCodeConnector(settings_for(None, afm_base_url=closed_port_url()))
+    connector = AfmConnector(settings_for(None, afm_base_url=closed_port_url()))
     result = outcome(connector, "hi")
     assert result.status is Status.NO_MODEL
     text = result.as_text()
@@ -114,7 +114,7 @@ def test_unreachable_server_says_no_model_is_available(settings_for: Callable[..
 
 def test_ensure_started_asks_the_server_for_its_models(settings_for: Callable[..., Settings]) -> None:
     with ScriptedServer([]) as server:
-        AppleCodeConnector(settings_for(server)).ensure_started()
+        AfmConnector(settings_for(server)).ensure_started()
         asked = [(entry["method"], entry["path"]) for entry in server.request_log()]
     assert asked == [("GET", "/v1/models")]  # the check reached the configured server, and ran no turn
 
@@ -123,7 +123,7 @@ def test_missing_workspace_option_is_refused_before_running(
     settings_for: Callable[..., Settings], tmp_path: Path
 ) -> None:
     with ScriptedServer([answer("never")]) as server:
-        text = reply(AppleCodeConnector(settings_for(server)), "hi", tmp_path / "missing")
+        text = reply(AfmConnector(settings_for(server)), "hi", tmp_path / "missing")
         assert server.requests() == []
     assert text.startswith("Error: workspace ")
 
@@ -131,7 +131,7 @@ def test_missing_workspace_option_is_refused_before_running(
 def test_turn_reads_a_file_and_answers_with_progress(settings_for: Callable[..., Settings]) -> None:
     script = [tool_call("readFile", {"path": "greet.py"}), answer("greet() returns a greeting.")]
     with ScriptedServer(script) as server:
-        connector = AppleCodeConnector(settings_for(server, soul_prompt="You are Flow, a terse assistant."))
+        connector = AfmConnector(settings_for(server, soul_prompt="You are Flow, a terse assistant."))
         text, progress = with_progress(connector, "What does greet.py do?")
         requests = server.requests()
     assert text == "greet() returns a greeting."
@@ -149,7 +149,7 @@ def test_turn_reads_a_file_and_answers_with_progress(settings_for: Callable[...,
 def test_planning_turn_is_read_only_for_real(settings_for: Callable[..., Settings], project: Path) -> None:
     script = [tool_call("writeFile", {"path": "greet.py", "content": "broken"}), answer("Plan: edit greet.py.")]
     with ScriptedServer(script) as server:
-        text = reply(AppleCodeConnector(settings_for(server)), "plan: rename greet", read_only=True)
+        text = reply(AfmConnector(settings_for(server)), "plan: rename greet", read_only=True)
         tools = offered_tools(server.requests()[0])
     assert text == "Plan: edit greet.py."
     assert "writeFile" not in tools and "runCommand" not in tools and "readFile" in tools
@@ -163,7 +163,7 @@ def test_task_turn_edits_the_workspace(settings_for: Callable[..., Settings], pr
         answer("Changed the greeting."),
     ]
     with ScriptedServer(script) as server:
-        text, progress = with_progress(AppleCodeConnector(settings_for(server)), "say Hi")
+        text, progress = with_progress(AfmConnector(settings_for(server)), "say Hi")
     assert text == "Changed the greeting."
     assert [line for line in progress if not line.startswith("writing the answer")] == ["reading greet.py",
                                                                                         "editing greet.py"]
@@ -178,7 +178,7 @@ def test_plan_option_runs_apple_code_plan_mode(settings_for: Callable[..., Setti
         answer("Overall: greet.py greets by name."),  # the summary
     ]
     with ScriptedServer(script) as server:
-        text, progress = with_progress(AppleCodeConnector(settings_for(server)), "task: explain greet.py", plan=True)
+        text, progress = with_progress(AfmConnector(settings_for(server)), "task: explain greet.py", plan=True)
         requests = server.requests()
     assert "greet() returns Hello plus the name." in text
     assert "Overall: greet.py greets by name." in text

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from apple_flow.config import Settings
-from apple_flow.connectors import AppleCodeConnector, Status
+from apple_flow.connectors import AfmConnector, Status
 from apple_flow.connectors.base import CheckReport
 from support.turns import outcome, with_progress
 
@@ -18,7 +18,7 @@ Runs = Callable[[], list[dict[str, Any]]]
 
 def test_a_request_with_a_check_passes_it_and_its_rounds(connector_settings: Callable[..., Settings],
                                                           record: Runs) -> None:
-    connector = AppleCodeConnector(connector_settings(verify_rounds=3))
+    connector = AfmConnector(connector_settings(verify_rounds=3))
     result = outcome(connector, "fix it", verify="make test -k 'not slow'")
     outcome(connector, "just chat")
     checked, plain = record()
@@ -36,7 +36,7 @@ def test_a_check_that_still_fails_is_check_failed_with_the_partial_answer(
 ) -> None:
     monkeypatch.setenv("FAKE_APPLE_CODE_MODE", "verify-fail")
     monkeypatch.setenv("FAKE_APPLE_CODE_ANSWER", "I changed app.py.")
-    result = outcome(AppleCodeConnector(connector_settings()), "fix it", verify="make test")
+    result = outcome(AfmConnector(connector_settings()), "fix it", verify="make test")
     assert result.status is Status.CHECK_FAILED and not result.answered
     assert (result.exit_code, result.subtype, result.text) == (5, "error_verify", "I changed app.py.")
     assert result.detail == "the check `make test` still fails after 2 repair rounds, exit code 1: FAILED."
@@ -48,8 +48,8 @@ def test_a_check_that_still_fails_is_check_failed_with_the_partial_answer(
 
 def test_each_run_of_the_check_is_a_progress_line(connector_settings: Callable[..., Settings],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    _, passed = with_progress(AppleCodeConnector(connector_settings()), "fix it", verify="make test")
+    _, passed = with_progress(AfmConnector(connector_settings()), "fix it", verify="make test")
     assert passed[-1] == "check passed: make test"
     monkeypatch.setenv("FAKE_APPLE_CODE_MODE", "verify-fail")
-    _, failed = with_progress(AppleCodeConnector(connector_settings()), "fix it", verify="make test")
+    _, failed = with_progress(AfmConnector(connector_settings()), "fix it", verify="make test")
     assert failed[-1] == "check failed (repair round 2): make test"

@@ -17,9 +17,9 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT / "src"), s
 OUT_OF_FILES = """
 import os, resource, sys
 from apple_flow.config import load_settings
-from apple_flow.connectors.apple_code import AppleCodeConnector
+from apple_flow.connectors.afm import AfmConnector
 from support.turns import outcome
-connector = AppleCodeConnector(load_settings(env_file=None, afm_command=sys.argv[1], default_workspace=sys.argv[2]))
+connector = AfmConnector(load_settings(env_file=None, afm_command=sys.argv[1], default_workspace=sys.argv[2]))
 resource.setrlimit(resource.RLIMIT_NOFILE, (128, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 held = []
 try:

@@ -14,14 +14,14 @@ from apple_flow.connectors import REGISTRY, build_connector
 def test_connector_defaults_match_the_seed_plan() -> None:
     s = load_settings(env_file=None)
     assert s.connector == "afm"
-    assert s.afm_command == "apple-code"
-    assert s.afm_context_window == 1
-    assert s.afm_max_prompt_chars == 3000
-    assert s.afm_soul_max_chars == 500
-    assert s.afm_timeout_seconds == 120
-    assert s.afm_backend == "auto"
-    assert s.afm_model is None and s.afm_base_url is None
-    assert s.afm_plan_tasks is True
+    assert s.afm.command == "apple-code"
+    assert s.afm.context_window == 1
+    assert s.afm.max_prompt_chars == 3000
+    assert s.afm.soul_max_chars == 500
+    assert s.afm.timeout_seconds == 120
+    assert s.afm.backend == "auto"
+    assert s.afm.model is None and s.afm.base_url is None
+    assert s.afm.plan_tasks is True
     assert s.turn_timeout_seconds == 300
 
 
@@ -30,7 +30,7 @@ def test_environment_and_env_file_are_read(tmp_path: Path, monkeypatch: pytest.M
     env.write_text("APPLE_FLOW_AFM_MAX_PROMPT_CHARS=2000\nAPPLE_FLOW_CONNECTOR=claude-cli\n")
     monkeypatch.setenv("APPLE_FLOW_AFM_BACKEND", "openai")
     s = load_settings(env_file=env)
-    assert (s.afm_max_prompt_chars, s.connector, s.afm_backend) == (2000, "claude-cli", "openai")
+    assert (s.afm.max_prompt_chars, s.connector, s.afm.backend) == (2000, "claude-cli", "openai")
 
 
 @pytest.mark.parametrize(
@@ -74,8 +74,8 @@ def test_the_standard_profile_keeps_the_standard_limits() -> None:
     """An Apple-model or real-server setup: no profile set, so apple-code's own turns and two minutes a reply."""
     s = load_settings(env_file=None)
     assert s.profile == "standard"
-    assert (s.afm_max_turns, s.afm_timeout_seconds, s.turn_timeout_seconds) == (None, 120, 300)
-    assert s.afm_context_tokens is None  # the model's own window
+    assert (s.afm.max_turns, s.afm.timeout_seconds, s.turn_timeout_seconds) == (None, 120, 300)
+    assert s.afm.context_tokens is None  # the model's own window
     assert s.chat_read_only is False
     assert s.profile_line() is None
 
@@ -83,10 +83,10 @@ def test_the_standard_profile_keeps_the_standard_limits() -> None:
 def test_the_demo_profile_sets_limits_that_fit_the_small_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("APPLE_FLOW_PROFILE", "demo")
     s = load_settings(env_file=None)
-    assert (s.afm_max_turns, s.afm_timeout_seconds, s.turn_timeout_seconds) == (4, 45, 75)
+    assert (s.afm.max_turns, s.afm.timeout_seconds, s.turn_timeout_seconds) == (4, 45, 75)
     # Requests of 2,048 tokens: answers of at most 256 (an eighth), which SmolLM2 otherwise fills with rambling.
-    assert s.afm_context_tokens == 2048
-    assert s.afm_timeout_seconds < s.turn_timeout_seconds  # the daemon's own guard stays behind apple-code's
+    assert s.afm.context_tokens == 2048
+    assert s.afm.timeout_seconds < s.turn_timeout_seconds  # the daemon's own guard stays behind apple-code's
     line = s.profile_line()
     assert line is not None and "Demo profile" in line
     assert "at most 4 model turns" in line and "45 s per reply" in line and "2048-token requests" in line
@@ -103,7 +103,7 @@ def test_settings_set_explicitly_win_over_the_demo_profile(
     monkeypatch.setenv("APPLE_FLOW_AFM_MAX_TURNS", "7")
     monkeypatch.setenv("APPLE_FLOW_CHAT_READ_ONLY", "false")
     s = load_settings(env_file=env)
-    assert (s.afm_max_turns, s.afm_timeout_seconds, s.turn_timeout_seconds) == (7, 90, 75)
+    assert (s.afm.max_turns, s.afm.timeout_seconds, s.turn_timeout_seconds) == (7, 90, 75)
     assert s.chat_read_only is False
     assert "at most 7 model turns and 90 s per reply" in (s.profile_line() or "")
 
@@ -126,7 +126,7 @@ def test_a_bad_profile_or_turn_limit_is_named(
 
 def test_checking_and_escalation_default_to_a_found_check_and_no_escalation() -> None:
     s = load_settings(env_file=None)
-    assert (s.verify_command, s.verify_detect, s.verify_rounds, s.escalate_connector) == (None, True, 2, None)
+    assert (s.verify.command, s.verify.detect, s.verify.rounds, s.escalate_connector) == (None, True, 2, None)
 
 
 @pytest.mark.parametrize(

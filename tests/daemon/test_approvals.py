@@ -44,17 +44,17 @@ def test_a_task_is_planned_read_only_then_runs_with_tools_once_approved(run_daem
     assert "1. Edit a.py" in plan_reply and "Expires in 20 minutes" in plan_reply
     plan_call = h.connector.calls[0]
     assert (plan_call.request.read_only, plan_call.request.plan) == (True, False)
-    assert plan_call.request.workspace == h.settings.default_workspace
+    assert plan_call.request.workspace == h.settings.workspaces.default
     assert "fix the parser" in plan_call.prompt
     rid = request_id(plan_reply)
     h.ingress.add(ANA, f"approve {rid} keep the old API")
     h.finish()
     replies = h.egress.to(ANA)
     assert replies[1].startswith(f"Done ({rid}, run_") and "Changed a.py" in replies[1]
-    assert (ANA, f"Approved {rid}: working on it in {h.settings.default_workspace}.") in h.egress.progress
+    assert (ANA, f"Approved {rid}: working on it in {h.settings.workspaces.default}.") in h.egress.progress
     run_call = h.connector.calls[1]
     assert (run_call.request.read_only, run_call.request.plan) == (False, True)
-    assert run_call.request.workspace == h.settings.default_workspace
+    assert run_call.request.workspace == h.settings.workspaces.default
     assert "fix the parser" in run_call.prompt and "1. Edit a.py" in run_call.prompt
     assert "keep the old API" in run_call.prompt
     approval = h.store.approvals.get_approval(rid)

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from apple_flow import host
 from apple_flow import login_service as launchd_module
 from apple_flow.channels.base import Access
-from apple_flow.channels.imessage.permissions import AUTOMATION, CHAT_DB, Finding, PermissionReport, State
+from apple_flow.channels.imessage.permissions import AUTOMATION, CHAT_DB, PermissionReport
+from apple_flow.check_result import CheckResult, CheckStatus
 from apple_flow.cli import app
 from apple_flow.cli import service as service_cli
 from apple_flow.daemon.deciding.commands import HELP_TEXT
@@ -32,11 +33,11 @@ OWNER = "+15551234567"
 FIX = "switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access"
 
 
-def report(chat_db: State, automation: State) -> Access:
+def report(chat_db: CheckStatus, automation: CheckStatus) -> Access:
     """The iMessage channel's permission report, as the daemon's notices get it (``PermissionMonitor.on_access``)."""
     return PermissionReport("Apple Flow", 1, 0.0, (
-        Finding(CHAT_DB, chat_db, "chat.db", FIX if chat_db is State.DENIED else ""),
-        Finding(AUTOMATION, automation, "Messages"),
+        CheckResult(CHAT_DB, chat_db, "chat.db", FIX if chat_db is CheckStatus.DENIED else ""),
+        CheckResult(AUTOMATION, automation, "Messages"),
     )).access()
 
 
@@ -64,13 +65,13 @@ class Phone:
 def test_ready_is_said_once_when_both_permissions_are_first_complete(store: Store) -> None:
     phone = Phone()
     notices = OwnerNotices(store, OWNER)
-    notices.update(report(State.CHECKING, State.CHECKING))
+    notices.update(report(CheckStatus.CHECKING, CheckStatus.CHECKING))
     notices.attach(phone.send)  # the daemon can send only once it is built
-    notices.update(report(State.OK, State.CHECKING))
-    notices.update(report(State.OK, State.DENIED))
+    notices.update(report(CheckStatus.OK, CheckStatus.CHECKING))
+    notices.update(report(CheckStatus.OK, CheckStatus.DENIED))
     assert phone.texts == []  # not ready yet, and it could not send anyway
-    notices.update(report(State.OK, State.OK))
-    notices.update(report(State.OK, State.OK))
+    notices.update(report(CheckStatus.OK, CheckStatus.OK))
+    notices.update(report(CheckStatus.OK, CheckStatus.OK))
     assert len(phone.texts) == 1
     recipient, text = phone.texts[0]
     assert recipient == OWNER
@@ -78,14 +79,14 @@ def test_ready_is_said_once_when_both_permissions_are_first_complete(store: Stor
 
     restarted = OwnerNotices(store, OWNER)  # a restart (the record is in the store)
     restarted.attach(phone.send)
-    restarted.update(report(State.OK, State.OK))
+    restarted.update(report(CheckStatus.OK, CheckStatus.OK))
     assert len(phone.texts) == 1
 
 
 def test_a_report_that_came_before_the_daemon_could_send_is_acted_on_when_it_can(store: Store) -> None:
     phone = Phone()
     notices = OwnerNotices(store, OWNER)
-    notices.update(report(State.OK, State.OK))
+    notices.update(report(CheckStatus.OK, CheckStatus.OK))
     notices.attach(phone.send)
     assert [text[:10] for _, text in phone.texts] == ["Apple Flow"]
 
@@ -94,11 +95,11 @@ def test_full_disk_access_lost_later_is_said_once_with_what_to_grant(store: Stor
     phone = Phone()
     notices = OwnerNotices(store, OWNER)
     notices.attach(phone.send)
-    notices.update(report(State.DENIED, State.OK))
+    notices.update(report(CheckStatus.DENIED, CheckStatus.OK))
     assert phone.texts == []  # never ready before: setup and `service status` say what to grant, not a text
-    notices.update(report(State.OK, State.OK))
-    notices.update(report(State.DENIED, State.OK))
-    notices.update(report(State.DENIED, State.OK))
+    notices.update(report(CheckStatus.OK, CheckStatus.OK))
+    notices.update(report(CheckStatus.DENIED, CheckStatus.OK))
+    notices.update(report(CheckStatus.DENIED, CheckStatus.OK))
     assert len(phone.texts) == 2
     lost = phone.texts[1][1]
     assert lost == f"Apple Flow can no longer read your messages (Full Disk Access is off for it). On the Mac: {FIX}."
@@ -106,10 +107,10 @@ def test_full_disk_access_lost_later_is_said_once_with_what_to_grant(store: Stor
 
     restarted = OwnerNotices(store, OWNER)  # still missing after a restart: nothing new to say
     restarted.attach(phone.send)
-    restarted.update(report(State.DENIED, State.OK))
+    restarted.update(report(CheckStatus.DENIED, CheckStatus.OK))
     assert len(phone.texts) == 2
-    restarted.update(report(State.OK, State.OK))  # granted again: no second welcome
-    restarted.update(report(State.DENIED, State.OK))  # lost again: said again
+    restarted.update(report(CheckStatus.OK, CheckStatus.OK))  # granted again: no second welcome
+    restarted.update(report(CheckStatus.DENIED, CheckStatus.OK))  # lost again: said again
     assert len(phone.texts) == 3 and phone.texts[2][1] == lost
 
 
@@ -117,7 +118,7 @@ def test_nothing_is_sent_while_messages_refuses_or_without_an_owner(store: Store
     phone = Phone()
     notices = OwnerNotices(store, None)
     notices.attach(phone.send)
-    notices.update(report(State.OK, State.OK))
+    notices.update(report(CheckStatus.OK, CheckStatus.OK))
     assert phone.texts == [] and store.meta.get_meta(READY_KEY) is None
 
 
@@ -126,10 +127,10 @@ def test_a_text_that_could_not_be_sent_is_tried_again_at_the_next_change(store: 
     phone.failing = True
     notices = OwnerNotices(store, OWNER)
     notices.attach(phone.send)
-    notices.update(report(State.OK, State.OK))
+    notices.update(report(CheckStatus.OK, CheckStatus.OK))
     assert store.meta.get_meta(READY_KEY) is None
     phone.failing = False
-    notices.update(report(State.OK, State.OK))
+    notices.update(report(CheckStatus.OK, CheckStatus.OK))
     assert len(phone.texts) == 1 and store.meta.get_meta(READY_KEY) == "sent"
 
 
@@ -203,10 +204,10 @@ def test_after_a_new_build_of_the_app_the_owner_is_told_how_to_give_full_disk_ac
     phone = Phone()
     notices = OwnerNotices(store, OWNER, rebuilt)
     notices.attach(phone.send)
-    notices.update(report(State.DENIED, State.DENIED))  # cannot send yet: the Automation answer went too
+    notices.update(report(CheckStatus.DENIED, CheckStatus.DENIED))  # cannot send yet: the Automation answer went too
     assert phone.texts == []
-    notices.update(report(State.DENIED, State.OK))  # Allow clicked again: it can send
-    notices.update(report(State.DENIED, State.OK))
+    notices.update(report(CheckStatus.DENIED, CheckStatus.OK))  # Allow clicked again: it can send
+    notices.update(report(CheckStatus.DENIED, CheckStatus.OK))
     assert phone.texts == [(OWNER, (
         "Apple Flow on your Mac is a new build, and macOS no longer applies the Full Disk Access given to the old one "
         "(System Settings may still show it switched on). On the Mac: remove Apple Flow from System Settings > "
@@ -216,7 +217,7 @@ def test_after_a_new_build_of_the_app_the_owner_is_told_how_to_give_full_disk_ac
     assert f"> {phone.texts[0][1]}" in (PROJECT_ROOT / "docs" / "mac-first-run.md").read_text()
     restarted = OwnerNotices(store, OWNER, rebuilt)  # once per build, across restarts
     restarted.attach(phone.send)
-    restarted.update(report(State.DENIED, State.OK))
+    restarted.update(report(CheckStatus.DENIED, CheckStatus.OK))
     assert len(phone.texts) == 1
 
     monkeypatch.setenv("APPLE_FLOW_LAUNCHER", str(tmp_path / "apple-flow-launcher"))  # not an app: nothing to say

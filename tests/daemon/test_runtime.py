@@ -518,7 +518,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
 
     from apple_flow.assemble import Connectors, assemble
     from apple_flow.channels.base import Channel
-    from apple_flow.connectors.apple_code import AppleCodeConnector
+    from apple_flow.connectors.afm import AfmConnector
     from support.daemon_fakes import ListIngress, RecordingEgress
     from support.install import FAKE_APPLE_CODE, install_script
 
@@ -534,7 +534,7 @@ def test_the_connectors_history_is_written_with_the_reply_not_before(
 
     monkeypatch.setattr(store.messages, "record_message_reply", fails_once)
     ingress, egress = ListIngress(), RecordingEgress()
-    daemon = assemble(settings, store, Channel("imessage", ingress, egress), Connectors(AppleCodeConnector(settings)))
+    daemon = assemble(settings, store, Channel("imessage", ingress, egress), Connectors(AfmConnector(settings)))
     ingress.add(ANA, "first")
     ingress.add(ANA, "second")
     ingress.close()

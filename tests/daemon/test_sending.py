@@ -84,7 +84,7 @@ def test_a_plan_is_noted_with_its_parts_guids_once_confirmed(
     out.when_confirmed(handed, lambda failed: None)
     assert out.wait_confirmations(10)
     assert len(fake_osascript.calls()) == 1
-    [guid] = [row.guid for row in ChatDB(channel_settings().messages_db_path).sent_rows_after(0)]
+    [guid] = [row.guid for row in ChatDB(channel_settings().imessage.messages_db_path).sent_rows_after(0)]
     found = store.approvals.of_message(guid)  # a tapback on the plan's message finds the request
     assert found is not None and found.id == approval.id
 

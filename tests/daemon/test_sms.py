@@ -8,8 +8,8 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from apple_flow.check_result import CheckStatus
 from apple_flow.connectors.base import TurnRequest
-from apple_flow.health.check import CheckStatus
 from apple_flow.health.doctor import check_sms
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, Harness, ask, wait_until

@@ -82,7 +82,7 @@ def make_page(tmp_path: Path) -> Iterator[Callable[..., Page]]:
                             started_at=time.time() - 5)
         logins = store.web_logins
         context = WebContext(settings=settings, store=store, decisions=decisions, state=lambda: state)
-        server = WebServer(build_app(context, TOKEN), "127.0.0.1", 0, settings.web_local_name, limits)
+        server = WebServer(build_app(context, TOKEN), "127.0.0.1", 0, settings.web.local_name, limits)
         url = server.start()
         servers.append((server, store))
         return Page(url, store, approvals, started, logins)

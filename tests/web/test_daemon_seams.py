@@ -55,7 +55,7 @@ def test_a_task_approved_on_the_page_runs_and_its_answer_goes_to_the_sender(harn
     assert approved is not None and why == ""
     done = wait_until(lambda: [t for t in h.egress.to(ANA) if t.startswith("Done")])
     assert done[0].startswith(f"Done ({request}, run_") and done[0].endswith("Changed a.py.")
-    assert (ANA, f"Approved {request}: working on it in {h.settings.default_workspace}.") in h.egress.progress
+    assert (ANA, f"Approved {request}: working on it in {h.settings.workspaces.default}.") in h.egress.progress
     execute = h.connector.calls[-1].request
     assert not execute.read_only and execute.plan
     assert "Notes from the user: only a.py" in execute.message
@@ -142,7 +142,7 @@ def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_is_sent_at_t
 def page_approved_task_sent_with_its_file(harness: Callable[..., Harness]) -> tuple[Harness, str, str]:
     """A task approved on the page whose answer sends a.py; stopped once all went out. (request, answer)"""
     h = harness()
-    (h.settings.default_workspace / "a.py").write_text("print(1)\n")
+    (h.settings.workspaces.default / "a.py").write_text("print(1)\n")
     request = approve_on_the_page(h, "and send me a.py")
     wait_until(lambda: h.egress.files)
     [done] = [t for t in h.egress.to(ANA) if t.startswith("Done")]
@@ -197,7 +197,7 @@ def test_cancel_drops_a_page_approved_task_waiting_in_the_queue_for_good(harness
     wait_until(lambda: h.connector.running == 1)
     approved, why = WebDecisions(h.store, Approvals(h.store.approvals, 20), h.daemon.run_approved).approve(request)
     assert approved is not None, why
-    wait_until(lambda: (ANA, f"Approved {request}: working on it in {h.settings.default_workspace}.")
+    wait_until(lambda: (ANA, f"Approved {request}: working on it in {h.settings.workspaces.default}.")
                in h.egress.progress)
     h.ingress.add(ANA, "cancel")
     reply = wait_until(lambda: h.egress.to(ANA)[1:])[0]

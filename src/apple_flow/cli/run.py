@@ -115,7 +115,7 @@ def _web_page(
 ) -> WebServer | None:
     """Serves the web page beside the daemon. A page that cannot be served is logged and shown in the store's
     events; the daemon runs on without it."""
-    if not settings.web_enabled:
+    if not settings.web.enabled:
         return None
     # Here, not at the top: the page's health view uses the doctor's checks, which live in this package.
     from apple_flow.health.running import DaemonState

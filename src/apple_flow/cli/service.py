@@ -27,12 +27,12 @@ from apple_flow.channels.imessage.permissions import (
     CHAT_DB,
     PermissionReport,
     Responsible,
-    State,
     full_disk_access_fix,
     launcher_app,
     read_report,
 )
 from apple_flow.channels.imessage.probe import AUTOMATION_SETTINGS
+from apple_flow.check_result import CheckStatus
 from apple_flow.cli.common import err, print_error, settings_or_exit
 from apple_flow.config import Settings
 from apple_flow.login_service import SWITCH_ON, Launchd, ServiceError, build_plist, service_files, systemd_unit
@@ -98,7 +98,8 @@ def install_service(env_file: Path, wait: float) -> PermissionReport | None:
     _say_app(app)
     since = time.time()
     try:
-        launchd.install(files.plist, build_plist(settings, env_path, files, app.executable, since), settings.log_dir)
+        launchd.install(files.plist, build_plist(settings, env_path, files, app.executable, since),
+                        settings.service.log_dir)
     except ServiceError as exc:
         raise _fail(exc) from exc
     err.print(f"[green]Installed and started[/green] {launchd.target} ({files.plist}). Logs: {files.stderr_log}")
@@ -202,7 +203,7 @@ def _wait_for_report(settings: Settings, since: float, seconds: float) -> Permis
     return report
 
 
-_MARK = {State.OK: "[green]ok[/green]", State.CHECKING: "[yellow]checking[/yellow]"}
+_MARK = {CheckStatus.OK: "[green]ok[/green]", CheckStatus.CHECKING: "[yellow]checking[/yellow]"}
 
 
 def _print_report(report: PermissionReport, service_pid: int | None) -> None:
@@ -210,7 +211,7 @@ def _print_report(report: PermissionReport, service_pid: int | None) -> None:
     whose = "this service process" if report.job_pid == service_pid else "an earlier run"
     err.print(f"Permissions of {escape(report.app)} ({whose}, pid {report.pid}, started {started}):", soft_wrap=True)
     for finding in report.findings:
-        mark = _MARK.get(finding.state, f"[red]{finding.state.value}[/red]")
+        mark = _MARK.get(finding.status, f"[red]{finding.status.value}[/red]")
         err.print(f"  {escape(finding.name)}: {mark}: {escape(finding.detail)}", soft_wrap=True)
         if finding.fix:
             err.print(f"    [bold]fix:[/bold] {escape(finding.fix)}", soft_wrap=True)
@@ -274,7 +275,7 @@ def status(env_file: Path = EnvOption) -> None:
     if state.get("state") != "running":
         raise typer.Exit(1)
     if report is not None and report.job_pid == running and any(
-        f.state in (State.DENIED, State.PROBLEM) for f in report.findings
+        f.status in (CheckStatus.DENIED, CheckStatus.FAIL) for f in report.findings
     ):
         raise typer.Exit(EXIT_MISSING_PERMISSION)
 
@@ -301,7 +302,7 @@ def logs(
     files = service_files(settings)
     existing = [path for path in (files.stderr_log, files.stdout_log) if path.is_file()]
     if not existing:
-        err.print(f"No logs yet in {settings.log_dir}.")
+        err.print(f"No logs yet in {settings.service.log_dir}.")
         raise typer.Exit(1)
     if follow:
         raise typer.Exit(subprocess.call(["tail", "-n", str(lines), "-F", *map(str, existing)]))

@@ -20,6 +20,7 @@ import typer
 from rich.markup import escape
 
 from apple_flow import host
+from apple_flow.check_result import CheckStatus
 from apple_flow.cli import common
 from apple_flow.cli.common import err
 from apple_flow.cli.diagnostics import print_checks
@@ -28,9 +29,9 @@ from apple_flow.config import Settings, SettingsError, load_settings
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.envfile import EnvEdit, EnvFileError
 from apple_flow.handles import HandleError, parse_handle
-from apple_flow.health.check import CheckStatus
 from apple_flow.health.doctor import AgentProbe, install_hint, probe_agent, run_doctor
 from apple_flow.paths import PROJECT_ROOT
+from apple_flow.sections import OllamaSettings
 from apple_flow.web.auth import new_token
 
 T = TypeVar("T")
@@ -68,7 +69,7 @@ SERVERS = {
     "afm": ServerChoice(BASE_URL, MODEL, BACKEND, ""),
     "ollama": ServerChoice(
         "APPLE_FLOW_OLLAMA_BASE_URL", "APPLE_FLOW_OLLAMA_MODEL", None,
-        str(Settings.model_fields["ollama_model"].default),
+        OllamaSettings().model,
     ),
 }
 
@@ -380,12 +381,12 @@ def _places(env_file: Path) -> None:
     """Notes on where the checkout, the workspace and the model server are, and what that means for a service."""
     settings = current_settings(env_file)
     home = Path.home()
-    urls = [settings.ollama_base_url] if settings.connector == "ollama" else []
-    if settings.connector == "afm" and settings.afm_base_url:
-        urls.append(settings.afm_base_url)
+    urls = [settings.ollama.base_url] if settings.connector == "ollama" else []
+    if settings.connector == "afm" and settings.afm.base_url:
+        urls.append(settings.afm.base_url)
     notes = [
         checkout_note(PROJECT_ROOT, home),
-        workspace_note(settings.default_workspace.expanduser(), home),
+        workspace_note(settings.workspaces.default.expanduser(), home),
         *(local_network_note(url) for url in urls),
     ]
     for note in notes:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from apple_flow.config import Settings
-from apple_flow.connectors.apple_code import AppleCodeConnector, OllamaConnector
+from apple_flow.connectors.afm import AfmConnector, OllamaConnector
 from apple_flow.connectors.base import (
     AgentEvent,
     Connector,
@@ -36,8 +36,8 @@ def build_connector(settings: Settings, name: str | None = None) -> Connector:
 
 __all__ = [
     "REGISTRY",
+    "AfmConnector",
     "AgentEvent",
-    "AppleCodeConnector",
     "ClaudeConnector",
     "ClineConnector",
     "CodexConnector",

@@ -13,21 +13,21 @@ from apple_flow.connectors.runner import RunResult
 
 class ClaudeConnector(CliConnector):
     display_name: ClassVar[str] = "Claude"
-    command_setting: ClassVar[str] = "claude_command"
+    section: ClassVar[str] = "claude"
     # Its key or token, a gateway, its own config folder.
     environment_variables: ClassVar[tuple[str, ...]] = (
         "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR",
     )
 
     def _context_window(self) -> int:
-        return self.settings.claude_context_window
+        return self.options.context_window
 
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         # claude needs --verbose for stream-json in print mode; "plan" mode makes a turn read-only for real.
         mode = "plan" if request.read_only else "acceptEdits"
         argv = [self.executable(), "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
-        if self.settings.claude_model:
-            argv += ["--model", self.settings.claude_model]
+        if self.options.model:
+            argv += ["--model", self.options.model]
         if self.soul_prompt:
             argv += ["--append-system-prompt", self.soul_prompt]
         return Invocation(argv, prompt, cwd, self.settings.turn_timeout_seconds)

@@ -30,6 +30,7 @@ from apple_flow.connectors.prompt import fit_prompt
 from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
 from apple_flow.connectors.stream_events import Result, VerifyReport
 from apple_flow.filelimit import open_files_limit
+from apple_flow.sections import AfmSettings, CliSettings
 
 VERSION_TIMEOUT_SECONDS = 15.0
 # For an agent that cannot be given the check to run itself (its CLI has no such option): the prompt names it.
@@ -54,8 +55,9 @@ class CliConnector:
 
     #: How the daemon's messages name the agent ("apple-code execution failed ...").
     display_name: ClassVar[str]
-    #: The Settings field holding the command, named in "CLI not found" errors.
-    command_setting: ClassVar[str]
+    #: The settings section of this connector's options (``settings.codex``): its command (named in "CLI not
+    #: found" errors by its variable, APPLE_FLOW_CODEX_COMMAND), model and context window.
+    section: ClassVar[str]
     #: The agent runs a turn's check itself and reports how it went (apple-code --verify); otherwise the prompt
     #: asks it to run the check, and nothing is reported.
     runs_checks: ClassVar[bool] = False
@@ -69,6 +71,7 @@ class CliConnector:
 
     def __init__(self, settings: Settings, runner: ProcessRunner | None = None) -> None:
         self.settings = settings
+        self.options: CliSettings | AfmSettings = getattr(settings, self.section)
         self.context_window = self._context_window()
         self.runner = runner if runner is not None else ProcessRunner()
         self.soul_prompt = settings.soul_text()
@@ -105,7 +108,7 @@ class CliConnector:
 
     @property
     def command(self) -> str:
-        return str(getattr(self.settings, self.command_setting))
+        return self.options.command
 
     def resolve_command(self) -> str | None:
         """The executable to run, or None when it cannot be found."""
@@ -131,7 +134,7 @@ class CliConnector:
         return self.runner.cancel(sender)
 
     def run(self, request: TurnRequest) -> TurnEvents:
-        default = self.settings.default_workspace.expanduser().absolute()
+        default = self.settings.workspaces.default.expanduser().absolute()
         # Absolute: the child runs inside it, where a relative path given to it would mean something else.
         cwd = (request.workspace or default).expanduser().absolute()
         if not cwd.is_dir():
@@ -175,7 +178,7 @@ class CliConnector:
         )
 
     def spawn_outcome(self, exc: SpawnError) -> TurnOutcome:
-        check = f"Check apple_flow_{self.command_setting} setting."
+        check = f"Check apple_flow_{self.section}_command setting."
         if exc.reason == "not_found":
             return self.outcome(Status.BINARY_MISSING, f"{self.display_name} CLI not found at '{exc.command}'. {check}")
         if exc.reason == "bad_cwd":
@@ -215,7 +218,7 @@ class CliConnector:
         if self.resolve_command() is None:
             raise ConnectorError(
                 f"{self.display_name} CLI not found at '{self.command}'. Install it or set "
-                f"APPLE_FLOW_{self.command_setting.upper()} to its path.",
+                f"APPLE_FLOW_{self.section.upper()}_COMMAND to its path.",
                 Status.BINARY_MISSING,
             )
         executable = self.executable()
@@ -223,7 +226,7 @@ class CliConnector:
         if result.exit_code != 0:
             raise ConnectorError(
                 f"'{executable} --version' failed (exit code {result.exit_code}): "
-                f"{result.last_stderr_line or 'no output'}. Check APPLE_FLOW_{self.command_setting.upper()}."
+                f"{result.last_stderr_line or 'no output'}. Check APPLE_FLOW_{self.section.upper()}_COMMAND."
             )
         return result.stdout.strip()
 

@@ -106,20 +106,20 @@ class ClineStream(EventStream):
 
 class ClineConnector(CliConnector):
     display_name: ClassVar[str] = "Cline"
-    command_setting: ClassVar[str] = "cline_command"
+    section: ClassVar[str] = "cline"
     # Cline CLI has no flag that adds to its system prompt. The task travels as one argument (piped stdin would
     # only be prepended to it as context), maybe with a leading space (below).
     soul_leads_prompt: ClassVar[bool] = True
     prompt_argument_extra: ClassVar[int | None] = 1
 
     def _context_window(self) -> int:
-        return self.settings.cline_context_window
+        return self.options.context_window
 
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         # Plan mode has no tools that edit files: a read-only turn plans; any other acts.
         argv = [self.executable(), "-y", "--json", "--plan" if request.read_only else "--act"]
-        if self.settings.cline_model:
-            argv += ["-m", self.settings.cline_model]
+        if self.options.model:
+            argv += ["-m", self.options.model]
         argv += ["-c", str(cwd)]
         # A task starting with "-" would be read as an option: a leading space keeps it the task.
         argv.append(f" {prompt}" if prompt.startswith("-") else prompt)

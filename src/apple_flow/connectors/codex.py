@@ -13,19 +13,19 @@ from apple_flow.connectors.runner import RunResult
 
 class CodexConnector(CliConnector):
     display_name: ClassVar[str] = "Codex"
-    command_setting: ClassVar[str] = "codex_command"
+    section: ClassVar[str] = "codex"
     environment_variables: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
     # codex has no system-prompt flag.
     soul_leads_prompt: ClassVar[bool] = True
 
     def _context_window(self) -> int:
-        return self.settings.codex_context_window
+        return self.options.context_window
 
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         sandbox = "read-only" if request.read_only else "workspace-write"
         argv = [self.executable(), "exec", "--skip-git-repo-check", "--sandbox", sandbox, "--cd", str(cwd)]
-        if self.settings.codex_model:
-            argv += ["--model", self.settings.codex_model]
+        if self.options.model:
+            argv += ["--model", self.options.model]
         argv.append("-")
         return Invocation(argv, prompt, cwd, self.settings.turn_timeout_seconds)
 

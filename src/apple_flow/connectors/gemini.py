@@ -88,7 +88,7 @@ class GeminiStream(EventStream):
 
 class GeminiConnector(CliConnector):
     display_name: ClassVar[str] = "Gemini"
-    command_setting: ClassVar[str] = "gemini_command"
+    section: ClassVar[str] = "gemini"
     # Gemini CLI has no flag that adds to its system prompt (GEMINI_SYSTEM_MD replaces it). The prompt travels as
     # one argument: Gemini CLI takes stdin as extra context only.
     soul_leads_prompt: ClassVar[bool] = True
@@ -100,15 +100,15 @@ class GeminiConnector(CliConnector):
     )
 
     def _context_window(self) -> int:
-        return self.settings.gemini_context_window
+        return self.options.context_window
 
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         # plan: read-only for real; auto_edit: edits are approved, anything else (shell commands) would need an
         # approval, which a headless run refuses (as claude's acceptEdits).
         mode = "plan" if request.read_only else "auto_edit"
         argv = [self.executable(), "--output-format", "stream-json", "--approval-mode", mode]
-        if self.settings.gemini_model:
-            argv += ["--model", self.settings.gemini_model]
+        if self.options.model:
+            argv += ["--model", self.options.model]
         # One argument, --prompt=TEXT (the long form of -p): a request starting with "-" is not taken for a flag.
         argv.append(f"--prompt={prompt}")
         return Invocation(argv, "", cwd, self.settings.turn_timeout_seconds)

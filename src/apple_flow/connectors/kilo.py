@@ -107,19 +107,19 @@ def _error_message(error: Any) -> str:
 
 class KiloConnector(CliConnector):
     display_name: ClassVar[str] = "Kilo"
-    command_setting: ClassVar[str] = "kilo_command"
+    section: ClassVar[str] = "kilo"
     # Kilo CLI has no flag that adds to its system prompt.
     soul_leads_prompt: ClassVar[bool] = True
 
     def _context_window(self) -> int:
-        return self.settings.kilo_context_window
+        return self.options.context_window
 
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         # Read-only: the plan agent, and no --auto, so whatever it would ask for (a command) is refused.
         argv = [self.executable(), "run", "--format", "json"]
         argv += ["--agent", "plan"] if request.read_only else ["--auto"]
-        if self.settings.kilo_model:
-            argv += ["--model", self.settings.kilo_model]
+        if self.options.model:
+            argv += ["--model", self.options.model]
         return Invocation(argv, prompt, cwd, self.settings.turn_timeout_seconds)
 
     def new_stream(self) -> EventStream:

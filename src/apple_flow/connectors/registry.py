@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from apple_flow.connectors.apple_code import AppleCodeConnector, OllamaConnector
+from apple_flow.connectors.afm import AfmConnector, OllamaConnector
 from apple_flow.connectors.claude import ClaudeConnector
 from apple_flow.connectors.cli import CliConnector
 from apple_flow.connectors.cline import ClineConnector
@@ -12,7 +12,7 @@ from apple_flow.connectors.gemini import GeminiConnector
 from apple_flow.connectors.kilo import KiloConnector
 
 REGISTRY: dict[str, type[CliConnector]] = {
-    "afm": AppleCodeConnector,
+    "afm": AfmConnector,
     "ollama": OllamaConnector,  # afm on Ollama: a preset of its backend, URL and model
     "codex-cli": CodexConnector,
     "claude-cli": ClaudeConnector,

@@ -109,7 +109,7 @@ def _partial_open_at(text: str) -> int:
 
 
 @dataclass
-class Reply:
+class ModelOutput:
     """What one request produced: text shown, at most one call, and the token counts."""
 
     text: str = ""
@@ -188,7 +188,7 @@ _SAMPLING = ("temperature", "top_p", "top_k", "min_p", "typical_p", "seed", "pre
 
 
 class _Generation:
-    """One request's generation, as text pieces to pass on, then the finished Reply."""
+    """One request's generation, as text pieces to pass on, then the finished ModelOutput."""
 
     def __init__(self, llama: Any, prompt: str, add_bos: bool, stops: list[str], sampling: dict[str, Any],
                  max_tokens: int | None, tools: list[dict[str, Any]], grammar: Any,
@@ -203,7 +203,7 @@ class _Generation:
         self.names = {str((tool.get("function") or {}).get("name")) for tool in tools}
         self.grammar = grammar
         self.forced = forced
-        self.reply = Reply()
+        self.reply = ModelOutput()
 
     def _tokens(self, text: str) -> list[int]:
         return list(self.llama.tokenize(text.encode("utf-8"), add_bos=self.add_bos, special=True))
@@ -293,7 +293,7 @@ def _call_entry(call: tuple[str, str], index: int | None = None) -> dict[str, An
     return entry
 
 
-def _usage(reply: Reply) -> dict[str, int]:
+def _usage(reply: ModelOutput) -> dict[str, int]:
     return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
             "total_tokens": reply.prompt_tokens + reply.completion_tokens}
 

@@ -2,7 +2,7 @@
 OpenAI-compatible server or the local model) as a plain text generator for other agents.
 
 Every answer comes from one ``apple-code --no-tools`` run on the same backend flags as the daemon's turns
-(``AppleCodeConnector.backend_flags``), in an empty temporary folder, with the connector's environment allowlist.
+(``AfmConnector.backend_flags``), in an empty temporary folder, with the connector's environment allowlist.
 A backend that cannot answer raises ``ModelUnavailable`` with apple-code's reason and the fix; nothing is ever made
 up in its place.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from apple_flow.config import Settings
-from apple_flow.connectors.apple_code import EXIT_MODEL_UNAVAILABLE, AppleCodeConnector, last_json_object
+from apple_flow.connectors.afm import EXIT_MODEL_UNAVAILABLE, AfmConnector, last_json_object
 from apple_flow.connectors.cli import format_seconds
 from apple_flow.connectors.runner import ProcessRunner, SpawnError
 
@@ -74,7 +74,7 @@ class FoundationModels:
 
     def __init__(self, settings: Settings, runner: ProcessRunner | None = None) -> None:
         self.settings = settings
-        self.connector = AppleCodeConnector(settings, runner)
+        self.connector = AfmConnector(settings, runner)
 
     # --- status, hardware, models ------------------------------------------------------------------------
 
@@ -88,7 +88,7 @@ class FoundationModels:
             "available": bool(configured.get("available")),
             "reason": configured.get("reason", ""),
             "apple_intelligence": {"available": bool(apple.get("available")), "reason": apple.get("reason", "")},
-            "context_tokens": self.settings.afm_context_tokens or DEFAULT_CONTEXT_TOKENS,
+            "context_tokens": self.settings.afm.context_tokens or DEFAULT_CONTEXT_TOKENS,
             "sandbox": configured.get("sandbox", ""),
         }
 
@@ -155,12 +155,12 @@ class FoundationModels:
         s = self.settings
         with tempfile.TemporaryDirectory(prefix="apple-flow-mcp-") as folder:
             argv = [self.connector.executable(), "--cwd", folder, "--read-only", "--no-tools",
-                    "--output-format", "json", "--timeout", format_seconds(s.afm_timeout_seconds)]
+                    "--output-format", "json", "--timeout", format_seconds(s.afm.timeout_seconds)]
             if system and system.strip():
                 argv += ["--system", system]
             argv += (sampling or Sampling()).flags()
             argv += [*self.connector.backend_flags(), *self.connector.reach_flags(), "-"]
-            result = self._run(argv, prompt, s.afm_timeout_seconds + self.connector.kill_margin_seconds, folder)
+            result = self._run(argv, prompt, s.afm.timeout_seconds + self.connector.kill_margin_seconds, folder)
         report = last_json_object(result.stdout)
         said = str(report.get("result") or "")
         if result.exit_code == EXIT_MODEL_UNAVAILABLE:

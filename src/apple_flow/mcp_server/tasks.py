@@ -1,6 +1,6 @@
 """The ``run_task`` tool: the apple-code agent in a workspace, run exactly as the daemon runs a turn.
 
-The run goes through ``AppleCodeConnector.run`` itself, so its command line (backend chain, ``--hide`` of the
+The run goes through ``AfmConnector.run`` itself, so its command line (backend chain, ``--hide`` of the
 daemon's ``.env`` and state, ``--deny-port`` of the web page, ``--read-only``, ``--verify``), its environment
 allowlist, its process handling and its reading of the outcome are the daemon's, not a copy. Only the workspace
 rule is this module's: the folder must be the default workspace or inside ``APPLE_FLOW_ALLOWED_WORKSPACES``.
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from apple_flow.config import Settings
-from apple_flow.connectors.apple_code import AppleCodeConnector
+from apple_flow.connectors.afm import AfmConnector
 from apple_flow.connectors.base import AgentEvent, Status, TurnOutcome, TurnRequest
 
 # The runs of this server are cancelled under this owner name (ProcessRunner.cancel).
@@ -42,14 +42,14 @@ class TaskSpec:
 def allowed_workspace(settings: Settings, cwd: str | None) -> Path:
     """The real path of ``cwd`` when the owner allowed it: the default workspace itself, or a folder inside one of
     ``allowed_workspaces``. Anything else raises ``TaskRefused``."""
-    default = settings.default_workspace.expanduser().resolve()
+    default = settings.workspaces.default.expanduser().resolve()
     if cwd is None or not cwd.strip():
         return default
     given = Path(cwd).expanduser()
     if not given.is_absolute():
         raise TaskRefused(f"cwd must be an absolute path, got {cwd!r}")
     real = given.resolve()
-    roots = [root.expanduser().resolve() for root in settings.allowed_workspaces]
+    roots = [root.expanduser().resolve() for root in settings.workspaces.allowed]
     if real != default and not any(real == root or real.is_relative_to(root) for root in roots):
         allowed = ", ".join(str(root) for root in roots) or "none"
         raise TaskRefused(
@@ -65,7 +65,7 @@ class TaskRun:
     """One run_task call: checked and built by ``prepare`` (``TaskRefused`` when it may not run), then ``run`` on a
     worker thread; ``cancel`` stops this run alone (its own connector and runner)."""
 
-    def __init__(self, connector: AppleCodeConnector, request: TurnRequest) -> None:
+    def __init__(self, connector: AfmConnector, request: TurnRequest) -> None:
         self._connector = connector
         self._request = request
 
@@ -76,10 +76,11 @@ class TaskRun:
         if spec.verify is not None and spec.read_only:
             raise TaskRefused("verify needs read_only false: a run that may not change files cannot repair a check")
         workspace = allowed_workspace(settings, spec.cwd)
-        timeout = settings.afm_timeout_seconds if spec.timeout_seconds is None else spec.timeout_seconds
+        timeout = settings.afm.timeout_seconds if spec.timeout_seconds is None else spec.timeout_seconds
         if not 0 < timeout <= MAX_TIMEOUT_SECONDS:
             raise TaskRefused(f"timeout_seconds must be above 0 and at most {MAX_TIMEOUT_SECONDS:g}, got {timeout:g}")
-        connector = AppleCodeConnector(settings.model_copy(update={"afm_timeout_seconds": timeout}))
+        afm = settings.afm.model_copy(update={"timeout_seconds": timeout})
+        connector = AfmConnector(settings.model_copy(update={"afm": afm}))
         request = TurnRequest(spec.prompt, workspace=workspace, read_only=spec.read_only, sender=RUN_OWNER,
                               verify=spec.verify or None)
         return cls(connector, request)

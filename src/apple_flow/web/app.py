@@ -78,7 +78,7 @@ DISCONNECTS = QuietLog("a browser went away while sending a form")
 def build_app(context: WebContext, token: str) -> Starlette:
     logins = context.store.web_logins
     guard = Guard(token, logins)
-    session_seconds = context.settings.web_session_days * 24 * 3600
+    session_seconds = context.settings.web.session_days * 24 * 3600
     if logins.forget_if_token_changed(token):
         log.warning("the web token changed: every browser logged in before must log in again")
     templates = Environment(
@@ -88,7 +88,7 @@ def build_app(context: WebContext, token: str) -> Starlette:
     templates.filters["duration"] = _duration
     templates.filters["clock"] = _clock
     templates.filters["tokens"] = _tokens
-    base_host = _base_host(context.settings.web_base_url)
+    base_host = _base_host(context.settings.web.base_url)
 
     def cookie_of(request: Request) -> str:
         return request.cookies.get(COOKIE, "")
@@ -214,7 +214,7 @@ def build_app(context: WebContext, token: str) -> Starlette:
         if detail is None or (sender is not None and detail.row.run.sender != sender):
             return render(request, "missing.html", 404, what=f"No run {request.path_params['run_id']}.")
         name = "run_body.html" if request.query_params.get("fragment") is not None else "run.html"
-        return render(request, name, detail=detail, base_url=context.settings.web_base_url)
+        return render(request, name, detail=detail, base_url=context.settings.web.base_url)
 
     async def approvals(request: Request) -> Response:
         name = "approvals_list.html" if request.query_params.get("fragment") is not None else "approvals.html"
@@ -267,7 +267,7 @@ def build_app(context: WebContext, token: str) -> Starlette:
         Route("/health", page(health), methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    hosts = KnownHosts(context.settings.web_local_name, base_host)
+    hosts = KnownHosts(context.settings.web.local_name, base_host)
     return Starlette(routes=routes, middleware=[Middleware(HostCheck, hosts=hosts)])
 
 

@@ -29,8 +29,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
-from apple_flow.config import WEB_TOKEN_MIN_CHARS
 from apple_flow.daemon.store.web_logins import Session, WebLoginTable
+from apple_flow.sections import WEB_TOKEN_MIN_CHARS
 
 COOKIE = "apple_flow_session"
 LOGIN_FAILURES = 10

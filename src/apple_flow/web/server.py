@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apple_flow import envfile
-from apple_flow.config import Settings, is_loopback
+from apple_flow.config import Settings
 from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.daemon.store import Approval, Store
 from apple_flow.health.running import DaemonState
+from apple_flow.sections import is_loopback
 from apple_flow.web.auth import MIN_TOKEN_CHARS, new_token
 
 if TYPE_CHECKING:
@@ -47,11 +48,11 @@ class WebError(RuntimeError):
 def ensure_token(settings: Settings, env_file: Path | None) -> str:
     """The login token: ``APPLE_FLOW_WEB_TOKEN``, else a new one written to ``env_file``. A ``.env`` that holds
     the token and that others may read is made private."""
-    if settings.web_token:
-        held = env_file is not None and env_file.is_file() and settings.web_token in _read(env_file)
+    if settings.web.token:
+        held = env_file is not None and env_file.is_file() and settings.web.token in _read(env_file)
         if held and env_file is not None and envfile.make_private(env_file):
             log.warning("%s holds the web token and was readable by others: made it private (0600)", env_file)
-        return settings.web_token
+        return settings.web.token
     if env_file is None:
         raise WebError(
             f"No web token: set {TOKEN_VARIABLE} ({MIN_TOKEN_CHARS} characters or more), or start where a .env can be"
@@ -84,10 +85,10 @@ def start_page(
         from apple_flow.web.actions import WebDecisions
         from apple_flow.web.app import WebContext, build_app
 
-        decisions = WebDecisions(store, Approvals(store.approvals, settings.approval_ttl_minutes), run_approved)
+        decisions = WebDecisions(store, Approvals(store.approvals, settings.limits.approval_ttl_minutes), run_approved)
         return build_app(WebContext(settings=settings, store=store, decisions=decisions, state=state), token)
 
-    server = WebServer(OnFirstConnection(build), settings.web_host, settings.web_port, settings.web_local_name)
+    server = WebServer(OnFirstConnection(build), settings.web.host, settings.web.port, settings.web.local_name)
     server.start()
     settings.note_web_port(server.port)  # refused to the agent's commands (port 0: the one the system chose)
     return server

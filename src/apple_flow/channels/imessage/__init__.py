@@ -28,17 +28,17 @@ __all__ = [
 
 def build_imessage_egress(settings: Settings, sent: SentTexts | None = None) -> IMessageEgress:
     return IMessageEgress(
-        osascript_command=settings.osascript_command,
-        timeout_seconds=settings.send_timeout_seconds,
-        retries=settings.send_retries,
-        retry_backoff_seconds=settings.send_retry_backoff_seconds,
-        chunk_chars=settings.reply_chunk_chars,
+        osascript_command=settings.imessage.osascript_command,
+        timeout_seconds=settings.imessage.send_timeout_seconds,
+        retries=settings.imessage.send_retries,
+        retry_backoff_seconds=settings.imessage.send_retry_backoff_seconds,
+        chunk_chars=settings.imessage.reply_chunk_chars,
         default_region=settings.default_region,
         sent=sent,
-        chat_db=settings.messages_db_path,
-        confirm_seconds=settings.send_confirm_seconds,
-        attachments_root=settings.messages_attachments_path,
-        file_max_bytes=settings.send_file_max_bytes,
+        chat_db=settings.imessage.messages_db_path,
+        confirm_seconds=settings.imessage.send_confirm_seconds,
+        attachments_root=settings.imessage.messages_attachments_path,
+        file_max_bytes=settings.imessage.send_file_max_bytes,
     )
 
 
@@ -46,18 +46,18 @@ def build_imessage_channel(
     settings: Settings, sent: SentTexts | None, copies: CopyRecord | None = None
 ) -> tuple[IMessageIngress, IMessageEgress]:
     """The ingress and egress for ``settings``; the egress notes what it sends in ``sent`` (the daemon's store,
-    keeping ``settings.echo_window_seconds``) and the ingress skips their echoes (None: no echo skipping). The
+    keeping ``settings.imessage.echo_window_seconds``) and the ingress skips their echoes (None: no echo skipping). The
     ingress keeps what it took in ``copies`` (the daemon's store; None: in memory)."""
     ingress = IMessageIngress(
-        settings.messages_db_path,
+        settings.imessage.messages_db_path,
         default_region=settings.default_region,
         sent=sent,
-        poll_seconds=settings.poll_interval_seconds,
-        max_message_age_seconds=settings.max_message_age_seconds,
-        catch_up_seconds=settings.catch_up_hours * 3600,
-        group_replies=settings.group_replies,
-        attachments_root=settings.messages_attachments_path,
-        attachment_wait_seconds=settings.attachment_wait_seconds,
+        poll_seconds=settings.imessage.poll_interval_seconds,
+        max_message_age_seconds=settings.imessage.max_message_age_seconds,
+        catch_up_seconds=settings.imessage.catch_up_hours * 3600,
+        group_replies=settings.imessage.group_replies,
+        attachments_root=settings.imessage.messages_attachments_path,
+        attachment_wait_seconds=settings.imessage.attachment_wait_seconds,
         copies=copies,
         allow_sms=settings.allow_sms,
     )

@@ -35,7 +35,7 @@ def build(needs: ChannelNeeds) -> Channel:
     )
     permissions.start()
     try:
-        sent = store.sent.for_channel(KEY, settings.echo_window_seconds)
+        sent = store.sent.for_channel(KEY, settings.imessage.echo_window_seconds)
         ingress, egress = build_imessage_channel(settings, sent, CopyTable(store.db, KEY))
     except BaseException:
         permissions.close()

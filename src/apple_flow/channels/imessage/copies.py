@@ -11,8 +11,8 @@ from typing import Any, Protocol
 COPIES_KEEP = 10_000  # rows whose copy decision is kept per channel (a re-inserted row comes back within days)
 
 
-class Database(Protocol):
-    """The daemon's database as this table uses it (``daemon.store.Database``)."""
+class SqlAccess(Protocol):
+    """What this table needs of a database: the daemon's (``daemon.store.Database``) has it."""
 
     def rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]: ...
 
@@ -24,7 +24,7 @@ class Database(Protocol):
 class CopyTable:
     """One channel's decisions about copies (``echo.CopyRecord``)."""
 
-    def __init__(self, db: Database, channel: str) -> None:
+    def __init__(self, db: SqlAccess, channel: str) -> None:
         self._db = db
         self._channel = channel
 

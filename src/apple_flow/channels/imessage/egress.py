@@ -113,7 +113,7 @@ class Delivery:
 
 
 @dataclass(frozen=True)
-class _HandedOver:
+class _PartsGiven:
     """The parts of a text osascript took, each with the newest chat.db row before it (None: not to be confirmed;
     a ``ChatDBError``: chat.db could not tell), and how far to confirm them (``until_sent``: not only their row)."""
 
@@ -206,7 +206,7 @@ class IMessageEgress(Egress):
 
     def _hand_over(
         self, recipient: str, text: str, until_sent: bool, noted: Noted | None = None
-    ) -> _HandedOver:
+    ) -> _PartsGiven:
         """Gives each part of ``text`` to Messages, in order, under the chat's lock (the parts of two texts to one
         chat never interleave; texts to different chats go at once). Parts ``noted`` already are not noted again."""
         if isinstance(noted, _NotedParts) and noted.target is not None and (noted.recipient, noted.text) == (
@@ -219,9 +219,9 @@ class IMessageEgress(Egress):
         with self._lock_for(target):
             handed = [(part, self._send_numbered(target, part, index, len(parts), record))
                       for index, part in enumerate(parts, start=1)]
-        return _HandedOver(target, handed, until_sent)
+        return _PartsGiven(target, handed, until_sent)
 
-    def _confirm(self, handed: _HandedOver) -> Delivery:
+    def _confirm(self, handed: _PartsGiven) -> Delivery:
         """Each part's evidence from chat.db (waiting up to ``confirm_seconds`` for each). Raises ``SendError``
         when a part shows an error or left no row."""
         notes: list[Evidence] = []

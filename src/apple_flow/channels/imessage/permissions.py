@@ -30,7 +30,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
@@ -39,6 +38,7 @@ from apple_flow.channels.base import Access
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, ChatDBProblem, python_app_bundle, python_binary
 from apple_flow.channels.imessage.fresh_read import readable_in_new_process
 from apple_flow.channels.imessage.probe import ProbeResult, ProbeState, probe_messages_automation
+from apple_flow.check_result import CheckResult, CheckStatus
 from apple_flow.config import Settings
 from apple_flow.login_service import THROTTLE_INTERVAL
 
@@ -103,35 +103,12 @@ def responsible_app(environ: Mapping[str, str] | None = None) -> Responsible:
     return Responsible(str(python_binary()), False)
 
 
-class State(StrEnum):
-    OK = "ok"
-    CHECKING = "checking"
-    DENIED = "denied"
-    PROBLEM = "problem"
-
-
-@dataclass(frozen=True)
-class Finding:
-    name: str
-    state: State
-    detail: str
-    fix: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.state is State.OK
-
-    def line(self) -> str:
-        text = f"{self.name}: {self.state.value}: {self.detail}"
-        return f"{text}. Fix: {self.fix}" if self.fix else text
-
-
 @dataclass(frozen=True)
 class PermissionReport:
     app: str
     pid: int
     started_at: float
-    findings: tuple[Finding, ...]
+    findings: tuple[CheckResult, ...]
     service_pid: int = 0  # the launchd job's process (Apple Flow.app's launcher, the daemon's parent); 0: ``pid``
 
     @property
@@ -145,16 +122,16 @@ class PermissionReport:
 
     @property
     def settled(self) -> bool:
-        return all(f.state is not State.CHECKING for f in self.findings)
+        return all(f.status is not CheckStatus.CHECKING for f in self.findings)
 
     def access(self) -> Access:
         """What the report allows, as the daemon is told of it: sending is Automation, reading is chat.db (still
         checking, or a problem other than a refusal: not known)."""
         states = {finding.name: finding for finding in self.findings}
         chat_db, automation = states.get(CHAT_DB), states.get(AUTOMATION)
-        can_send = None if automation is None or automation.state is State.CHECKING else automation.ok
+        can_send = None if automation is None or automation.status is CheckStatus.CHECKING else automation.ok
         can_read = None
-        if chat_db is not None and chat_db.state in (State.OK, State.DENIED):
+        if chat_db is not None and chat_db.status in (CheckStatus.OK, CheckStatus.DENIED):
             can_read = chat_db.ok
         return Access(self.app, can_send, can_read, chat_db.fix if chat_db is not None else "")
 
@@ -164,10 +141,17 @@ class PermissionReport:
     @classmethod
     def from_json(cls, text: str) -> PermissionReport:
         data = json.loads(text)
-        findings = tuple(Finding(f["name"], State(f["state"]), f["detail"], f["fix"]) for f in data["findings"])
+        findings = tuple(CheckResult(f["name"], _status(f), f["detail"], f["fix"]) for f in data["findings"])
         return cls(
             data["app"], int(data["pid"]), float(data["started_at"]), findings, int(data.get("service_pid", 0))
         )
+
+
+def _status(result: dict[str, str]) -> CheckStatus:
+    """A stored result's status; a report written before the results shared one type says ``state``, and
+    ``problem`` for what is now FAIL (a daemon still running the older version writes such a report)."""
+    value = result["status"] if "status" in result else result["state"]
+    return CheckStatus.FAIL if value == "problem" else CheckStatus(value)
 
 
 def full_disk_access_fix(app: Responsible) -> str:
@@ -190,21 +174,22 @@ def full_disk_access_fix(app: Responsible) -> str:
     )
 
 
-def chat_db_finding(read: Callable[[], int], path: Path, app: Responsible) -> Finding:
+def chat_db_finding(read: Callable[[], int], path: Path, app: Responsible) -> CheckResult:
     try:
         newest = read()
     except ChatDBError as exc:
         if exc.problem is ChatDBProblem.NO_PERMISSION:
-            return Finding(CHAT_DB, State.DENIED, f"{app.name} may not read {path}", full_disk_access_fix(app))
-        return Finding(CHAT_DB, State.PROBLEM, exc.what, exc.fix)
-    return Finding(CHAT_DB, State.OK, f"{path} readable by {app.name} (newest message {newest})")
+            return CheckResult(CHAT_DB, CheckStatus.DENIED, f"{app.name} may not read {path}",
+                               full_disk_access_fix(app))
+        return CheckResult(CHAT_DB, CheckStatus.FAIL, exc.what, exc.fix)
+    return CheckResult(CHAT_DB, CheckStatus.OK, f"{path} readable by {app.name} (newest message {newest})")
 
 
-def automation_finding(result: ProbeResult) -> Finding:
+def automation_finding(result: ProbeResult) -> CheckResult:
     if result.ok:
-        return Finding(AUTOMATION, State.OK, result.detail)
-    state = State.DENIED if result.state is ProbeState.DENIED else State.PROBLEM
-    return Finding(AUTOMATION, state, result.detail, result.fix)
+        return CheckResult(AUTOMATION, CheckStatus.OK, result.detail)
+    status = CheckStatus.DENIED if result.state is ProbeState.DENIED else CheckStatus.FAIL
+    return CheckResult(AUTOMATION, status, result.detail, result.fix)
 
 
 def read_report(db_path: Path) -> PermissionReport | None:
@@ -248,8 +233,8 @@ class PermissionMonitor:
         self._settings = settings
         self._record_to = record
         self.app = app or responsible_app()
-        self._path = settings.messages_db_path
-        self._first_pause = settings.poll_interval_seconds
+        self._path = settings.imessage.messages_db_path
+        self._first_pause = settings.imessage.poll_interval_seconds
         self._clock = clock
         self._started_at = clock()
         self._quick_until = (installed_at + QUICK_WINDOW_SECONDS) if installed_at is not None else 0.0
@@ -260,11 +245,11 @@ class PermissionMonitor:
         self._fresh_read = fresh_read
         self.relaunching = False  # the daemon's exit status is then RELAUNCH_EXIT
         self._watching_grant = False
-        self._stuck: Finding | None = None  # a relaunch for the grant did not help: what to do instead
+        self._stuck: CheckResult | None = None  # a relaunch for the grant did not help: what to do instead
         self._findings = {
-            CHAT_DB: Finding(CHAT_DB, State.CHECKING, f"not read yet by {self.app.name}"),
-            AUTOMATION: Finding(
-                AUTOMATION, State.CHECKING,
+            CHAT_DB: CheckResult(CHAT_DB, CheckStatus.CHECKING, f"not read yet by {self.app.name}"),
+            AUTOMATION: CheckResult(
+                AUTOMATION, CheckStatus.CHECKING,
                 f"asking Messages as {self.app.name} (macOS may ask you to allow it: click Allow)",
             ),
         }
@@ -336,14 +321,14 @@ class PermissionMonitor:
         launchd's throttle after the start) and returns True."""
         if self._relaunch is None or self.relaunching or self._stuck is not None:
             return False
-        if self._findings[CHAT_DB].state is not State.DENIED:
+        if self._findings[CHAT_DB].status is not CheckStatus.DENIED:
             return False
         if self._clock() - self._started_at < THROTTLE_INTERVAL or not self._fresh_read(self._path):
             return False
         if self._record_to.get_meta(RELAUNCH_KEY):
             # The last start was such a relaunch and it did not help: exiting again would loop. Said once.
-            self._stuck = Finding(
-                CHAT_DB, State.DENIED,
+            self._stuck = CheckResult(
+                CHAT_DB, CheckStatus.DENIED,
                 f"a new process can read {self._path}, but {self.app.name}, restarted for the grant, still cannot",
                 f"run `apple-flow service restart`; if that does not help, remove {self.app.name} from "
                 f"{FULL_DISK_ACCESS_SETTINGS} and add it again",
@@ -351,7 +336,7 @@ class PermissionMonitor:
             self._record(self._stuck)
             return False
         self._record_to.set_meta(RELAUNCH_KEY, f"{self._clock():.0f}")
-        self._record(Finding(CHAT_DB, State.CHECKING, f"{GRANT_SEEN}: {self.app.name} restarts to use it"))
+        self._record(CheckResult(CHAT_DB, CheckStatus.CHECKING, f"{GRANT_SEEN}: {self.app.name} restarts to use it"))
         log.warning("Full Disk Access was granted after this process started; exiting for launchd to restart it")
         self.relaunching = True
         self._relaunch()
@@ -384,25 +369,26 @@ class PermissionMonitor:
             self._stuck = None
             if self._record_to.get_meta(RELAUNCH_KEY):
                 self._record_to.set_meta(RELAUNCH_KEY, "")
-        elif self._stuck is not None and finding.state is State.DENIED:
+        elif self._stuck is not None and finding.status is CheckStatus.DENIED:
             finding = self._stuck  # what the owner must do is still that
         self._record(finding)
 
     def _probe_automation(self) -> None:
         pause = self._first_pause
         while not self._closed.is_set():
-            result = probe_messages_automation(self._settings.osascript_command, PROBE_TIMEOUT_SECONDS, self.app.name)
+            result = probe_messages_automation(
+                self._settings.imessage.osascript_command, PROBE_TIMEOUT_SECONDS, self.app.name)
             self._record(automation_finding(result))
             if result.ok or result.state is ProbeState.UNAVAILABLE or self._closed.wait(self._pause(pause)):
                 return
             pause = min(pause * 2, MAX_PAUSE_SECONDS)
 
-    def _record(self, finding: Finding) -> None:
+    def _record(self, finding: CheckResult) -> None:
         with self._lock:
             changed = self._findings.get(finding.name) != finding
             self._findings[finding.name] = finding
         if changed:
-            (log.info if finding.state in (State.OK, State.CHECKING) else log.error)("%s", finding.line())
+            (log.info if finding.status in (CheckStatus.OK, CheckStatus.CHECKING) else log.error)("%s", finding.line())
         report = self.report()
         try:
             self._record_to.set_meta(REPORT_KEY, report.to_json())

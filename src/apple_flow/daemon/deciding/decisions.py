@@ -27,7 +27,7 @@ class View:
     running_run: str | None = None  # that turn's run id, once it has one
     queued: tuple[Queued, ...] = ()  # the sender's turns waiting to run, in the order they will run
     connector_status: str = "not checked yet"
-    checks: str = ""  # what the channel's start-up checks found (the iMessage channel: its permissions)
+    readiness: str = ""  # what the channel needs before reading, as found (the iMessage channel: its permissions)
 
 
 @dataclass(frozen=True)

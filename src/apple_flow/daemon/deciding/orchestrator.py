@@ -27,7 +27,7 @@ from apple_flow.daemon.deciding.policy import Policy
 from apple_flow.daemon.deciding.reports import HISTORY_ENTRIES, history_reply, usage_reply, usage_since
 from apple_flow.daemon.deciding.state_view import StateView
 from apple_flow.daemon.deciding.status_replies import StatusReplies, counted, requests_text
-from apple_flow.daemon.deciding.verify_command import Checks
+from apple_flow.daemon.deciding.verify_command import VerifyCommands
 from apple_flow.daemon.deciding.workspaces import WorkspaceError, Workspaces
 from apple_flow.daemon.store import Approval, FinishedTurn, Run
 
@@ -69,7 +69,7 @@ class Orchestrator:
         run_links: str | None = None,
         send_files: bool = True,
         chat_read_only: bool = False,
-        checks: Checks | None = None,
+        verify_commands: VerifyCommands | None = None,
         escalation: Escalation | None = None,
     ) -> None:
         self._store = store
@@ -81,9 +81,9 @@ class Orchestrator:
         self._clock = clock
         self._send_files = send_files  # the agent may send files back (ATTACH: lines)
         self._chat_read_only = chat_read_only  # plain chat only reads (the demo profile's small model)
-        self._checks = checks  # the check approved tasks must pass; None: they are not checked
+        self._verify_commands = verify_commands  # the check approved tasks must pass; None: they are not checked
         self._escalation = escalation  # None: failed tasks are not offered elsewhere
-        self._status = StatusReplies(store, approvals, workspaces, connector_name, clock, checks)
+        self._status = StatusReplies(store, approvals, workspaces, connector_name, clock, verify_commands)
         self._conclusion = Conclusion(approvals, connector_name, run_links, send_files, escalation)
         self.login_links: LoginLinks | None = None  # set once the web page serves
 
@@ -300,8 +300,8 @@ class Orchestrator:
                     verify=self._check_of(Path(approval.workspace)))
 
     def _check_of(self, workspace: Path) -> str | None:
-        check = self._checks.for_workspace(workspace) if self._checks is not None else None
-        return check.command if check is not None else None
+        found = self._verify_commands.for_workspace(workspace) if self._verify_commands is not None else None
+        return found.command if found is not None else None
 
     def _escalate(self, sender: str, target: str | None, message_ref: str, view: View) -> Decision:
         """`escalate [run]`: the approved task of a failed apple-code run, run again on the escalation connector.

@@ -9,7 +9,7 @@ from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.daemon.deciding.decisions import Queued, View
 from apple_flow.daemon.deciding.reports import clip
 from apple_flow.daemon.deciding.state_view import StateView
-from apple_flow.daemon.deciding.verify_command import Checks
+from apple_flow.daemon.deciding.verify_command import VerifyCommands
 from apple_flow.daemon.deciding.workspaces import WorkspaceError, Workspaces
 from apple_flow.daemon.store import Event
 from apple_flow.times import duration, moment
@@ -27,14 +27,14 @@ class StatusReplies:
         workspaces: Workspaces,
         connector_name: str,
         clock: Callable[[], float],
-        checks: Checks | None = None,
+        verify_commands: VerifyCommands | None = None,
     ) -> None:
         self._store = store
         self._approvals = approvals
         self._workspaces = workspaces
         self._connector_name = connector_name
         self._clock = clock
-        self._checks = checks
+        self._verify_commands = verify_commands
         self._started = clock()
 
     def health(self, view: View) -> str:
@@ -43,7 +43,7 @@ class StatusReplies:
         text = (
             f"apple-flow is running (up {uptime}). Connector {self._connector_name}: {view.connector_status}. "
             f"Handled {handled} messages. Yours: {len(view.queued)} queued."
-        ) + (f"\n{view.checks}" if view.checks else "")
+        ) + (f"\n{view.readiness}" if view.readiness else "")
         failed, latest = self._store.messages.failed_sends(self._clock() - UNDELIVERED_WINDOW)
         if latest is not None:
             text += (
@@ -82,13 +82,13 @@ class StatusReplies:
             lines.append("Recent: " + "; ".join(f"{r.id} {r.kind} {r.state}" for r in runs))
         if not lines:
             lines.append("Nothing running, nothing pending.")
-        if self._checks is not None:
+        if self._verify_commands is not None:
             try:
                 workspace = self._workspaces.resolve(alias)
             except WorkspaceError as exc:
                 lines.append(str(exc))
             else:
-                lines.append(self._checks.describe(workspace))
+                lines.append(self._verify_commands.describe(workspace))
         return "\n".join(lines)
 
     def _status_of(self, sender: str, target: str) -> str:

@@ -28,23 +28,23 @@ _TEST_FOLDERS = ("tests", "test")
 
 
 @dataclass(frozen=True)
-class Check:
-    """A workspace's check: the command, and where it came from (for ``status``)."""
+class VerifyCommand:
+    """A workspace's verify command (its check): the command, and where it came from (for ``status``)."""
 
     command: str
     source: str  # e.g. "APPLE_FLOW_VERIFY_COMMAND", "the test target of Makefile"
 
 
-class Checks:
-    """The check of each workspace, from the settings."""
+class VerifyCommands:
+    """The verify command of each workspace, from the settings."""
 
     def __init__(self, settings: Settings) -> None:
-        self._command = settings.verify_command
-        self._detect = settings.verify_detect
+        self._command = settings.verify.command
+        self._detect = settings.verify.detect
 
-    def for_workspace(self, workspace: Path) -> Check | None:
+    def for_workspace(self, workspace: Path) -> VerifyCommand | None:
         if self._command is not None:
-            return Check(self._command, "APPLE_FLOW_VERIFY_COMMAND")
+            return VerifyCommand(self._command, "APPLE_FLOW_VERIFY_COMMAND")
         if not self._detect:
             return None
         return detect(workspace)
@@ -60,7 +60,7 @@ class Checks:
                 "checked. APPLE_FLOW_VERIFY_COMMAND sets one.")
 
 
-def detect(workspace: Path) -> Check | None:
+def detect(workspace: Path) -> VerifyCommand | None:
     """The test command the workspace's files name, or None."""
     for finder in (_make, _npm, _swift, _cargo, _go, _pytest):
         found = finder(workspace)
@@ -78,15 +78,15 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _make(workspace: Path) -> Check | None:
+def _make(workspace: Path) -> VerifyCommand | None:
     for name in MAKEFILES:
         text = _read(workspace / name)
         if text is not None:  # make reads the first of these it finds, and only that one
-            return Check("make test", f"the test target of {name}") if _MAKE_TEST_TARGET.search(text) else None
+            return VerifyCommand("make test", f"the test target of {name}") if _MAKE_TEST_TARGET.search(text) else None
     return None
 
 
-def _npm(workspace: Path) -> Check | None:
+def _npm(workspace: Path) -> VerifyCommand | None:
     text = _read(workspace / "package.json")
     if text is None:
         return None
@@ -106,26 +106,26 @@ def _npm(workspace: Path) -> Check | None:
             break
     # `bun test` is bun's own runner, not the script: `bun run test` runs the script.
     command = "bun run test" if runner == "bun" else f"{runner} test"
-    return Check(command, "the test script of package.json")
+    return VerifyCommand(command, "the test script of package.json")
 
 
-def _swift(workspace: Path) -> Check | None:
+def _swift(workspace: Path) -> VerifyCommand | None:
     if not (workspace / "Package.swift").is_file():
         return None
     # SwiftPM sandboxes its own manifest build, and macOS refuses a sandbox inside apple-code's (CONTRACT.md).
     command = "swift test --disable-sandbox" if sys.platform == "darwin" else "swift test"
-    return Check(command, "Package.swift")
+    return VerifyCommand(command, "Package.swift")
 
 
-def _cargo(workspace: Path) -> Check | None:
-    return Check("cargo test", "Cargo.toml") if (workspace / "Cargo.toml").is_file() else None
+def _cargo(workspace: Path) -> VerifyCommand | None:
+    return VerifyCommand("cargo test", "Cargo.toml") if (workspace / "Cargo.toml").is_file() else None
 
 
-def _go(workspace: Path) -> Check | None:
-    return Check("go test ./...", "go.mod") if (workspace / "go.mod").is_file() else None
+def _go(workspace: Path) -> VerifyCommand | None:
+    return VerifyCommand("go test ./...", "go.mod") if (workspace / "go.mod").is_file() else None
 
 
-def _pytest(workspace: Path) -> Check | None:
+def _pytest(workspace: Path) -> VerifyCommand | None:
     markers = [name for name in _PYTHON_MARKERS if (workspace / name).is_file()]
     tests = _python_tests(workspace)
     if not tests or not (markers or _has_python(workspace)):
@@ -134,7 +134,7 @@ def _pytest(workspace: Path) -> Check | None:
     python = next((f".venv/bin/{name}" for name in ("python", "python3")
                    if (workspace / ".venv" / "bin" / name).exists()), "python3")
     source = f"{markers[0] if markers else 'Python files'} and {tests}"
-    return Check(f"{python} -m pytest -q", source)
+    return VerifyCommand(f"{python} -m pytest -q", source)
 
 
 def _python_tests(workspace: Path) -> str | None:

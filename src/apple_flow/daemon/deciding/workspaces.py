@@ -14,9 +14,9 @@ class WorkspaceError(ValueError):
 
 class Workspaces:
     def __init__(self, settings: Settings) -> None:
-        self._default = settings.default_workspace
-        self._aliases = settings.workspace_aliases
-        self._roots = [p.resolve() for p in settings.allowed_workspaces]
+        self._default = settings.workspaces.default
+        self._aliases = settings.workspaces.aliases
+        self._roots = [p.resolve() for p in settings.workspaces.allowed]
 
     @property
     def default(self) -> Path:

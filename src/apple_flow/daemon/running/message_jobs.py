@@ -109,7 +109,8 @@ class MessageLedger:
         if not message.attachments:
             return ""
         attachments = self._ingress.settle_attachments(message, self._stop)
-        limits = FileLimits(self._settings.attachment_max_bytes, self._settings.attachment_max_message_bytes)
+        imessage = self._settings.imessage
+        limits = FileLimits(imessage.attachment_max_bytes, imessage.attachment_max_message_bytes)
         arrivals = receive(attachments, workspace, message.rowid, limits)
         for arrival in arrivals:
             if arrival.path is None:

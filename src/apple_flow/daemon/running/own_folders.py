@@ -21,7 +21,7 @@ def own_folder_warnings(settings: Settings, home: Path | None = None) -> list[st
     own = {"its state": settings.db_path.expanduser().absolute().parent.resolve()}
     if settings.env_file_read is not None:  # the .env it read (none: its settings came from the environment)
         own["its .env"] = settings.env_file_read.parent.resolve()
-    workspaces = [settings.default_workspace, *settings.allowed_workspaces, *settings.workspace_aliases.values()]
+    workspaces = [settings.workspaces.default, *settings.workspaces.allowed, *settings.workspaces.aliases.values()]
     warnings = []
     for workspace in dict.fromkeys(w.expanduser().resolve() for w in workspaces):
         if _inside(home, workspace):

@@ -136,7 +136,7 @@ class OwnerLink:
         assert self._owner is not None
         question = _text(message.get("question"), "question")
         details = str(message.get("details") or "").strip()[:MAX_TEXT_CHARS]
-        seconds = _number(message.get("timeout_seconds"), self._settings.approval_ttl_minutes * 60.0)
+        seconds = _number(message.get("timeout_seconds"), self._settings.limits.approval_ttl_minutes * 60.0)
         if not 0 < seconds <= MAX_QUESTION_SECONDS:
             return _error(f"timeout_seconds must be above 0 and at most {MAX_QUESTION_SECONDS:g}")
         asked = self._approvals.ask(self._owner, question, details, seconds)
@@ -167,10 +167,10 @@ class OwnerLink:
         s = self._settings
         if not Path(named).is_absolute():
             return _error(f"path must be absolute, got {named!r}")
-        roots = [s.default_workspace, *s.allowed_workspaces]
+        roots = [s.workspaces.default, *s.workspaces.allowed]
         problems = []
         for root in roots:
-            outgoing = check(named, root.expanduser(), s.send_file_max_bytes)
+            outgoing = check(named, root.expanduser(), s.imessage.send_file_max_bytes)
             if outgoing.path is not None:
                 failed = self._sender.send_file(self._owner, outgoing.path)
                 return _error(f"the file could not be sent: {failed}") if failed else {"ok": True}

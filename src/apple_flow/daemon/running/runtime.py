@@ -107,7 +107,7 @@ class Runtime:
         self._store = store
         self._channel = parts.channel
         self._ingress = parts.channel.ingress
-        self._checks = parts.channel.permissions  # what the channel needs the system to allow first
+        self._readiness = parts.channel.permissions  # what the channel needs the system to allow first
         self.orchestrator = parts.orchestrator
         self._scheduler = parts.scheduler
         self._stop = parts.stop
@@ -159,7 +159,7 @@ class Runtime:
                         interrupted)
         self._turns.check()
         # A daemon that exited here would be restarted by launchd every 10 s; it waits instead, saying why.
-        if self._checks is not None and not self._checks.wait_until_ready(self._stop):
+        if self._readiness is not None and not self._readiness.wait_until_ready(self._stop):
             self._shutdown()
             return 0
         start = self._store.cursors.get_cursor(self._key)
@@ -218,8 +218,8 @@ class Runtime:
         except Exception as exc:
             self._store.events.log("ingress_error", str(exc))
             raise StartError(str(exc)) from exc
-        start = max(0, latest - self._settings.max_startup_replay_rows)
-        self._catchup = (latest, time.time() - self._settings.startup_catchup_window_seconds)
+        start = max(0, latest - self._settings.imessage.max_startup_replay_rows)
+        self._catchup = (latest, time.time() - self._settings.imessage.startup_catchup_window_seconds)
         # Saved with the cursor: a first run stopped before it passed the old rows must not answer them next time.
         with self._store.transaction():
             self._store.meta.set_meta(self._catchup_key, f"{self._catchup[0]} {self._catchup[1]}")
@@ -261,14 +261,14 @@ class Runtime:
     def _shutdown(self) -> None:
         self._owner_link.stop()
         self._scheduler.close()
-        grace = self._settings.shutdown_grace_seconds
+        grace = self._settings.limits.shutdown_grace_seconds
         if not self._scheduler.wait_idle(grace):
             log.warning("turns still running after %.0f s: stopping them (their messages are redone next start)",
                         grace)
             self._turns.stop_running()
         # Replies sent and being confirmed: recorded as sent or failed before the process ends (else the next start
         # asks chat.db whether they went out).
-        if not self._sender.wait_confirmations(self._settings.send_confirm_seconds + 1):
+        if not self._sender.wait_confirmations(self._settings.imessage.send_confirm_seconds + 1):
             log.warning("replies still unconfirmed at shutdown: the next start checks whether they went out")
         try:
             self._turns.shutdown()
@@ -300,9 +300,9 @@ class Runtime:
         started = job.started_at if job is not None else None
         running = (job.payload.turn.request, started) if job is not None and started is not None else None
         run_id = job.run_id if job is not None and started is not None else None
-        checks = self._checks.summary() if self._checks is not None else ""
+        readiness = self._readiness.summary() if self._readiness is not None else ""
         queued = tuple(Queued(j.payload.turn.request, j.payload.turn.approval) for j in self._scheduler.queued(sender))
-        return View(running, run_id, queued, self._turns.status, checks)
+        return View(running, run_id, queued, self._turns.status, readiness)
 
     def _apply(self, message: InboundMessage, decision: Decision) -> bool:
         """Does what the orchestrator decided; what it records, it records in one transaction. False (nothing
@@ -332,7 +332,7 @@ class Runtime:
                     store.history.clear_history(sender)
                 store.messages.record_message_reply(self._key, message.rowid, decision.text)
                 if decision.login_link is not None:
-                    store.web_logins.add_link(decision.login_link, sender, self._settings.web_link_minutes * 60)
+                    store.web_logins.add_link(decision.login_link, sender, self._settings.web.link_minutes * 60)
                 # Recorded with the reply that tells of them: a restart neither runs them nor tells of them twice.
                 # (A turn that started since the reply was decided is not dropped here: the cancel below stops it.)
                 for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
@@ -358,9 +358,9 @@ class Runtime:
         """The web page serves at ``local_url``: `web` now answers with login links (to the base URL if set)."""
         from apple_flow.local_name import safari_problem
 
-        base = self._settings.web_base_url
+        base = self._settings.web.base_url
         self.orchestrator.login_links = LoginLinks(
-            base or local_url, self._settings.web_link_minutes, mac_only=base is None,
+            base or local_url, self._settings.web.link_minutes, mac_only=base is None,
             channel_carries=self._channel.carries_links, safari_note="" if base else safari_problem(local_url),
         )
 

@@ -174,7 +174,7 @@ class ReplySender:
         says which are being sent and which not, and why."""
         if not finished.files or finished.reply is None:
             return finished, []
-        s = self._settings
+        s = self._settings.imessage
         outgoing = check_all(finished.files, workspace, s.send_file_max_bytes, s.send_files_per_reply)
         return replace(finished, reply=f"{finished.reply}\n\n{note(outgoing)}"), outgoing
 
@@ -183,10 +183,10 @@ class ReplySender:
         Each is checked again first: after a crash it may have gone or grown past the limit. One that cannot go
         gets a line saying why."""
         for item in self._store.reply_files.unsent(reply_of):
-            if self._settings.send_files_per_reply <= 0:  # turned off before a restart
+            if self._settings.imessage.send_files_per_reply <= 0:  # turned off before a restart
                 problem: str | None = "sending files is turned off"
             else:
-                checked = check(item.path, Path(item.workspace), self._settings.send_file_max_bytes)
+                checked = check(item.path, Path(item.workspace), self._settings.imessage.send_file_max_bytes)
                 problem = checked.problem if checked.path is None else self._send_file(item.recipient, checked.path)
             if problem is not None:
                 # Said before it is marked: a crash in between tries the file again rather than keep silent.

@@ -63,7 +63,7 @@ class TurnWorkers:
     def start(self) -> None:
         """The worker threads and the watchdog. Daemon threads: a turn stuck in a connector must not keep the
         process alive after shutdown."""
-        for index in range(self._settings.max_concurrent_ai_calls):
+        for index in range(self._settings.limits.max_concurrent_ai_calls):
             threading.Thread(target=self._work, name=f"turn-{index}", daemon=True).start()
         threading.Thread(target=self._watch_timeouts, name="watchdog", daemon=True).start()
 
@@ -136,7 +136,7 @@ class TurnWorkers:
             files_note=work.files_note(), verify=turn.verify,
         )
         with RunLog(self._store, run_id, sender=self._sender, recipient=work.recipient,
-                    progress_seconds=self._settings.progress_interval_seconds) as record:
+                    progress_seconds=self._settings.limits.progress_interval_seconds) as record:
             self._finish(job, run_id, connector, request, record, keep_exchange=window > 0)
 
     def _finish(self, job: Job[Work], run_id: str, connector: Connector, request: TurnRequest, record: RunLog,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from apple_flow.config import Settings
-from apple_flow.daemon.deciding.verify_command import Check, Checks, detect
+from apple_flow.daemon.deciding.verify_command import VerifyCommand, VerifyCommands, detect
 
 
 def write(folder: Path, files: dict[str, str]) -> Path:
@@ -77,21 +77,21 @@ def test_the_setting_overrides_what_the_workspace_says(
     tmp_path: Path, daemon_settings: Callable[..., Settings]
 ) -> None:
     write(tmp_path, {"Makefile": "test:\n\ttrue\n"})
-    checks = Checks(daemon_settings(verify_command="  ./ci/check.sh --fast "))
-    assert checks.for_workspace(tmp_path) == Check("./ci/check.sh --fast", "APPLE_FLOW_VERIFY_COMMAND")
-    assert "`./ci/check.sh --fast` (APPLE_FLOW_VERIFY_COMMAND)" in checks.describe(tmp_path)
+    commands = VerifyCommands(daemon_settings(verify_command="  ./ci/check.sh --fast "))
+    assert commands.for_workspace(tmp_path) == VerifyCommand("./ci/check.sh --fast", "APPLE_FLOW_VERIFY_COMMAND")
+    assert "`./ci/check.sh --fast` (APPLE_FLOW_VERIFY_COMMAND)" in commands.describe(tmp_path)
 
 
 def test_detection_can_be_turned_off(tmp_path: Path, daemon_settings: Callable[..., Settings]) -> None:
     write(tmp_path, {"Makefile": "test:\n\ttrue\n"})
-    checks = Checks(daemon_settings(verify_detect=False))
-    assert checks.for_workspace(tmp_path) is None
-    assert "APPLE_FLOW_VERIFY_DETECT=false" in checks.describe(tmp_path)
-    found = Checks(daemon_settings())
+    commands = VerifyCommands(daemon_settings(verify_detect=False))
+    assert commands.for_workspace(tmp_path) is None
+    assert "APPLE_FLOW_VERIFY_DETECT=false" in commands.describe(tmp_path)
+    found = VerifyCommands(daemon_settings())
     assert found.describe(tmp_path) == (
         f"Check for approved tasks in {tmp_path}: `make test` (the test target of Makefile).")
     assert "No check found in" in found.describe(tmp_path / "missing")
 
 
 def test_an_empty_setting_means_unset(daemon_settings: Callable[..., Settings]) -> None:
-    assert daemon_settings(verify_command="  ").verify_command is None
+    assert daemon_settings(verify_command="  ").verify.command is None

@@ -1,4 +1,4 @@
-"""AppleCodeConnector against a fake apple-code that follows the CLI contract (tests/support/fake_apple_code.py)."""
+"""AfmConnector against a fake apple-code that follows the CLI contract (tests/support/fake_apple_code.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from apple_flow.config import Settings
 from apple_flow.connectors import (
-    AppleCodeConnector,
+    AfmConnector,
     Connector,
     ConnectorError,
     Exchange,
@@ -30,8 +30,8 @@ MakeSettings = Callable[..., Settings]
 
 
 @pytest.fixture
-def connector(connector_settings: MakeSettings) -> AppleCodeConnector:
-    return AppleCodeConnector(connector_settings(), runner=ProcessRunner(drain_seconds=0.3, kill_grace_seconds=0.3))
+def connector(connector_settings: MakeSettings) -> AfmConnector:
+    return AfmConnector(connector_settings(), runner=ProcessRunner(drain_seconds=0.3, kill_grace_seconds=0.3))
 
 
 def mode(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
@@ -43,11 +43,11 @@ def mode(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
 
 def test_build_connector_gives_an_afm_connector_that_meets_the_protocol(connector_settings: MakeSettings) -> None:
     connector = build_connector(connector_settings())
-    assert isinstance(connector, AppleCodeConnector)
+    assert isinstance(connector, AfmConnector)
     assert isinstance(connector, Connector)
 
 
-def test_no_op_methods_are_safe_with_nothing_running(connector: AppleCodeConnector) -> None:
+def test_no_op_methods_are_safe_with_nothing_running(connector: AfmConnector) -> None:
     assert connector.cancel() == 0
     assert connector.cancel("alice") == 0
     connector.shutdown()
@@ -55,7 +55,7 @@ def test_no_op_methods_are_safe_with_nothing_running(connector: AppleCodeConnect
 
 
 def test_the_connector_keeps_no_conversation(
-    connector: AppleCodeConnector, monkeypatch: pytest.MonkeyPatch
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Stateless: what a turn sees of the conversation is what its request carries, nothing from earlier turns.
     mode(monkeypatch, "echo")
@@ -65,7 +65,7 @@ def test_the_connector_keeps_no_conversation(
     assert connector.context_window == 1  # how many exchanges it asks the daemon for (APPLE_FLOW_AFM_CONTEXT_WINDOW)
 
 
-def test_an_answer_carries_what_apple_code_reports(connector: AppleCodeConnector) -> None:
+def test_an_answer_carries_what_apple_code_reports(connector: AfmConnector) -> None:
     result = outcome(connector, "fix it")
     assert result.status is Status.ANSWERED and result.answered
     assert (result.text, result.subtype, result.exit_code, result.agent) == ("fake answer", "success", 0, "apple-code")
@@ -77,7 +77,7 @@ def test_an_answer_carries_what_apple_code_reports(connector: AppleCodeConnector
 
 
 def test_successful_run_returns_the_result_event_and_sends_the_prompt_on_stdin(
-    connector: AppleCodeConnector, record: Runs
+    connector: AfmConnector, record: Runs
 ) -> None:
     assert reply(connector, "what does app.py do?") == "fake answer"
     (run,) = record()
@@ -88,7 +88,7 @@ def test_successful_run_returns_the_result_event_and_sends_the_prompt_on_stdin(
 def test_exact_argv_with_cwd_system_and_timeout(
     connector_settings: MakeSettings, workspace: Path, record: Runs
 ) -> None:
-    connector = AppleCodeConnector(connector_settings(soul_prompt="You are terse.", afm_timeout_seconds=45))
+    connector = AfmConnector(connector_settings(soul_prompt="You are terse.", afm_timeout_seconds=45))
     reply(connector, "hi")
     (run,) = record()
     state = connector.settings.db_path.absolute()
@@ -106,22 +106,22 @@ def test_apple_code_is_told_to_hide_the_daemons_secrets_and_refuse_its_web_port(
     """Issue #24: a command must not read the daemon's .env (the web token) or its database, nor reach its page."""
     monkeypatch.chdir(tmp_path)
     settings = connector_settings(db_path=tmp_path / "state" / "relay.db", web_enabled=True, web_port=8790)
-    reply(AppleCodeConnector(settings), "hi")
+    reply(AfmConnector(settings), "hi")
     (run,) = record()
     argv: list[str] = run["argv"]
     hidden = [argv[i + 1] for i, flag in enumerate(argv) if flag == "--hide"]
     assert str(tmp_path / ".env") in hidden and str(tmp_path / "state") in hidden
     assert str(tmp_path / "state" / "relay.db") in hidden
     assert argv[argv.index("--deny-port") + 1] == "8790"
-    reply(AppleCodeConnector(connector_settings(web_enabled=False)), "hi")
+    reply(AfmConnector(connector_settings(web_enabled=False)), "hi")
     assert "--deny-port" not in record()[-1]["argv"]
 
 
 def test_the_demo_profile_limits_reach_apple_code(
     connector_settings: MakeSettings, workspace: Path, record: Runs
 ) -> None:
-    reply(AppleCodeConnector(connector_settings(profile="demo")), "hi")
-    reply(AppleCodeConnector(connector_settings()), "hi")
+    reply(AfmConnector(connector_settings(profile="demo")), "hi")
+    reply(AfmConnector(connector_settings()), "hi")
     demo, standard = record()
     assert demo["argv"][2:8] == ["--timeout", "45", "--output-format", "stream-json", "--max-turns", "4"]
     assert demo["argv"][demo["argv"].index("--context-tokens") + 1] == "2048"
@@ -129,7 +129,7 @@ def test_the_demo_profile_limits_reach_apple_code(
     assert "--context-tokens" not in standard["argv"]
 
 
-def test_cwd_from_options_wins(connector: AppleCodeConnector, tmp_path: Path, record: Runs) -> None:
+def test_cwd_from_options_wins(connector: AfmConnector, tmp_path: Path, record: Runs) -> None:
     other = tmp_path / "other"
     other.mkdir()
     reply(connector, "hi", other)
@@ -138,7 +138,7 @@ def test_cwd_from_options_wins(connector: AppleCodeConnector, tmp_path: Path, re
 
 
 def test_a_relative_workspace_is_made_absolute_before_the_child_moves_into_it(
-    connector: AppleCodeConnector, tmp_path: Path, record: Runs, monkeypatch: pytest.MonkeyPatch
+    connector: AfmConnector, tmp_path: Path, record: Runs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # e.g. APPLE_FLOW_DEFAULT_WORKSPACE=ws: "--cwd ws" seen from inside ws would be ws/ws.
     (tmp_path / "ws").mkdir(exist_ok=True)
@@ -149,20 +149,21 @@ def test_a_relative_workspace_is_made_absolute_before_the_child_moves_into_it(
 
 
 def test_missing_workspace_is_a_clear_error_and_runs_nothing(
-    connector: AppleCodeConnector, tmp_path: Path, record: Runs
+    connector: AfmConnector, tmp_path: Path, record: Runs
 ) -> None:
     result = outcome(connector, "hi", tmp_path / "gone")
     assert result.status is Status.FAILED
     text = result.as_text()
     assert text.startswith("Error: workspace ")
     assert "does not exist" in text and "the workspace you asked for" in text
-    default_gone = AppleCodeConnector(connector.settings.model_copy(update={"default_workspace": tmp_path / "gone"}))
+    default_gone = AfmConnector(connector.settings.model_copy(
+        update={"workspaces": connector.settings.workspaces.model_copy(update={"default": tmp_path / "gone"})}))
     assert "Check APPLE_FLOW_DEFAULT_WORKSPACE." in reply(default_gone, "hi")
     assert "Check APPLE_FLOW_DEFAULT_WORKSPACE." in reply(default_gone, "hi", tmp_path / "gone")  # named, still it
     assert record() == []
 
 
-def test_a_read_only_request_runs_read_only(connector: AppleCodeConnector, record: Runs) -> None:
+def test_a_read_only_request_runs_read_only(connector: AfmConnector, record: Runs) -> None:
     reply(connector, "plan it", read_only=True)
     reply(connector, "do it", read_only=False)
     planning, doing = record()
@@ -171,9 +172,9 @@ def test_a_read_only_request_runs_read_only(connector: AppleCodeConnector, recor
 
 
 def test_plan_option_passes_plan_only_when_the_setting_allows(connector_settings: MakeSettings, record: Runs) -> None:
-    reply(AppleCodeConnector(connector_settings()), "task", plan=True)
-    reply(AppleCodeConnector(connector_settings(afm_plan_tasks=False)), "task", plan=True)
-    reply(AppleCodeConnector(connector_settings()), "chat")
+    reply(AfmConnector(connector_settings()), "task", plan=True)
+    reply(AfmConnector(connector_settings(afm_plan_tasks=False)), "task", plan=True)
+    reply(AfmConnector(connector_settings()), "chat")
     planned, not_allowed, chat = record()
     assert "--plan" in planned["argv"]
     assert "--plan" not in not_allowed["argv"]
@@ -184,7 +185,7 @@ def test_backend_settings_become_flags(connector_settings: MakeSettings, record:
     settings = connector_settings(
         afm_backend="openai", afm_model="qwen2.5:3b", afm_base_url="http://127.0.0.1:9/v1", afm_context_tokens=2048
     )
-    reply(AppleCodeConnector(settings), "hi")
+    reply(AfmConnector(settings), "hi")
     argv = record()[0]["argv"]
     flags = argv[argv.index("stream-json") + 1 : argv.index("--hide")]
     assert flags == [
@@ -196,14 +197,14 @@ def test_backend_settings_become_flags(connector_settings: MakeSettings, record:
 def test_an_mcp_config_is_passed_as_an_absolute_path(
     connector_settings: MakeSettings, record: Runs, tmp_path: Path
 ) -> None:
-    reply(AppleCodeConnector(connector_settings(afm_mcp_config=tmp_path / "mcp.json")), "hi")
+    reply(AfmConnector(connector_settings(afm_mcp_config=tmp_path / "mcp.json")), "hi")
     argv = record()[0]["argv"]
     assert argv[argv.index("--mcp-config") + 1] == str(tmp_path / "mcp.json") and argv[-1] == "-"
-    reply(AppleCodeConnector(connector_settings()), "hi")
+    reply(AfmConnector(connector_settings()), "hi")
     assert "--mcp-config" not in record()[-1]["argv"]
 
 
-def test_default_backend_passes_no_backend_flags(connector: AppleCodeConnector, record: Runs) -> None:
+def test_default_backend_passes_no_backend_flags(connector: AfmConnector, record: Runs) -> None:
     reply(connector, "hi")
     argv = record()[0]["argv"]
     assert not {"--backend", "--model", "--base-url", "--context-tokens"} & set(argv)
@@ -216,7 +217,7 @@ def test_timeout_reported_by_apple_code(
     connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "timeout")
-    result = outcome(AppleCodeConnector(connector_settings(afm_timeout_seconds=0.5)), "big job")
+    result = outcome(AfmConnector(connector_settings(afm_timeout_seconds=0.5)), "big job")
     assert (result.status, result.limit_seconds, result.exit_code, result.subtype) == (
         Status.TIMED_OUT, 0.5, 124, "error_timeout"
     )
@@ -229,7 +230,7 @@ def test_apple_code_that_ignores_its_timeout_is_killed(
     connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "hang")
-    connector = AppleCodeConnector(
+    connector = AfmConnector(
         connector_settings(afm_timeout_seconds=1), runner=ProcessRunner(0.3, 0.3), kill_margin_seconds=0.5
     )
     started = time.monotonic()
@@ -241,14 +242,14 @@ def test_apple_code_that_ignores_its_timeout_is_killed(
 
 def test_command_not_found(connector_settings: MakeSettings, tmp_path: Path) -> None:
     missing = str(tmp_path / "no" / "apple-code")
-    result = outcome(AppleCodeConnector(connector_settings(afm_command=missing)), "hi")
+    result = outcome(AfmConnector(connector_settings(afm_command=missing)), "hi")
     assert result.status is Status.BINARY_MISSING
     assert result.as_text() == f"Error: apple-code CLI not found at '{missing}'. Check apple_flow_afm_command setting."
 
 
 def test_bare_command_not_on_path(connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
-    text = reply(AppleCodeConnector(connector_settings(afm_command="apple-code-missing")), "hi")
+    text = reply(AfmConnector(connector_settings(afm_command="apple-code-missing")), "hi")
     assert text == "Error: apple-code CLI not found at 'apple-code-missing'. Check apple_flow_afm_command setting."
 
 
@@ -256,7 +257,7 @@ def test_command_not_executable(connector_settings: MakeSettings, tmp_path: Path
     script = tmp_path / "not-exec"
     script.write_text("#!/bin/sh\necho hi\n")
     script.chmod(0o644)
-    result = outcome(AppleCodeConnector(connector_settings(afm_command=str(script))), "hi")
+    result = outcome(AfmConnector(connector_settings(afm_command=str(script))), "hi")
     assert result.status is Status.FAILED
     text = result.as_text()
     assert text.startswith(f"Error: apple-code CLI at '{script}' cannot be run")
@@ -265,7 +266,7 @@ def test_command_not_executable(connector_settings: MakeSettings, tmp_path: Path
 
 
 def test_error_exit_code_names_the_code_and_last_stderr_line(
-    connector: AppleCodeConnector, monkeypatch: pytest.MonkeyPatch
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "fail")
     result = outcome(connector, "hi")
@@ -274,7 +275,7 @@ def test_error_exit_code_names_the_code_and_last_stderr_line(
 
 
 def test_model_unavailable_says_why(
-    connector: AppleCodeConnector, monkeypatch: pytest.MonkeyPatch
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "unavailable")
     result = outcome(connector, "hi")
@@ -287,7 +288,7 @@ def test_model_unavailable_says_why(
 
 
 def test_empty_response(
-    connector: AppleCodeConnector, monkeypatch: pytest.MonkeyPatch
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "empty")
     result = outcome(connector, "hi")
@@ -296,7 +297,7 @@ def test_empty_response(
 
 
 def test_an_answer_that_starts_with_error_is_an_answer(
-    connector: AppleCodeConnector, monkeypatch: pytest.MonkeyPatch
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_APPLE_CODE_ANSWER", "Error: is what parse() raises on a blank line.")
     result = outcome(connector, "what does parse() raise?")
@@ -305,7 +306,7 @@ def test_an_answer_that_starts_with_error_is_an_answer(
 
 
 def test_an_interrupted_apple_code_is_a_cancelled_turn(
-    connector: AppleCodeConnector, monkeypatch: pytest.MonkeyPatch
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "interrupted")
     result = outcome(connector, "hi")
@@ -316,7 +317,7 @@ def test_an_interrupted_apple_code_is_a_cancelled_turn(
 
 
 def test_stream_without_result_event_is_a_failure(
-    connector: AppleCodeConnector, monkeypatch: pytest.MonkeyPatch
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "no-result")
     result = outcome(connector, "hi")
@@ -334,7 +335,7 @@ def test_context_window_limits_the_history_sent(
 ) -> None:
     # The daemon sends the newest ``context_window`` exchanges; the connector fits what it is given.
     mode(monkeypatch, "echo")
-    connector = AppleCodeConnector(connector_settings(afm_context_window=1))
+    connector = AfmConnector(connector_settings(afm_context_window=1))
     assert connector.context_window == 1
     exchanges = tuple(Exchange(f"question {n}", f"answer {n}") for n in range(3))
     prompt = reply(connector, "newest", exchanges=exchanges[-connector.context_window :])
@@ -347,7 +348,7 @@ def test_the_exchanges_of_the_request_lead_the_prompt(
     connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "echo")
-    connector = AppleCodeConnector(connector_settings(afm_context_window=2))
+    connector = AfmConnector(connector_settings(afm_context_window=2))
     prompt = reply(connector, "alice two", exchanges=(Exchange("alice one", "echo one"),))
     assert prompt.startswith("Earlier conversation (for context):\nUser: alice one\nAssistant: echo one")
     assert prompt.endswith("alice two")
@@ -355,7 +356,7 @@ def test_the_exchanges_of_the_request_lead_the_prompt(
 
 def test_zero_window_asks_for_no_history(connector_settings: MakeSettings, monkeypatch: pytest.MonkeyPatch) -> None:
     mode(monkeypatch, "echo")
-    connector = AppleCodeConnector(connector_settings(afm_context_window=0))
+    connector = AfmConnector(connector_settings(afm_context_window=0))
     assert connector.context_window == 0
     assert reply(connector, "two") == "two"
 
@@ -363,7 +364,7 @@ def test_zero_window_asks_for_no_history(connector_settings: MakeSettings, monke
 def test_long_message_is_cut_from_the_middle_to_the_budget(
     connector_settings: MakeSettings, record: Runs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    connector = AppleCodeConnector(connector_settings(afm_max_prompt_chars=1000))
+    connector = AfmConnector(connector_settings(afm_max_prompt_chars=1000))
     message = "START " + "x" * 5000 + " END"
     reply(connector, message, exchanges=(Exchange("old question", "old answer"),))
     sent = record()[0]["stdin"]
@@ -374,7 +375,7 @@ def test_long_message_is_cut_from_the_middle_to_the_budget(
 
 
 def test_history_is_trimmed_to_what_the_budget_leaves(connector_settings: MakeSettings, record: Runs) -> None:
-    connector = AppleCodeConnector(connector_settings(afm_max_prompt_chars=600, afm_context_window=3))
+    connector = AfmConnector(connector_settings(afm_max_prompt_chars=600, afm_context_window=3))
     exchanges = tuple(Exchange(f"q{n} " + "a" * 400, f"r{n} " + "b" * 400) for n in range(3))
     reply(connector, "the new message", exchanges=exchanges)
     sent = record()[0]["stdin"]
@@ -383,7 +384,7 @@ def test_history_is_trimmed_to_what_the_budget_leaves(connector_settings: MakeSe
     assert "q2 " in sent  # the newest exchange is kept (trimmed) first
 
 
-def test_no_tools_context_is_injected(connector: AppleCodeConnector, record: Runs) -> None:
+def test_no_tools_context_is_injected(connector: AfmConnector, record: Runs) -> None:
     reply(connector, "list the files")
     sent = record()[0]["stdin"]
     assert sent == "list the files"
@@ -393,7 +394,7 @@ def test_no_tools_context_is_injected(connector: AppleCodeConnector, record: Run
 
 def test_soul_prompt_is_cut_and_goes_in_system_not_the_prompt(connector_settings: MakeSettings, record: Runs) -> None:
     soul = "You are Flow. " + "Be kind. " * 200
-    connector = AppleCodeConnector(connector_settings(soul_prompt=soul, afm_soul_max_chars=100))
+    connector = AfmConnector(connector_settings(soul_prompt=soul, afm_soul_max_chars=100))
     reply(connector, "hi")
     run = record()[0]
     system = run["argv"][run["argv"].index("--system") + 1]
@@ -403,7 +404,7 @@ def test_soul_prompt_is_cut_and_goes_in_system_not_the_prompt(connector_settings
 
 
 def test_the_soul_prompt_is_stripped(connector_settings: MakeSettings, record: Runs) -> None:
-    reply(AppleCodeConnector(connector_settings(soul_prompt="  Answer in French.  ")), "hi")
+    reply(AfmConnector(connector_settings(soul_prompt="  Answer in French.  ")), "hi")
     argv = record()[0]["argv"]
     assert argv[argv.index("--system") + 1] == "Answer in French."
 
@@ -413,18 +414,18 @@ def test_the_soul_file_wins_over_the_soul_prompt(
 ) -> None:
     soul = tmp_path / "soul.md"
     soul.write_text("Answer in German.\n", encoding="utf-8")
-    reply(AppleCodeConnector(connector_settings(soul_prompt="Answer in French.", soul_file=soul)), "hi")
+    reply(AfmConnector(connector_settings(soul_prompt="Answer in French.", soul_file=soul)), "hi")
     argv = record()[0]["argv"]
     assert argv[argv.index("--system") + 1] == "Answer in German."
 
 
-def test_empty_soul_prompt_sends_no_system_flag(connector: AppleCodeConnector, record: Runs) -> None:
+def test_empty_soul_prompt_sends_no_system_flag(connector: AfmConnector, record: Runs) -> None:
     reply(connector, "hi")
     assert "--system" not in record()[0]["argv"]
 
 
 def test_soul_prompt_starting_with_a_dash_is_one_value(connector_settings: MakeSettings, record: Runs) -> None:
-    reply(AppleCodeConnector(connector_settings(soul_prompt="- be brief")), "hi")
+    reply(AfmConnector(connector_settings(soul_prompt="- be brief")), "hi")
     argv = record()[0]["argv"]
     assert argv[argv.index("--system") + 1] == "- be brief"
 
@@ -432,13 +433,13 @@ def test_soul_prompt_starting_with_a_dash_is_one_value(connector_settings: MakeS
 # --- streaming ---------------------------------------------------------------------------------------------------
 
 
-def test_tool_calls_and_the_answer_become_progress_lines_as_they_come(connector: AppleCodeConnector) -> None:
+def test_tool_calls_and_the_answer_become_progress_lines_as_they_come(connector: AfmConnector) -> None:
     text, progress = with_progress(connector, "fix it")
     assert text == "fake answer"
     assert progress == ["reading src/app.py", "running: make test", "writing the answer (11 characters so far)"]
 
 
-def test_every_event_of_the_stream_is_yielded_in_order_before_the_outcome(connector: AppleCodeConnector) -> None:
+def test_every_event_of_the_stream_is_yielded_in_order_before_the_outcome(connector: AfmConnector) -> None:
     items = list(connector.run(TurnRequest("fix it")))
     kinds = [item.event.type for item in items[:-1]]  # type: ignore[union-attr]
     assert kinds == ["start", "tool_call", "tool_result", "tool_call", "tool_result", "text", "result"]
@@ -449,7 +450,7 @@ def test_every_event_of_the_stream_is_yielded_in_order_before_the_outcome(connec
 
 
 def test_cancel_stops_the_turns_of_one_key(
-    connector: AppleCodeConnector, monkeypatch: pytest.MonkeyPatch
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "hang")
     replies: list[str] = []
@@ -467,8 +468,8 @@ def test_cancel_stops_the_turns_of_one_key(
 def test_ensure_started_runs_version_then_check_with_the_backend(
     connector_settings: MakeSettings, record: Runs
 ) -> None:
-    AppleCodeConnector(connector_settings()).ensure_started()
-    AppleCodeConnector(connector_settings(afm_backend="openai", afm_base_url="http://127.0.0.1:9/v1")).ensure_started()
+    AfmConnector(connector_settings()).ensure_started()
+    AfmConnector(connector_settings(afm_backend="openai", afm_base_url="http://127.0.0.1:9/v1")).ensure_started()
     assert [run["argv"] for run in record()] == [
         ["--version"], ["--check"],
         ["--version"], ["--check", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"],
@@ -477,12 +478,12 @@ def test_ensure_started_runs_version_then_check_with_the_backend(
 
 def test_ensure_started_names_a_missing_binary(connector_settings: MakeSettings, tmp_path: Path) -> None:
     with pytest.raises(ConnectorError, match=r"apple-code CLI not found at .*APPLE_FLOW_AFM_COMMAND") as raised:
-        AppleCodeConnector(connector_settings(afm_command=str(tmp_path / "nope"))).ensure_started()
+        AfmConnector(connector_settings(afm_command=str(tmp_path / "nope"))).ensure_started()
     assert raised.value.status is Status.BINARY_MISSING
 
 
 def test_ensure_started_says_why_the_model_is_unavailable(
-    connector: AppleCodeConnector, monkeypatch: pytest.MonkeyPatch
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mode(monkeypatch, "unavailable")
     why = r"no model available \(backend fm\): Apple Intelligence is not enabled"
@@ -495,7 +496,7 @@ def test_relative_command_path_still_runs_in_another_workspace(
     connector_settings: MakeSettings, fake_apple_code: Path, monkeypatch: pytest.MonkeyPatch, record: Runs
 ) -> None:
     monkeypatch.chdir(fake_apple_code.parent.parent)  # the command is relative to here, the workspace is not
-    connector = AppleCodeConnector(connector_settings(afm_command=f"{fake_apple_code.parent.name}/apple-code"))
+    connector = AfmConnector(connector_settings(afm_command=f"{fake_apple_code.parent.name}/apple-code"))
     assert reply(connector, "hi") == "fake answer"
     connector.ensure_started()
 

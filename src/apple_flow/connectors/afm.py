@@ -1,8 +1,9 @@
-"""AppleCodeConnector: every turn runs ``apple-code`` (the CLI contract in apple_code/CONTRACT.md) once.
+"""AfmConnector: every turn runs ``apple-code`` (the CLI contract in apple_code/CONTRACT.md) once.
 
-The prompt is fitted to ``afm_max_prompt_chars`` (the on-device window is 4,096 tokens), the soul prompt goes
-in ``--system`` cut to ``afm_soul_max_chars``, no tools context is added (apple-code has native tools), and the
-``stream-json`` output gives the reply (the ``result`` event) and progress lines (``tool_call`` events).
+The prompt is fitted to ``settings.afm.max_prompt_chars`` (the on-device window is 4,096 tokens), the soul
+prompt goes in ``--system`` cut to ``settings.afm.soul_max_chars``, no tools context is added (apple-code has
+native tools), and the ``stream-json`` output gives the reply (the ``result`` event) and progress lines
+(``tool_call`` events).
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ class Backend:
     model: str | None = None
 
 
-class AppleCodeConnector(CliConnector):
+class AfmConnector(CliConnector):
     display_name: ClassVar[str] = "apple-code"
-    command_setting: ClassVar[str] = "afm_command"
+    section: ClassVar[str] = "afm"
     runs_checks: ClassVar[bool] = True  # --verify
     # apple-code's own (CONTRACT.md): the server's key, endpoint and model when not given as options, how tool
     # results travel, and more paths its commands must not read.
@@ -68,10 +69,10 @@ class AppleCodeConnector(CliConnector):
         self.kill_margin_seconds = kill_margin_seconds
 
     def _context_window(self) -> int:
-        return self.settings.afm_context_window
+        return self.settings.afm.context_window
 
     def max_prompt_chars(self) -> int:
-        return self.settings.afm_max_prompt_chars
+        return self.settings.afm.max_prompt_chars
 
     def resolve_command(self) -> str | None:
         found = resolve_apple_code(self.command)
@@ -82,29 +83,29 @@ class AppleCodeConnector(CliConnector):
     def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         s = self.settings
         argv = [self.executable(), "--cwd", str(cwd)]
-        soul = cut_end(self.soul_prompt, s.afm_soul_max_chars)
+        soul = cut_end(self.soul_prompt, s.afm.soul_max_chars)
         if soul:
             argv += ["--system", soul]
-        argv += ["--timeout", format_seconds(s.afm_timeout_seconds), "--output-format", "stream-json"]
-        if s.afm_max_turns is not None:
-            argv += ["--max-turns", str(s.afm_max_turns)]
+        argv += ["--timeout", format_seconds(s.afm.timeout_seconds), "--output-format", "stream-json"]
+        if s.afm.max_turns is not None:
+            argv += ["--max-turns", str(s.afm.max_turns)]
         argv += self._backend_flags()
         argv += self.reach_flags()
         if request.read_only:
             argv.append("--read-only")
-        if request.plan and s.afm_plan_tasks:
+        if request.plan and s.afm.plan_tasks:
             argv.append("--plan")
         if request.verify:
-            argv += ["--verify", request.verify, "--verify-rounds", str(s.verify_rounds)]
-        if s.afm_mcp_config is not None:  # the servers' own tools; with --read-only only those marked read-only
-            argv += ["--mcp-config", str(s.afm_mcp_config.expanduser().absolute())]
+            argv += ["--verify", request.verify, "--verify-rounds", str(s.verify.rounds)]
+        if s.afm.mcp_config is not None:  # the servers' own tools; with --read-only only those marked read-only
+            argv += ["--mcp-config", str(s.afm.mcp_config.expanduser().absolute())]
         argv.append("-")
-        return Invocation(argv, prompt, cwd, s.afm_timeout_seconds + self.kill_margin_seconds)
+        return Invocation(argv, prompt, cwd, s.afm.timeout_seconds + self.kill_margin_seconds)
 
     @classmethod
     def backend_of(cls, settings: Settings) -> Backend:
         """Where apple-code's model runs with these settings (the web page's health view shows it too)."""
-        return Backend(settings.afm_backend, settings.afm_base_url, settings.afm_model)
+        return Backend(settings.afm.backend, settings.afm.base_url, settings.afm.model)
 
     def backend(self) -> Backend:
         return self.backend_of(self.settings)
@@ -123,8 +124,8 @@ class AppleCodeConnector(CliConnector):
             flags += ["--model", backend.model]
         if backend.base_url:
             flags += ["--base-url", backend.base_url]
-        if self.settings.afm_context_tokens:
-            flags += ["--context-tokens", str(self.settings.afm_context_tokens)]
+        if self.settings.afm.context_tokens:
+            flags += ["--context-tokens", str(self.settings.afm.context_tokens)]
         return flags
 
     def reach_flags(self) -> list[str]:
@@ -139,8 +140,8 @@ class AppleCodeConnector(CliConnector):
         hidden = [*env_files, database.parent, database,
                   *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))]
         flags = [flag for path in dict.fromkeys(hidden) for flag in ("--hide", str(path))]
-        port = s.web_port_listening or s.web_port
-        if s.web_enabled and port:
+        port = s.web_port_listening or s.web.port
+        if s.web.enabled and port:
             flags += ["--deny-port", str(port)]
         return flags
 
@@ -154,7 +155,7 @@ class AppleCodeConnector(CliConnector):
         code = result.exit_code
         said = stream.result_text  # the answer; on an error, the message (after any partial answer)
         if result.timed_out or code == EXIT_TIMEOUT:
-            return self.timed_out(self.settings.afm_timeout_seconds, said, exit_code=code, report=report)
+            return self.timed_out(self.settings.afm.timeout_seconds, said, exit_code=code, report=report)
         detail = result.last_stderr_line or said
         if code == EXIT_MODEL_UNAVAILABLE:
             reason = _sentence(said or result.last_stderr_line or "no reason given")
@@ -232,7 +233,7 @@ def last_json_object(stdout: str) -> dict[str, Any]:
     return {}
 
 
-class OllamaConnector(AppleCodeConnector):
+class OllamaConnector(AfmConnector):
     """The afm connector on Ollama, for a Mac (or any machine) without Apple Intelligence: apple-code with
     ``--backend openai`` on Ollama's OpenAI-compatible endpoint (``APPLE_FLOW_OLLAMA_BASE_URL``, by default Ollama's
     own http://127.0.0.1:11434/v1) and ``APPLE_FLOW_OLLAMA_MODEL``. Everything else is the afm connector's: the
@@ -241,10 +242,10 @@ class OllamaConnector(AppleCodeConnector):
 
     @classmethod
     def backend_of(cls, settings: Settings) -> Backend:
-        return Backend("openai", settings.ollama_base_url, settings.ollama_model)
+        return Backend("openai", settings.ollama.base_url, settings.ollama.model)
 
     def _model_hint(self) -> str:
         return (
-            f"Start Ollama (`ollama serve`) and pull the model (`ollama pull {self.settings.ollama_model}`), or "
+            f"Start Ollama (`ollama serve`) and pull the model (`ollama pull {self.settings.ollama.model}`), or "
             "correct APPLE_FLOW_OLLAMA_BASE_URL and APPLE_FLOW_OLLAMA_MODEL."
         )
