@@ -87,7 +87,7 @@ def test_a_channel_from_the_tests_runs_a_turn_through_the_registry_alone(
     try:
         assert [exchange.user for exchange in store.history.recent_exchanges(CHAT_ID, 10)] == ["hello"]
         assert store.history.recent_exchanges(f"+1{CHAT_ID}", 10) == []
-        assert store.cursors.get("tiny") == 2  # both rows passed, under the key the channel gave
+        assert store.cursors.get_cursor("tiny") == 2  # both rows passed, under the key the channel gave
     finally:
         store.close()
 
