@@ -72,8 +72,7 @@ class RunLog:
     Progress lines (of the activity lines, those ``ProgressThrottle`` lets through every ``progress_seconds``)
     wait with the events and go out after the batch is written: the batch's transaction notes them in the channel's
     record of sent texts (``ReplySender.note``), so a line costs no transaction of its own, and lines that come
-    together go as one text. Never raises: a run must not fail because
-    its record could not be written."""
+    together go as one text. Never raises: a run must not fail because its record could not be written."""
 
     def __init__(
         self, store: Store, run_id: str, flush_seconds: float = FLUSH_SECONDS, sender: ReplySender | None = None,
