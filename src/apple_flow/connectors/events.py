@@ -215,14 +215,6 @@ class EventStream:
     def _note(self, event: Mapping[str, Any]) -> None:
         """Each parsed event's JSON object, for the streams that keep more of the run than its ``result`` event."""
 
-    @property
-    def result_text(self) -> str:
-        return self.result.answer if self.result is not None else ""
-
-    @property
-    def is_error(self) -> bool:
-        return self.result is not None and self.result.failed
-
 
 def apple_code_tool_calls(event: StreamEvent) -> list[tuple[str, Mapping[str, Any]]]:
     """apple-code: ``{"type":"tool_call","name":..,"arguments":{..}}``."""
