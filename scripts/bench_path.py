@@ -86,7 +86,7 @@ LAYERS: dict[str, int] = {
     "apple_flow.daemon.history": 1,
     "apple_flow.daemon.running.scheduler": 1,
     "apple_flow.daemon.running.cursor": 1,
-    "apple_flow.daemon.running.progress": 1,
+    "apple_flow.daemon.running.progress": 1,  # before the run log throttled progress itself
     "apple_flow.daemon.running.run_log": 0,  # sends the progress lines that ride its writes (before: 1)
     "apple_flow.daemon.running.orphans": 1,
     "apple_flow.daemon.running.lock": 1,
@@ -297,7 +297,13 @@ def build_daemon(settings: Any, store: Any) -> Any:
     # The store's record of sent texts (before its split into tables: ``store.sent_texts``).
     sent = store.sent.for_channel if hasattr(store, "sent") else store.sent_texts
     imessage = getattr(settings, "imessage", settings)  # its own section since the settings' split
-    ingress, egress = build_imessage_channel(settings, sent("imessage", imessage.echo_window_seconds))
+    window = imessage.echo_window_seconds
+    try:  # the copies the ingress took, kept in the daemon's store as `apple-flow run` kept them
+        from apple_flow.channels.imessage.copies import CopyTable
+    except ImportError:  # before the copies were kept
+        ingress, egress = build_imessage_channel(settings, sent("imessage", window))
+    else:
+        ingress, egress = build_imessage_channel(settings, sent("imessage", window), CopyTable(store.db, "imessage"))
     made = getattr(runtime, "Runtime", None) or runtime.Daemon  # named Daemon before the renames
     return made(settings, store, connector, ingress, egress, "imessage")
 

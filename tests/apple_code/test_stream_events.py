@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from apple_flow.connectors.stream_events import Other, Result, StreamEvent, event_type, parse_line
+from apple_flow.connectors.events import parse_line
+from apple_flow.connectors.stream_events import Other, Result, StreamEvent
 from support.apple_code_run import run_scripted
 from support.plan_runs import run_apple_code as run_plan
 from support.scripted_server import ScriptedServer, answer, tool_call
@@ -42,9 +43,9 @@ def check_mirrored(stdout: str) -> list[str]:
     pairs = read(stdout)
     for line, event in pairs:
         assert not isinstance(event, Other), line
-        assert event_type(event) == line["type"]
+        assert event.type == line["type"]
         assert as_json(event) == {key: value for key, value in line.items() if key != "type"}, line
-    return [event_type(event) for _, event in pairs]
+    return [event.type for _, event in pairs]
 
 
 def test_a_run_with_each_kind_of_tool_reads_as_typed_records(apple_code_bin: Path, workspace: Path) -> None:
@@ -60,7 +61,7 @@ def test_a_run_with_each_kind_of_tool_reads_as_typed_records(apple_code_bin: Pat
     assert done.returncode == 0, done.stderr
     types = check_mirrored(done.stdout)
     assert {"start", "tool_call", "tool_result", "text", "notice", "result"} <= set(types), types
-    results = [event for _, event in read(done.stdout) if event_type(event) == "tool_result"]
+    results = [event for _, event in read(done.stdout) if event.type == "tool_result"]
     assert [bool(getattr(r, "diff", None)) for r in results] == [False, True, False]
     assert getattr(results[2], "exit_code", None) == 0
 

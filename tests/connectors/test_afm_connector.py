@@ -23,7 +23,6 @@ from apple_flow.connectors import (
     build_connector,
 )
 from apple_flow.connectors.runner import ProcessRunner
-from apple_flow.connectors.stream_events import event_type
 from support.turns import outcome, reply, with_progress
 
 Runs = Callable[[], list[dict[str, Any]]]
@@ -442,7 +441,7 @@ def test_tool_calls_and_the_answer_become_progress_lines_as_they_come(connector:
 
 def test_every_event_of_the_stream_is_yielded_in_order_before_the_outcome(connector: AfmConnector) -> None:
     items = list(connector.run(TurnRequest("fix it")))
-    kinds = [event_type(item.event) for item in items[:-1]]  # type: ignore[union-attr]
+    kinds = [item.event.type for item in items[:-1]]  # type: ignore[union-attr]
     assert kinds == ["start", "tool_call", "tool_result", "tool_call", "tool_result", "text", "result"]
     assert items[-1] == outcome(connector, "fix it")
 

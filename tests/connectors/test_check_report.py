@@ -6,7 +6,8 @@ import pytest
 
 from apple_flow.connectors.base import CheckReport
 from apple_flow.connectors.cli import check_report
-from apple_flow.connectors.stream_events import Result, VerifyReport, parse_event
+from apple_flow.connectors.events import parse_event
+from apple_flow.connectors.stream_events import Result, VerifyReport
 
 PYTEST = """exit code 1
 F.                                                                       [100%]

@@ -96,14 +96,14 @@ def test_event_stream_reads_results_subtasks_and_skips_junk() -> None:
     assert [event.progress for event in events] == [("[2] reading a.py",), ()]
     assert [type(event.event) for event in events] == [ToolCall, Result]
     assert stream.unparsed_lines == 2
-    assert stream.result_text == "done"
-    assert not stream.is_error
+    assert stream.result is not None and stream.result.answer == "done"
+    assert not stream.result.failed
 
 
 def test_event_stream_error_subtype_is_an_error_even_without_is_error() -> None:
     stream = EventStream(apple_code_tool_calls)
     stream.feed('{"type":"result","subtype":"error_max_turns","result":"stopped"}')
-    assert stream.is_error
+    assert stream.result is not None and stream.result.failed
 
 
 def test_event_stream_reports_the_answer_growing_from_text_events() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from apple_flow.channels.base import Handover, Noted
 from apple_flow.config import Settings
-from apple_flow.connectors.stream_events import parse_event
+from apple_flow.connectors.events import parse_event
 from apple_flow.daemon.running import run_log
 from apple_flow.daemon.running.run_log import EVENT_MAX_BYTES, RunLog, bounded_json
 from apple_flow.daemon.running.sending import ReplySender
@@ -174,10 +174,10 @@ def test_progress_lines_go_together_noted_in_the_transaction_of_the_events_befor
     statements: list[str] = []
     store.db.trace(statements.append)
     with RunLog(store, "run_g", flush_seconds=3600, sender=sender, recipient="+15551234567") as record:
-        record(parse_event({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "a.py"}}))
-        record.progress("… reading a.py")
-        record(parse_event({"type": "tool_call", "id": "c2", "name": "runCommand", "arguments": {"command": "ls"}}))
-        record.progress("… running: ls")
+        record(parse_event({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "a.py"}}),
+               ("reading a.py",))
+        record(parse_event({"type": "tool_call", "id": "c2", "name": "runCommand", "arguments": {"command": "ls"}}),
+               ("running:  ls",))
         assert egress.progress == []  # waiting for the events before them to be written
         record.flush()
         assert egress.progress == [("+15551234567", "… reading a.py\n… running: ls")]
@@ -187,3 +187,36 @@ def test_progress_lines_go_together_noted_in_the_transaction_of_the_events_befor
     written = " ".join(statements)
     assert "INSERT INTO run_events" in written and "INSERT INTO sent" in written
     assert store.sent.take_sent("imessage", "+15551234567", "… reading a.py\n… running: ls", since=0.0)
+
+
+def test_an_events_activity_goes_out_as_the_throttle_lets_it_and_a_text_delta_is_not_kept(
+    store: Store, daemon_settings: Callable[..., Settings]
+) -> None:
+    store.runs.start_run("run_h", "+15551234567", "chat", "/ws", "x")
+    egress = NotingEgress(store)
+    sender = ReplySender(egress, store, daemon_settings())
+    every = RunLog(store, "run_h", flush_seconds=3600, sender=sender, recipient="+15551234567")
+    every(parse_event({"type": "text", "delta": "par"}), ("writing the answer (3 characters so far)",))
+    every(parse_event({"type": "text", "delta": "tial"}), ())
+    every.close()
+    assert egress.progress == [("+15551234567", "… writing the answer (3 characters so far)")]
+    assert store.run_events.of_run("run_h") == []  # the result event holds the answer
+    quiet = RunLog(store, "run_h", flush_seconds=3600, sender=sender, recipient="+15551234567",
+                   progress_seconds=3600)
+    quiet(parse_event({"type": "tool_call", "id": "c1", "name": "readFile"}), ("reading a.py",))
+    quiet.close()
+    assert egress.progress == [("+15551234567", "… writing the answer (3 characters so far)")]  # too soon for more
+    assert [event.type for event in store.run_events.of_run("run_h")] == ["tool_call"]
+
+
+def test_the_throttle_sends_one_line_an_interval_the_first_after_one() -> None:
+    now = [0.0]
+    throttle = run_log.ProgressThrottle(10, clock=lambda: now[0])
+    assert throttle.message("reading a.py") is None  # a quick turn sends none
+    now[0] = 10.0
+    assert throttle.message("reading   a.py\n") == "… reading a.py"
+    now[0] = 15.0
+    assert throttle.message("running: ls") is None
+    now[0] = 20.0
+    assert throttle.message("x" * 200) == "… " + "x" * 159 + "…"
+    assert throttle.message("   ") is None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from apple_flow.channels.base import Attachment, Egress, InboundMessage, Ingress, SendError, Skipped, Tapback
 from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest
-from apple_flow.connectors.stream_events import parse_event
+from apple_flow.connectors.events import parse_event
 
 Answer = Callable[[str, TurnRequest], "str | TurnOutcome"]
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from apple_flow.connectors.stream_events import parse_event
+from apple_flow.connectors.events import parse_event
 from apple_flow.daemon.running.run_log import RunLog
 from apple_flow.daemon.store import FinishedTurn
 from apple_flow.web.auth import COOKIE

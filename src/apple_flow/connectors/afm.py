@@ -153,7 +153,7 @@ class AfmConnector(CliConnector):
         assert stream is not None
         report = stream.result
         code = result.exit_code
-        said = stream.result_text  # the answer; on an error, the message (after any partial answer)
+        said = report.answer if report is not None else ""  # on an error, the message (after any partial answer)
         if result.timed_out or code == EXIT_TIMEOUT:
             return self.timed_out(self.settings.afm.timeout_seconds, said, exit_code=code, report=report)
         detail = result.last_stderr_line or said
@@ -173,9 +173,9 @@ class AfmConnector(CliConnector):
             )
         if code != 0:
             return self.failed(code, detail, report=report)
-        if stream.result is None:
+        if report is None:
             return self.failed(code, f"The output ended without a result event. {result.last_stderr_line}")
-        if stream.is_error:
+        if report.failed:
             return self.failed(code, said or detail, report=report)
         return self.answer(said, code, report=report)
 

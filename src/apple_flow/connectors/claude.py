@@ -41,12 +41,11 @@ class ClaudeConnector(CliConnector):
         if result.timed_out:
             return self.timed_out(invocation.timeout, exit_code=result.exit_code, report=report)
         if result.exit_code != 0:
-            detail = result.last_stderr_line or stream.result_text
+            detail = result.last_stderr_line or (report.answer if report is not None else "")
             return self.failed(result.exit_code, detail, report=report)
-        if stream.result is None:
+        if report is None:
             detail = f"The output ended without a result event. {result.last_stderr_line}"
             return self.failed(result.exit_code, detail)
-        if stream.is_error:  # claude reports max-turn stops and failures with exit 0: check is_error
-            subtype = stream.result.subtype or "error"
-            return self.failed(result.exit_code, f"{subtype}: {stream.result_text}", report=report)
-        return self.answer(stream.result_text, result.exit_code, report=report)
+        if report.failed:  # claude reports max-turn stops and failures with exit 0: check is_error
+            return self.failed(result.exit_code, f"{report.subtype or 'error'}: {report.answer}", report=report)
+        return self.answer(report.answer, result.exit_code, report=report)

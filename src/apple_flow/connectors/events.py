@@ -2,18 +2,32 @@
 
 Both end with a ``result`` event (``subtype``, ``is_error``, ``result``); tool calls along the way become short
 progress lines for the chat ("reading src/app.py", "running: make test"), and so does apple-code's answer as it
-streams in (``text`` events: "writing the answer (120 characters so far)"). Each parsed line comes back as an
-``AgentEvent``, so the caller can pass progress on and keep the events.
+streams in (``text`` events: "writing the answer (120 characters so far)"). Each line is parsed here, into its
+typed record (``stream_events``), and comes back as an ``AgentEvent``, so the caller can pass progress on and keep
+the events. The run log's events read back from the store are parsed here too.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from apple_flow.connectors.base import AgentEvent
 from apple_flow.connectors.prompt import cut_end
-from apple_flow.connectors.stream_events import Other, Result, StreamEvent, Text, ToolCall, Verify, parse_line
+from apple_flow.connectors.stream_events import (
+    Notice,
+    Other,
+    Result,
+    ResultUsage,
+    Start,
+    StreamEvent,
+    Text,
+    ToolCall,
+    ToolResult,
+    Verify,
+    VerifyReport,
+)
 
 PROGRESS_MAX_CHARS = 80
 
@@ -76,8 +90,92 @@ def describe_check(event: Verify) -> str:
     return cut_end(f"check failed{repair}: {command}", PROGRESS_MAX_CHARS)
 
 
+def parse_line(line: str) -> StreamEvent | None:
+    """One line of the stream; None for a blank line or one that is not a JSON object."""
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    return parse_event(data) if isinstance(data, dict) else None
+
+
+def parse_event(data: Mapping[str, Any]) -> StreamEvent:
+    """The record for one decoded event object."""
+    kind = data.get("type")
+    subtask = _int(data.get("subtask"))
+    if kind == "start":
+        tools = data.get("tools")
+        return Start(
+            _str(data.get("version")), _str(data.get("backend")), _str(data.get("model")), _str(data.get("cwd")),
+            _int(data.get("context_tokens")),
+            tuple(str(t) for t in tools) if isinstance(tools, list) else (), subtask, data,
+        )
+    if kind == "tool_call":
+        arguments = data.get("arguments")
+        return ToolCall(_str(data.get("id")), _str(data.get("name")),
+                        arguments if isinstance(arguments, dict) else {}, subtask, data)
+    if kind == "tool_result":
+        ok = data.get("ok")
+        return ToolResult(
+            _str(data.get("id")), _str(data.get("name")), ok if isinstance(ok, bool) else True,
+            _str(data.get("summary")), data.get("truncated") is True, _str_or_none(data.get("output")),
+            _int(data.get("exit_code")), _str_or_none(data.get("diff")), subtask, data,
+        )
+    if kind == "text":
+        return Text(_str(data.get("delta")), subtask, data)
+    if kind == "notice":
+        return Notice(_str(data.get("message")), subtask, data)
+    if kind == "verify":
+        return Verify(**vars(_verify(data)), subtask=subtask, raw=data)
+    if kind == "result":
+        return _result(data, subtask)
+    return Other(kind if isinstance(kind, str) and kind else "unknown", subtask, data)
+
+
+def _result(data: Mapping[str, Any], subtask: int | None) -> Result:
+    usage = data.get("usage")
+    files = data.get("files_changed")
+    return Result(
+        _str_or_none(data.get("subtype")), data.get("is_error") is True, _str_or_none(data.get("result")),
+        _int(data.get("num_turns")), _int(data.get("duration_ms")),
+        ResultUsage(
+            _int(usage.get("input_tokens")), _int(usage.get("output_tokens")), usage.get("estimated") is True,
+            _int(usage.get("fixed_tokens")),
+        ) if isinstance(usage, dict) else None,
+        tuple(str(f) for f in files) if isinstance(files, list) else None,
+        _int(data.get("commands_run")), _str_or_none(data.get("backend")), _str_or_none(data.get("model")),
+        _verify(verify) if isinstance(verify := data.get("verify"), dict) else None, subtask, data,
+    )
+
+
+def _verify(data: Mapping[str, Any]) -> VerifyReport:
+    return VerifyReport(
+        _str(data.get("command")), _bool(data.get("passed")), _int(data.get("rounds")) or 0,
+        _int(data.get("runs")), _int(data.get("exit_code")), _str(data.get("output_tail")),
+    )
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 class EventStream:
-    """Reads one run's JSON-lines stream: parses each line once (``stream_events``), keeps the ``result`` event,
+    """Reads one run's JSON-lines stream: parses each line once (``parse_line``), keeps the ``result`` event,
     and turns each line into the event it carries, with the progress line of its tool calls.
 
     ``tool_calls`` picks the tool calls out of one event as ``(name, arguments)`` pairs; each stream format has
@@ -116,14 +214,6 @@ class EventStream:
 
     def _note(self, event: Mapping[str, Any]) -> None:
         """Each parsed event's JSON object, for the streams that keep more of the run than its ``result`` event."""
-
-    @property
-    def result_text(self) -> str:
-        return self.result.answer if self.result is not None else ""
-
-    @property
-    def is_error(self) -> bool:
-        return self.result is not None and self.result.failed
 
 
 def apple_code_tool_calls(event: StreamEvent) -> list[tuple[str, Mapping[str, Any]]]:

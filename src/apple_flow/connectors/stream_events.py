@@ -1,7 +1,8 @@
 """apple-code's stream-json events as typed records, mirroring the Output section of ``apple_code/CONTRACT.md``
-(``start``, ``tool_call``, ``tool_result``, ``text``, ``notice``, ``verify``, ``result``); claude's ``result``
-event uses the same names. Each line is parsed here once, where it enters (``connectors.events``, and the run log
-read back from the store), and the rest of apple-flow reads the records, never the JSON.
+(``start``, ``tool_call``, ``tool_result``, ``text``, ``notice``, ``verify``, ``result``), each with its ``type``
+as the stream names it; claude's ``result`` event uses the same names. Each line is parsed once, where it enters
+(``connectors.events``, where the stream is read, and the run log read back from the store), and the rest of
+apple-flow reads the records, never the JSON.
 
 A field missing or of the wrong type is left at its default (an older or newer apple-code still reads); an event of
 another type, or of another agent's stream, is ``Other``. Every record keeps the object it was read from
@@ -10,10 +11,9 @@ another type, or of another agent's stream, is ``Other``. Every record keeps the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 
 def _raw() -> Any:
@@ -22,6 +22,7 @@ def _raw() -> Any:
 
 @dataclass(frozen=True)
 class Start:
+    type: ClassVar[str] = "start"  # the event's ``type`` as the stream names it
     version: str = ""
     backend: str = ""
     model: str = ""
@@ -34,6 +35,7 @@ class Start:
 
 @dataclass(frozen=True)
 class ToolCall:
+    type: ClassVar[str] = "tool_call"
     id: str = ""
     name: str = ""
     arguments: Mapping[str, Any] = field(default_factory=dict)
@@ -43,6 +45,7 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ToolResult:
+    type: ClassVar[str] = "tool_result"
     id: str = ""
     name: str = ""
     ok: bool = True
@@ -57,6 +60,7 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Text:
+    type: ClassVar[str] = "text"
     delta: str = ""
     subtask: int | None = None
     raw: Mapping[str, Any] = _raw()
@@ -64,6 +68,7 @@ class Text:
 
 @dataclass(frozen=True)
 class Notice:
+    type: ClassVar[str] = "notice"
     message: str = ""
     subtask: int | None = None
     raw: Mapping[str, Any] = _raw()
@@ -85,6 +90,7 @@ class VerifyReport:
 class Verify(VerifyReport):
     """Each time the check runs: where it stands then."""
 
+    type: ClassVar[str] = "verify"
     subtask: int | None = None
     raw: Mapping[str, Any] = _raw()
 
@@ -99,6 +105,7 @@ class ResultUsage:
 
 @dataclass(frozen=True)
 class Result:
+    type: ClassVar[str] = "result"
     subtype: str | None = None  # success, error_backend, error_timeout, ... (paired with the exit code)
     is_error: bool = False
     result: str | None = None  # the answer; on an error, the message (after any partial answer)
@@ -132,97 +139,3 @@ class Other:
 
 
 StreamEvent = Start | ToolCall | ToolResult | Text | Notice | Verify | Result | Other
-
-TYPES: dict[type[Any], str] = {
-    Start: "start", ToolCall: "tool_call", ToolResult: "tool_result", Text: "text", Notice: "notice",
-    Verify: "verify", Result: "result",
-}
-
-
-def event_type(event: StreamEvent) -> str:
-    """The event's ``type`` as the stream names it."""
-    return event.type if isinstance(event, Other) else TYPES[type(event)]
-
-
-def parse_line(line: str) -> StreamEvent | None:
-    """One line of the stream; None for a blank line or one that is not a JSON object."""
-    line = line.strip()
-    if not line:
-        return None
-    try:
-        data = json.loads(line)
-    except ValueError:
-        return None
-    return parse_event(data) if isinstance(data, dict) else None
-
-
-def parse_event(data: Mapping[str, Any]) -> StreamEvent:
-    """The record for one decoded event object."""
-    kind = data.get("type")
-    subtask = _int(data.get("subtask"))
-    if kind == "start":
-        tools = data.get("tools")
-        return Start(
-            _str(data.get("version")), _str(data.get("backend")), _str(data.get("model")), _str(data.get("cwd")),
-            _int(data.get("context_tokens")),
-            tuple(str(t) for t in tools) if isinstance(tools, list) else (), subtask, data,
-        )
-    if kind == "tool_call":
-        arguments = data.get("arguments")
-        return ToolCall(_str(data.get("id")), _str(data.get("name")),
-                        arguments if isinstance(arguments, dict) else {}, subtask, data)
-    if kind == "tool_result":
-        ok = data.get("ok")
-        return ToolResult(
-            _str(data.get("id")), _str(data.get("name")), ok if isinstance(ok, bool) else True,
-            _str(data.get("summary")), data.get("truncated") is True, _str_or_none(data.get("output")),
-            _int(data.get("exit_code")), _str_or_none(data.get("diff")), subtask, data,
-        )
-    if kind == "text":
-        return Text(_str(data.get("delta")), subtask, data)
-    if kind == "notice":
-        return Notice(_str(data.get("message")), subtask, data)
-    if kind == "verify":
-        return Verify(**vars(_verify(data)), subtask=subtask, raw=data)
-    if kind == "result":
-        return _result(data, subtask)
-    return Other(kind if isinstance(kind, str) and kind else "unknown", subtask, data)
-
-
-def _result(data: Mapping[str, Any], subtask: int | None) -> Result:
-    usage = data.get("usage")
-    files = data.get("files_changed")
-    return Result(
-        _str_or_none(data.get("subtype")), data.get("is_error") is True, _str_or_none(data.get("result")),
-        _int(data.get("num_turns")), _int(data.get("duration_ms")),
-        ResultUsage(
-            _int(usage.get("input_tokens")), _int(usage.get("output_tokens")), usage.get("estimated") is True,
-            _int(usage.get("fixed_tokens")),
-        ) if isinstance(usage, dict) else None,
-        tuple(str(f) for f in files) if isinstance(files, list) else None,
-        _int(data.get("commands_run")), _str_or_none(data.get("backend")), _str_or_none(data.get("model")),
-        _verify(verify) if isinstance(verify := data.get("verify"), dict) else None, subtask, data,
-    )
-
-
-def _verify(data: Mapping[str, Any]) -> VerifyReport:
-    return VerifyReport(
-        _str(data.get("command")), _bool(data.get("passed")), _int(data.get("rounds")) or 0,
-        _int(data.get("runs")), _int(data.get("exit_code")), _str(data.get("output_tail")),
-    )
-
-
-def _bool(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None

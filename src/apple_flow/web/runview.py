@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from apple_flow.connectors.events import parse_line
 from apple_flow.connectors.stream_events import (
     Notice,
     Result,
@@ -18,8 +19,6 @@ from apple_flow.connectors.stream_events import (
     ToolResult,
     Verify,
     VerifyReport,
-    event_type,
-    parse_line,
 )
 from apple_flow.daemon.store import Run, RunFacts, Store
 
@@ -175,7 +174,7 @@ def run_detail(store: Store, run_id: str, now: float | None = None) -> RunDetail
         elif isinstance(event, Verify):
             check_runs.append(event)
         else:
-            other.append((event_type(event), stored.body))
+            other.append((event.type, stored.body))
     result = facts.result
     reported = list(result.files_changed or ()) if result is not None else []
     files = reported or [str(f) for f in _json_list(run.files_changed) if isinstance(f, str)]

@@ -1,6 +1,7 @@
 """What a run did, kept for the web page: the agent's stream-json events (tool calls and their results with output,
 exit code and diff, notices, the result), as they arrive, a few transactions a second at most (``RunLog``); and the
-progress lines the turn sends, which ride those transactions.
+progress lines the turn sends (of the activity the agent reports, at most one line an interval:
+``ProgressThrottle``), which ride those transactions.
 
 Bounded three ways: one event at most ``EVENT_MAX_BYTES`` (its longest strings cut, saying so), one run at most
 ``RUN_MAX_BYTES`` (later events are counted as dropped, but the ``result`` event always has room), and only the
@@ -12,12 +13,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from apple_flow.channels.base import Noted
-from apple_flow.connectors.stream_events import Result, StreamEvent, Text, event_type
+from apple_flow.connectors.stream_events import Result, StreamEvent, Text
 from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import Store
 
@@ -30,30 +32,58 @@ SKIPPED = (Text,)
 
 
 FLUSH_SECONDS = 0.25  # how long an event may wait in memory for those after it to share its transaction
+PROGRESS_MAX_CHARS = 160
+
+
+class ProgressThrottle:
+    """Of the activity lines an agent reports, which are worth a message to the sender: at most one per interval,
+    the first only after one interval (so quick turns send none). One turn's, on one thread; sends nothing itself."""
+
+    def __init__(self, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._interval = interval
+        self._clock = clock
+        self._last = clock()
+        self.sent = 0
+
+    def message(self, activity: str) -> str | None:
+        """The progress message to send for ``activity`` now, or None when it is too soon (or there is nothing)."""
+        text = " ".join(activity.split())
+        if not text:
+            return None
+        now = self._clock()
+        if now - self._last < self._interval:
+            return None
+        self._last = now
+        self.sent += 1
+        if len(text) > PROGRESS_MAX_CHARS:
+            text = text[: PROGRESS_MAX_CHARS - 1] + "…"
+        return f"… {text}"
 
 
 class RunLog:
-    """Records one run's events; called with each parsed event, and closed when the run ends (a context manager).
+    """Records one run's events; called with each parsed event and the activity lines it makes, and closed when the
+    run ends (a context manager).
     Events are written in batches, one transaction each: the first event of a batch waits at most
     ``FLUSH_SECONDS`` (a timer) for those that follow it, and the last ones (the ``result`` among them) are written
     by ``end()``, in the transaction that records the run's end. So an agent streaming many events costs a few
     transactions a second instead of one per event, and the page still shows each within a quarter of a second.
     The run's budget is counted here: only this log writes its events.
 
-    Progress lines (``progress``) wait with the events and go out after the batch is written: the batch's
-    transaction notes them in the channel's record of sent texts (``ReplySender.note``), so a line costs no
-    transaction of its own, and lines that come together go as one text. Never raises: a run must not fail because
-    its record could not be written."""
+    Progress lines (of the activity lines, those ``ProgressThrottle`` lets through every ``progress_seconds``)
+    wait with the events and go out after the batch is written: the batch's transaction notes them in the channel's
+    record of sent texts (``ReplySender.note``), so a line costs no transaction of its own, and lines that come
+    together go as one text. Never raises: a run must not fail because its record could not be written."""
 
     def __init__(
         self, store: Store, run_id: str, flush_seconds: float = FLUSH_SECONDS, sender: ReplySender | None = None,
-        recipient: str = "",
+        recipient: str = "", progress_seconds: float = 0.0,
     ) -> None:
         self._store = store
         self.run_id = run_id
         self._flush_seconds = flush_seconds
         self._sender = sender  # where progress lines go (to ``recipient``); None: the run sends none
         self._recipient = recipient
+        self._throttle = ProgressThrottle(progress_seconds)
         # Re-entrant: ``end`` runs inside ``ending``. Always taken before the store's lock (the timer's writes and
         # ``ending`` alike), never while holding it, so the two cannot wait for each other.
         self._lock = threading.RLock()
@@ -70,26 +100,23 @@ class RunLog:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __call__(self, event: StreamEvent) -> None:
-        if isinstance(event, SKIPPED):
+    def __call__(self, event: StreamEvent, activity: tuple[str, ...] = ()) -> None:
+        """Keeps ``event`` (``text`` deltas aside), and sends the progress lines its ``activity`` makes (the
+        throttle's choice; none without a recipient)."""
+        lines = [] if self._sender is None else [
+            text for line in activity if (text := self._throttle.message(line)) is not None]
+        kept = not isinstance(event, SKIPPED)
+        if not kept and not lines:
             return
+        body = bounded_json(event.raw) if kept else ""
         budget = RUN_MAX_BYTES if isinstance(event, Result) else RUN_MAX_BYTES - EVENT_MAX_BYTES
-        body = bounded_json(event.raw)
         with self._lock:
-            if self._used + len(body) > budget:
+            if kept and self._used + len(body) > budget:
                 self._dropped += 1
-            else:
-                self._pending.append((event_type(event), body))
+            elif kept:
+                self._pending.append((event.type, body))
                 self._used += len(body)
-            self._wait()
-
-    def progress(self, text: str) -> None:
-        """A progress line for the recipient: it goes once the events before it are written (within
-        ``FLUSH_SECONDS``)."""
-        if self._sender is None:
-            return
-        with self._lock:
-            self._progress.append(text)
+            self._progress += lines
             self._wait()
 
     def _wait(self) -> None:

@@ -24,7 +24,6 @@ from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, Tu
 from apple_flow.daemon.deciding import failures
 from apple_flow.daemon.deciding.decisions import Turn, new_run_id
 from apple_flow.daemon.running.jobs import Work
-from apple_flow.daemon.running.progress import ProgressThrottle
 from apple_flow.daemon.running.run_log import RunLog
 from apple_flow.daemon.running.scheduler import Job, Scheduler
 from apple_flow.daemon.running.sending import ReplySender
@@ -136,7 +135,8 @@ class TurnWorkers:
             turn.prompt, turn.workspace, exchanges, turn.read_only, turn.plan, sender=turn.sender,
             files_note=work.files_note(), verify=turn.verify,
         )
-        with RunLog(self._store, run_id, sender=self._sender, recipient=work.recipient) as record:
+        with RunLog(self._store, run_id, sender=self._sender, recipient=work.recipient,
+                    progress_seconds=self._settings.limits.progress_interval_seconds) as record:
             self._finish(job, run_id, connector, request, record, keep_exchange=window > 0)
 
     def _finish(self, job: Job[Work], run_id: str, connector: Connector, request: TurnRequest, record: RunLog,
@@ -171,19 +171,15 @@ class TurnWorkers:
                     with_files=bool(files))
 
     def _turn(self, connector: Connector, request: TurnRequest, record: RunLog) -> TurnOutcome:
-        """Runs the connector's turn to its outcome, passing its progress on to the recipient (throttled; sent
-        with the run log's writes) and keeping the agent's events with the run (for the web page)."""
-        throttle = ProgressThrottle(self._settings.limits.progress_interval_seconds)
+        """Runs the connector's turn to its outcome, each of the agent's events into the run log, which keeps it
+        with the run (for the web page) and passes its progress on to the recipient (throttled; sent with its
+        writes)."""
         with contextlib.closing(connector.run(request)) as items:
             for item in items:
                 if isinstance(item, TurnOutcome):
                     return item
                 assert isinstance(item, AgentEvent)
-                record(item.event)
-                for activity in item.progress:
-                    text = throttle.message(activity)
-                    if text is not None:
-                        record.progress(text)
+                record(item.event, item.progress)
         raise ConnectorError("the connector ended the turn without an outcome")
 
     def cancel(self, sender: str, run_id: str | None = None) -> bool:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from apple_flow.connectors.stream_events import Result, Start, parse_line
+from apple_flow.connectors.events import parse_line
+from apple_flow.connectors.stream_events import Result, Start
 from apple_flow.daemon.store.database import Database
 from apple_flow.daemon.store.records import RunEvent, RunFacts
 
