@@ -1,6 +1,6 @@
-"""The daemon's outbound side: replies, progress and files to the egress, one at a time per recipient (a chat's
+"""Sending, the running half's way out: replies, progress and files to the egress, one at a time per recipient (a chat's
 parts of one reply must not interleave with another's; different chats do not wait for each other), each failure
-said, never fatal. The files a reply names are checked against its workspace (``outbox``) when the reply is
+said, never fatal. The files a reply names are checked against its workspace (``files_to_send``) when the reply is
 recorded and again before each goes; each is marked in the store as it is sent or refused.
 
 A reply is handed over (``hand_over``) and its delivery confirmed apart (``when_confirmed``): the channel's
