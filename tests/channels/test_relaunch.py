@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,13 +64,6 @@ def refused_here(monkeypatch: pytest.MonkeyPatch) -> None:
         raise ChatDBError(ChatDBProblem.NO_PERMISSION, "authorization denied", "grant Full Disk Access")
 
     monkeypatch.setattr(ChatDB, "latest_rowid", denied)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "state" / "relay.db")
-    yield opened
-    opened.close()
 
 
 class Clock:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,6 @@ from apple_flow.daemon.approvals import Approvals
 from apple_flow.daemon.outbound import Outbound
 from apple_flow.daemon.store import Store
 from support.fake_osascript import FakeOsascript, switches_between_two_replies
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    store = Store(tmp_path / "state" / "relay.db")
-    yield store
-    store.close()
 
 
 def outbound(settings: Any, store: Store) -> Outbound:

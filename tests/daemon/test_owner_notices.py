@@ -5,7 +5,6 @@ from the fake osascript's record of what Messages was asked to send."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +35,6 @@ def report(chat_db: State, automation: State) -> PermissionReport:
         Finding(CHAT_DB, chat_db, "chat.db", FIX if chat_db is State.DENIED else ""),
         Finding(AUTOMATION, automation, "Messages"),
     ))
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "state" / "relay.db")
-    yield opened
-    opened.close()
 
 
 class Phone:

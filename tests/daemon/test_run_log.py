@@ -16,11 +16,6 @@ from apple_flow.daemon.store import Store
 from support.old_database import old_database
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "relay.db")
-
-
 def test_events_are_kept_in_order_without_text_deltas(store: Store) -> None:
     store.runs.start("run_a", "+15551234567", "chat", "/ws", "fix it", message="imessage:7")
     record = RunLog(store, "run_a")

@@ -141,6 +141,10 @@ class DaemonProcess:
             return dict(db.execute("SELECT rowid, state FROM messages WHERE channel = 'imessage'").fetchall())
 
 
+# What the ``new_daemon`` fixture gives: the test's daemon process (not yet started) with these settings.
+MakeDaemon = Callable[[dict[str, str]], DaemonProcess]
+
+
 def scripted_agent(apple_code_bin: Path, workspace: Path) -> dict[str, str]:
     """The settings of a daemon whose agent is the real apple-code on the scripted model (its URL comes with each
     start: ``APPLE_FLOW_AFM_BASE_URL``), working in ``workspace``. Approved tasks run one agent loop: plan-and-
