@@ -25,6 +25,7 @@ from apple_flow.connectors import (
 from apple_flow.connectors.runner import ProcessRunner
 from apple_flow.connectors.stream_events import event_type
 from support.turns import outcome, reply, with_progress
+from support.waiting import wait_for
 
 Runs = Callable[[], list[dict[str, Any]]]
 MakeSettings = Callable[..., Settings]
@@ -456,9 +457,7 @@ def test_cancel_stops_the_turns_of_one_key(
     replies: list[str] = []
     worker = threading.Thread(target=lambda: replies.append(reply(connector, "long", sender="alice")))
     worker.start()
-    deadline = time.monotonic() + 5
-    while connector.runner.active_count() == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: connector.runner.active_count() > 0, 5, "the turn to start")
     assert connector.cancel("bob") == 0
     assert connector.cancel("alice") == 1
     worker.join(5)

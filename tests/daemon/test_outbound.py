@@ -4,7 +4,6 @@ with the real schema): one send lock per recipient, and a reply's confirmation w
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,6 @@ def outbound(settings: Any, store: Store) -> Outbound:
     return Outbound(build_imessage_egress(settings, store.sent.for_channel("imessage", 600)), store, settings)
 
 
-def wait_for_calls(fake: FakeOsascript, count: int, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while len(fake.calls()) < count:
-        assert time.monotonic() < deadline, "osascript was not called"
-        time.sleep(0.02)
-
-
 def test_a_slow_send_to_one_recipient_does_not_hold_up_another(
     channel_settings: Any, fake_osascript: FakeOsascript, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -36,7 +28,7 @@ def test_a_slow_send_to_one_recipient_does_not_hold_up_another(
     out = outbound(channel_settings(send_timeout_seconds=4, send_retries=0), store)
     slow = threading.Thread(target=out.hand_over, args=("+15551234567", "the slow one"))
     slow.start()
-    wait_for_calls(fake_osascript, 1)
+    fake_osascript.wait_for_calls(1)
     handed = out.hand_over("+15557654321", "another chat")
     assert slow.is_alive()  # before: the daemon's one send lock made the other chat wait for it
     assert handed.failed is None and handed.pending

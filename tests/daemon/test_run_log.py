@@ -4,7 +4,6 @@ in batches (a transaction for many events, none waiting long)."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from apple_flow.daemon import run_log
 from apple_flow.daemon.run_log import EVENT_MAX_BYTES, RunLog, bounded_json
 from apple_flow.daemon.store import Store
 from support.old_database import old_database
+from support.waiting import wait_for
 
 
 def test_events_are_kept_in_order_without_text_deltas(store: Store) -> None:
@@ -109,10 +109,8 @@ def test_an_event_waits_at_most_the_flush_time_and_the_result_not_at_all(store: 
     store.runs.start("run_e", "+15551234567", "chat", "/ws", "x")
     record = RunLog(store, "run_e", flush_seconds=0.1)
     record(parse_event({"type": "tool_call", "id": "c1", "name": "runCommand", "arguments": {"command": "make test"}}))
-    deadline = time.monotonic() + 5
-    while not store.run_events.of_run("run_e"):  # shown while the command runs: no later event needed
-        assert time.monotonic() < deadline, "the event was not written"
-        time.sleep(0.02)
+    # Shown while the command runs: no later event needed.
+    wait_for(lambda: store.run_events.of_run("run_e"), 5, "the event to be written")
     record(parse_event({"type": "result", "subtype": "success", "result": "done"}))
     assert [e.type for e in store.run_events.of_run("run_e")] == ["tool_call", "result"]
     record.close()
