@@ -105,7 +105,8 @@ def test_exact_argv_with_cwd_system_and_timeout(
 def test_apple_code_is_told_to_hide_the_daemons_secrets_and_refuse_its_web_port(
     connector_settings: MakeSettings, tmp_path: Path, record: Runs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue #24: a command must not read the daemon's .env (the web token) or its database, nor reach its page."""
+    """A command the agent runs must not read the daemon's .env (the web token) or its database, nor reach its page:
+    with any of them a prompt-injected model could approve its own tasks."""
     monkeypatch.chdir(tmp_path)
     settings = connector_settings(db_path=tmp_path / "state" / "relay.db", web_enabled=True, web_port=8790)
     reply(AppleCodeConnector(settings), "hi")

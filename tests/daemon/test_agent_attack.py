@@ -1,7 +1,7 @@
-"""The whole attack (issue #24 item 6): a prompt-injected model makes apple-code run a command that goes for the
-daemon's secrets and tries to approve a pending task on the web page. Real parts throughout: the daemon as its own
-process (`apple-flow run`, its web page on), the real apple-code and its sandbox, the scripted OpenAI-compatible
-model. The task must stay pending, and nothing secret may reach the model.
+"""The whole attack the sandbox and the page's rules are there for: a prompt-injected model makes apple-code run a
+command that goes for the daemon's secrets and tries to approve a pending task on the web page. Real parts
+throughout: the daemon as its own process (`apple-flow run`, its web page on), the real apple-code and its sandbox,
+the scripted OpenAI-compatible model. The task must stay pending, and nothing secret may reach the model.
 
 The daemon's folder (its .env, its state) is made under /var/tmp, not under the test's /tmp folder: the sandbox
 gives commands a /tmp of their own, so secrets there would be out of reach whatever apple-code hides."""
