@@ -33,6 +33,38 @@ FAKE_AGENT_VARIABLES = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """rich fixes a console's size for good when COLUMNS or LINES is set as it is made, and pytest-xdist's workers
+    start with COLUMNS=80: the CLI's consoles, made when a test module imports the CLI, must instead follow the
+    COLUMNS each test sets."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--local-model-tests", choices=("run", "skip", "only"), default="run",
+        help="run the tests on the real local model (marked local_model) with the others, skip them, or run only "
+             "them: scripts/test.sh runs the others in parallel, then these alone",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--local-model-tests`` selects; and under pytest-xdist the tests on a real local model share one worker
+    (``--dist loadgroup``): one model server each (the session's ``fast_model_server``, the default model's)
+    instead of one a worker."""
+    choice = config.getoption("--local-model-tests")
+    kept, dropped = [], []
+    for item in items:
+        on_model = item.get_closest_marker("local_model") is not None
+        if on_model:
+            item.add_marker(pytest.mark.xdist_group("local_model"))
+        (dropped if (choice == "skip" and on_model) or (choice == "only" and not on_model) else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.fixture(autouse=True)
 def _no_developer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """The suite must not depend on the developer's APPLE_FLOW_* / APPLE_CODE_* variables (a shell that sets
