@@ -3,7 +3,6 @@ HTTP server process). Nothing here is mocked: argv, stdin, the event stream and 
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from apple_flow.config import Settings, load_settings
 from apple_flow.connectors import AppleCodeConnector, ConnectorError, Exchange, Status
 from apple_flow.connectors.runner import ProcessRunner
+from support.ports import closed_port_url
 from support.scripted_server import ScriptedServer, answer, hang, http_error, tool_call
 from support.turns import outcome, reply, with_progress
 
@@ -62,13 +62,6 @@ def system_and_user(request: dict[str, Any]) -> tuple[str, str]:
 
 def offered_tools(request: dict[str, Any]) -> set[str]:
     return {tool["function"]["name"] for tool in request.get("tools") or []}
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def test_second_turn_carries_the_first_exchange(settings_for: Callable[..., Settings]) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import sqlite3
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import pytest
 
 from support.chatdb import ChatDbWriter
 from support.daemon_process import DaemonProcess, scripted_agent, wait_for
+from support.ports import free_port
 from support.scripted_server import ScriptedServer, answer, tool_call
 
 ANA = "+15551234567"
@@ -58,12 +58,6 @@ except Exception as e:
     print("web page:", type(e).__name__, e)
 print("attack finished")
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture

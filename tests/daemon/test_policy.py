@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 from apple_flow.daemon.policy import Policy
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from support.clock import Clock
 
 
 def test_the_allowlist_matches_any_format_of_the_same_handle() -> None:

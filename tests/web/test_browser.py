@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ import pytest
 
 from support.chatdb import ChatDbWriter
 from support.daemon_process import DaemonProcess, MakeDaemon, scripted_agent, wait_for
+from support.ports import free_port
 from support.scripted_server import ScriptedServer, answer, tool_call
 
 ANA = "+15551234567"
@@ -225,12 +225,6 @@ def test_a_wrong_token_and_a_cross_site_post_are_refused(
         with sqlite3.connect(browser_daemon.db_path) as db:
             assert db.execute("SELECT state FROM approvals WHERE id = ?", (request,)).fetchone()[0] == "pending"
         owner.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_a_texted_link_logs_the_phone_in_once_and_login_returns_to_the_page_asked_for(
