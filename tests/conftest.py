@@ -50,9 +50,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``--local-model-tests`` selects; and under pytest-xdist the tests on a real local model share one worker
+    """``--local-model-tests`` selects; under pytest-xdist the tests on a real local model share one worker
     (``--dist loadgroup``): one model server each (the session's ``fast_model_server``, the default model's)
-    instead of one a worker."""
+    instead of one a worker; and the tests marked slow go first."""
     choice = config.getoption("--local-model-tests")
     kept, dropped = [], []
     for item in items:
@@ -62,7 +62,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         (dropped if (choice == "skip" and on_model) or (choice == "only" and not on_model) else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    # The slow tests first: pytest-xdist hands tests out in this order, and one of them started last would keep
+    # the whole run waiting on it alone.
+    items[:] = sorted(kept, key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)

@@ -231,6 +231,7 @@ def test_a_grant_given_again_while_the_service_runs_relaunches_it_too(
     monitor.close()
 
 
+@pytest.mark.slow
 def test_the_installed_service_takes_a_grant_given_after_its_start_by_one_relaunch_and_says_it_is_ready(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chat_db: ChatDbWriter, launcher_bin: Path
 ) -> None:

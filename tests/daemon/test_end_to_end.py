@@ -103,6 +103,7 @@ def test_a_task_is_planned_read_only_approved_and_changes_files(
         assert any("hello.txt" in line for line in progress), progress  # the agent's tool activity
 
 
+@pytest.mark.slow
 def test_kill_9_at_several_points_loses_nothing_and_repeats_nothing(
     formatted_number_daemon: DaemonProcess, chat_db: ChatDbWriter
 ) -> None:

@@ -160,6 +160,7 @@ def test_only_the_owners_imessage_answer_counts(
     assert len(model.requests()) == 1  # only Bob's chat ran the agent: no answer did
 
 
+@pytest.mark.slow
 def test_a_question_open_across_a_restart_is_answered_after_it_and_one_left_alone_times_out(
     owner_daemon: DaemonProcess, chat_db: ChatDbWriter, mcp: Callable[..., Any]
 ) -> None:

@@ -93,6 +93,7 @@ def log_in(page: Any, url: str, token: str) -> None:
     page.click("button[type=submit]")
 
 
+@pytest.mark.slow
 def test_log_in_watch_runs_see_a_diff_and_approve_a_task(
     browser: Any, browser_daemon: DaemonProcess, chat_db: ChatDbWriter, workspace: Path
 ) -> None:
@@ -263,6 +264,7 @@ def test_a_texted_link_logs_the_phone_in_once_and_login_returns_to_the_page_aske
     other.close()
 
 
+@pytest.mark.slow
 def test_the_approvals_page_and_the_pending_count_update_live(
     browser: Any, browser_daemon: DaemonProcess, chat_db: ChatDbWriter
 ) -> None:
@@ -293,6 +295,7 @@ def test_the_approvals_page_and_the_pending_count_update_live(
         expect(page.locator("#pending .count")).to_have_count(0)
 
 
+@pytest.mark.slow
 def test_a_stopped_daemon_shows_as_stopped_and_the_page_comes_back_with_it(
     browser: Any, browser_daemon: DaemonProcess, chat_db: ChatDbWriter
 ) -> None:

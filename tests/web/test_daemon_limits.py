@@ -29,6 +29,7 @@ def page_daemon(new_daemon: MakeDaemon, workspace: Path, apple_code_bin: Path) -
     )
 
 
+@pytest.mark.slow
 def test_idle_connections_to_the_page_do_not_keep_the_agent_from_starting(
     page_daemon: DaemonProcess, chat_db: ChatDbWriter
 ) -> None:
