@@ -26,4 +26,18 @@ export APPLE_FLOW_REQUIRE_LOCAL_MODEL=1
 if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
     export APPLE_FLOW_REQUIRE_BROWSER=1
 fi
-"$VENV/bin/python" -m pytest "$@"
+# In parallel (pytest-xdist), each worker with its own temporary folders; servers and daemons take free ports. Most
+# tests wait on child processes (apple-code, daemons, scripted servers), so more workers than the 2 cores pay
+# (docs/benchmarks.md has the measurement). The tests on the real local model then run alone: llama.cpp's threads
+# wait on each other, so beside other work a generation took several times as long. `-n 0` in the arguments runs
+# the first phase one test at a time too; APPLE_FLOW_TEST_WORKERS sets the number of workers.
+status=0
+"$VENV/bin/python" -m pytest -n "${APPLE_FLOW_TEST_WORKERS:-4}" --dist loadgroup --local-model-tests=skip "$@" ||
+    status=$?
+models=0
+"$VENV/bin/python" -m pytest -n 0 --local-model-tests=only "$@" || models=$?
+# 5: nothing left to run in that phase (the arguments chose only tests of the other).
+[ "$status" -eq 5 ] && [ "$models" -ne 5 ] && status=0
+[ "$models" -eq 5 ] && [ "$status" -ne 5 ] && models=0
+[ "$status" -ne 0 ] && exit "$status"
+exit "$models"

@@ -18,17 +18,53 @@ import pytest
 from apple_flow.channels.base import SentTexts
 from apple_flow.config import Settings, load_settings, setting_variables
 from apple_flow.daemon.store import Store
+from apple_flow.localmodel import LocalModelServer
 from apple_flow.paths import APPLE_CODE_PACKAGE, PROJECT_ROOT, built_launcher
 from support.chatdb import ChatDbWriter
-from support.daemon_process import DaemonProcess
+from support.daemon_process import DaemonProcess, MakeDaemon, scripted_agent
 from support.fake_osascript import FakeOsascript
 from support.install import FAKE_APPLE_CODE, FAKE_CLI, install_script
+from support.local_model import running_local_model
 
 MakeSettings = Callable[..., Settings]
 FAKE_AGENT_VARIABLES = (
     "FAKE_CLI_RECORD", "FAKE_CLI_MODE",
     "FAKE_APPLE_CODE_RECORD", "FAKE_APPLE_CODE_MODE", "FAKE_APPLE_CODE_ANSWER", "FAKE_APPLE_CODE_REASON",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """rich fixes a console's size for good when COLUMNS or LINES is set as it is made, and pytest-xdist's workers
+    start with COLUMNS=80: the CLI's consoles, made when a test module imports the CLI, must instead follow the
+    COLUMNS each test sets."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--local-model-tests", choices=("run", "skip", "only"), default="run",
+        help="run the tests on the real local model (marked local_model) with the others, skip them, or run only "
+             "them: scripts/test.sh runs the others in parallel, then these alone",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--local-model-tests`` selects; under pytest-xdist the tests on a real local model share one worker
+    (``--dist loadgroup``): one model server each (the session's ``fast_model_server``, the default model's)
+    instead of one a worker; and the tests marked slow go first."""
+    choice = config.getoption("--local-model-tests")
+    kept, dropped = [], []
+    for item in items:
+        on_model = item.get_closest_marker("local_model") is not None
+        if on_model:
+            item.add_marker(pytest.mark.xdist_group("local_model"))
+        (dropped if (choice == "skip" and on_model) or (choice == "only" and not on_model) else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    # The slow tests first: pytest-xdist hands tests out in this order, and one of them started last would keep
+    # the whole run waiting on it alone.
+    items[:] = sorted(kept, key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
@@ -82,6 +118,15 @@ def launcher_bin() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def fast_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
+    """The local model server on the fast model (SmolLM2-135M, 4,096-token context), started once for the tests that
+    need any real model (it loads in a second but stays in memory) and stopped at the end; skips when the model is
+    not installed."""
+    with running_local_model(tmp_path_factory.mktemp("fast-model")) as server:
+        yield server
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """An empty folder for the agent to work in (tests that need files put them there)."""
@@ -99,22 +144,40 @@ def notes(workspace: Path) -> Path:
 
 
 @pytest.fixture
-def daemon_env() -> dict[str, str]:
-    """The settings (environment) of the ``daemon`` process; a test module overrides this fixture."""
-    return {}
+def new_daemon(tmp_path: Path, chat_db: ChatDbWriter) -> Iterator[MakeDaemon]:
+    """Makes the test's real `apple-flow run --channel imessage` process (not yet started) on ``chat_db`` with the
+    settings (environment) given; a module names its own fixture for the settings it runs with. Stopped after the
+    test, with any fake ``osascript`` of it left hanging by a test that failed before a restart."""
+    made: list[DaemonProcess] = []
+
+    def make(env: dict[str, str]) -> DaemonProcess:
+        assert not made, "one daemon a test: its folder is the test's daemon/"
+        made.append(DaemonProcess(tmp_path / "daemon", chat_db.path, env))
+        return made[0]
+
+    yield make
+    for process in made:
+        process.stop()
+        for fake in psutil.process_iter(["cmdline"]):
+            with contextlib.suppress(psutil.Error):
+                if str(process.bin / "osascript") in (fake.info["cmdline"] or []):
+                    fake.kill()
 
 
 @pytest.fixture
-def daemon(tmp_path: Path, chat_db: ChatDbWriter, daemon_env: dict[str, str]) -> Iterator[DaemonProcess]:
-    """A real `apple-flow run --channel imessage` process on ``chat_db``, with ``daemon_env``, stopped after the
-    test, with any fake ``osascript`` of it left hanging by a test that failed before a restart."""
-    process = DaemonProcess(tmp_path / "daemon", chat_db.path, daemon_env)
-    yield process
-    process.stop()
-    for fake in psutil.process_iter(["cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if str(process.bin / "osascript") in (fake.info["cmdline"] or []):
-                fake.kill()
+def agent_daemon(new_daemon: MakeDaemon, workspace: Path,
+                 apple_code_bin: Path) -> DaemonProcess:
+    """The daemon process whose agent is the real apple-code on the scripted model, in ``workspace``, for one
+    allowed sender, +15551234567."""
+    return new_daemon({"APPLE_FLOW_ALLOWED_SENDERS": "+15551234567", **scripted_agent(apple_code_bin, workspace)})
+
+
+@pytest.fixture
+def attachments(tmp_path: Path) -> Path:
+    """The Messages attachments folder of this test."""
+    path = tmp_path / "Messages" / "Attachments"
+    path.mkdir(parents=True)
+    return path
 
 
 @pytest.fixture
@@ -218,6 +281,14 @@ def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list
 def fake_osascript(tmp_path: Path, chat_db: ChatDbWriter, monkeypatch: pytest.MonkeyPatch) -> FakeOsascript:
     """tests/support/fake_osascript.py first on PATH, leaving each text it sends in ``chat_db`` as Messages does."""
     return FakeOsascript(tmp_path / "bin", monkeypatch, chat_db.path)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """The daemon's store (real SQLite) in the test's folder, closed after the test."""
+    opened = Store(tmp_path / "state" / "relay.db")
+    yield opened
+    opened.close()
 
 
 @pytest.fixture

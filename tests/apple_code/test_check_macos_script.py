@@ -44,7 +44,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"3"}'
 
 
 @pytest.fixture()
-def fake_mac(tmp_path: Path) -> dict[str, str]:
+def fake_mac_env(tmp_path: Path) -> dict[str, str]:
     bin_dir, log_dir, build_dir = tmp_path / "bin", tmp_path / "log", tmp_path / "release"
     for d in (bin_dir, log_dir, build_dir):
         d.mkdir()
@@ -75,13 +75,13 @@ def apple_code_calls(env: dict[str, str]) -> list[list[str]]:
     return [f.read_text().splitlines() for f in files]
 
 
-def test_builds_release_checks_the_model_and_runs_a_task(project_root: Path, fake_mac: dict[str, str]) -> None:
-    result = run_script(project_root, fake_mac)
+def test_builds_release_checks_the_model_and_runs_a_task(project_root: Path, fake_mac_env: dict[str, str]) -> None:
+    result = run_script(project_root, fake_mac_env)
     assert result.returncode == 0, result.stderr
-    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    swift = (Path(fake_mac_env["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
     package = str(project_root / "apple_code")
     assert swift[0] == f"build --package-path {package} -c release -Xswiftc -DFM_SDK_26_4"
-    calls = apple_code_calls(fake_mac)
+    calls = apple_code_calls(fake_mac_env)
     assert calls[0] == ["--sandbox-check"]
     assert calls[1] == ["--check", "--backend", "fm"]
     task = calls[2]
@@ -97,10 +97,10 @@ def test_builds_release_checks_the_model_and_runs_a_task(project_root: Path, fak
     assert "sandbox-exec (writes: the workspace" in result.stderr
 
 
-def test_an_older_sdk_builds_without_the_26_4_flag(project_root: Path, fake_mac: dict[str, str]) -> None:
-    result = run_script(project_root, {**fake_mac, "FAKE_SDK": "26.2"})
+def test_an_older_sdk_builds_without_the_26_4_flag(project_root: Path, fake_mac_env: dict[str, str]) -> None:
+    result = run_script(project_root, {**fake_mac_env, "FAKE_SDK": "26.2"})
     assert result.returncode == 0, result.stderr
-    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    swift = (Path(fake_mac_env["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
     assert "FM_SDK_26_4" not in swift[0]
 
 
@@ -108,61 +108,61 @@ def test_an_older_sdk_builds_without_the_26_4_flag(project_root: Path, fake_mac:
     ("26", False), ("26.3", False), ("26.3.1", False), ("26.4", True), ("26.10", True), ("27", True), ("27.0", True),
 ])
 def test_only_an_sdk_of_26_4_or_later_builds_the_26_4_variant(
-    project_root: Path, fake_mac: dict[str, str], sdk: str, variant: bool
+    project_root: Path, fake_mac_env: dict[str, str], sdk: str, variant: bool
 ) -> None:
     # "26" has no minor number: it is 26.0, not 26.26.
-    result = run_script(project_root, {**fake_mac, "FAKE_SDK": sdk})
+    result = run_script(project_root, {**fake_mac_env, "FAKE_SDK": sdk})
     assert result.returncode == 0, result.stderr
-    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    swift = (Path(fake_mac_env["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
     assert ("-DFM_SDK_26_4" in swift[0].split()) is variant
 
 
 def test_unavailable_model_exits_3_with_the_reason_and_runs_no_task(
-    project_root: Path, fake_mac: dict[str, str]
+    project_root: Path, fake_mac_env: dict[str, str]
 ) -> None:
     reason = "Apple Intelligence is turned off: turn it on in System Settings"
-    result = run_script(project_root, {**fake_mac, "FAKE_AVAILABLE": "false", "FAKE_REASON": reason})
+    result = run_script(project_root, {**fake_mac_env, "FAKE_AVAILABLE": "false", "FAKE_REASON": reason})
     assert result.returncode == 3
     check = next(line.strip() for line in result.stderr.splitlines() if line.strip().startswith("{"))
     assert json.loads(check)["reason"] == reason
-    assert [call[0] for call in apple_code_calls(fake_mac)] == ["--sandbox-check", "--check"]
+    assert [call[0] for call in apple_code_calls(fake_mac_env)] == ["--sandbox-check", "--check"]
 
 
-def test_a_failed_build_stops_with_exit_1(project_root: Path, fake_mac: dict[str, str]) -> None:
-    result = run_script(project_root, {**fake_mac, "FAKE_BUILD_EXIT": "1"})
+def test_a_failed_build_stops_with_exit_1(project_root: Path, fake_mac_env: dict[str, str]) -> None:
+    result = run_script(project_root, {**fake_mac_env, "FAKE_BUILD_EXIT": "1"})
     assert result.returncode == 1
     assert "FAIL  release build failed" in result.stderr
-    assert apple_code_calls(fake_mac) == []
+    assert apple_code_calls(fake_mac_env) == []
 
 
-def test_not_a_mac_says_so(project_root: Path, fake_mac: dict[str, str]) -> None:
-    result = run_script(project_root, {**fake_mac, "FAKE_OS": "Linux"})
+def test_not_a_mac_says_so(project_root: Path, fake_mac_env: dict[str, str]) -> None:
+    result = run_script(project_root, {**fake_mac_env, "FAKE_OS": "Linux"})
     assert result.returncode == 1
     assert "this is Linux, not macOS" in result.stderr
 
 
-def test_tests_option_runs_the_framework_tests(project_root: Path, fake_mac: dict[str, str]) -> None:
-    result = run_script(project_root, fake_mac, "--tests")
+def test_tests_option_runs_the_framework_tests(project_root: Path, fake_mac_env: dict[str, str]) -> None:
+    result = run_script(project_root, fake_mac_env, "--tests")
     assert result.returncode == 0, result.stderr
-    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    swift = (Path(fake_mac_env["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
     package = str(project_root / "apple_code")
     assert swift[2] == (f"test --package-path {package} -Xswiftc -DFM_SDK_26_4 "
                         "--filter PlatformTests|LogicTests|MirrorDeclarationTests")
     assert "ok    Foundation Models backend tests" in result.stderr
 
 
-def test_failing_framework_tests_fail_the_check(project_root: Path, fake_mac: dict[str, str]) -> None:
-    fake_swift = Path(fake_mac["PATH"].split(":")[0]) / "swift"
+def test_failing_framework_tests_fail_the_check(project_root: Path, fake_mac_env: dict[str, str]) -> None:
+    fake_swift = Path(fake_mac_env["PATH"].split(":")[0]) / "swift"
     fake_swift.write_text(fake_swift.read_text().replace('exit "${FAKE_BUILD_EXIT:-0}"',
                                                          '[ "$1" = test ] && exit 1; exit 0'))
-    result = run_script(project_root, fake_mac, "--tests")
+    result = run_script(project_root, fake_mac_env, "--tests")
     assert result.returncode == 1
     assert "FAIL  Foundation Models backend tests failed" in result.stderr
 
 
-def test_a_failing_sandbox_check_fails_the_check(project_root: Path, fake_mac: dict[str, str]) -> None:
+def test_a_failing_sandbox_check_fails_the_check(project_root: Path, fake_mac_env: dict[str, str]) -> None:
     line = "FAIL  `open` cannot start a program outside the sandbox: open exited 0"
-    result = run_script(project_root, {**fake_mac, "FAKE_SANDBOX_LINE": line})
+    result = run_script(project_root, {**fake_mac_env, "FAKE_SANDBOX_LINE": line})
     assert result.returncode == 1
     assert "FAIL  sandbox: `open` cannot start a program outside the sandbox: open exited 0" in result.stderr
     assert "ok    task finished" in result.stderr  # the model's own checks still ran
@@ -179,12 +179,12 @@ def command_line_tools(tmp_path: Path, *, testing: bool) -> Path:
 
 
 def test_tests_with_only_the_command_line_tools_find_swift_testing(
-    project_root: Path, fake_mac: dict[str, str], tmp_path: Path
+    project_root: Path, fake_mac_env: dict[str, str], tmp_path: Path
 ) -> None:
     developer = command_line_tools(tmp_path, testing=True)
-    result = run_script(project_root, {**fake_mac, "FAKE_DEVELOPER_DIR": str(developer)}, "--tests")
+    result = run_script(project_root, {**fake_mac_env, "FAKE_DEVELOPER_DIR": str(developer)}, "--tests")
     assert result.returncode == 0, result.stderr
-    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    swift = (Path(fake_mac_env["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
     package = str(project_root / "apple_code")
     frameworks = f"{developer}/Library/Developer/Frameworks"
     # -F to compile, one rpath to load Testing.framework, one for lib_TestingInterop.dylib beside it.
@@ -197,12 +197,12 @@ def test_tests_with_only_the_command_line_tools_find_swift_testing(
 
 
 def test_tests_with_command_line_tools_lacking_swift_testing_say_xcode_is_needed(
-    project_root: Path, fake_mac: dict[str, str], tmp_path: Path
+    project_root: Path, fake_mac_env: dict[str, str], tmp_path: Path
 ) -> None:
     developer = command_line_tools(tmp_path, testing=False)
-    result = run_script(project_root, {**fake_mac, "FAKE_DEVELOPER_DIR": str(developer)}, "--tests")
+    result = run_script(project_root, {**fake_mac_env, "FAKE_DEVELOPER_DIR": str(developer)}, "--tests")
     assert result.returncode == 1
-    swift = (Path(fake_mac["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
+    swift = (Path(fake_mac_env["FAKE_LOG"]) / "swift.argv").read_text().splitlines()
     assert not any(line.startswith("test ") for line in swift)
     assert "FAIL  the backend's tests need Swift Testing" in result.stderr
     assert "xcode-select -s /Applications/Xcode.app" in result.stderr
@@ -211,18 +211,18 @@ def test_tests_with_command_line_tools_lacking_swift_testing_say_xcode_is_needed
 
 
 def test_bench_runs_the_task_benchmark_on_apples_model(
-    project_root: Path, fake_mac: dict[str, str], tmp_path: Path
+    project_root: Path, fake_mac_env: dict[str, str], tmp_path: Path
 ) -> None:
     python = tmp_path / "python"  # scripts/bench_tasks runs $PYTHON: this one records what it was asked to run
     python.write_text('#!/bin/sh\nprintf "%s\\n" "$@" >"$FAKE_LOG/bench.argv"\n')
     python.chmod(0o755)
-    env = {**fake_mac, "PYTHON": str(python)}
+    env = {**fake_mac_env, "PYTHON": str(python)}
     assert run_script(project_root, env).returncode == 0
-    assert not (Path(fake_mac["FAKE_LOG"]) / "bench.argv").exists()  # only with --bench
+    assert not (Path(fake_mac_env["FAKE_LOG"]) / "bench.argv").exists()  # only with --bench
     result = run_script(project_root, env, "--bench")
     assert result.returncode == 0, result.stderr
-    assert (Path(fake_mac["FAKE_LOG"]) / "bench.argv").read_text().splitlines() == [
-        str(project_root / "scripts" / "bench_tasks.py"), "--apple-code", f"{fake_mac['FAKE_BIN']}/apple-code",
+    assert (Path(fake_mac_env["FAKE_LOG"]) / "bench.argv").read_text().splitlines() == [
+        str(project_root / "scripts" / "bench_tasks.py"), "--apple-code", f"{fake_mac_env['FAKE_BIN']}/apple-code",
         "--backend", "fm", "--report", str(project_root / "reports" / "bench_tasks-mac.md"),
     ]
     assert "ok    task benchmark: reports/bench_tasks-mac.md" in result.stderr

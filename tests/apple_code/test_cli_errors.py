@@ -15,6 +15,7 @@ import pytest
 
 from support.apple_code_run import clean_env, events, run_apple_code
 from support.scripted_server import ScriptedServer, answer, hang, http_error, raw_body, tool_call, tool_calls
+from support.waiting import wait_for
 
 DEAD_URL = "http://127.0.0.1:9/v1"  # the discard port: nothing listens on loopback
 
@@ -149,9 +150,7 @@ def test_sigterm_exits_130_with_the_result_last(apple_code_bin: Path) -> None:
         assert process.stdout is not None
         first = json.loads(process.stdout.readline())
         assert first["type"] == "start"
-        deadline = time.monotonic() + 5
-        while not server.requests() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(server.requests, 5, "the request")
         process.send_signal(signal.SIGTERM)
         rest, _ = process.communicate(timeout=10)
     assert process.returncode == 130

@@ -26,20 +26,14 @@ from support.scripted_server import ScriptedServer, answer, tool_call
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
-    with running_local_model(tmp_path_factory.mktemp("local-model")) as server:
-        yield server
-
-
 def test_a_real_tool_call_round_trip_ends_in_an_answer(
-    apple_code_bin: Path, server: LocalModelServer, tmp_path: Path
+    apple_code_bin: Path, fast_model_server: LocalModelServer, tmp_path: Path
 ) -> None:
     (tmp_path / "hello.py").write_text("print('hi')\n")
     (tmp_path / "notes.txt").write_text("buy milk\n")
     done = run_apple_code(
-        apple_code_bin, "--backend", "openai", "--base-url", server.url, "--cwd", str(tmp_path), "--read-only",
-        "--max-turns", "8", "--timeout", "240", "--output-format", "stream-json", "--verbose",
+        apple_code_bin, "--backend", "openai", "--base-url", fast_model_server.url, "--cwd", str(tmp_path),
+        "--read-only", "--max-turns", "8", "--timeout", "240", "--output-format", "stream-json", "--verbose",
         "Which files are in this folder? Call listDirectory.", timeout=300,
     )
     lines = events(done.stdout)
@@ -92,20 +86,21 @@ def abandon_unstreamed(url: str, prompt: str, after: float) -> None:
 
 
 def test_a_run_stopped_while_the_model_writes_leaves_the_server_free(
-    apple_code_bin: Path, server: LocalModelServer, tmp_path: Path
+    apple_code_bin: Path, fast_model_server: LocalModelServer, tmp_path: Path
 ) -> None:
     """On llama.cpp itself: stopping a run (here SIGTERM, a cancel; --timeout stops it the same
     way) closes the streamed request, which stops the generation, so the next request is answered at once and does
     not wait behind the abandoned answer. The control shows what that wait is: the same kind of answer asked
     without streaming and abandoned keeps the server busy until it is written."""
-    abandon_unstreamed(server.url, LONG_ANSWER, after=1.0)
-    busy = seconds_until_models_answers(server.url)
+    abandon_unstreamed(fast_model_server.url, LONG_ANSWER, after=1.0)
+    busy = seconds_until_models_answers(fast_model_server.url)
 
     (tmp_path / "notes.txt").write_text("buy milk\n")
     # --max-turns 2: one request with tools, then the answer request, which offers none and streams.
     process = subprocess.Popen(
-        [str(apple_code_bin), "--backend", "openai", "--base-url", server.url, "--cwd", str(tmp_path), "--read-only",
-         "--max-turns", "2", "--timeout", "240", "--output-format", "stream-json", "--verbose", LONG_ANSWER],
+        [str(apple_code_bin), "--backend", "openai", "--base-url", fast_model_server.url, "--cwd", str(tmp_path),
+         "--read-only", "--max-turns", "2", "--timeout", "240", "--output-format", "stream-json", "--verbose",
+         LONG_ANSWER],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
     )
     assert process.stdout is not None
@@ -117,7 +112,7 @@ def test_a_run_stopped_while_the_model_writes_leaves_the_server_free(
     assert seen[-1]["type"] == "text", seen
     process.send_signal(signal.SIGTERM)
     rest, stderr = process.communicate(timeout=60)
-    free = seconds_until_models_answers(server.url)
+    free = seconds_until_models_answers(fast_model_server.url)
     print(f"abandoned unstreamed: the server answered after {busy:.1f} s; stopped run: after {free:.2f} s")
 
     assert process.returncode == 130, stderr[-2000:]

@@ -181,6 +181,7 @@ def test_a_server_that_hangs_is_stopped_after_its_timeout_and_ends_only_its_tool
     assert lines[-1]["result"] == "went on"
 
 
+@pytest.mark.slow
 def test_a_catalog_over_a_third_of_the_window_is_cut_to_the_allowlist_or_refused(
     apple_code_bin: Path, workspace: Path, config: Path
 ) -> None:

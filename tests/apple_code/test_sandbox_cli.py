@@ -68,6 +68,7 @@ def bwrap_works() -> bool:
     return bwrap is not None and subprocess.run([bwrap, "--ro-bind", "/", "/", "true"]).returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not bwrap_works(), reason="needs a working bwrap")
 def test_sandbox_check_passes_every_check_under_bwrap(apple_code_bin: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"

@@ -25,6 +25,7 @@ from support.scripted_server import (
     tool_call,
     tool_calls,
 )
+from support.waiting import wait_for
 
 
 def post(url: str, body: dict[str, Any], timeout: float = 5.0) -> tuple[int, str]:
@@ -147,10 +148,7 @@ def test_a_client_closing_a_slow_stream_is_recorded_and_stops_it() -> None:
         )
         with urllib.request.urlopen(request, timeout=5) as response:
             response.readline()
-        deadline = time.monotonic() + 10
-        while not server.disconnects() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        gone = server.disconnects()
+        gone = wait_for(server.disconnects, 10, "the server to see the client go")
         assert len(gone) == 1 and gone[0]["chunks"] < gone[0]["total"]
 
 

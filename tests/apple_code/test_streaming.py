@@ -17,6 +17,7 @@ import pytest
 
 from support.apple_code_run import clean_env, events, run_scripted, scripted_args
 from support.scripted_server import ScriptedServer, answer, empty_stream, tool_call, tool_calls
+from support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("notes")  # notes.txt in the workspace
 
@@ -103,10 +104,7 @@ def test_stopping_a_run_closes_its_stream(apple_code_bin: Path, workspace: Path,
             process.send_signal(signal.SIGTERM)
         stopped = time.time()
         rest, _ = process.communicate(timeout=20)
-        deadline = time.monotonic() + 5
-        while not server.disconnects() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        gone = server.disconnects()
+        gone = wait_for(server.disconnects, 5, "the server to see apple-code go")
     lines = events(rest)
     assert process.returncode == (124 if how == "timeout" else 130)
     assert len(gone) == 1 and gone[0]["chunks"] < gone[0]["total"] / 2

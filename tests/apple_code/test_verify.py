@@ -21,7 +21,7 @@ FIX = {"path": "calc.py", "oldText": "return a - b", "newText": "return a + b"}
 
 
 @pytest.fixture
-def project(workspace: Path) -> Path:
+def tested_calc(workspace: Path) -> Path:
     """calc.py with add() right, and a test of it that prints why it fails."""
     (workspace / "calc.py").write_text(GOOD)
     (workspace / "test_calc.py").write_text(
@@ -41,7 +41,9 @@ def user_texts(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "user"]
 
 
-def test_a_model_that_breaks_the_test_is_shown_the_failure_and_fixes_it(apple_code_bin: Path, project: Path) -> None:
+def test_a_model_that_breaks_the_test_is_shown_the_failure_and_fixes_it(
+    apple_code_bin: Path, tested_calc: Path
+) -> None:
     script = [
         tool_call("readFile", {"path": "calc.py"}),  # a file is read before it is edited (SeenFiles)
         tool_call("editFile", BREAK),
@@ -49,9 +51,9 @@ def test_a_model_that_breaks_the_test_is_shown_the_failure_and_fixes_it(apple_co
         tool_call("editFile", FIX),
         answer("Fixed add() again; the test passes."),
     ]
-    done, lines, requests = run_scripted(apple_code_bin, project, script, "Tidy up calc.py.", "--verify", CHECK)
+    done, lines, requests = run_scripted(apple_code_bin, tested_calc, script, "Tidy up calc.py.", "--verify", CHECK)
     assert done.returncode == 0, done.stderr
-    assert (project / "calc.py").read_text() == GOOD
+    assert (tested_calc / "calc.py").read_text() == GOOD
     result = lines[-1]
     assert result["subtype"] == "success"
     assert result["result"] == "Fixed add() again; the test passes."
@@ -76,10 +78,10 @@ def test_a_model_that_breaks_the_test_is_shown_the_failure_and_fixes_it(apple_co
     assert repair["messages"][-2] == {"role": "assistant", "content": "Done: add() is simpler now."}
 
 
-def test_a_model_that_never_fixes_it_ends_with_exit_5(apple_code_bin: Path, project: Path) -> None:
+def test_a_model_that_never_fixes_it_ends_with_exit_5(apple_code_bin: Path, tested_calc: Path) -> None:
     script = [tool_call("readFile", {"path": "calc.py"}), tool_call("editFile", BREAK), answer("Done."),
               answer("Done, really."), answer("It is fine.")]
-    done, lines, requests = run_scripted(apple_code_bin, project, script, "Tidy up calc.py.", "--verify", CHECK)
+    done, lines, requests = run_scripted(apple_code_bin, tested_calc, script, "Tidy up calc.py.", "--verify", CHECK)
     assert done.returncode == 5, done.stderr
     result = lines[-1]
     assert result["subtype"] == "error_verify" and result["is_error"] is True
@@ -99,35 +101,35 @@ def test_a_model_that_never_fixes_it_ends_with_exit_5(apple_code_bin: Path, proj
     assert "apple-code: error_verify: the check `python3 -B test_calc.py` still fails" in done.stderr
 
 
-def test_verify_rounds_0_checks_without_repairing(apple_code_bin: Path, project: Path) -> None:
-    (project / "calc.py").write_text(BAD)
-    done, lines, requests = run_scripted(apple_code_bin, project, [answer("All good.")], "Check calc.py.",
+def test_verify_rounds_0_checks_without_repairing(apple_code_bin: Path, tested_calc: Path) -> None:
+    (tested_calc / "calc.py").write_text(BAD)
+    done, lines, requests = run_scripted(apple_code_bin, tested_calc, [answer("All good.")], "Check calc.py.",
                                          "--verify", CHECK, "--verify-rounds", "0")
     assert done.returncode == 5
     assert len(requests) == 1
     assert lines[-1]["verify"]["runs"] == 1 and lines[-1]["verify"]["rounds"] == 0
 
 
-def test_max_turns_leaves_no_room_for_a_repair(apple_code_bin: Path, project: Path) -> None:
-    (project / "calc.py").write_text(BAD)
+def test_max_turns_leaves_no_room_for_a_repair(apple_code_bin: Path, tested_calc: Path) -> None:
+    (tested_calc / "calc.py").write_text(BAD)
     script = [tool_call("readFile", {"path": "calc.py"}), answer("Looks right.")]
-    done, lines, requests = run_scripted(apple_code_bin, project, script, "Check calc.py.", "--verify", CHECK,
+    done, lines, requests = run_scripted(apple_code_bin, tested_calc, script, "Check calc.py.", "--verify", CHECK,
                                          "--max-turns", "3")
     assert done.returncode == 5
     assert len(requests) == 2
     assert "after 0 repair rounds (--max-turns 3 leaves no turns for another)" in lines[-1]["result"]
 
 
-def test_the_result_says_so_when_the_check_never_ran(apple_code_bin: Path, project: Path) -> None:
-    done, lines, _ = run_scripted(apple_code_bin, project, [http_error(500)], "Tidy up.", "--verify", CHECK)
+def test_the_result_says_so_when_the_check_never_ran(apple_code_bin: Path, tested_calc: Path) -> None:
+    done, lines, _ = run_scripted(apple_code_bin, tested_calc, [http_error(500)], "Tidy up.", "--verify", CHECK)
     assert done.returncode == 1
     assert lines[-1]["verify"] == {"command": CHECK, "passed": False, "rounds": 0, "runs": 0, "output_tail": ""}
     assert verify_events(lines) == []
 
 
-def test_a_passing_check_ends_the_run_as_before(apple_code_bin: Path, project: Path) -> None:
+def test_a_passing_check_ends_the_run_as_before(apple_code_bin: Path, tested_calc: Path) -> None:
     with ScriptedServer([answer("Nothing to do.")]) as server:
-        args = scripted_args(server.url, project, "--verify", CHECK, "--output-format", "text")
+        args = scripted_args(server.url, tested_calc, "--verify", CHECK, "--output-format", "text")
         done = run_apple_code(apple_code_bin, *args, "Check calc.py.")
         assert len(server.requests()) == 1
     assert done.returncode == 0
@@ -135,10 +137,11 @@ def test_a_passing_check_ends_the_run_as_before(apple_code_bin: Path, project: P
     assert "verify: `python3 -B test_calc.py` passed" in done.stderr
 
 
-def test_text_output_of_a_failing_check_is_the_partial_answer(apple_code_bin: Path, project: Path) -> None:
-    (project / "calc.py").write_text(BAD)
+def test_text_output_of_a_failing_check_is_the_partial_answer(apple_code_bin: Path, tested_calc: Path) -> None:
+    (tested_calc / "calc.py").write_text(BAD)
     with ScriptedServer([answer("All good.")]) as server:
-        args = scripted_args(server.url, project, "--verify", CHECK, "--verify-rounds", "0", "--output-format", "text")
+        args = scripted_args(server.url, tested_calc, "--verify", CHECK, "--verify-rounds", "0",
+                             "--output-format", "text")
         done = run_apple_code(apple_code_bin, *args, "Check calc.py.")
     assert done.returncode == 5
     assert done.stdout == "All good.\n"
@@ -147,8 +150,8 @@ def test_text_output_of_a_failing_check_is_the_partial_answer(apple_code_bin: Pa
 
 
 def test_a_plan_runs_the_check_after_its_last_step_and_repairs_in_a_new_worker(apple_code_bin: Path,
-                                                                                project: Path) -> None:
-    (project / "calc.py").write_text(BAD)
+                                                                                tested_calc: Path) -> None:
+    (tested_calc / "calc.py").write_text(BAD)
     script = [
         answer('["Read calc.py and describe add()"]'),  # the planner
         tool_call("readFile", {"path": "calc.py"}),  # worker 1 reads, fixes nothing
@@ -158,10 +161,10 @@ def test_a_plan_runs_the_check_after_its_last_step_and_repairs_in_a_new_worker(a
         answer("add() adds now."),
         answer("Fixed add()."),  # the summary
     ]
-    done, lines, requests = run_scripted(apple_code_bin, project, script, "Make calc.py right.", "--plan",
+    done, lines, requests = run_scripted(apple_code_bin, tested_calc, script, "Make calc.py right.", "--plan",
                                          "--verify", CHECK)
     assert done.returncode == 0, done.stderr
-    assert (project / "calc.py").read_text() == GOOD
+    assert (tested_calc / "calc.py").read_text() == GOOD
     checks = verify_events(lines)
     assert [(c["passed"], c["rounds"]) for c in checks] == [(False, 1), (True, 1)]
     assert "subtask" not in checks[0]
@@ -176,10 +179,10 @@ def test_a_plan_runs_the_check_after_its_last_step_and_repairs_in_a_new_worker(a
     assert any(e["type"] == "tool_call" and e.get("subtask") == 2 for e in lines)
 
 
-def test_a_plan_whose_check_still_fails_ends_with_exit_5(apple_code_bin: Path, project: Path) -> None:
-    (project / "calc.py").write_text(BAD)
+def test_a_plan_whose_check_still_fails_ends_with_exit_5(apple_code_bin: Path, tested_calc: Path) -> None:
+    (tested_calc / "calc.py").write_text(BAD)
     script = [answer('["Look at calc.py"]'), answer("Seen it."), answer("Still seen it.")]
-    done, lines, _ = run_scripted(apple_code_bin, project, script, "Make calc.py right.", "--plan",
+    done, lines, _ = run_scripted(apple_code_bin, tested_calc, script, "Make calc.py right.", "--plan",
                                   "--verify", CHECK, "--verify-rounds", "1")
     assert done.returncode == 5, done.stderr
     result = lines[-1]

@@ -10,14 +10,7 @@ import pytest
 from apple_flow.channels.imessage.copies import CopyTable
 from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.daemon.store import Store
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from support.clock import Clock
 
 
 def test_an_echo_is_recognised_within_the_window_only(tmp_path: Path) -> None:

@@ -257,7 +257,7 @@ def test_a_slow_send_to_one_chat_does_not_hold_up_another_chat(
 
     slow = threading.Thread(target=send_slowly)
     slow.start()
-    wait_for_calls(fake_osascript, 1)
+    fake_osascript.wait_for_calls(1)
     delivery = egress.deliver("+15557654321", "another chat")
     assert slow.is_alive()  # still in its osascript: before, the one lock for all chats made this one wait
     assert delivery.confirmed
@@ -311,8 +311,3 @@ def test_without_confirmation_nothing_is_left_to_wait_for(
     assert [c["argv"][2] for c in fake_osascript.calls()] == ["hello"]
 
 
-def wait_for_calls(fake: FakeOsascript, count: int, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while len(fake.calls()) < count:
-        assert time.monotonic() < deadline, "osascript was not called"
-        time.sleep(0.02)

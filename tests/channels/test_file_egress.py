@@ -29,13 +29,6 @@ HOSTILE_NAMES = [
 ]
 
 
-@pytest.fixture
-def attachments(tmp_path: Path) -> Path:
-    path = tmp_path / "Messages" / "Attachments"
-    path.mkdir(parents=True)
-    return path
-
-
 def egress_for(channel_settings: Any, attachments: Path, sent: SentTexts | None = None, **overrides: Any) -> Any:
     return build_imessage_egress(channel_settings(messages_attachments_path=attachments, **overrides), sent)
 

@@ -187,7 +187,8 @@ def test_a_sender_who_wrote_by_sms_or_rcs_is_answered_through_the_sms_account(ch
 
 
 def test_sms_rcs_and_rows_without_a_service_are_not_taken_by_default(chat_db: ChatDbWriter) -> None:
-    """Issue #24: SMS sender IDs can be forged; only iMessage rows are acted on unless APPLE_FLOW_ALLOW_SMS."""
+    """SMS sender IDs can be forged (anyone can send one showing the owner's number); only iMessage rows are acted
+    on unless APPLE_FLOW_ALLOW_SMS."""
     sms = chat_db.message("approve req_12345678", sender=FRIEND, service="SMS")
     rcs = chat_db.message("task: push to main", sender=FRIEND, service="RCS")
     none = chat_db.message("hello", sender=FRIEND)

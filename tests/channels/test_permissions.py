@@ -8,7 +8,6 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +40,6 @@ SERVICE = Responsible("/opt/venv/bin/python3.12", terminal=False)
 def probe_osascript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeOsascript:
     """The fake osascript without a chat.db (the shared ``fake_osascript`` makes one: here it must be missing)."""
     return FakeOsascript(tmp_path / "bin", monkeypatch)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "state" / "relay.db")
-    yield opened
-    opened.close()
 
 
 def settings_for(chat_db: Path, **overrides: Any) -> Settings:

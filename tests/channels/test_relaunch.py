@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,13 +64,6 @@ def refused_here(monkeypatch: pytest.MonkeyPatch) -> None:
         raise ChatDBError(ChatDBProblem.NO_PERMISSION, "authorization denied", "grant Full Disk Access")
 
     monkeypatch.setattr(ChatDB, "latest_rowid", denied)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "state" / "relay.db")
-    yield opened
-    opened.close()
 
 
 class Clock:
@@ -239,6 +231,7 @@ def test_a_grant_given_again_while_the_service_runs_relaunches_it_too(
     monitor.close()
 
 
+@pytest.mark.slow
 def test_the_installed_service_takes_a_grant_given_after_its_start_by_one_relaunch_and_says_it_is_ready(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chat_db: ChatDbWriter, launcher_bin: Path
 ) -> None:

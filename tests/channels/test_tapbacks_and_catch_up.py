@@ -14,6 +14,7 @@ from apple_flow.channels.imessage.classify import tapback_target
 from apple_flow.channels.imessage.ingress import IMessageIngress
 from support.chatdb import ChatDbWriter
 from support.ingress_helpers import take
+from support.waiting import wait_for
 
 ME = "+15551234567"
 PLAN_GUID = "A44CE9D7-AAAA-BBBB-CCCC-23C54E1A9B6A"
@@ -119,10 +120,6 @@ def test_caught_up_once_a_200_row_backlog_has_been_read_whole(chat_db: ChatDbWri
     assert not any(seen)  # never caught up while rows of the backlog were still coming
     waiter = threading.Thread(target=lambda: next(items, None), daemon=True)
     waiter.start()  # the generator goes on to wait for new rows: now it has read everything
-    for _ in range(100):
-        if ingress.caught_up():
-            break
-        threading.Event().wait(0.02)
-    assert ingress.caught_up()
+    wait_for(ingress.caught_up, 5, "the ingress to have caught up")
     stop.set()
     waiter.join(5)

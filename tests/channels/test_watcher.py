@@ -7,21 +7,21 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 from support.chatdb import ChatDbWriter
+from support.waiting import wait_for
 
 LONG = 30.0  # a poll interval no test waits out: only an event, or stop, ends these waits
 TESTS = str(Path(__file__).resolve().parents[1])
 WRITE_LATER = (
-    "import sys, time; sys.path[:0] = [sys.argv[2]]\n"
+    "import sys; sys.path[:0] = [sys.argv[2]]\n"
     "from pathlib import Path\n"
     "from support.chatdb import ChatDbWriter\n"
-    "w = ChatDbWriter(Path(sys.argv[1])); time.sleep(0.3); w.message('from another process'); w.close()\n"
+    "w = ChatDbWriter(Path(sys.argv[1])); sys.stdin.readline(); w.message('from another process'); w.close()\n"
 )
 
 
@@ -33,16 +33,29 @@ def waiting(waiter: DbChangeWaiter, timeout: float = LONG) -> tuple[threading.Th
     return thread, result
 
 
+def stop_relays() -> set[threading.Thread]:
+    return {thread for thread in threading.enumerate() if thread.name == "chatdb-stop"}
+
+
+def blocked_in_wait(relays_before: set[threading.Thread]) -> None:
+    """Returns once a wait has started its stop relay, the last step before it blocks on the file events."""
+    wait_for(lambda: stop_relays() - relays_before, 5, "the wait to block")
+
+
 def test_a_row_committed_by_another_process_ends_the_wait(chat_db: ChatDbWriter) -> None:
     waiter = DbChangeWaiter(chat_db.path, LONG, threading.Event())
     waiter.start()
-    writer = subprocess.Popen([sys.executable, "-c", WRITE_LATER, str(chat_db.path), TESTS])
+    writer = subprocess.Popen([sys.executable, "-c", WRITE_LATER, str(chat_db.path), TESTS], stdin=subprocess.PIPE)
     try:
+        relays = stop_relays()
         thread, result = waiting(waiter)
+        blocked_in_wait(relays)
+        writer.communicate(b"write now\n", timeout=10)  # the row comes while the wait is blocked
         thread.join(10)
         assert result == [True]
         assert waiter.watching
     finally:
+        writer.kill()  # if the test failed before the row was asked for; a writer that is done is left as it is
         writer.wait(10)
         waiter.close()
 
@@ -50,8 +63,9 @@ def test_a_row_committed_by_another_process_ends_the_wait(chat_db: ChatDbWriter)
 def test_setting_stop_ends_a_long_wait_at_once(chat_db: ChatDbWriter) -> None:
     stop = threading.Event()
     waiter = DbChangeWaiter(chat_db.path, LONG, stop)
+    relays = stop_relays()
     thread, result = waiting(waiter)
-    time.sleep(0.2)
+    blocked_in_wait(relays)
     assert thread.is_alive()  # blocked in the wait
     stop.set()
     thread.join(5)  # far below LONG: the stop woke it

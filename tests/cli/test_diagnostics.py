@@ -268,8 +268,9 @@ def test_doctor_runs_the_real_apple_code_check_against_a_server(doctor_up_and_do
 def test_doctor_runs_apple_codes_sandbox_check_with_what_the_daemon_hides(
     cli: Any, inbox_db: ChatDbWriter, apple_code_bin: Path, monkeypatch: Any, tmp_path: Path
 ) -> None:
-    """Issue #24 item 5: the doctor shows `apple-code --sandbox-check`, run with the daemon's --hide and --deny-port
-    (the swift build check is left out here: no swift on PATH)."""
+    """The doctor shows `apple-code --sandbox-check`, run with the daemon's --hide and --deny-port, so the owner sees
+    that a command the agent runs cannot reach the daemon's secrets on this machine (the swift build check is left
+    out here: no swift on PATH)."""
     monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(apple_code_bin))
     monkeypatch.setenv("APPLE_FLOW_ALLOWED_SENDERS", "+15551234567")
     monkeypatch.setenv("APPLE_FLOW_DB_PATH", str(tmp_path / "state" / "relay.db"))

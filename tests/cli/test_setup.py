@@ -38,7 +38,7 @@ def flat(text: str) -> str:
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, apple_code_bin: Path) -> Path:
+def setup_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, apple_code_bin: Path) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     folder = tmp_path / "project"
@@ -54,7 +54,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, apple_code_bin: Pat
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedServer]:
+def scripted_server() -> Iterator[ScriptedServer]:
     with ScriptedServer([]) as running:
         yield running
 
@@ -82,14 +82,16 @@ EXISTING = (
 )
 
 
-def test_flags_write_the_answers_in_place_keeping_every_other_line(project: Path, server: ScriptedServer) -> None:
-    env = project / ".env"
+def test_flags_write_the_answers_in_place_keeping_every_other_line(
+    setup_project: Path, scripted_server: ScriptedServer
+) -> None:
+    env = setup_project / ".env"
     env.write_text(EXISTING)
     env.chmod(0o644)
-    workspace = project / "work"
+    workspace = setup_project / "work"
     result = setup(
         "--sender", "(555) 123-4567, Me@iCloud.com", "--workspace", str(workspace), "--connector", "afm",
-        "--base-url", server.url, "--model", MODEL_ID, "--yes",
+        "--base-url", scripted_server.url, "--model", MODEL_ID, "--yes",
     )
     assert result.exit_code == 0, result.output
     token = dotenv_values(env)["APPLE_FLOW_WEB_TOKEN"]
@@ -102,7 +104,7 @@ def test_flags_write_the_answers_in_place_keeping_every_other_line(project: Path
         f"APPLE_FLOW_DEFAULT_WORKSPACE={workspace}\n"
         "APPLE_FLOW_CONNECTOR=afm\n"
         "APPLE_FLOW_AFM_BACKEND=openai\n"
-        f"APPLE_FLOW_AFM_BASE_URL={server.url}\n"
+        f"APPLE_FLOW_AFM_BASE_URL={scripted_server.url}\n"
         f"APPLE_FLOW_AFM_MODEL={MODEL_ID}\n"
         f"APPLE_FLOW_WEB_TOKEN={token}\n"
     )
@@ -115,15 +117,15 @@ def test_flags_write_the_answers_in_place_keeping_every_other_line(project: Path
 
 
 def test_the_wizard_refuses_bad_answers_with_a_sentence_and_asks_again(
-    project: Path, server: ScriptedServer
+    setup_project: Path, scripted_server: ScriptedServer
 ) -> None:
-    (project / "notes.txt").write_text("not a folder")
+    (setup_project / "notes.txt").write_text("not a folder")
     code = Path(os.environ["HOME"]) / "code"
     result = setup(answers=[
         "12",  # too short for a phone number
         "me@icloud",  # no domain
         "+44 20 7946 0958",
-        str(project / "notes.txt"),
+        str(setup_project / "notes.txt"),
         "~/code",
         "y",  # create it
         "gpt",  # not an agent
@@ -132,7 +134,7 @@ def test_the_wizard_refuses_bad_answers_with_a_sentence_and_asks_again(
         "127.0.0.1:11434",  # not a URL
         "http://127.0.0.1:9/v1",  # nothing listens there
         "",  # the first model
-        server.url,
+        scripted_server.url,
         MODEL_ID,
     ])
     assert result.exit_code == 0, result.output
@@ -140,7 +142,7 @@ def test_the_wizard_refuses_bad_answers_with_a_sentence_and_asks_again(
     assert "'12' is not a phone number: write it with its country code, e.g. +1 555 123 4567" in out
     assert "'me@icloud' is not an email address" in out
     assert "The daemon will answer +442079460958" in out
-    assert f"{project / 'notes.txt'} is a file, not a folder" in out
+    assert f"{setup_project / 'notes.txt'} is a file, not a folder" in out
     assert f"{code} does not exist. Create it?" in out and code.is_dir()
     known = "afm, ollama, codex-cli, claude-cli, gemini-cli, cline, kilo-cli"
     assert f"'gpt' is not an agent apple-flow knows; choose one of: {known}" in out
@@ -148,55 +150,55 @@ def test_the_wizard_refuses_bad_answers_with_a_sentence_and_asks_again(
     assert "'127.0.0.1:11434' is not a server URL" in out
     assert "http://127.0.0.1:9/v1 did not answer as an OpenAI-compatible server" in out
     assert "Traceback" not in result.output
-    values = dotenv_values(project / ".env")
+    values = dotenv_values(setup_project / ".env")
     assert values["APPLE_FLOW_ALLOWED_SENDERS"] == "+442079460958"
     assert values["APPLE_FLOW_DEFAULT_WORKSPACE"] == "~/code"
-    assert (values["APPLE_FLOW_AFM_BACKEND"], values["APPLE_FLOW_AFM_BASE_URL"]) == ("openai", server.url)
+    assert (values["APPLE_FLOW_AFM_BACKEND"], values["APPLE_FLOW_AFM_BASE_URL"]) == ("openai", scripted_server.url)
 
 
 def test_a_missing_agent_binary_gets_a_second_chance(
-    project: Path, fake_claude: Path, monkeypatch: pytest.MonkeyPatch
+    setup_project: Path, fake_claude: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(project / "no-apple-code"))
-    result = setup(answers=["+15551234567", str(project), "afm", "claude-cli"])
+    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(setup_project / "no-apple-code"))
+    result = setup(answers=["+15551234567", str(setup_project), "afm", "claude-cli"])
     assert result.exit_code == 0, result.output
     out = flat(result.output)
     assert "To use afm, run ./scripts/setup.sh (it builds apple-code); or choose another agent" in out
     assert "claude-cli is ready" in out
-    assert dotenv_values(project / ".env")["APPLE_FLOW_CONNECTOR"] == "claude-cli"
+    assert dotenv_values(setup_project / ".env")["APPLE_FLOW_CONNECTOR"] == "claude-cli"
 
 
 def test_with_yes_a_bad_or_missing_answer_is_exit_2_and_writes_nothing(
-    project: Path, monkeypatch: pytest.MonkeyPatch
+    setup_project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    missing = setup("--workspace", str(project), "--yes")
+    missing = setup("--workspace", str(setup_project), "--yes")
     assert missing.exit_code == 2 and "--sender is needed with --yes" in flat(missing.output)
-    bad = setup("--sender", "call me", "--workspace", str(project), "--yes")
+    bad = setup("--sender", "call me", "--workspace", str(setup_project), "--yes")
     assert bad.exit_code == 2 and "'call me' is neither a phone number nor an email address" in flat(bad.output)
-    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(project / "no-apple-code"))
-    no_agent = setup("--sender", "+15551234567", "--workspace", str(project), "--yes")
+    monkeypatch.setenv("APPLE_FLOW_AFM_COMMAND", str(setup_project / "no-apple-code"))
+    no_agent = setup("--sender", "+15551234567", "--workspace", str(setup_project), "--yes")
     assert no_agent.exit_code == 2 and "run ./scripts/setup.sh" in flat(no_agent.output)
     assert "Nothing was written" in flat(no_agent.output)
-    assert not (project / ".env").exists()
+    assert not (setup_project / ".env").exists()
 
 
-def test_ctrl_c_leaves_the_old_env_untouched(project: Path) -> None:
-    env = project / ".env"
+def test_ctrl_c_leaves_the_old_env_untouched(setup_project: Path) -> None:
+    env = setup_project / ".env"
     env.write_text(EXISTING)
     env.chmod(0o644)
     # Ctrl-C and the end of input both end a prompt with typer's Abort.
-    result = setup(answers=["+15551234567", str(project)])
+    result = setup(answers=["+15551234567", str(setup_project)])
     assert result.exit_code == 1
     assert "Enter keeps the value in [brackets]; Ctrl-C stops without changing anything" in flat(result.output)
     assert f"Stopped: {env.name} was not changed" in flat(result.output)
     assert env.read_text() == EXISTING and mode(env) == 0o644
-    assert sorted(p.name for p in project.iterdir()) == [".env"]
+    assert sorted(p.name for p in setup_project.iterdir()) == [".env"]
 
 
-def test_running_it_again_edits_the_file_and_offers_its_values(project: Path, fake_claude: Path) -> None:
-    first = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+def test_running_it_again_edits_the_file_and_offers_its_values(setup_project: Path, fake_claude: Path) -> None:
+    first = setup("--sender", "+15551234567", "--workspace", str(setup_project), "--connector", "claude-cli", "--yes")
     assert first.exit_code == 0, first.output
-    env = project / ".env"
+    env = setup_project / ".env"
     before = env.read_text()
     again = setup(answers=["", "", ""])  # Enter three times: keep every value
     assert again.exit_code == 0, again.output
@@ -210,29 +212,29 @@ def test_running_it_again_edits_the_file_and_offers_its_values(project: Path, fa
     assert after.count("APPLE_FLOW_ALLOWED_SENDERS=") == 1
 
 
-def test_a_new_env_starts_from_the_documented_example(project: Path, fake_claude: Path) -> None:
-    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+def test_a_new_env_starts_from_the_documented_example(setup_project: Path, fake_claude: Path) -> None:
+    result = setup("--sender", "+15551234567", "--workspace", str(setup_project), "--connector", "claude-cli", "--yes")
     assert result.exit_code == 0, result.output
-    written = (project / ".env").read_text().splitlines()
+    written = (setup_project / ".env").read_text().splitlines()
     example = (PROJECT_ROOT / ".env.example").read_text().splitlines()
     changed = {"APPLE_FLOW_ALLOWED_SENDERS", "APPLE_FLOW_DEFAULT_WORKSPACE", "APPLE_FLOW_CONNECTOR"}
     kept = [line for line in example if line.split("=", 1)[0] not in changed]
     assert [line for line in written if line in kept] == kept  # every other line, in order
     index = written.index("APPLE_FLOW_ALLOWED_SENDERS=+15551234567")
     assert example[index] == "APPLE_FLOW_ALLOWED_SENDERS="  # set where the example documents it
-    assert dotenv_values(project / ".env")["APPLE_FLOW_CONNECTOR"] == "claude-cli"
+    assert dotenv_values(setup_project / ".env")["APPLE_FLOW_CONNECTOR"] == "claude-cli"
 
 
-def test_the_whole_home_folder_is_questioned(project: Path, fake_claude: Path) -> None:
+def test_the_whole_home_folder_is_questioned(setup_project: Path, fake_claude: Path) -> None:
     result = setup(answers=["+15551234567", "~", "n", "~/projects", "y", "claude-cli"])
     assert result.exit_code == 0, result.output
     assert "holds your whole home folder" in flat(result.output)
-    assert dotenv_values(project / ".env")["APPLE_FLOW_DEFAULT_WORKSPACE"] == "~/projects"
+    assert dotenv_values(setup_project / ".env")["APPLE_FLOW_DEFAULT_WORKSPACE"] == "~/projects"
 
 
 @pytest.fixture
-def mac(
-    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher_bin: Path
+def mac_for_setup(
+    setup_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launcher_bin: Path
 ) -> Iterator[FakeLaunchctl]:
     launchctl = FakeLaunchctl(tmp_path, monkeypatch)
     FakeCodesign(tmp_path / "codesign-bin", monkeypatch)
@@ -245,14 +247,14 @@ def mac(
 
 
 def test_on_macos_it_offers_the_service_and_installs_it(
-    project: Path, fake_claude: Path, mac: FakeLaunchctl
+    setup_project: Path, fake_claude: Path, mac_for_setup: FakeLaunchctl
 ) -> None:
-    result = setup(answers=["+15551234567", str(project), "claude-cli", "y"])
+    result = setup(answers=["+15551234567", str(setup_project), "claude-cli", "y"])
     assert result.exit_code == 0, result.output
     assert "Install the service now" in result.output and "Installed and started" in result.output
     uid = os.getuid()
     plist = Path(os.environ["HOME"]) / "Library" / "LaunchAgents" / "com.apple-flow.daemon.plist"
-    assert mac.calls() == [
+    assert mac_for_setup.calls() == [
         f"bootout gui/{uid}/com.apple-flow.daemon", f"enable gui/{uid}/com.apple-flow.daemon",
         f"bootstrap gui/{uid} {plist}",
     ]
@@ -264,16 +266,18 @@ def test_on_macos_it_offers_the_service_and_installs_it(
     # Later runs change nothing in launchd; their doctor only asks whether the installed service may run.
     declined = setup(answers=["", "", "", "n"])
     assert declined.exit_code == 0 and "Later: apple-flow service install" in declined.output
-    assert [v for v in mac.verbs() if v not in ("print", "print-disabled")] == ["bootout", "enable", "bootstrap"]
+    verbs = [v for v in mac_for_setup.verbs() if v not in ("print", "print-disabled")]
+    assert verbs == ["bootout", "enable", "bootstrap"]
     skipped = setup("--yes", "--no-service")
     assert skipped.exit_code == 0
-    assert [v for v in mac.verbs() if v not in ("print", "print-disabled")] == ["bootout", "enable", "bootstrap"]
+    verbs = [v for v in mac_for_setup.verbs() if v not in ("print", "print-disabled")]
+    assert verbs == ["bootout", "enable", "bootstrap"]
 
 
-def service_env(project: Path, tmp_path: Path, chat_db: Path, osascript: FakeOsascript) -> None:
+def service_env(setup_project: Path, tmp_path: Path, chat_db: Path, osascript: FakeOsascript) -> None:
     """What the service (a separate process with launchd's bare environment) must read from .env: the same paths
     the test gives this process in its environment."""
-    (project / ".env").write_text(
+    (setup_project / ".env").write_text(
         f"APPLE_FLOW_MESSAGES_DB_PATH={chat_db}\n"
         f"APPLE_FLOW_DB_PATH={os.environ['APPLE_FLOW_DB_PATH']}\n"
         f"APPLE_FLOW_OSASCRIPT_COMMAND={osascript.path}\n"
@@ -284,10 +288,11 @@ def service_env(project: Path, tmp_path: Path, chat_db: Path, osascript: FakeOsa
 
 
 def test_with_a_service_setup_asks_nothing_about_the_terminal_and_ends_with_the_services_report(
-    project: Path, fake_claude: Path, mac: FakeLaunchctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    setup_project: Path, fake_claude: Path, mac_for_setup: FakeLaunchctl,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     osascript = FakeOsascript(tmp_path / "osascript", monkeypatch)
-    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+    result = setup("--sender", "+15551234567", "--workspace", str(setup_project), "--connector", "claude-cli", "--yes")
     out = flat(result.output)
     assert result.exit_code == 3, result.output  # --yes: not ready is a failure a script can see
     assert osascript.calls() == []  # no Automation prompt about the terminal
@@ -298,17 +303,18 @@ def test_with_a_service_setup_asks_nothing_about_the_terminal_and_ends_with_the_
 
 
 def test_setup_says_ready_only_from_the_services_own_report(
-    project: Path, fake_claude: Path, mac: FakeLaunchctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    setup_project: Path, fake_claude: Path, mac_for_setup: FakeLaunchctl,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The fake launchd runs the real service through Apple Flow.app's launcher: it reads chat.db and probes
     # Messages itself, and setup's last line is what that report says.
-    mac.configure(run=True)
+    mac_for_setup.configure(run=True)
     monkeypatch.setattr(service_cli, "REPORT_WAIT_SECONDS", 60)
     chat = ChatDbWriter(tmp_path / "Messages" / "chat.db")
     chat.message("hi", sender="+15551234567")
     osascript = FakeOsascript(tmp_path / "osascript", monkeypatch)
-    service_env(project, tmp_path, chat.path, osascript)
-    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+    service_env(setup_project, tmp_path, chat.path, osascript)
+    result = setup("--sender", "+15551234567", "--workspace", str(setup_project), "--connector", "claude-cli", "--yes")
     chat.close()
     out = flat(result.output)
     assert result.exit_code == 0, result.output
@@ -317,7 +323,8 @@ def test_setup_says_ready_only_from_the_services_own_report(
 
 
 def test_setup_names_each_missing_grant_and_where_to_give_it(
-    project: Path, fake_claude: Path, mac: FakeLaunchctl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    setup_project: Path, fake_claude: Path, mac_for_setup: FakeLaunchctl,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No Full Disk Access: macOS's refusal cannot happen here (TCC; and root reads every file), so the service's
     # report is the one a service without the grant writes, from the same code (chat_db_finding).
@@ -358,7 +365,7 @@ def test_setup_names_each_missing_grant_and_where_to_give_it(
 
     writer = threading.Thread(target=fake_service)
     writer.start()
-    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+    result = setup("--sender", "+15551234567", "--workspace", str(setup_project), "--connector", "claude-cli", "--yes")
     writer.join(10)
     out = flat(result.output)
     assert result.exit_code == 3, result.output
@@ -376,7 +383,7 @@ def test_setup_names_each_missing_grant_and_where_to_give_it(
     ("Developer/apple-flow", "Desktop/site", ["The workspace", "is in Desktop"]),
 ])
 def test_setup_names_a_checkout_or_workspace_in_a_folder_macos_guards(
-    project: Path, fake_claude: Path, mac: FakeLaunchctl, monkeypatch: pytest.MonkeyPatch,
+    setup_project: Path, fake_claude: Path, mac_for_setup: FakeLaunchctl, monkeypatch: pytest.MonkeyPatch,
     checkout: str, workspace: str, named: list[str],
 ) -> None:
     home = Path(os.environ["HOME"])
@@ -392,7 +399,7 @@ def test_setup_names_a_checkout_or_workspace_in_a_folder_macos_guards(
 
 
 def test_setup_says_nothing_about_places_for_an_ordinary_layout(
-    project: Path, fake_claude: Path, mac: FakeLaunchctl, monkeypatch: pytest.MonkeyPatch
+    setup_project: Path, fake_claude: Path, mac_for_setup: FakeLaunchctl, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = Path(os.environ["HOME"])
     monkeypatch.setattr(setup_cli, "PROJECT_ROOT", home / "Developer" / "apple-flow")
@@ -402,35 +409,35 @@ def test_setup_says_nothing_about_places_for_an_ordinary_layout(
     assert "Note:" not in result.output
 
 
-def test_elsewhere_no_service_is_offered(project: Path, fake_claude: Path, tmp_path: Path,
+def test_elsewhere_no_service_is_offered(setup_project: Path, fake_claude: Path, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     launchctl = FakeLaunchctl(tmp_path, monkeypatch)
-    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "claude-cli", "--yes")
+    result = setup("--sender", "+15551234567", "--workspace", str(setup_project), "--connector", "claude-cli", "--yes")
     assert result.exit_code == 0, result.output
     assert "Install the service" not in result.output and launchctl.calls() == []
     assert setup_cli.EXAMPLE.is_file()
 
 
 def test_ollama_is_one_answer_its_url_and_model_checked_with_the_real_apple_code(
-    project: Path, server: ScriptedServer
+    setup_project: Path, scripted_server: ScriptedServer
 ) -> None:
-    env = project / ".env"
+    env = setup_project / ".env"
     result = setup(
-        "--sender", "+15551234567", "--workspace", str(project), "--connector", "ollama",
-        "--base-url", server.url, "--model", MODEL_ID, "--yes",
+        "--sender", "+15551234567", "--workspace", str(setup_project), "--connector", "ollama",
+        "--base-url", scripted_server.url, "--model", MODEL_ID, "--yes",
     )
     assert result.exit_code == 0, result.output
     values = dotenv_values(env)
     assert values["APPLE_FLOW_CONNECTOR"] == "ollama"
-    assert (values["APPLE_FLOW_OLLAMA_BASE_URL"], values["APPLE_FLOW_OLLAMA_MODEL"]) == (server.url, MODEL_ID)
+    assert (values["APPLE_FLOW_OLLAMA_BASE_URL"], values["APPLE_FLOW_OLLAMA_MODEL"]) == (scripted_server.url, MODEL_ID)
     assert values.get("APPLE_FLOW_AFM_BACKEND") != "openai"  # the preset has the backend built in
     assert "The server answers" in flat(result.output)
 
 
-def test_ollama_that_does_not_answer_is_refused_with_what_to_do(project: Path) -> None:
-    env = project / ".env"
+def test_ollama_that_does_not_answer_is_refused_with_what_to_do(setup_project: Path) -> None:
+    env = setup_project / ".env"
     result = setup(
-        "--sender", "+15551234567", "--workspace", str(project), "--connector", "ollama",
+        "--sender", "+15551234567", "--workspace", str(setup_project), "--connector", "ollama",
         "--base-url", "http://127.0.0.1:9/v1", "--yes",
     )
     assert result.exit_code == 2
@@ -439,17 +446,19 @@ def test_ollama_that_does_not_answer_is_refused_with_what_to_do(project: Path) -
     assert not env.exists()
 
 
-def test_gemini_cli_is_offered_and_checked(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    missing = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "gemini-cli", "--yes")
+def test_gemini_cli_is_offered_and_checked(
+    setup_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = setup("--sender", "+15551234567", "--workspace", str(setup_project), "--connector", "gemini-cli", "--yes")
     assert missing.exit_code == 2
     assert "To use gemini-cli, install Gemini CLI (npm install -g @google/gemini-cli)" in flat(missing.output)
     bin_dir = tmp_path / "gemini-bin"
     bin_dir.mkdir()
     install_script(FAKE_CLI, bin_dir / "gemini")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", "gemini-cli", "--yes")
+    result = setup("--sender", "+15551234567", "--workspace", str(setup_project), "--connector", "gemini-cli", "--yes")
     assert result.exit_code == 0, result.output
-    assert dotenv_values(project / ".env")["APPLE_FLOW_CONNECTOR"] == "gemini-cli"
+    assert dotenv_values(setup_project / ".env")["APPLE_FLOW_CONNECTOR"] == "gemini-cli"
     assert "gemini-cli is ready" in flat(result.output)
 
 
@@ -460,16 +469,16 @@ def test_gemini_cli_is_offered_and_checked(project: Path, tmp_path: Path, monkey
                           "provider")],
 )
 def test_cline_and_kilo_are_offered_and_checked(
-    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, connector: str, binary: str, install: str
+    setup_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, connector: str, binary: str, install: str
 ) -> None:
-    missing = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", connector, "--yes")
+    missing = setup("--sender", "+15551234567", "--workspace", str(setup_project), "--connector", connector, "--yes")
     assert missing.exit_code == 2
     assert f"To use {connector}, {install}" in flat(missing.output)
     bin_dir = tmp_path / f"{binary}-bin"
     bin_dir.mkdir()
     install_script(FAKE_CLI, bin_dir / binary)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    result = setup("--sender", "+15551234567", "--workspace", str(project), "--connector", connector, "--yes")
+    result = setup("--sender", "+15551234567", "--workspace", str(setup_project), "--connector", connector, "--yes")
     assert result.exit_code == 0, result.output
-    assert dotenv_values(project / ".env")["APPLE_FLOW_CONNECTOR"] == connector
+    assert dotenv_values(setup_project / ".env")["APPLE_FLOW_CONNECTOR"] == connector
     assert f"{connector} is ready" in flat(result.output)

@@ -24,6 +24,7 @@ from apple_flow.connectors import (
 )
 from apple_flow.connectors.runner import ProcessRunner
 from support.turns import outcome, reply, with_progress
+from support.waiting import wait_for
 
 Runs = Callable[[], list[dict[str, Any]]]
 MakeSettings = Callable[..., Settings]
@@ -103,7 +104,8 @@ def test_exact_argv_with_cwd_system_and_timeout(
 def test_apple_code_is_told_to_hide_the_daemons_secrets_and_refuse_its_web_port(
     connector_settings: MakeSettings, tmp_path: Path, record: Runs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue #24: a command must not read the daemon's .env (the web token) or its database, nor reach its page."""
+    """A command the agent runs must not read the daemon's .env (the web token) or its database, nor reach its page:
+    with any of them a prompt-injected model could approve its own tasks."""
     monkeypatch.chdir(tmp_path)
     settings = connector_settings(db_path=tmp_path / "state" / "relay.db", web_enabled=True, web_port=8790)
     reply(AfmConnector(settings), "hi")
@@ -456,9 +458,7 @@ def test_cancel_stops_the_turns_of_one_key(
     replies: list[str] = []
     worker = threading.Thread(target=lambda: replies.append(reply(connector, "long", sender="alice")))
     worker.start()
-    deadline = time.monotonic() + 5
-    while connector.runner.active_count() == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: connector.runner.active_count() > 0, 5, "the turn to start")
     assert connector.cancel("bob") == 0
     assert connector.cancel("alice") == 1
     worker.join(5)

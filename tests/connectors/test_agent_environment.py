@@ -1,5 +1,6 @@
 """Every connector's process gets an allowlisted environment: what any process needs, its own variables, the names
-the owner adds, the run marker; never an APPLE_FLOW_* value, nor another agent's key (issue #24, item 2)."""
+the owner adds, the run marker; never an APPLE_FLOW_* value, nor another agent's key (a prompt-injected agent could
+print them)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,6 @@ HTTP server process). Nothing here is mocked: argv, stdin, the event stream and 
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from apple_flow.config import Settings, load_settings
 from apple_flow.connectors import AfmConnector, ConnectorError, Exchange, Status
 from apple_flow.connectors.runner import ProcessRunner
+from support.ports import closed_port_url
 from support.scripted_server import ScriptedServer, answer, hang, http_error, tool_call
 from support.turns import outcome, reply, with_progress
 
@@ -30,17 +30,17 @@ def no_apple_code_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def project(workspace: Path) -> Path:
+def greet_project(workspace: Path) -> Path:
     (workspace / "greet.py").write_text(GREET, encoding="utf-8")
     return workspace
 
 
 @pytest.fixture
-def settings_for(apple_code_bin: Path, project: Path) -> Callable[..., Settings]:
+def settings_for(apple_code_bin: Path, greet_project: Path) -> Callable[..., Settings]:
     def make(server: ScriptedServer | None = None, **overrides: Any) -> Settings:
         values: dict[str, Any] = {
             "afm_command": str(apple_code_bin),
-            "default_workspace": project,
+            "default_workspace": greet_project,
             "afm_backend": "openai",
             "afm_model": "scripted",
             "afm_timeout_seconds": 30,
@@ -62,13 +62,6 @@ def system_and_user(request: dict[str, Any]) -> tuple[str, str]:
 
 def offered_tools(request: dict[str, Any]) -> set[str]:
     return {tool["function"]["name"] for tool in request.get("tools") or []}
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def test_second_turn_carries_the_first_exchange(settings_for: Callable[..., Settings]) -> None:
@@ -146,17 +139,17 @@ def test_turn_reads_a_file_and_answers_with_progress(settings_for: Callable[...,
     assert "Hello, {name}!" in str(requests[1]["messages"])  # the tool really read the workspace file
 
 
-def test_planning_turn_is_read_only_for_real(settings_for: Callable[..., Settings], project: Path) -> None:
+def test_planning_turn_is_read_only_for_real(settings_for: Callable[..., Settings], greet_project: Path) -> None:
     script = [tool_call("writeFile", {"path": "greet.py", "content": "broken"}), answer("Plan: edit greet.py.")]
     with ScriptedServer(script) as server:
         text = reply(AfmConnector(settings_for(server)), "plan: rename greet", read_only=True)
         tools = offered_tools(server.requests()[0])
     assert text == "Plan: edit greet.py."
     assert "writeFile" not in tools and "runCommand" not in tools and "readFile" in tools
-    assert (project / "greet.py").read_text(encoding="utf-8") == GREET  # the write was refused
+    assert (greet_project / "greet.py").read_text(encoding="utf-8") == GREET  # the write was refused
 
 
-def test_task_turn_edits_the_workspace(settings_for: Callable[..., Settings], project: Path) -> None:
+def test_task_turn_edits_the_workspace(settings_for: Callable[..., Settings], greet_project: Path) -> None:
     script = [
         tool_call("readFile", {"path": "greet.py"}),  # a file is read before it is edited
         tool_call("editFile", {"path": "greet.py", "oldText": "Hello", "newText": "Hi"}),
@@ -167,7 +160,7 @@ def test_task_turn_edits_the_workspace(settings_for: Callable[..., Settings], pr
     assert text == "Changed the greeting."
     assert [line for line in progress if not line.startswith("writing the answer")] == ["reading greet.py",
                                                                                         "editing greet.py"]
-    assert "Hi, {name}!" in (project / "greet.py").read_text(encoding="utf-8")
+    assert "Hi, {name}!" in (greet_project / "greet.py").read_text(encoding="utf-8")
 
 
 def test_plan_option_runs_apple_code_plan_mode(settings_for: Callable[..., Settings]) -> None:

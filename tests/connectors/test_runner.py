@@ -12,6 +12,7 @@ import psutil
 import pytest
 
 from apple_flow.connectors.runner import ProcessRunner, SpawnError
+from support.waiting import wait_for
 
 
 def python(code: str) -> list[str]:
@@ -131,10 +132,7 @@ def test_timeout_kills_child_and_sigterm_ignoring_grandchild(runner: ProcessRunn
     grandchild = int(result.stdout_lines[0])
     assert "grandchild up" in result.stdout_lines
     assert elapsed < 2 + 0.5 * 3 + 1.5, elapsed  # deadline + kill grace + bounded drain
-    deadline = time.monotonic() + 3
-    while not gone(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert gone(grandchild)
+    wait_for(lambda: gone(grandchild), 3, "the grandchild to be gone")
     assert runner.active_count() == 0
 
 
@@ -145,10 +143,7 @@ def test_child_that_exits_while_grandchild_holds_the_pipes_returns(runner: Proce
     assert result.exit_code == 0
     assert time.monotonic() - started < 5  # bounded drain, not the grandchild's 60 s
     grandchild = int(result.stdout_lines[0])
-    deadline = time.monotonic() + 3
-    while not gone(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert gone(grandchild)
+    wait_for(lambda: gone(grandchild), 3, "the grandchild to be gone")
 
 
 def test_lines_are_yielded_as_they_arrive(runner: ProcessRunner) -> None:
@@ -189,17 +184,11 @@ def run_in_background(runner: ProcessRunner, key: str, results: dict[str, object
     return thread
 
 
-def wait_for(condition: object, seconds: float = 5) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
-        time.sleep(0.02)
-
-
 def test_cancel_by_key_kills_only_that_run(runner: ProcessRunner) -> None:
     results: dict[str, object] = {}
     alice = run_in_background(runner, "alice", results)
     bob = run_in_background(runner, "bob", results)
-    wait_for(lambda: runner.active_count() == 2)
+    wait_for(lambda: runner.active_count() == 2, 5, "both runs to start")
     assert runner.cancel("alice") == 1
     alice.join(5)
     assert not alice.is_alive()

@@ -1,7 +1,7 @@
-"""The whole attack (issue #24 item 6): a prompt-injected model makes apple-code run a command that goes for the
-daemon's secrets and tries to approve a pending task on the web page. Real parts throughout: the daemon as its own
-process (`apple-flow run`, its web page on), the real apple-code and its sandbox, the scripted OpenAI-compatible
-model. The task must stay pending, and nothing secret may reach the model.
+"""The whole attack the sandbox and the page's rules are there for: a prompt-injected model makes apple-code run a
+command that goes for the daemon's secrets and tries to approve a pending task on the web page. Real parts
+throughout: the daemon as its own process (`apple-flow run`, its web page on), the real apple-code and its sandbox,
+the scripted OpenAI-compatible model. The task must stay pending, and nothing secret may reach the model.
 
 The daemon's folder (its .env, its state) is made under /var/tmp, not under the test's /tmp folder: the sandbox
 gives commands a /tmp of their own, so secrets there would be out of reach whatever apple-code hides."""
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import sqlite3
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import pytest
 
 from support.chatdb import ChatDbWriter
 from support.daemon_process import DaemonProcess, scripted_agent, wait_for
+from support.ports import free_port
 from support.scripted_server import ScriptedServer, answer, tool_call
 
 ANA = "+15551234567"
@@ -58,12 +58,6 @@ except Exception as e:
     print("web page:", type(e).__name__, e)
 print("attack finished")
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +16,7 @@ from apple_flow.daemon.deciding.approvals import ApprovalDecision, Approvals
 from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness
+from support.waiting import wait_for
 
 
 def planner(prompt: str, request: TurnRequest) -> str:
@@ -277,13 +277,9 @@ def test_status_names_running_pending_and_recent_work(run_daemon: Callable[..., 
 
 
 def _wait_for_replies(h: Harness, sender: str, count: int, timeout: float = 5) -> list[str]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        replies = h.egress.to(sender)
-        if len(replies) >= count:
-            return replies
-        time.sleep(0.01)
-    raise AssertionError(f"expected {count} replies, got {h.egress.to(sender)}")
+    replies: list[str] = wait_for(lambda: len(h.egress.to(sender)) >= count and h.egress.to(sender), timeout,
+                                  f"{count} replies to {sender}")
+    return replies
 
 
 def test_an_approved_task_runs_in_the_workspace_its_plan_was_made_in(

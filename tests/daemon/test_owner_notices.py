@@ -5,7 +5,6 @@ from the fake osascript's record of what Messages was asked to send."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +38,6 @@ def report(chat_db: CheckStatus, automation: CheckStatus) -> Access:
         CheckResult(CHAT_DB, chat_db, "chat.db", FIX if chat_db is CheckStatus.DENIED else ""),
         CheckResult(AUTOMATION, automation, "Messages"),
     )).access()
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    opened = Store(tmp_path / "state" / "relay.db")
-    yield opened
-    opened.close()
 
 
 class Phone:

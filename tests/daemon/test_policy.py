@@ -5,14 +5,7 @@ from __future__ import annotations
 from apple_flow.channels.console import ConsoleSenders
 from apple_flow.channels.imessage.channel import IMessageSenders
 from apple_flow.daemon.deciding.policy import Policy
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from support.clock import Clock
 
 
 def test_the_allowlist_is_put_in_the_form_the_channel_gives_senders_in() -> None:

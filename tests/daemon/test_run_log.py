@@ -5,7 +5,6 @@ of the turn go out with its batches, noted in the record of sent texts in the ba
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,11 +19,7 @@ from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import FinishedTurn, Store
 from support.daemon_fakes import RecordingEgress
 from support.old_database import old_database
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    return Store(tmp_path / "relay.db")
+from support.waiting import wait_for
 
 
 def test_events_are_kept_in_order_without_text_deltas(store: Store) -> None:
@@ -122,10 +117,10 @@ def test_an_event_waits_at_most_the_flush_time(store: Store) -> None:
     store.runs.start_run("run_e", "+15551234567", "chat", "/ws", "x")
     record = RunLog(store, "run_e", flush_seconds=0.1)
     record(parse_event({"type": "tool_call", "id": "c1", "name": "runCommand", "arguments": {"command": "make test"}}))
-    deadline = time.monotonic() + 5
-    while not store.run_events.of_run("run_e"):  # shown while the command runs: no later event needed
-        assert time.monotonic() < deadline, "the event was not written"
-        time.sleep(0.02)
+    # Shown while the command runs: no later event needed.
+    wait_for(lambda: store.run_events.of_run("run_e"), 5, "the event to be written")
+    record(parse_event({"type": "result", "subtype": "success", "result": "done"}))
+    assert [e.type for e in store.run_events.of_run("run_e")] == ["tool_call", "result"]
     record.close()
 
 

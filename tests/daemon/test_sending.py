@@ -4,8 +4,6 @@ with the real schema): one send lock per recipient, and a reply's confirmation w
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,22 +17,8 @@ from apple_flow.daemon.store import Store
 from support.fake_osascript import FakeOsascript, switches_between_two_replies
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    store = Store(tmp_path / "state" / "relay.db")
-    yield store
-    store.close()
-
-
 def reply_sender(settings: Any, store: Store) -> ReplySender:
     return ReplySender(build_imessage_egress(settings, store.sent.for_channel("imessage", 600)), store, settings)
-
-
-def wait_for_calls(fake: FakeOsascript, count: int, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while len(fake.calls()) < count:
-        assert time.monotonic() < deadline, "osascript was not called"
-        time.sleep(0.02)
 
 
 def test_a_slow_send_to_one_recipient_does_not_hold_up_another(
@@ -44,7 +28,7 @@ def test_a_slow_send_to_one_recipient_does_not_hold_up_another(
     out = reply_sender(channel_settings(send_timeout_seconds=4, send_retries=0), store)
     slow = threading.Thread(target=out.hand_over, args=("+15551234567", "the slow one"))
     slow.start()
-    wait_for_calls(fake_osascript, 1)
+    fake_osascript.wait_for_calls(1)
     handed = out.hand_over("+15557654321", "another chat")
     assert slow.is_alive()  # before: the daemon's one send lock made the other chat wait for it
     assert handed.failed is None and handed.pending

@@ -1,6 +1,6 @@
-"""SMS and RCS sender IDs can be forged (issue #24, item 1): by default such a message is not acted on, only counted
-for `health`; with APPLE_FLOW_ALLOW_SMS it is taken, but it can never approve, deny or cancel, and its turns only
-read."""
+"""SMS and RCS sender IDs can be forged (nothing vouches for the number, as the Apple account does for iMessage): by
+default such a message is not acted on, only counted for `health`; with APPLE_FLOW_ALLOW_SMS it is taken, but it
+can never approve, deny or cancel, and its turns only read."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ def planner(prompt: str, request: TurnRequest) -> str:
 
 
 @pytest.fixture
-def run_daemon(harness: Callable[..., Harness]) -> Callable[..., Harness]:
+def run_echoing_daemon(harness: Callable[..., Harness]) -> Callable[..., Harness]:
     """Starts a daemon whose fake connector plans and runs with ``planner``."""
     return lambda **overrides: harness(FakeConnector(answer=planner), **overrides).start()
 
@@ -37,8 +37,8 @@ def plan(h: Harness, task: str = "task: fix the parser") -> tuple[str, str]:
     return found.group(1), h.egress.guid_of("Plan (")
 
 
-def test_a_like_or_a_love_from_the_asker_approves_a_dislike_denies(run_daemon: Callable[..., Harness]) -> None:
-    h = run_daemon()
+def test_a_like_or_a_love_from_the_asker_approves_a_dislike_denies(run_echoing_daemon: Callable[..., Harness]) -> None:
+    h = run_echoing_daemon()
     liked, liked_on = plan(h, "task: one")
     loved, loved_on = plan(h, "task: two")
     disliked, disliked_on = plan(h, "task: three")
@@ -52,8 +52,10 @@ def test_a_like_or_a_love_from_the_asker_approves_a_dislike_denies(run_daemon: C
     assert [c.request.read_only for c in h.connector.calls] == [True, True, True, False, False]
 
 
-def test_a_tapback_from_someone_else_or_on_another_message_does_nothing(run_daemon: Callable[..., Harness]) -> None:
-    h = run_daemon()
+def test_a_tapback_from_someone_else_or_on_another_message_does_nothing(
+    run_echoing_daemon: Callable[..., Harness]
+) -> None:
+    h = run_echoing_daemon()
     h.ingress.add(ANA, "help")
     wait_until(lambda: h.egress.to(ANA))
     request, plan_on = plan(h)
@@ -66,8 +68,8 @@ def test_a_tapback_from_someone_else_or_on_another_message_does_nothing(run_daem
     assert len(h.connector.calls) == 1
 
 
-def test_a_tapback_on_a_decided_or_expired_plan_gets_one_line(run_daemon: Callable[..., Harness]) -> None:
-    h = run_daemon()
+def test_a_tapback_on_a_decided_or_expired_plan_gets_one_line(run_echoing_daemon: Callable[..., Harness]) -> None:
+    h = run_echoing_daemon()
     decided, decided_on = plan(h, "task: one")
     expired, expired_on = plan(h, "task: two")
     h.ingress.add(ANA, f"deny {decided}")
@@ -84,8 +86,8 @@ def test_a_tapback_on_a_decided_or_expired_plan_gets_one_line(run_daemon: Callab
 # --- late messages ----------------------------------------------------------------------------------------------
 
 
-def test_late_messages_are_listed_once_per_sender_and_run_on_run(run_daemon: Callable[..., Harness]) -> None:
-    h = run_daemon()
+def test_late_messages_are_listed_once_per_sender_and_run_on_run(run_echoing_daemon: Callable[..., Harness]) -> None:
+    h = run_echoing_daemon()
     asleep = datetime.now(UTC) - timedelta(hours=2)
     for index in range(200):
         h.ingress.add(ANA, f"request {index}", date=asleep + timedelta(seconds=index), late=True)
@@ -105,8 +107,8 @@ def test_late_messages_are_listed_once_per_sender_and_run_on_run(run_daemon: Cal
     assert len([t for t in h.egress.to(ANA) if t.startswith("While this Mac")]) == 1
 
 
-def test_run_with_nothing_held_says_so(run_daemon: Callable[..., Harness]) -> None:
-    h = run_daemon()
+def test_run_with_nothing_held_says_so(run_echoing_daemon: Callable[..., Harness]) -> None:
+    h = run_echoing_daemon()
     h.ingress.add(ANA, "run")
     h.finish()
     assert h.egress.to(ANA) == ["Nothing from while this Mac was asleep or offline is waiting to run."]

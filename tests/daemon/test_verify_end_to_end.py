@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from support.chatdb import ChatDbWriter
-from support.daemon_process import DaemonProcess, scripted_agent, wait_for
+from support.daemon_process import DaemonProcess, MakeDaemon, scripted_agent, wait_for
 from support.scripted_server import ScriptedServer, answer, tool_call
 
 ANA = "+15551234567"
@@ -26,23 +25,22 @@ CHECK = "python3 -m unittest -q"  # the sandbox has python3; make and pytest may
 
 
 @pytest.fixture
-def project(workspace: Path) -> Path:
+def buggy_calc(workspace: Path) -> Path:
     (workspace / "calc.py").write_text(CALC)
     (workspace / "test_calc.py").write_text(TEST)
     return workspace
 
 
 @pytest.fixture
-def daemon(tmp_path: Path, chat_db: ChatDbWriter, project: Path, apple_code_bin: Path,
-           fake_cli_bin: Path) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(tmp_path / "daemon", chat_db.path, {
-        "APPLE_FLOW_ALLOWED_SENDERS": ANA, **scripted_agent(apple_code_bin, project),
+def verifying_daemon(new_daemon: MakeDaemon, tmp_path: Path, buggy_calc: Path, apple_code_bin: Path,
+                     fake_cli_bin: Path) -> DaemonProcess:
+    """The scripted agent's daemon with the workspace's check, escalating to the fake claude."""
+    return new_daemon({
+        "APPLE_FLOW_ALLOWED_SENDERS": ANA, **scripted_agent(apple_code_bin, buggy_calc),
         "APPLE_FLOW_VERIFY_COMMAND": CHECK, "APPLE_FLOW_ESCALATE_CONNECTOR": "claude-cli",
         "APPLE_FLOW_CLAUDE_COMMAND": str(fake_cli_bin / "claude"),
         "FAKE_CLI_RECORD": str(tmp_path / "claude.jsonl"),
     })
-    yield process
-    process.stop()
 
 
 def claude_runs(folder: Path) -> list[dict[str, Any]]:
@@ -52,21 +50,21 @@ def claude_runs(folder: Path) -> list[dict[str, Any]]:
     return [run for run in runs if "--version" not in run["argv"]]
 
 
-def replies(daemon: DaemonProcess) -> list[str]:
-    return [t for t in daemon.sends_to(ANA) if not t.startswith(("… ", "Approved req_", "Escalating run_"))]
+def replies(verifying_daemon: DaemonProcess) -> list[str]:
+    return [t for t in verifying_daemon.sends_to(ANA) if not t.startswith(("… ", "Approved req_", "Escalating run_"))]
 
 
-def approve_task(daemon: DaemonProcess, chat_db: ChatDbWriter) -> str:
+def approve_task(verifying_daemon: DaemonProcess, chat_db: ChatDbWriter) -> str:
     chat_db.message("task: fix add in calc.py", sender=ANA)
-    plan = wait_for(lambda: replies(daemon), 30, "the plan")[0]
+    plan = wait_for(lambda: replies(verifying_daemon), 30, "the plan")[0]
     request = re.search(r"approve (req_[0-9a-f]{8})", plan)
     assert request, plan
     chat_db.message(f"approve {request.group(1)}", sender=ANA)
-    return str(wait_for(lambda: replies(daemon)[1:], 60, "the task's reply")[0])
+    return str(wait_for(lambda: replies(verifying_daemon)[1:], 60, "the task's reply")[0])
 
 
 def test_a_claimed_fix_is_checked_shown_to_the_model_and_repaired(
-    daemon: DaemonProcess, chat_db: ChatDbWriter, project: Path
+    verifying_daemon: DaemonProcess, chat_db: ChatDbWriter, buggy_calc: Path
 ) -> None:
     script = [
         answer("1. Change add in calc.py to add."),  # the read-only planning turn
@@ -75,28 +73,28 @@ def test_a_claimed_fix_is_checked_shown_to_the_model_and_repaired(
         answer("Now add really adds."),
     ]
     with ScriptedServer(script) as server:
-        daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url})
-        reply = approve_task(daemon, chat_db)
+        verifying_daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url})
+        reply = approve_task(verifying_daemon, chat_db)
         requests = server.requests()
     assert reply.startswith("Done (req_") and "Now add really adds." in reply
     assert reply.endswith(f"\n\nCheck passed: `{CHECK}` (after 1 repair round).")
     assert "escalate" not in reply
-    assert (project / "calc.py").read_text().endswith("a + b\n")
+    assert (buggy_calc / "calc.py").read_text().endswith("a + b\n")
     # The model was shown the failing check before it fixed the code.
     assert "AssertionError: -1 != 5" in json.dumps(requests[2]["messages"])
     # The run page's events: the check's two runs.
-    with sqlite3.connect(daemon.db_path) as db:
+    with sqlite3.connect(verifying_daemon.db_path) as db:
         checks = [json.loads(body) for (body,) in db.execute("SELECT body FROM run_events WHERE type = 'verify'")]
     assert [c["passed"] for c in checks] == [False, True]
 
 
 def test_a_check_that_never_passes_ends_not_done_and_escalation_runs_it_on_claude(
-    daemon: DaemonProcess, chat_db: ChatDbWriter, project: Path, tmp_path: Path
+    verifying_daemon: DaemonProcess, chat_db: ChatDbWriter, buggy_calc: Path, tmp_path: Path
 ) -> None:
     script = [answer("1. Fix add."), answer("Fixed."), answer("Fixed, really."), answer("Fixed, I promise.")]
     with ScriptedServer(script) as server:
-        daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url, "APPLE_FLOW_VERIFY_ROUNDS": "2"})
-        reply = approve_task(daemon, chat_db)
+        verifying_daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url, "APPLE_FLOW_VERIFY_ROUNDS": "2"})
+        reply = approve_task(verifying_daemon, chat_db)
         match = re.search(r"Not done \((req_[0-9a-f]{8}), (run_[0-9a-f]{6})\): the check still fails after 2 "
                           r"repair rounds\.\nFixed, I promise\.\n\n", reply)
         assert match, reply
@@ -106,12 +104,12 @@ def test_a_check_that_never_passes_ends_not_done_and_escalation_runs_it_on_claud
         assert claude_runs(tmp_path) == []  # nothing went to the cloud before the owner asked (--version only)
 
         chat_db.message(f"escalate {run}", sender=ANA)
-        escalated = wait_for(lambda: replies(daemon)[2:], 30, "the escalated reply")[0]
+        escalated = wait_for(lambda: replies(verifying_daemon)[2:], 30, "the escalated reply")[0]
     assert escalated.startswith(f"Escalated {run} on claude-cli ({request}, run_")
     assert "claude answer" in escalated
     assert escalated.endswith(f"Not checked by apple-flow: claude-cli was asked to run `{CHECK}` itself.")
-    assert any(t.startswith(f"Escalating {run} ({request}) to claude-cli") for t in daemon.sends_to(ANA))
+    assert any(t.startswith(f"Escalating {run} ({request}) to claude-cli") for t in verifying_daemon.sends_to(ANA))
     [claude] = claude_runs(tmp_path)
     assert "fix add in calc.py" in claude["stdin"] and "1. Fix add." in claude["stdin"]
     assert f"run `{CHECK}` in the workspace" in claude["stdin"]
-    assert claude["cwd"] == str(project)
+    assert claude["cwd"] == str(buggy_calc)

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from apple_flow.paths import APPLE_CODE_PACKAGE, PROJECT_ROOT, built_launcher
 
 BUILD = PROJECT_ROOT / "scripts" / "build-launcher.sh"
@@ -27,6 +29,7 @@ def build_copy(folder: Path) -> Path:
     return binary
 
 
+@pytest.mark.slow
 def test_two_builds_in_different_folders_give_the_same_bytes_with_no_path_in_them(tmp_path: Path) -> None:
     first = build_copy(tmp_path / "one" / "apple_code")
     second = build_copy(tmp_path / "elsewhere" / "deeper" / "a-moved-clone")

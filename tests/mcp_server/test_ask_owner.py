@@ -17,7 +17,7 @@ import pytest
 from mcp import ClientSession
 
 from support.chatdb import ChatDbWriter
-from support.daemon_process import DaemonProcess, scripted_agent, wait_for
+from support.daemon_process import DaemonProcess, MakeDaemon, scripted_agent, wait_for
 from support.mcp_client import call, structured, text_of, with_session
 from support.scripted_server import ScriptedServer, answer
 
@@ -33,37 +33,36 @@ def model() -> Iterator[ScriptedServer]:
 
 
 @pytest.fixture
-def daemon(tmp_path: Path, chat_db: ChatDbWriter, workspace: Path, apple_code_bin: Path,
-           model: ScriptedServer) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(tmp_path / "daemon", chat_db.path, {
+def owner_daemon(new_daemon: MakeDaemon, tmp_path: Path, workspace: Path, apple_code_bin: Path,
+                 model: ScriptedServer) -> DaemonProcess:
+    """The daemon `apple-flow mcp` reaches: Ana (the owner) and Bob allowed, the scripted model given."""
+    return new_daemon({
         "APPLE_FLOW_ALLOWED_SENDERS": f"{ANA},{BOB}", **scripted_agent(apple_code_bin, workspace),
         "APPLE_FLOW_AFM_BASE_URL": model.url, "APPLE_FLOW_WEB_ENABLED": "false",
         # Files to send are staged there (as Messages needs): inside this test's folder, not the home folder's.
         "APPLE_FLOW_MESSAGES_ATTACHMENTS_PATH": str(tmp_path / "Messages" / "Attachments"),
     })
-    yield process
-    process.stop()
 
 
 @pytest.fixture
-def mcp(tmp_path: Path, daemon: DaemonProcess, workspace: Path) -> Callable[..., Any]:
+def mcp(tmp_path: Path, owner_daemon: DaemonProcess, workspace: Path) -> Callable[..., Any]:
     """Runs ``body(session)`` against `apple-flow mcp` with the daemon's settings (its database, so its socket)."""
     def run(body: Callable[[ClientSession], Any]) -> Any:
-        env = {"APPLE_FLOW_DB_PATH": str(daemon.db_path), "APPLE_FLOW_DEFAULT_WORKSPACE": str(workspace),
+        env = {"APPLE_FLOW_DB_PATH": str(owner_daemon.db_path), "APPLE_FLOW_DEFAULT_WORKSPACE": str(workspace),
                "APPLE_FLOW_ALLOWED_SENDERS": f"{ANA},{BOB}"}
         return with_session(env, tmp_path, body)
 
     return run
 
 
-def questions_to(daemon: DaemonProcess, who: str) -> list[str]:
-    return [text for text in daemon.sends_to(who) if text.startswith("An agent asks")]
+def questions_to(owner_daemon: DaemonProcess, who: str) -> list[str]:
+    return [text for text in owner_daemon.sends_to(who) if text.startswith("An agent asks")]
 
 
-def question_row(chat_db: ChatDbWriter, daemon: DaemonProcess, number: int) -> tuple[str, str]:
+def question_row(chat_db: ChatDbWriter, owner_daemon: DaemonProcess, number: int) -> tuple[str, str]:
     """Waits until the ``number``-th question (from 1) was texted to the owner and noted for tapbacks: its id and
     the guid Messages gave it."""
-    text = wait_for(lambda: questions_to(daemon, ANA)[number - 1:number], 30, f"question {number}")[0]
+    text = wait_for(lambda: questions_to(owner_daemon, ANA)[number - 1:number], 30, f"question {number}")[0]
     found = re.search(r"\((q_[0-9a-f]{8})\)", text)
     assert found is not None, text
 
@@ -73,17 +72,17 @@ def question_row(chat_db: ChatDbWriter, daemon: DaemonProcess, number: int) -> t
         return str(row[0]) if row else None
 
     message = str(wait_for(guid, 10, "the question's row"))
-    wait_for(lambda: noted(daemon, message), 30, "the question's message to be noted")
+    wait_for(lambda: noted(owner_daemon, message), 30, "the question's message to be noted")
     return found.group(1), message
 
 
-def noted(daemon: DaemonProcess, guid: str) -> bool:
-    with sqlite3.connect(daemon.db_path) as db:
+def noted(owner_daemon: DaemonProcess, guid: str) -> bool:
+    with sqlite3.connect(owner_daemon.db_path) as db:
         return bool(db.execute("SELECT 1 FROM approval_messages WHERE message_id = ?", (guid,)).fetchall())
 
 
-def state_of(daemon: DaemonProcess, question: str) -> str:
-    with sqlite3.connect(daemon.db_path) as db:
+def state_of(owner_daemon: DaemonProcess, question: str) -> str:
+    with sqlite3.connect(owner_daemon.db_path) as db:
         return str(db.execute("SELECT state FROM approvals WHERE id = ?", (question,)).fetchone()[0])
 
 
@@ -121,9 +120,9 @@ async def ask(session: ClientSession, arguments: dict[str, Any]) -> Any:
 
 
 def test_only_the_owners_imessage_answer_counts(
-    daemon: DaemonProcess, chat_db: ChatDbWriter, mcp: Callable[..., Any], model: ScriptedServer
+    owner_daemon: DaemonProcess, chat_db: ChatDbWriter, mcp: Callable[..., Any], model: ScriptedServer
 ) -> None:
-    daemon.start()
+    owner_daemon.start()
 
     async def body(session: ClientSession) -> list[Any]:
         return [
@@ -134,37 +133,38 @@ def test_only_the_owners_imessage_answer_counts(
         ]
 
     session = Background(lambda: mcp(body))
-    question, guid = question_row(chat_db, daemon, 1)
+    question, guid = question_row(chat_db, owner_daemon, 1)
     tapback(chat_db, LIKE, guid, sender=BOB)  # another allowed sender
     chat_db.message(f"approve {question}", sender=ANA, service="SMS")  # an SMS, forgeable
     chat_db.message(f"approve {question}", sender=ANA, chat="chat493827163")  # a group chat
     bob_chat = chat_db.message("hello", sender=BOB)  # another sender's plain text: his own chat turn
-    daemon.wait_passed(bob_chat)
-    wait_for(lambda: daemon.sends_to(BOB), 30, "Bob's answer")
-    assert state_of(daemon, question) == "pending"
+    owner_daemon.wait_passed(bob_chat)
+    wait_for(lambda: owner_daemon.sends_to(BOB), 30, "Bob's answer")
+    assert state_of(owner_daemon, question) == "pending"
     tapback(chat_db, LIKE, guid)
     for number, verb in ((2, "approve"), (3, "deny")):
-        question, _ = question_row(chat_db, daemon, number)
+        question, _ = question_row(chat_db, owner_daemon, number)
         chat_db.message(f"{verb} {question}", sender=ANA)
-    question_row(chat_db, daemon, 4)
+    question_row(chat_db, owner_daemon, 4)
     chat_db.message("Yes, but keep the logs.", sender=ANA)
 
     liked, approved, denied, answered = [structured(result) for result in session.result()]
     assert liked["outcome"] == "approved" and approved["outcome"] == "approved"
     assert denied["outcome"] == "denied"
     assert answered == {"id": answered["id"], "outcome": "answered", "answer": "Yes, but keep the logs."}
-    first = questions_to(daemon, ANA)[0]
+    first = questions_to(owner_daemon, ANA)[0]
     assert "May I delete build/?\nIt holds 2 GB." in first and f"approve {liked['id']}" in first
-    assert questions_to(daemon, BOB) == []
-    assert [text for text in daemon.sends_to(BOB) if not text.startswith("… ")] == ["Hello Bob."]
-    assert f"Passed your answer to {answered['id']} on to the agent." in daemon.sends_to(ANA)
+    assert questions_to(owner_daemon, BOB) == []
+    assert [text for text in owner_daemon.sends_to(BOB) if not text.startswith("… ")] == ["Hello Bob."]
+    assert f"Passed your answer to {answered['id']} on to the agent." in owner_daemon.sends_to(ANA)
     assert len(model.requests()) == 1  # only Bob's chat ran the agent: no answer did
 
 
+@pytest.mark.slow
 def test_a_question_open_across_a_restart_is_answered_after_it_and_one_left_alone_times_out(
-    daemon: DaemonProcess, chat_db: ChatDbWriter, mcp: Callable[..., Any]
+    owner_daemon: DaemonProcess, chat_db: ChatDbWriter, mcp: Callable[..., Any]
 ) -> None:
-    daemon.start()
+    owner_daemon.start()
 
     async def body(session: ClientSession) -> list[Any]:
         across = await ask(session, {"question": "Rebase main?", "timeout_seconds": 120})
@@ -172,22 +172,22 @@ def test_a_question_open_across_a_restart_is_answered_after_it_and_one_left_alon
         return [across, alone]
 
     session = Background(lambda: mcp(body))
-    _, guid = question_row(chat_db, daemon, 1)
-    daemon.terminate()
-    daemon.start()
+    _, guid = question_row(chat_db, owner_daemon, 1)
+    owner_daemon.terminate()
+    owner_daemon.start()
     tapback(chat_db, DISLIKE, guid)
 
     across, alone = [structured(result) for result in session.result()]
     assert across["outcome"] == "denied"
     assert alone["outcome"] == "timed-out" and alone["answer"] is None
-    assert state_of(daemon, alone["id"]) == "pending"  # expired, never decided: gone from the approvals list
+    assert state_of(owner_daemon, alone["id"]) == "pending"  # expired, never decided: gone from the approvals list
 
 
 def test_notify_and_send_a_file_and_the_socket_is_the_owners_only(
-    daemon: DaemonProcess, mcp: Callable[..., Any], workspace: Path, tmp_path: Path
+    owner_daemon: DaemonProcess, mcp: Callable[..., Any], workspace: Path, tmp_path: Path
 ) -> None:
-    daemon.start()
-    socket = daemon.db_path.parent / "owner.sock"
+    owner_daemon.start()
+    socket = owner_daemon.db_path.parent / "owner.sock"
     assert stat.S_IMODE(os.stat(socket).st_mode) == 0o600
     (workspace / "report.txt").write_text("all good\n")
     (tmp_path / "secret.txt").write_text("no\n")
@@ -201,15 +201,15 @@ def test_notify_and_send_a_file_and_the_socket_is_the_owners_only(
 
     notified, sent, refused = mcp(body)
     assert structured(notified) == {"sent": True} and structured(sent)["sent"] is True
-    assert daemon.sends_to(ANA)[-1] == "Build finished."
-    files = daemon.file_sends()
+    assert owner_daemon.sends_to(ANA)[-1] == "Build finished."
+    files = owner_daemon.file_sends()
     assert len(files) == 1 and files[0]["argv"][1] == ANA
     staged = Path(files[0]["argv"][2])
     assert staged.name == "report.txt" and staged.is_relative_to(tmp_path / "Messages" / "Attachments")
     assert refused.is_error and "may not be sent" in text_of(refused)
 
 
-def test_without_a_running_daemon_the_tools_say_so(daemon: DaemonProcess, mcp: Callable[..., Any]) -> None:
+def test_without_a_running_daemon_the_tools_say_so(owner_daemon: DaemonProcess, mcp: Callable[..., Any]) -> None:
     async def body(session: ClientSession) -> list[Any]:
         return [(await call(session, name, arguments))[0] for name, arguments in (
             ("notify_owner", {"text": "hi"}), ("ask_owner", {"question": "ok?"}),

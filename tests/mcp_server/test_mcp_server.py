@@ -3,7 +3,6 @@ the scripted OpenAI-compatible server (a real HTTP server process). Nothing is m
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,18 +14,12 @@ from mcp import ClientSession
 
 from support.daemon_process import wait_for
 from support.mcp_client import call, structured, text_of, tools, with_session
+from support.ports import closed_port_url
 from support.scripted_server import MODEL_ID, ScriptedServer, answer, tool_call
 
 T = TypeVar("T")
 GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
 READ_ONLY_TOOLS = {"readFile", "listDirectory", "searchFiles", "searchContent"}
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 @pytest.fixture

@@ -48,15 +48,9 @@ def chat(url: str, body: dict[str, Any]) -> dict[str, Any]:
         return result
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalModelServer]:
-    with running_local_model(tmp_path_factory.mktemp("local-model")) as server:
-        yield server
-
-
-def test_answers_a_tool_call_for_a_plain_request(server: LocalModelServer) -> None:
+def test_answers_a_tool_call_for_a_plain_request(fast_model_server: LocalModelServer) -> None:
     reply = chat(
-        server.url,
+        fast_model_server.url,
         {
             "model": FAST_MODEL,
             "messages": [
@@ -79,11 +73,11 @@ def test_answers_a_tool_call_for_a_plain_request(server: LocalModelServer) -> No
     assert isinstance(call["id"], str) and call["id"]
 
 
-def test_start_is_idempotent_and_status_reports_it(server: LocalModelServer) -> None:
-    first = server.status()
-    again = server.start(wait_seconds=30)
+def test_start_is_idempotent_and_status_reports_it(fast_model_server: LocalModelServer) -> None:
+    first = fast_model_server.status()
+    again = fast_model_server.start(wait_seconds=30)
     assert first.running and again.pid == first.pid
-    assert server.answers()
+    assert fast_model_server.answers()
 
 
 def test_stop_leaves_no_process_behind(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ class Run:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
+def fake_checkout(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     (root / "scripts").mkdir(parents=True)
     for name in ("run.sh", "lib.sh"):
@@ -55,7 +55,7 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def run_sh(project: Path, tmp_path: Path, *args: str, mac: bool = True, tty: bool = False, **env: str) -> Run:
+def run_sh(fake_checkout: Path, tmp_path: Path, *args: str, mac: bool = True, tty: bool = False, **env: str) -> Run:
     calls = tmp_path / "calls.log"
     calls.unlink(missing_ok=True)
     path = os.environ["PATH"]
@@ -66,7 +66,7 @@ def run_sh(project: Path, tmp_path: Path, *args: str, mac: bool = True, tty: boo
         (fake_bin / "uname").chmod(0o755)
         path = f"{fake_bin}{os.pathsep}{path}"
     environ = {**os.environ, "PATH": path, "RUN_SH_CALLS": str(calls), "HOME": str(tmp_path / "home"), **env}
-    command = ["bash", str(project / "scripts" / "run.sh"), *args]
+    command = ["bash", str(fake_checkout / "scripts" / "run.sh"), *args]
     if tty:
         code, output = _in_a_terminal(command, environ)
     else:
@@ -98,8 +98,8 @@ def _in_a_terminal(command: list[str], environ: dict[str, str]) -> tuple[int, st
     return process.wait(30), output.decode(errors="replace")
 
 
-def test_on_a_mac_without_env_and_a_terminal_it_runs_the_setup_first(project: Path, tmp_path: Path) -> None:
-    result = run_sh(project, tmp_path, "--verbose", tty=True, FAKE_FM_CHECK="0",
+def test_on_a_mac_without_env_and_a_terminal_it_runs_the_setup_first(fake_checkout: Path, tmp_path: Path) -> None:
+    result = run_sh(fake_checkout, tmp_path, "--verbose", tty=True, FAKE_FM_CHECK="0",
                     FAKE_SETUP_WRITES="APPLE_FLOW_ALLOWED_SENDERS=+15551234567")
     assert result.code == 0, result.output
     assert result.calls == [
@@ -112,8 +112,8 @@ def test_on_a_mac_without_env_and_a_terminal_it_runs_the_setup_first(project: Pa
     ]
 
 
-def test_a_setup_stopped_with_ctrl_c_stops_run_sh(project: Path, tmp_path: Path) -> None:
-    result = run_sh(project, tmp_path, tty=True, FAKE_SETUP_EXIT="1")
+def test_a_setup_stopped_with_ctrl_c_stops_run_sh(fake_checkout: Path, tmp_path: Path) -> None:
+    result = run_sh(fake_checkout, tmp_path, tty=True, FAKE_SETUP_EXIT="1")
     assert result.code == 1
     assert result.calls == ["setup.sh ", "apple-flow setup"]
 
@@ -122,11 +122,11 @@ def test_a_setup_stopped_with_ctrl_c_stops_run_sh(project: Path, tmp_path: Path)
     "env", [None, "# nothing yet\n", "APPLE_FLOW_ALLOWED_SENDERS=\n", "APPLE_FLOW_ALLOWED_SENDERS=''\n"]
 )
 def test_on_a_mac_without_a_sender_and_no_terminal_it_says_exactly_what_to_run(
-    project: Path, tmp_path: Path, env: str | None
+    fake_checkout: Path, tmp_path: Path, env: str | None
 ) -> None:
     if env is not None:
-        (project / ".env").write_text(env)
-    result = run_sh(project, tmp_path)
+        (fake_checkout / ".env").write_text(env)
+    result = run_sh(fake_checkout, tmp_path)
     assert result.code == 1
     text = " ".join(result.output.split())
     assert "no allowed sender" in text
@@ -135,40 +135,40 @@ def test_on_a_mac_without_a_sender_and_no_terminal_it_says_exactly_what_to_run(
     assert result.calls == ["setup.sh "]  # nothing else: no wizard without a terminal, no daemon answering nobody
 
 
-def test_on_a_mac_with_a_sender_it_runs_the_imessage_daemon(project: Path, tmp_path: Path) -> None:
-    (project / ".env").write_text("# mine\nexport APPLE_FLOW_ALLOWED_SENDERS=+15551234567  # me\n")
-    result = run_sh(project, tmp_path, FAKE_FM_CHECK="0")
+def test_on_a_mac_with_a_sender_it_runs_the_imessage_daemon(fake_checkout: Path, tmp_path: Path) -> None:
+    (fake_checkout / ".env").write_text("# mine\nexport APPLE_FLOW_ALLOWED_SENDERS=+15551234567  # me\n")
+    result = run_sh(fake_checkout, tmp_path, FAKE_FM_CHECK="0")
     assert result.code == 0, result.output
     assert result.calls[-2:] == ["apple-flow run", "profile="]
     assert "apple-flow setup" not in result.calls
 
 
-def test_a_sender_in_the_environment_counts_too(project: Path, tmp_path: Path) -> None:
-    result = run_sh(project, tmp_path, FAKE_FM_CHECK="0", APPLE_FLOW_ALLOWED_SENDERS="me@example.com")
+def test_a_sender_in_the_environment_counts_too(fake_checkout: Path, tmp_path: Path) -> None:
+    result = run_sh(fake_checkout, tmp_path, FAKE_FM_CHECK="0", APPLE_FLOW_ALLOWED_SENDERS="me@example.com")
     assert result.code == 0, result.output
     assert result.calls[-2:] == ["apple-flow run", "profile="]
 
 
 def test_when_the_service_runs_the_daemon_it_starts_no_second_one_and_shows_its_status(
-    project: Path, tmp_path: Path
+    fake_checkout: Path, tmp_path: Path
 ) -> None:
-    (project / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
+    (fake_checkout / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
     report = "gui/501/com.apple-flow.daemon: running, pid 812\n  chat.db (Full Disk Access): ok"
-    result = run_sh(project, tmp_path, FAKE_FM_CHECK="0", FAKE_SERVICE_STATUS="0", FAKE_SERVICE_REPORT=report)
+    result = run_sh(fake_checkout, tmp_path, FAKE_FM_CHECK="0", FAKE_SERVICE_STATUS="0", FAKE_SERVICE_REPORT=report)
     assert result.code == 0, result.output
     assert result.calls[-1] == "apple-flow service status"
     assert report in result.output
     assert "The login service runs the daemon already" in " ".join(result.output.split())
 
 
-def test_a_service_without_its_permissions_is_never_called_running(project: Path, tmp_path: Path) -> None:
-    (project / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
+def test_a_service_without_its_permissions_is_never_called_running(fake_checkout: Path, tmp_path: Path) -> None:
+    (fake_checkout / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
     report = (
         "gui/501/com.apple-flow.daemon: running, pid 812\n"
         "  chat.db (Full Disk Access): denied: Apple Flow may not read ~/Library/Messages/chat.db\n"
         "    fix: switch on Apple Flow in System Settings > Privacy & Security > Full Disk Access"
     )
-    result = run_sh(project, tmp_path, FAKE_FM_CHECK="0", FAKE_SERVICE_STATUS="3", FAKE_SERVICE_REPORT=report)
+    result = run_sh(fake_checkout, tmp_path, FAKE_FM_CHECK="0", FAKE_SERVICE_STATUS="3", FAKE_SERVICE_REPORT=report)
     assert result.code == 3, result.output
     assert result.calls[-1] == "apple-flow service status"  # no second daemon
     text = " ".join(result.output.split())
@@ -177,20 +177,20 @@ def test_a_service_without_its_permissions_is_never_called_running(project: Path
     assert "cannot read or answer messages yet: give it what the fix lines above say" in text
 
 
-def test_a_mac_set_up_for_a_server_runs_the_imessage_daemon_on_it(project: Path, tmp_path: Path) -> None:
-    (project / ".env").write_text(
+def test_a_mac_set_up_for_a_server_runs_the_imessage_daemon_on_it(fake_checkout: Path, tmp_path: Path) -> None:
+    (fake_checkout / ".env").write_text(
         "APPLE_FLOW_ALLOWED_SENDERS=+15551234567\nAPPLE_FLOW_AFM_BACKEND=openai\n"
         "APPLE_FLOW_AFM_BASE_URL=http://127.0.0.1:11434/v1\n"
     )
-    result = run_sh(project, tmp_path, FAKE_FM_CHECK="3")
+    result = run_sh(fake_checkout, tmp_path, FAKE_FM_CHECK="3")
     assert result.code == 0, result.output
     assert result.calls[-2:] == ["apple-flow run", "profile="]  # a real server: the standard limits
     assert not any(call.startswith("local-model.sh") for call in result.calls)
 
 
-def test_a_mac_without_apples_model_or_a_server_falls_back_to_the_demo(project: Path, tmp_path: Path) -> None:
-    (project / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
-    result = run_sh(project, tmp_path, FAKE_FM_CHECK="3")
+def test_a_mac_without_apples_model_or_a_server_falls_back_to_the_demo(fake_checkout: Path, tmp_path: Path) -> None:
+    (fake_checkout / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
+    result = run_sh(fake_checkout, tmp_path, FAKE_FM_CHECK="3")
     assert result.code == 0, result.output
     assert result.calls[-4:] == [
         "local-model.sh start --port 8765", "apple-flow run --channel console", "profile=demo",
@@ -198,10 +198,10 @@ def test_a_mac_without_apples_model_or_a_server_falls_back_to_the_demo(project: 
     ]
 
 
-def test_on_linux_the_demo_path_is_unchanged(project: Path, tmp_path: Path) -> None:
+def test_on_linux_the_demo_path_is_unchanged(fake_checkout: Path, tmp_path: Path) -> None:
     if os.uname().sysname == "Darwin":
         pytest.skip("the real uname says Darwin")
-    result = run_sh(project, tmp_path, mac=False)
+    result = run_sh(fake_checkout, tmp_path, mac=False)
     assert result.code == 0, result.output
     assert result.calls == [
         "setup.sh --local-model",
@@ -212,9 +212,9 @@ def test_on_linux_the_demo_path_is_unchanged(project: Path, tmp_path: Path) -> N
     ]
 
 
-def test_a_profile_in_the_environment_is_kept_on_the_demo_path(project: Path, tmp_path: Path) -> None:
+def test_a_profile_in_the_environment_is_kept_on_the_demo_path(fake_checkout: Path, tmp_path: Path) -> None:
     if os.uname().sysname == "Darwin":
         pytest.skip("the real uname says Darwin")
-    result = run_sh(project, tmp_path, mac=False, APPLE_FLOW_PROFILE="standard")
+    result = run_sh(fake_checkout, tmp_path, mac=False, APPLE_FLOW_PROFILE="standard")
     assert result.code == 0, result.output
     assert "profile=standard" in result.calls

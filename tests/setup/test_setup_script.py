@@ -46,6 +46,7 @@ def test_missing_swift_is_named_with_how_to_get_it(tmp_path: Path) -> None:
     assert not (root / ".venv").exists(), "nothing should be created before the toolchains are checked"
 
 
+@pytest.mark.slow
 def test_unreachable_package_index_fails_clearly_and_resumes(tmp_path: Path) -> None:
     root = copy_project(tmp_path)
     env = {

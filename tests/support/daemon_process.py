@@ -11,7 +11,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -19,18 +18,10 @@ from typing import Any
 
 from apple_flow.paths import PROJECT_ROOT
 from support import fake_osascript
+from support.waiting import wait_for
 
 READY = "apple-flow daemon ready"
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+__all__ = ["DaemonProcess", "MakeDaemon", "scripted_agent", "wait_for"]  # wait_for: for the tests that import it here
 
 
 class DaemonProcess:
@@ -139,6 +130,10 @@ class DaemonProcess:
         """The state the daemon recorded for each message it handled, by chat.db row."""
         with closing(sqlite3.connect(self.db_path)) as db:
             return dict(db.execute("SELECT rowid, state FROM messages WHERE channel = 'imessage'").fetchall())
+
+
+# What the ``new_daemon`` fixture gives: the test's daemon process (not yet started) with these settings.
+MakeDaemon = Callable[[dict[str, str]], DaemonProcess]
 
 
 def scripted_agent(apple_code_bin: Path, workspace: Path) -> dict[str, str]:

@@ -38,6 +38,8 @@ from typing import Any
 
 import pytest
 
+from support.waiting import wait_for
+
 TESTS = Path(__file__).resolve().parents[1]
 
 SCRIPT = """#!{python}
@@ -172,6 +174,10 @@ class FakeOsascript:
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
+
+    def wait_for_calls(self, count: int, timeout: float = 10) -> None:
+        """Returns once the fake has been called ``count`` times."""
+        wait_for(lambda: len(self.calls()) >= count, timeout, f"{count} osascript calls")
 
 
 def switches_between_two_replies(send: Callable[[str, str], object], osascript: FakeOsascript) -> tuple[int, int]:

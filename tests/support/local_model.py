@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from apple_flow.localmodel import DEFAULT_MODEL, LocalModelError, LocalModelServer, model_file
+from support.ports import free_port
 
 # The tiny model loads in a second and answers in one: the tests that need any real model use it; those about
 # what the agent gets done use the default coding model.
@@ -33,12 +33,6 @@ def require_local_model(model: str = FAST_MODEL) -> None:
     if os.environ.get("APPLE_FLOW_REQUIRE_LOCAL_MODEL") == "1":
         pytest.fail(message)
     pytest.skip(message)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager

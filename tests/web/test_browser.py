@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -18,7 +17,8 @@ from typing import Any
 import pytest
 
 from support.chatdb import ChatDbWriter
-from support.daemon_process import DaemonProcess, scripted_agent, wait_for
+from support.daemon_process import DaemonProcess, MakeDaemon, scripted_agent, wait_for
+from support.ports import free_port
 from support.scripted_server import ScriptedServer, answer, tool_call
 
 ANA = "+15551234567"
@@ -58,33 +58,28 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    (folder / "app.py").write_text("def greet():\n    return 'hello'\n")
-    return folder
-
-
-@pytest.fixture
-def daemon_env(workspace: Path, apple_code_bin: Path) -> dict[str, str]:
-    return {
+def browser_daemon(new_daemon: MakeDaemon, workspace: Path,
+                   apple_code_bin: Path) -> DaemonProcess:
+    """The scripted agent's daemon serving its page on a free port, with app.py in the workspace."""
+    (workspace / "app.py").write_text("def greet():\n    return 'hello'\n")
+    return new_daemon({
         **scripted_agent(apple_code_bin, workspace),
         "APPLE_FLOW_ALLOWED_SENDERS": ANA,
         "APPLE_FLOW_AFM_TIMEOUT_SECONDS": "60",
         "APPLE_FLOW_WEB_ENABLED": "true",
         "APPLE_FLOW_WEB_PORT": "0",
         "APPLE_FLOW_WEB_TOKEN": TOKEN,
-    }
+    })
 
 
-def web_url(daemon: DaemonProcess) -> str:
-    found = wait_for(lambda: WEB_LINE.search(daemon.log()), 20, "the web page's address in the daemon's log")
+def web_url(browser_daemon: DaemonProcess) -> str:
+    found = wait_for(lambda: WEB_LINE.search(browser_daemon.log()), 20, "the web page's address in the daemon's log")
     return str(found.group(1))
 
 
-def pending_approval(daemon: DaemonProcess) -> str:
+def pending_approval(browser_daemon: DaemonProcess) -> str:
     def newest() -> str | None:
-        with sqlite3.connect(daemon.db_path) as db:
+        with sqlite3.connect(browser_daemon.db_path) as db:
             row = db.execute("SELECT id FROM approvals WHERE state = 'pending' ORDER BY created_at DESC").fetchone()
         return str(row[0]) if row else None
 
@@ -98,8 +93,9 @@ def log_in(page: Any, url: str, token: str) -> None:
     page.click("button[type=submit]")
 
 
+@pytest.mark.slow
 def test_log_in_watch_runs_see_a_diff_and_approve_a_task(
-    browser: Any, daemon: DaemonProcess, chat_db: ChatDbWriter, workspace: Path
+    browser: Any, browser_daemon: DaemonProcess, chat_db: ChatDbWriter, workspace: Path
 ) -> None:
     from playwright.sync_api import expect
 
@@ -113,8 +109,8 @@ def test_log_in_watch_runs_see_a_diff_and_approve_a_task(
         answer("Added farewell.py.", delay=2),
     ]
     with ScriptedServer(steps) as server:
-        daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url})
-        url = web_url(daemon)
+        browser_daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url})
+        url = web_url(browser_daemon)
         page = browser.new_page()
         log_in(page, url, TOKEN)
         expect(page).to_have_url(f"{url}/runs")
@@ -139,7 +135,7 @@ def test_log_in_watch_runs_see_a_diff_and_approve_a_task(
 
         # A task waits for approval; Approve runs it, and the run shows up and finishes.
         chat_db.message("task: add a farewell function", sender=ANA)
-        request = pending_approval(daemon)
+        request = pending_approval(browser_daemon)
         page.goto(f"{url}/approvals")
         card = page.locator(f"article#{request}")
         expect(card).to_contain_text("Add farewell.py")
@@ -149,7 +145,8 @@ def test_log_in_watch_runs_see_a_diff_and_approve_a_task(
         approved = page.locator("tr", has_text="add a farewell function").filter(has_text="approve")
         expect(approved.locator(".state")).to_have_text("done", timeout=SECONDS)
         assert (workspace / "farewell.py").read_text() == "def farewell():\n    return 'bye'\n"
-        wait_for(lambda: any(t.startswith(f"Done ({request}") for t in daemon.sends_to(ANA)), 20, "the task's reply")
+        wait_for(lambda: any(t.startswith(f"Done ({request}") for t in browser_daemon.sends_to(ANA)), 20,
+                 "the task's reply")
         page.goto(f"{url}/approvals")
         expect(page.locator("main")).to_contain_text("Nothing is waiting")
 
@@ -188,15 +185,15 @@ class _AttackerSite:
 
 
 def test_a_wrong_token_and_a_cross_site_post_are_refused(
-    browser: Any, daemon: DaemonProcess, chat_db: ChatDbWriter
+    browser: Any, browser_daemon: DaemonProcess, chat_db: ChatDbWriter
 ) -> None:
     from playwright.sync_api import expect
 
     with ScriptedServer([answer("the secret plan")]) as server:
-        daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url})
-        url = web_url(daemon)
+        browser_daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url})
+        url = web_url(browser_daemon)
         chat_db.message("task: rotate the secret keys", sender=ANA)
-        request = pending_approval(daemon)
+        request = pending_approval(browser_daemon)
 
         stranger = browser.new_context()
         page = stranger.new_page()
@@ -226,26 +223,20 @@ def test_a_wrong_token_and_a_cross_site_post_are_refused(
                 assert any("apple_flow_session" in c for c in attacker.cookies) is gets_cookie, (host, attacker.cookies)
             finally:
                 attacker.close()
-        with sqlite3.connect(daemon.db_path) as db:
+        with sqlite3.connect(browser_daemon.db_path) as db:
             assert db.execute("SELECT state FROM approvals WHERE id = ?", (request,)).fetchone()[0] == "pending"
         owner.close()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_a_texted_link_logs_the_phone_in_once_and_login_returns_to_the_page_asked_for(
-    browser: Any, daemon: DaemonProcess, chat_db: ChatDbWriter
+    browser: Any, browser_daemon: DaemonProcess, chat_db: ChatDbWriter
 ) -> None:
     from playwright.sync_api import expect
 
-    daemon.start()
-    url = web_url(daemon)
+    browser_daemon.start()
+    url = web_url(browser_daemon)
     chat_db.message("web", sender=ANA)
-    text = wait_for(lambda: daemon.sends_to(ANA), 20, "the reply to `web`")[0]
+    text = wait_for(lambda: browser_daemon.sends_to(ANA), 20, "the reply to `web`")[0]
     found = LINK.search(text)
     assert found is not None, text
     link = found.group(0)
@@ -273,14 +264,15 @@ def test_a_texted_link_logs_the_phone_in_once_and_login_returns_to_the_page_aske
     other.close()
 
 
+@pytest.mark.slow
 def test_the_approvals_page_and_the_pending_count_update_live(
-    browser: Any, daemon: DaemonProcess, chat_db: ChatDbWriter
+    browser: Any, browser_daemon: DaemonProcess, chat_db: ChatDbWriter
 ) -> None:
     from playwright.sync_api import expect
 
     with ScriptedServer([answer("1. Add farewell.py.")]) as server:
-        daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url})
-        url = web_url(daemon)
+        browser_daemon.start({"APPLE_FLOW_AFM_BASE_URL": server.url})
+        url = web_url(browser_daemon)
         page = browser.new_page()
         log_in(page, url, TOKEN)
         page.goto(f"{url}/approvals")
@@ -288,7 +280,7 @@ def test_the_approvals_page_and_the_pending_count_update_live(
         expect(page.locator("#pending .count")).to_have_count(0)
 
         chat_db.message("task: add a farewell function", sender=ANA)
-        request = pending_approval(daemon)
+        request = pending_approval(browser_daemon)
         card = page.locator(f"article#{request}")
         expect(card).to_contain_text("Add farewell.py", timeout=SECONDS)  # no reload
         expect(page.locator("#pending .count")).to_have_text("1")
@@ -303,16 +295,17 @@ def test_the_approvals_page_and_the_pending_count_update_live(
         expect(page.locator("#pending .count")).to_have_count(0)
 
 
+@pytest.mark.slow
 def test_a_stopped_daemon_shows_as_stopped_and_the_page_comes_back_with_it(
-    browser: Any, daemon: DaemonProcess, chat_db: ChatDbWriter
+    browser: Any, browser_daemon: DaemonProcess, chat_db: ChatDbWriter
 ) -> None:
     from playwright.sync_api import expect
 
     port = free_port()
     with ScriptedServer([answer("Done at last.", delay=60)]) as server:
         env = {"APPLE_FLOW_AFM_BASE_URL": server.url, "APPLE_FLOW_WEB_PORT": str(port)}
-        daemon.start(env)
-        url = web_url(daemon)
+        browser_daemon.start(env)
+        url = web_url(browser_daemon)
         page = browser.new_page()
         log_in(page, url, TOKEN)
         chat_db.message("take your time", sender=ANA)
@@ -322,7 +315,7 @@ def test_a_stopped_daemon_shows_as_stopped_and_the_page_comes_back_with_it(
         expect(page.locator("h1 .state")).to_have_text("running")
         expect(page.locator("#offline")).to_be_hidden()
 
-        daemon.kill9()
+        browser_daemon.kill9()
         banner = page.locator("#offline")
         expect(banner).to_be_visible(timeout=SECONDS)
         expect(banner).to_contain_text("The daemon is not answering")
@@ -330,6 +323,6 @@ def test_a_stopped_daemon_shows_as_stopped_and_the_page_comes_back_with_it(
             "getComputedStyle(document.querySelector('h1 .state.running'), '::after').content"
         )
 
-        daemon.start(env)  # the same port: the session was kept by the daemon, the page picks up again
+        browser_daemon.start(env)  # the same port: the session was kept by the daemon, the page picks up again
         expect(banner).to_be_hidden(timeout=SECONDS)
         expect(page.locator("h1 .state")).not_to_have_text("running", timeout=SECONDS)

@@ -26,7 +26,7 @@ def planner(prompt: str, request: TurnRequest) -> str:
 
 
 @pytest.fixture
-def harness(tmp_path: Path) -> Iterator[Callable[..., Harness]]:
+def page_harness(tmp_path: Path) -> Iterator[Callable[..., Harness]]:
     made: list[Harness] = []
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -45,8 +45,10 @@ def harness(tmp_path: Path) -> Iterator[Callable[..., Harness]]:
         h.daemon.request_stop()
 
 
-def test_a_task_approved_on_the_page_runs_and_its_answer_goes_to_the_sender(harness: Callable[..., Harness]) -> None:
-    h = harness()
+def test_a_task_approved_on_the_page_runs_and_its_answer_goes_to_the_sender(
+    page_harness: Callable[..., Harness]
+) -> None:
+    h = page_harness()
     h.ingress.add(ANA, "task: fix a.py")
     plan = wait_until(lambda: h.egress.to(ANA))[0]
     request = re.search(r"approve (req_[0-9a-f]{8})", plan).group(1)  # type: ignore[union-attr]
@@ -64,8 +66,8 @@ def test_a_task_approved_on_the_page_runs_and_its_answer_goes_to_the_sender(harn
     assert decisions.approve(request) == (None, f"{request} was already approved.")
 
 
-def test_replies_link_to_their_run_when_a_base_url_is_set(harness: Callable[..., Harness]) -> None:
-    h = harness(web_base_url="https://mac.example.ts.net/")
+def test_replies_link_to_their_run_when_a_base_url_is_set(page_harness: Callable[..., Harness]) -> None:
+    h = page_harness(web_base_url="https://mac.example.ts.net/")
     h.ingress.add(ANA, "hello")
     reply = wait_until(lambda: h.egress.to(ANA))[0]
     run = h.store.runs.recent_runs()[0]
@@ -75,8 +77,8 @@ def test_replies_link_to_their_run_when_a_base_url_is_set(harness: Callable[...,
     assert not wait_until(lambda: h.egress.to(ANA)[1:])[0].endswith(run.id)  # no run, no link
 
 
-def test_no_link_without_a_base_url_or_with_the_page_off(harness: Callable[..., Harness]) -> None:
-    h = harness(web_base_url="https://mac.example.ts.net", web_enabled=False)
+def test_no_link_without_a_base_url_or_with_the_page_off(page_harness: Callable[..., Harness]) -> None:
+    h = page_harness(web_base_url="https://mac.example.ts.net", web_enabled=False)
     h.ingress.add(ANA, "hello")
     assert wait_until(lambda: h.egress.to(ANA)) == ["Changed a.py."]
 
@@ -93,18 +95,18 @@ def approve_on_the_page(h: Harness, notes: str = "") -> str:
 
 
 def test_a_task_approved_on_the_page_is_redone_after_a_restart_cut_its_run_short(
-    harness: Callable[..., Harness],
+    page_harness: Callable[..., Harness],
 ) -> None:
     """Like a task approved by text (its message is handled again), one approved on the page and not finished when
     the daemon stopped runs again at the next start, and its answer is sent once."""
-    h = harness(shutdown_grace_seconds=0.2)
+    h = page_harness(shutdown_grace_seconds=0.2)
     request = approve_on_the_page(h, "SLOW, only a.py")  # the notes reach the run's prompt: it hangs
     wait_until(lambda: h.connector.running == 1 and not h.connector.calls[-1].request.read_only)
     h.stop()  # the run is killed and nothing recorded for it, as after a crash
     assert not [t for t in h.egress.to(ANA) if t.startswith("Done")]
     h.store.close()
 
-    again = harness()
+    again = page_harness()
     again.connector.release.set()
     done = wait_until(lambda: [t for t in again.egress.to(ANA) if t.startswith("Done")], 20)
     assert done[0].startswith(f"Done ({request}, run_") and done[0].endswith("Changed a.py.")
@@ -113,16 +115,16 @@ def test_a_task_approved_on_the_page_is_redone_after_a_restart_cut_its_run_short
     again.stop()
     again.store.close()
 
-    third = harness()  # finished and sent: not run again
+    third = page_harness()  # finished and sent: not run again
     later = (third.store.cursors.get_cursor("imessage") or 0) + 1  # a row after those the restart reads again
     status = ask(third, ANA, "status", later)  # answered: what a restart resumes came before it
     assert third.connector.calls == [] and third.egress.sent == [(ANA, status)]
 
 
 def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_is_sent_at_the_restart(
-    harness: Callable[..., Harness], tmp_path: Path
+    page_harness: Callable[..., Harness], tmp_path: Path
 ) -> None:
-    h = harness()
+    h = page_harness()
     request = approve_on_the_page(h)
     wait_until(lambda: [t for t in h.egress.to(ANA) if t.startswith("Done")])
     h.stop()
@@ -130,18 +132,18 @@ def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_is_sent_at_t
     h.store.web_runs.record_web_reply(request, "the recorded answer")
     h.store.close()
 
-    again = harness()
+    again = page_harness()
     assert wait_until(lambda: again.egress.to(ANA)) == ["the recorded answer"]
     again.stop()
     again.store.close()
-    third = harness()
+    third = page_harness()
     status = ask(third, ANA, "status", (third.store.cursors.get_cursor("imessage") or 0) + 1)
     assert third.connector.calls == [] and third.egress.sent == [(ANA, status)]
 
 
-def page_approved_task_sent_with_its_file(harness: Callable[..., Harness]) -> tuple[Harness, str, str]:
+def page_approved_task_sent_with_its_file(page_harness: Callable[..., Harness]) -> tuple[Harness, str, str]:
     """A task approved on the page whose answer sends a.py; stopped once all went out. (request, answer)"""
-    h = harness()
+    h = page_harness()
     (h.settings.workspaces.default / "a.py").write_text("print(1)\n")
     request = approve_on_the_page(h, "and send me a.py")
     wait_until(lambda: h.egress.files)
@@ -159,37 +161,37 @@ def crash_state(h: Harness, sql: str) -> None:
 
 
 def test_the_answer_of_a_page_approved_task_recorded_before_a_crash_goes_at_the_restart_with_its_file(
-    harness: Callable[..., Harness],
+    page_harness: Callable[..., Harness],
 ) -> None:
-    h, request, done = page_approved_task_sent_with_its_file(harness)
+    h, request, done = page_approved_task_sent_with_its_file(page_harness)
     h.store.web_runs.record_web_reply(request, done)
     crash_state(h, "UPDATE reply_files SET state = 'pending'")
 
-    again = harness()
+    again = page_harness()
     wait_until(lambda: again.egress.files)
     assert again.egress.order == [("text", ANA, done), ("file", ANA, "a.py")]
     again.stop()
     again.store.close()
-    third = harness()  # what a restart resends, it sends before it is ready
+    third = page_harness()  # what a restart resends, it sends before it is ready
     assert third.egress.order == []
 
 
 def test_a_file_of_a_page_approved_task_cut_short_by_a_crash_goes_at_the_restart_alone(
-    harness: Callable[..., Harness],
+    page_harness: Callable[..., Harness],
 ) -> None:
-    h, _request, _done = page_approved_task_sent_with_its_file(harness)
+    h, _request, _done = page_approved_task_sent_with_its_file(page_harness)
     crash_state(h, "UPDATE reply_files SET state = 'pending'")  # the answer went out (web_runs: sent), a.py not
 
-    again = harness()
+    again = page_harness()
     wait_until(lambda: again.egress.files)
     assert again.egress.order == [("file", ANA, "a.py")]
     assert [e.detail for e in again.store.events.recent_events(kind="file_sent")] == ["a.py", "a.py"]
 
 
-def test_cancel_drops_a_page_approved_task_waiting_in_the_queue_for_good(harness: Callable[..., Harness]) -> None:
+def test_cancel_drops_a_page_approved_task_waiting_in_the_queue_for_good(page_harness: Callable[..., Harness]) -> None:
     """`cancel` drops a task approved on the page as one approved by text: not run, pending again, and its run
     recorded as finished, so a restart does not run it either."""
-    h = harness()
+    h = page_harness()
     h.ingress.add(ANA, "task: fix a.py")
     plan = wait_until(lambda: h.egress.to(ANA))[0]
     request = re.search(r"approve (req_[0-9a-f]{8})", plan).group(1)  # type: ignore[union-attr]
@@ -211,7 +213,7 @@ def test_cancel_drops_a_page_approved_task_waiting_in_the_queue_for_good(harness
     assert [c.request.read_only for c in h.connector.calls] == [True, False]  # the plan and the SLOW chat only
     h.store.close()
 
-    again = harness()
+    again = page_harness()
     again.ingress.add(ANA, "status", rowid=4)
     status = wait_until(lambda: again.egress.to(ANA))[0]
     assert status.startswith(f"Awaiting approval: {request}")  # not running, not queued: pending

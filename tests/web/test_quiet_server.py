@@ -15,6 +15,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from apple_flow.web.server import OnFirstConnection, WebServer
+from support.waiting import wait_for
 
 
 def hello(request: object) -> PlainTextResponse:
@@ -48,10 +49,12 @@ def test_an_idle_page_does_not_wake_its_thread() -> None:
     server = serving()
     try:
         httpx.get(server.url, timeout=10)  # served once: connections closed, nothing pending
-        time.sleep(0.2)
+        assert server._server is not None
+        state = server._server.server_state
+        wait_for(lambda: not state.connections, 5, "the server to close the connection")
         status = Path(f"/proc/self/task/{web_thread().native_id}/status")
         before = _voluntary_switches(status)
-        time.sleep(1.5)
+        time.sleep(1.5)  # time passes for the idle server: what is measured is that it does not wake in it
         woke = _voluntary_switches(status) - before
     finally:
         server.stop()
@@ -82,12 +85,12 @@ def test_a_page_loaded_on_first_use_is_built_when_the_first_connection_comes() -
     server = WebServer(OnFirstConnection(build), "127.0.0.1", 0)
     server.start()
     try:
-        time.sleep(0.3)
+        time.sleep(0.3)  # time passes with nobody connecting: nothing may load in it
         assert built == []  # listening, nothing of the page loaded
         status = Path(f"/proc/self/task/{web_thread().native_id}/status")
         if status.parent.is_dir():
             before = _voluntary_switches(status)
-            time.sleep(1.0)
+            time.sleep(1.0)  # likewise: the thread may not wake in it
             assert _voluntary_switches(status) - before <= 2  # waiting without waking
         assert httpx.get(server.url, timeout=30).text == "hello"  # the first request waits while the page loads
         assert httpx.get(server.url, timeout=10).text == "hello"
