@@ -119,8 +119,6 @@ def test_an_event_waits_at_most_the_flush_time(store: Store) -> None:
     record(parse_event({"type": "tool_call", "id": "c1", "name": "runCommand", "arguments": {"command": "make test"}}))
     # Shown while the command runs: no later event needed.
     wait_for(lambda: store.run_events.of_run("run_e"), 5, "the event to be written")
-    record(parse_event({"type": "result", "subtype": "success", "result": "done"}))
-    assert [e.type for e in store.run_events.of_run("run_e")] == ["tool_call", "result"]
     record.close()
 
 
