@@ -30,8 +30,7 @@ public struct EditFileTool: WorkspaceTool {
         let oldText = arguments.string("oldText") ?? ""
         let newText = arguments.string("newText") ?? ""
         if oldText.isEmpty { throw ToolFailure("oldText is empty; use writeFile to create a file") }
-        try workspace.requireFile(target)
-        let fd = try FileIO.openText(target)
+        let fd = try FileIO.openText(target, in: workspace)
         let bytes: [UInt8]
         do {
             defer { close(fd) }

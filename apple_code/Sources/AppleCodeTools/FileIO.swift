@@ -25,9 +25,10 @@ enum FileIO {
         return fd
     }
 
-    /// Opens a resolved path that must be an existing regular text file (readFile, editFile).
-    static func openText(_ target: Workspace.Resolved) throws -> Int32 {
-        try target.requireFile()
+    /// Opens a resolved path that must be an existing regular text file (readFile, editFile); a missing one's
+    /// failure names what the workspace holds near it (`Workspace.requireFile`).
+    static func openText(_ target: Workspace.Resolved, in workspace: Workspace) throws -> Int32 {
+        try workspace.requireFile(target)
         let fd = try openForReading(target.absolute, shown: target.relative)
         if looksBinary(fd: fd) {
             close(fd)

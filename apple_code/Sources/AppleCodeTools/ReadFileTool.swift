@@ -24,20 +24,19 @@ public struct ReadFileTool: WorkspaceTool {
     public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
         -> ToolResult {
         let target = try workspace.resolve(arguments.string("path") ?? "")
-        try workspace.requireFile(target)
         let first = max(1, arguments.int("startLine") ?? 1)
         let requestedLast = arguments.int("endLine")
         if let requestedLast, requestedLast < first {
             throw ToolFailure("endLine \(requestedLast) is before startLine \(first)")
         }
-        let result = try read(target, first: first, last: min(requestedLast ?? Int.max, first + Self.windowLines - 1),
-                              context: context)
+        let result = try read(target, in: workspace, first: first,
+                              last: min(requestedLast ?? Int.max, first + Self.windowLines - 1), context: context)
         // A range inside a file that fits one window is widened to the whole file: small models page through
         // short files a few lines at a time (or ask for a range and miss the line that matters), and the rest of
         // a short file costs little.
         guard (first > 1 || requestedLast != nil), result.total <= Self.windowLines,
               result.first > 1 || result.last < result.total,
-              let whole = try? read(target, first: 1, last: result.total, context: context),
+              let whole = try? read(target, in: workspace, first: 1, last: result.total, context: context),
               whole.last == whole.total else { return result.tool }
         return whole.tool
     }
@@ -49,9 +48,10 @@ public struct ReadFileTool: WorkspaceTool {
         let total: Int
     }
 
-    private func read(_ target: Workspace.Resolved, first: Int, last: Int, context: ToolContext) throws -> Read {
+    private func read(_ target: Workspace.Resolved, in workspace: Workspace, first: Int, last: Int,
+                      context: ToolContext) throws -> Read {
         let name = target.relative
-        let fd = try FileIO.openText(target)
+        let fd = try FileIO.openText(target, in: workspace)
         defer { close(fd) }
 
         var window = BudgetedLines(tokens: context.maxResultTokens)

@@ -187,12 +187,12 @@ extension Workspace {
     /// Throws unless `target` is an existing regular file; when it is missing, the failure names what the nearest
     /// existing folder holds, so a model that guessed a name (small ones do: `input.txt`, `path/to/file`) sees
     /// the real ones in the same result.
-    public func requireFile(_ target: Resolved) throws {
+    func requireFile(_ target: Resolved) throws {
         guard target.kind == .missing else { return try target.requireFile() }
         throw ToolFailure("\(target.relative) does not exist. " + nearest(target.absolute))
     }
 
-    /// "Files in FOLDER: a.py, b/, ..." for the deepest existing folder above `absolute` (inside the workspace),
+    /// "FOLDER holds: a.py, b/, ..." for the deepest existing folder above `absolute` (inside the workspace),
     /// hidden and skipped names left out.
     func nearest(_ absolute: String) -> String {
         var folder = absolute
