@@ -76,7 +76,7 @@ def test_a_verify_check_reads_as_its_event_and_in_the_result(apple_code_bin: Pat
     done, _, _ = run_scripted(apple_code_bin, workspace, script, "make done.txt", "--verify", "python3 check.py")
     assert done.returncode == 0, done.stderr
     types = check_mirrored(done.stdout)
-    assert types.count("verify") == 2, types
+    assert types.count("verify") == 3, types  # before the work, after each answer
     result = read(done.stdout)[-1][1]
     assert isinstance(result, Result) and result.verify is not None and result.verify.passed
 

@@ -34,7 +34,16 @@ def tested_calc(workspace: Path) -> Path:
 
 
 def verify_events(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in e.items() if k != "type"} for e in lines if e["type"] == "verify"]
+    """The checks after an answer (the one before the work left out)."""
+    return [{k: v for k, v in e.items() if k != "type"} for e in lines if e["type"] == "verify" and not e.get("before")]
+
+
+def before_event(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The check's run before the model's first turn: there is exactly one, and it comes before any tool call."""
+    found = [i for i, e in enumerate(lines) if e["type"] == "verify" and e.get("before")]
+    assert len(found) == 1, lines
+    assert all(e["type"] != "tool_call" for e in lines[:found[0]])
+    return {k: v for k, v in lines[found[0]].items() if k != "type"}
 
 
 def user_texts(body: dict[str, Any]) -> list[str]:
@@ -63,6 +72,9 @@ def test_a_model_that_breaks_the_test_is_shown_the_failure_and_fixes_it(
     assert [(c["passed"], c["rounds"], c["runs"], c.get("exit_code")) for c in checks] == [(False, 1, 1, 1),
                                                                                              (True, 1, 2, 0)]
     assert "AssertionError: add(2, 3) returned -1, expected 5" in checks[0]["output_tail"]
+    # It passed before the work, so the task went to the model as it was.
+    assert before_event(lines) == {"command": CHECK, "passed": True, "rounds": 0, "runs": 1, "exit_code": 0,
+                                   "output_tail": "exit code 0\n1 passed", "before": True}
     # The check ran after each answer: it is not a turn, not a command of the model's.
     assert result["num_turns"] == 5 and result["commands_run"] == 0
     assert result["files_changed"] == ["calc.py"]
@@ -92,6 +104,7 @@ def test_a_model_that_never_fixes_it_ends_with_exit_5(apple_code_bin: Path, test
     assert result["verify"]["passed"] is False
     assert (result["verify"]["rounds"], result["verify"]["runs"], result["verify"]["exit_code"]) == (2, 3, 1)
     assert [c["rounds"] for c in verify_events(lines)] == [1, 2, 2]
+    assert before_event(lines)["passed"] is True
     assert len(requests) == 5
     # Each round's request holds the newest failure whole and the earlier one as a line.
     last = user_texts(requests[-1])
@@ -125,6 +138,27 @@ def test_the_result_says_so_when_the_check_never_ran(apple_code_bin: Path, teste
     assert done.returncode == 1
     assert lines[-1]["verify"] == {"command": CHECK, "passed": False, "rounds": 0, "runs": 0, "output_tail": ""}
     assert verify_events(lines) == []
+    assert before_event(lines)["passed"] is True  # the run before the work is not counted in the result
+
+
+def test_a_check_that_fails_before_the_work_goes_with_the_task(apple_code_bin: Path, tested_calc: Path) -> None:
+    (tested_calc / "calc.py").write_text(BAD)
+    script = [tool_call("readFile", {"path": "calc.py"}), tool_call("editFile", FIX), answer("add() adds now.")]
+    done, lines, requests = run_scripted(apple_code_bin, tested_calc, script, "Fix calc.py.", "--verify", CHECK)
+    assert done.returncode == 0, done.stderr
+    before = before_event(lines)
+    assert (before["passed"], before["rounds"], before["runs"], before["exit_code"]) == (False, 0, 1, 1)
+    # The first request holds the task, then how the check fails now: the model starts from the failure.
+    first = user_texts(requests[0])
+    assert len(first) == 1
+    task, failure = first[0].split("\n\n", 1)
+    assert task == "Fix calc.py."
+    assert failure.startswith(f"The check `{CHECK}` fails now (exit code 1); it must pass when you are done. The end "
+                              "of its output:\n")
+    assert "AssertionError: add(2, 3) returned -1, expected 5" in failure
+    # The result's verify object counts the checks after an answer only: one, passed, no repair round.
+    assert lines[-1]["verify"]["runs"] == 1 and lines[-1]["verify"]["rounds"] == 0
+    assert lines[-1]["verify"]["passed"] is True
 
 
 def test_a_passing_check_ends_the_run_as_before(apple_code_bin: Path, tested_calc: Path) -> None:
@@ -168,6 +202,9 @@ def test_a_plan_runs_the_check_after_its_last_step_and_repairs_in_a_new_worker(a
     checks = verify_events(lines)
     assert [(c["passed"], c["rounds"]) for c in checks] == [(False, 1), (True, 1)]
     assert "subtask" not in checks[0]
+    # The failure before the work went to the planner with the task.
+    assert before_event(lines)["passed"] is False
+    assert "returned -1, expected 5" in user_texts(requests[0])[0]
     result = lines[-1]
     assert result["verify"]["passed"] is True and result["verify"]["runs"] == 2
     assert "make the check `python3 -B test_calc.py` pass (repair round 1)" in result["result"]

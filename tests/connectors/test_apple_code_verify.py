@@ -53,3 +53,4 @@ def test_each_run_of_the_check_is_a_progress_line(connector_settings: Callable[.
     monkeypatch.setenv("FAKE_APPLE_CODE_MODE", "verify-fail")
     _, failed = with_progress(AfmConnector(connector_settings()), "fix it", verify="make test")
     assert failed[-1] == "check failed (repair round 2): make test"
+    assert failed[0] == "check fails before the work: make test"  # not read as the final verdict

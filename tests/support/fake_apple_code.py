@@ -20,7 +20,8 @@ interrupted       result error_interrupted, exit 130 (as after a SIGTERM from so
 hang              prints a start event and never ends (ignores --timeout and SIGTERM)
 no-result         a start event and a tool call, then exit 0 without a result event
 quick             only the result event, at once (for the benchmark)
-verify-fail       with --verify: a verify event that failed, then result error_verify, exit 5, with the partial
+verify-fail       with --verify: the failing check before the work (a verify event with "before"), a verify
+                  event that failed, then result error_verify, exit 5, with the partial
                   answer $FAKE_APPLE_CODE_ANSWER and files_changed ["src/app.py"]
 
 With ``--verify CMD`` a result carries ``verify`` as the contract says (in ``answer`` mode after a ``verify`` event
@@ -188,6 +189,8 @@ def main() -> None:
     if mode == "verify-fail":
         if VERIFY is None:
             usage_error("fake: verify-fail needs --verify")
+        # The real binary runs the check once before the work; it fails here too.
+        emit({"type": "verify", **verify_report(values["--verify"], False, 1), "rounds": 0, "before": True})
         answer = os.environ.get("FAKE_APPLE_CODE_ANSWER", "fake answer")
         emit({"type": "text", "delta": answer})
         VERIFY = verify_report(values["--verify"], False, 3)

@@ -101,6 +101,10 @@ private struct LoopRun {
     /// `--verify`: the check each final answer must pass, and the history entry of its latest failure.
     var verification: Verification?
     var feedbackEntry: Int?
+    /// A `--verify` repair round has begun and its first reply is still to come: that request requires a call
+    /// (where the server takes a required tool choice), since a round exists to change something and small models
+    /// otherwise answer the failure in prose.
+    var repairMustAct = false
     /// The server's context-length refusals and the limit requests are fitted to since.
     var overflow: OverflowRecovery
 
@@ -188,6 +192,7 @@ private struct LoopRun {
         answerRequested = nil
         memory = CallMemory()
         lastCallKey = nil
+        repairMustAct = true
     }
 
     /// What the check's failure may take in the history: half of what the window leaves beside the instructions,
@@ -213,6 +218,7 @@ private struct LoopRun {
             let reply: ChatReply
             do {
                 reply = try await ask(chat, figure)
+                repairMustAct = false
             } catch let overflow as ContextOverflow {
                 if let ended = try recover(from: overflow, figure) { return ended }
                 continue
@@ -437,8 +443,9 @@ private struct LoopRun {
         let trimmed = text.trimmingWhitespace
         if trimmed.isEmpty { return (.object(JSONObject()), nil) }
         do {
-            let value = try JSONValue.parse(trimmed)
-            if case .string(let inner) = value, let unwrapped = try? JSONValue.parse(inner), unwrapped.objectValue != nil {
+            let value = try JSONValue.parseModelWritten(trimmed)
+            if case .string(let inner) = value, let unwrapped = try? JSONValue.parseModelWritten(inner),
+               unwrapped.objectValue != nil {
                 return (unwrapped, nil)
             }
             return (value, nil)
@@ -538,9 +545,10 @@ private struct LoopRun {
     private func makeRequest() -> ChatRequest {
         let asking = answerRequested != nil
         let first = progress.turns == 0 && !asking && loop.looksFirst && !lookingTools.isEmpty
+        let repairing = repairMustAct && !asking && loop.looksFirst && !specs.isEmpty
         return ChatRequest(system: request.instructions, entries: entries, tools: asking ? [] : specs,
                            maxTokens: budget.answerReserve, style: style, plainHistory: asking,
-                           mustCallOneOf: first ? lookingTools : nil)
+                           mustCallOneOf: first ? lookingTools : repairing ? specs.map(\.name) : nil)
     }
 }
 

@@ -120,7 +120,7 @@ enum TextToolCall {
 
     /// `{"name": NAME, "arguments": {...}}` (or `"parameters"`, or arguments as a JSON string), no other keys.
     private static func bareObject(_ text: String, tools: [String]) -> ModelToolCall? {
-        guard text.hasPrefix("{"), let object = (try? JSONValue.parse(text))?.objectValue,
+        guard text.hasPrefix("{"), let object = (try? JSONValue.parseModelWritten(text))?.objectValue,
               let name = object["name"]?.stringValue, tools.contains(name),
               Set(object.keys).isSubset(of: ["name", "arguments", "parameters"]) else { return nil }
         switch object["arguments"] ?? object["parameters"] {

@@ -89,6 +89,7 @@ extension VerifyReport {
         ]
         if let exitCode { object["exit_code"] = .int(exitCode) }
         object["output_tail"] = .string(outputTail)
+        if before { object["before"] = true }
         return .object(object)
     }
 }

@@ -128,15 +128,43 @@ extension JSONValue {
         var parser = JSONTextParser(Array(text.utf8))
         return try parser.parseDocument()
     }
+
+    /// Parses JSON a model wrote by hand, where strict parsing failed: small models put raw newlines and tabs
+    /// inside strings and leave quotes in the code they quote unescaped (`"content": "x = "a""`). Here a control
+    /// character in a string is kept as it is, an unknown escape keeps its backslash, and a quote ends a string
+    /// only where the JSON around it goes on (before `:` after a key, `}` or `,` and the next key after a value,
+    /// `]` or `,` and a value in an array); any other quote is part of the text. Strict JSON parses to the same
+    /// value as `parse`.
+    public static func parseLenient(_ text: String) throws -> JSONValue {
+        var parser = JSONTextParser(Array(text.utf8), lenient: true)
+        return try parser.parseDocument()
+    }
+
+    /// JSON from a model: strict first (its error is the one reported), then `parseLenient`.
+    public static func parseModelWritten(_ text: String) throws -> JSONValue {
+        do {
+            return try parse(text)
+        } catch {
+            guard let repaired = try? parseLenient(text) else { throw error }
+            return repaired
+        }
+    }
 }
 
-/// A small strict JSON parser that keeps object key order (JSONSerialization does not).
+/// A small JSON parser that keeps object key order (JSONSerialization does not); strict unless `lenient`.
 private struct JSONTextParser {
+    /// Where a string stands, which decides what may follow its closing quote in lenient mode.
+    enum StringRole { case key, objectValue, arrayItem, document }
+
     let bytes: [UInt8]
+    let lenient: Bool
     var index = 0
     var depth = 0
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: [UInt8], lenient: Bool = false) {
+        self.bytes = bytes
+        self.lenient = lenient
+    }
 
     mutating func parseDocument() throws -> JSONValue {
         skipWhitespace()
@@ -154,12 +182,12 @@ private struct JSONTextParser {
         while index < bytes.count, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[index]) { index += 1 }
     }
 
-    mutating func parseValue() throws -> JSONValue {
+    mutating func parseValue(as role: StringRole = .document) throws -> JSONValue {
         guard index < bytes.count else { throw fail("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
-        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "\""): return .string(try parseString(as: role))
         case UInt8(ascii: "t"): try expect("true"); return .bool(true)
         case UInt8(ascii: "f"): try expect("false"); return .bool(false)
         case UInt8(ascii: "n"): try expect("null"); return .null
@@ -190,12 +218,12 @@ private struct JSONTextParser {
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key") }
-            let key = try parseString()
+            let key = try parseString(as: .key)
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
             skipWhitespace()
-            object[key] = try parseValue()
+            object[key] = try parseValue(as: .objectValue)
             skipWhitespace()
             guard index < bytes.count else { throw fail("unterminated object") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
@@ -213,7 +241,7 @@ private struct JSONTextParser {
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
         while true {
             skipWhitespace()
-            items.append(try parseValue())
+            items.append(try parseValue(as: .arrayItem))
             skipWhitespace()
             guard index < bytes.count else { throw fail("unterminated array") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
@@ -222,7 +250,7 @@ private struct JSONTextParser {
         }
     }
 
-    mutating func parseString() throws -> String {
+    mutating func parseString(as role: StringRole) throws -> String {
         index += 1
         var scalars = String.UnicodeScalarView()
         var runStart = index
@@ -233,12 +261,12 @@ private struct JSONTextParser {
         }
         while index < bytes.count {
             let b = bytes[index]
-            if b == UInt8(ascii: "\"") {
+            if b == UInt8(ascii: "\""), !lenient || closes(at: index, as: role) {
                 flush(self, index, into: &scalars)
                 index += 1
                 return String(scalars)
             }
-            if b < 0x20 { throw fail("control character in string") }
+            if b < 0x20, !lenient { throw fail("control character in string") }
             if b == UInt8(ascii: "\\") {
                 flush(self, index, into: &scalars)
                 index += 1
@@ -256,7 +284,10 @@ private struct JSONTextParser {
                 case UInt8(ascii: "t"): scalars.append("\t")
                 case UInt8(ascii: "u"):
                     scalars.append(try parseUnicodeEscape())
-                default: throw fail("bad escape")
+                default:
+                    guard lenient else { throw fail("bad escape") }
+                    index -= 1  // `\d` in a regex the model quoted: the backslash and the character stay
+                    scalars.append("\\")
                 }
                 runStart = index
                 continue
@@ -264,6 +295,45 @@ private struct JSONTextParser {
             index += 1
         }
         throw fail("unterminated string")
+    }
+
+    /// Lenient mode: whether the quote at `quote` ends the string in `role`, judged by what follows it.
+    func closes(at quote: Int, as role: StringRole) -> Bool {
+        var next = skippingWhitespace(from: quote + 1)
+        guard next < bytes.count else { return true }
+        let follower = bytes[next]
+        switch role {
+        case .key: return follower == UInt8(ascii: ":")
+        case .document: return false
+        case .objectValue:
+            if follower == UInt8(ascii: "}") { return true }
+            guard follower == UInt8(ascii: ",") else { return false }
+            next = skippingWhitespace(from: next + 1)
+            return startsKey(at: next)
+        case .arrayItem:
+            if follower == UInt8(ascii: "]") { return true }
+            guard follower == UInt8(ascii: ",") else { return false }
+            next = skippingWhitespace(from: next + 1)
+            return next < bytes.count && "\"{[-0123456789tfn".utf8.contains(bytes[next])
+        }
+    }
+
+    /// Whether a key (`"name"` then `:`) starts at `start`: the test that a `,` after a quote goes on the object.
+    private func startsKey(at start: Int) -> Bool {
+        guard start < bytes.count, bytes[start] == UInt8(ascii: "\"") else { return false }
+        var cursor = start + 1
+        while cursor < bytes.count, bytes[cursor] != UInt8(ascii: "\""), bytes[cursor] >= 0x20 {
+            cursor += bytes[cursor] == UInt8(ascii: "\\") ? 2 : 1
+        }
+        guard cursor < bytes.count, bytes[cursor] == UInt8(ascii: "\"") else { return false }
+        let after = skippingWhitespace(from: cursor + 1)
+        return after < bytes.count && bytes[after] == UInt8(ascii: ":")
+    }
+
+    private func skippingWhitespace(from start: Int) -> Int {
+        var cursor = start
+        while cursor < bytes.count, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[cursor]) { cursor += 1 }
+        return cursor
     }
 
     /// The scalar of a `\uXXXX` escape (the `\u` already read), joined with a following low-surrogate escape

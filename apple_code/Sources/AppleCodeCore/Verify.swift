@@ -49,6 +49,8 @@ public struct VerifyReport: Sendable, Equatable {
     public var outputTail: String
 
     public static let tailBytes = 2048
+    /// This run of the check came before the model's first turn (`Verification.baseline`): in its event only.
+    public var before = false
 
     public init(command: String, passed: Bool = false, rounds: Int = 0, runs: Int = 0, exitCode: Int? = nil,
                 outputTail: String = "") {
@@ -83,6 +85,27 @@ public struct Verification: Sendable {
         case repair(String)
         /// The check failed and no round is left: the run ends with `error_verify` and this message.
         case failed(String)
+    }
+
+    /// Runs the check once before the model's first turn and emits its `verify` event (`before`, `runs` 1). When
+    /// it fails, the text to put after the task: how it fails (the end of its output within `feedbackTokens`), so
+    /// the work starts from the failure it must fix rather than a guess; small models otherwise read one file and
+    /// rewrite it unchanged. Nil when it passes (nothing to add: the task may still ask for a change the check
+    /// does not test). The run's report (the result's `verify`) stays about the checks after an answer: this run
+    /// is neither a round nor counted there.
+    public func baseline(deadline: ContinuousClock.Instant?, events: any EventSink, feedbackTokens: Int) async
+        -> String? {
+        let run = await check.run(deadline)
+        var event = VerifyReport(command: check.command, passed: run.passed, runs: 1, exitCode: run.exitCode,
+                                 outputTail: Self.tail(run.output, bytes: VerifyReport.tailBytes))
+        event.before = true
+        events.emit(.verify(event))
+        guard !run.passed else { return nil }
+        let head = "The check `\(check.command)` fails now"
+            + (run.exitCode.map { " (exit code \($0))" } ?? "") + "; it must pass when you are done. The end of "
+            + "its output:\n"
+        let room = max(16, feedbackTokens - TokenEstimator.estimate(head))
+        return head + Self.tail(run.output, tokens: room)
     }
 
     /// Runs the check, emits its `verify` event and decides. `feedbackTokens`: what the failure shown to the model

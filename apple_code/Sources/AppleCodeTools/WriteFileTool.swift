@@ -34,6 +34,10 @@ public struct WriteFileTool: WorkspaceTool {
             try FileIO.makeDirectories(String(target.absolute[..<slash]), shown: target.relative)
         }
         let before = created ? nil : Self.previousText(target.absolute)
+        if case .text(content)? = before {
+            throw ToolFailure("\(target.relative) already holds exactly this content; nothing changed. Write the "
+                + "corrected content")
+        }
         let bytes = Array(content.utf8)
         try FileIO.writeFile(bytes, to: target.absolute, shown: target.relative)
         let verb = created ? "Created" : "Replaced"

@@ -47,7 +47,9 @@ struct Runner {
             let plan = options.plan
             let runner = PlanRunner(backend: backend, maxSubtasks: options.maxSubtasks, parallel: options.parallel)
             let answer = try await control.perform {
-                plan ? try await runner.run(request, events: events) : try await backend.run(request, events: events)
+                let request = await Self.startingFromTheCheck(request, events: events)
+                return plan ? try await runner.run(request, events: events)
+                    : try await backend.run(request, events: events)
             }
             return control.finish(.success, answer.text, progress: answer.progress)
         } catch let error as AgentError {
@@ -55,6 +57,18 @@ struct Runner {
         } catch {
             return control.finish(AgentError(.backendError, "\(error)"))
         }
+    }
+
+    /// `--verify`: the check runs once before the work, and a failure's output goes with the task (for the planner
+    /// too), within an eighth of the window.
+    static func startingFromTheCheck(_ request: AgentRequest, events: any EventSink) async -> AgentRequest {
+        guard let verification = request.verify,
+              let failure = await verification.baseline(deadline: request.deadline, events: events,
+                                                        feedbackTokens: max(64, request.contextTokens / 8))
+        else { return request }
+        var request = request
+        request.prompt += "\n\n" + failure
+        return request
     }
 
     /// `--fallback-openai` on Apple's model: the configured OpenAI-compatible server takes over a run that stays

@@ -53,6 +53,23 @@ import Testing
         #expect(sink.events.contains { $0.kind == .toolCall(id: "c1", name: "readFile", arguments: .string(#"{"path": "#)) })
     }
 
+    /// Arguments a small model wrote by hand (a raw newline in a string, a quoted name's quotes unescaped) run as
+    /// the call they plainly are, not as an "invalid JSON" error the model then cannot fix.
+    @Test func handWrittenArgumentsAreRepairedNotRefused() async throws {
+        let read = FakeTool("readFile", output: "1: x")
+        let model = ScriptedModel([
+            call("readFile", "{\"path\": \"notes\nold \"draft\".txt\"}"),
+            ChatReply(text: "ok"),
+        ])
+        let sink = RecordingSink()
+        _ = try await AgentLoop(model: model).run(request([read]), events: sink)
+        #expect(sink.results.map(\.ok) == [true])
+        #expect(sink.results.first?.summary == "readFile notes\nold \"draft\".txt")
+        #expect(sink.events.contains {
+            $0.kind == .toolCall(id: "c1", name: "readFile", arguments: ["path": "notes\nold \"draft\".txt"])
+        })
+    }
+
     /// The same call (same tool, same arguments in any key order) again in a run is not run
     /// again: it gets its earlier result with a short note.
     @Test func aRepeatedCallGetsItsEarlierResultAndIsNotRunAgain() async throws {

@@ -29,6 +29,9 @@ import Testing
          "listDirectory", #"{"path":"."}"#),
         ("First {\"name\": \"readFile\", \"arguments\": {\"path\": \"x {y}\"}} then the answer.", "readFile",
          #"{"path":"x {y}"}"#),
+        // a whole-file write with a docstring's quotes unescaped and raw newlines, as the 1.5B wrote it
+        ("```json\n{\n  \"name\": \"readFile\",\n  \"arguments\": {\n    \"path\": \"a \"b\".py\"\n  }\n}\n```", "readFile",
+         #"{"path":"a \"b\".py"}"#),
     ])
     func recognisesWholeRepliesThatAreACall(text: String, name: String, arguments: String) {
         let call = TextToolCall.parse(text, tools: tools)

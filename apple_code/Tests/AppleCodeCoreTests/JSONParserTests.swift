@@ -110,4 +110,53 @@ import Testing
             return "\(error)"
         }
     }
+
+    // MARK: lenient parsing of JSON a model wrote
+
+    /// What the 1.5B wrote, seen in bench runs: raw newlines in a string, a docstring's quotes unescaped.
+    @Test func lenientKeepsRawNewlinesAndUnescapedQuotesInsideStrings() throws {
+        let written = "{\"path\": \"paginate.py\", \"oldText\": \"return total // per_page\n\", "
+            + "\"newText\": \"def f():\n    \"\"\"Doc.\"\"\"\n    return d[\"k\"], {\"a\": 1}\"}"
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(written) }
+        let object = try #require(JSONValue.parseLenient(written).objectValue)
+        #expect(object.keys == ["path", "oldText", "newText"])
+        #expect(object["oldText"]?.stringValue == "return total // per_page\n")
+        #expect(object["newText"]?.stringValue == "def f():\n    \"\"\"Doc.\"\"\"\n    return d[\"k\"], {\"a\": 1}")
+    }
+
+    @Test(arguments: [
+        (#"{"a": "print("x", "y")", "b": "2"}"#, "a", #"print("x", "y")"#),  // a comma, but no key after it
+        (#"{"re": "\d+\.\w"}"#, "re", #"\d+\.\w"#),  // unknown escapes keep the backslash
+        (#"{"s": "tab\there"}"#, "s", "tab\there"),
+        ("{\"s\": \"a\tb\"}", "s", "a\tb"),  // a raw tab
+    ])
+    func lenientReadsCodeQuotedCarelessly(json: String, key: String, expected: String) throws {
+        #expect(try JSONValue.parseLenient(json).objectValue?[key]?.stringValue == expected)
+    }
+
+    @Test(arguments: [
+        #"{"a": [1, "two", {"b": null}], "c": true, "d": -1.5e2, "e": "\"q\" \u00e9"}"#,
+        #"["x", "y", ["z"]]"#,
+        #""just a string""#,
+    ])
+    func lenientAgreesWithStrictOnValidJSON(json: String) throws {
+        #expect(try JSONValue.parseLenient(json) == JSONValue.parse(json))
+        #expect(try JSONValue.parseModelWritten(json) == JSONValue.parse(json))
+    }
+
+    @Test func lenientStillRefusesWhatIsNotJSON() {
+        for text in [#"{"a": "unterminated"#, #"{"a" 1}"#, "{path: 1}", #"{"a": "b"} trailing"#] {
+            #expect(throws: JSONParseError.self) { try JSONValue.parseLenient(text) }
+        }
+    }
+
+    /// The strict parser's error is the one reported when neither parse works.
+    @Test func modelWrittenReportsTheStrictError() {
+        do {
+            _ = try JSONValue.parseModelWritten(#"{"a" 1}"#)
+            Issue.record("parsed")
+        } catch {
+            #expect("\(error)".contains("expected ':'"))
+        }
+    }
 }

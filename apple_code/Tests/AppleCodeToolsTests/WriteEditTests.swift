@@ -16,6 +16,20 @@ import Testing
         #expect(ws.read("src/deep/new.py") == "")
     }
 
+    /// A write of what the file already holds changes nothing, and says so (a small model's "fix" that copied
+    /// the file it read): it must not read as a change made.
+    @Test func rewritingTheSameContentSaysNothingChanged() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("a.py", "x = 1\n")
+        let same = await ws.call(WriteFileTool(), ["path": "a.py", "content": "x = 1\n"])
+        #expect(!same.ok)
+        #expect(same.text.contains("a.py already holds exactly this content; nothing changed"))
+        #expect(same.filesChanged.isEmpty)
+        let changed = await ws.call(WriteFileTool(), ["path": "a.py", "content": "x = 2\n"])
+        #expect(changed.ok && changed.filesChanged == ["a.py"])
+        #expect(ws.read("a.py") == "x = 2\n")
+    }
+
     @Test func absolutePathInsideIsReportedRelative() async throws {
         let ws = try TempWorkspace()
         let result = await ws.call(WriteFileTool(), ["path": .string(ws.path + "/a.txt"), "content": "x"])
@@ -98,6 +112,18 @@ import Testing
         #expect(result.filesChanged == ["app.py"])
         #expect(ws.read("app.py") == Self.source.replacingOccurrences(of: "print(\"Hello, \" + name)",
                                                                        with: "print(f\"Hi, {name}\")"))
+    }
+
+    @Test func anEditThatChangesNothingIsRefused() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("app.py", Self.source)
+        let result = await ws.call(EditFileTool(), [
+            "path": "app.py", "oldText": "def main():", "newText": "def main():",
+        ])
+        #expect(!result.ok)
+        #expect(result.text.contains("newText is the same as oldText, so nothing would change"))
+        #expect(result.filesChanged.isEmpty)
+        #expect(ws.read("app.py") == Self.source)
     }
 
     @Test func noMatchChangesNothingAndSuggestsTheNearestLines() async throws {

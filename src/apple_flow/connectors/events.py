@@ -81,9 +81,12 @@ def describe_tool_call(name: str, arguments: Mapping[str, Any] | None) -> str:
 
 
 def describe_check(event: Verify) -> str:
-    """A progress line for apple-code's ``verify`` event (each run of the ``--verify`` check): passed, or failed and
-    gone back to the model for repair round N."""
+    """A progress line for apple-code's ``verify`` event (each run of the ``--verify`` check): how it stands before
+    the work, then passed, or failed and gone back to the model for repair round N."""
     command = " ".join((event.command or "the check").split())
+    if event.before:
+        state = "passes" if event.passed else "fails"
+        return cut_end(f"check {state} before the work: {command}", PROGRESS_MAX_CHARS)
     if event.passed:
         return cut_end(f"check passed: {command}", PROGRESS_MAX_CHARS)
     repair = f" (repair round {event.rounds})" if event.rounds > 0 else ""
@@ -129,7 +132,8 @@ def parse_event(data: Mapping[str, Any]) -> StreamEvent:
     if kind == "notice":
         return Notice(_str(data.get("message")), subtask, data)
     if kind == "verify":
-        return Verify(**vars(_verify(data)), subtask=subtask, raw=data)
+        return Verify(**vars(_verify(data)), subtask=subtask, before=True if data.get("before") is True else None,
+                      raw=data)
     if kind == "result":
         return _result(data, subtask)
     return Other(kind if isinstance(kind, str) and kind else "unknown", subtask, data)

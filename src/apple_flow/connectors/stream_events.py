@@ -92,6 +92,7 @@ class Verify(VerifyReport):
 
     type: ClassVar[str] = "verify"
     subtask: int | None = None
+    before: bool | None = None  # True: the run before the model's first turn (absent otherwise)
     raw: Mapping[str, Any] = _raw()
 
 
