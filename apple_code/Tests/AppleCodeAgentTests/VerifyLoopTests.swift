@@ -51,6 +51,27 @@ import Testing
         #expect(reports.map(\.passed) == [false, true])
     }
 
+    /// Where the server takes a required tool choice, a repair round's first request requires a call (any tool):
+    /// a round exists to change something, and small models answer the failure in prose. Later requests do not.
+    @Test func aRepairRoundsFirstRequestRequiresACall() async throws {
+        let read = FakeTool("readFile", output: "def add(a, b): return a - b")
+        let list = FakeTool("listDirectory", output: "calc.py (file)")
+        let model = ScriptedModel([
+            call("readFile", #"{"path":"calc.py"}"#),
+            ChatReply(text: "Done."),
+            call("readFile", #"{"path":"calc.py"}"#),
+            ChatReply(text: "Fixed."),
+        ])
+        let verified = verifiedRequest([read, list], Check([false, true]).verification())
+        _ = try await AgentLoop(model: model, looksFirst: true).run(verified, events: RecordingSink())
+        #expect(model.sent.map(\.mustCallOneOf) == [["readFile", "listDirectory"], nil, ["readFile", "listDirectory"], nil])
+        // Without a server that takes it, nothing is required.
+        let plain = ScriptedModel([ChatReply(text: "Done."), ChatReply(text: "Fixed.")])
+        _ = try await AgentLoop(model: plain).run(verifiedRequest([read], Check([false, true]).verification()),
+                                                  events: RecordingSink())
+        #expect(plain.sent.map(\.mustCallOneOf) == [nil, nil])
+    }
+
     @Test func stillFailingAfterTheRoundsIsErrorVerifyWithTheLastAnswer() async throws {
         let edit = FakeTool("editFile", output: "edited", changes: ["a.py"])
         let model = ScriptedModel([call("editFile", #"{"path":"a.py"}"#), ChatReply(text: "One."),
