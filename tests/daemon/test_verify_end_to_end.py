@@ -82,10 +82,12 @@ def test_a_claimed_fix_is_checked_shown_to_the_model_and_repaired(
     assert (buggy_calc / "calc.py").read_text().endswith("a + b\n")
     # The model was shown the failing check before it fixed the code.
     assert "AssertionError: -1 != 5" in json.dumps(requests[2]["messages"])
-    # The run page's events: the check's two runs.
+    # ... and, with the task, before its first turn.
+    assert "AssertionError: -1 != 5" in json.dumps(requests[1]["messages"])
+    # The run page's events: the check's three runs (before the work, after each answer).
     with sqlite3.connect(verifying_daemon.db_path) as db:
         checks = [json.loads(body) for (body,) in db.execute("SELECT body FROM run_events WHERE type = 'verify'")]
-    assert [c["passed"] for c in checks] == [False, True]
+    assert [(c["passed"], c.get("before", False)) for c in checks] == [(False, True), (False, False), (True, False)]
 
 
 def test_a_check_that_never_passes_ends_not_done_and_escalation_runs_it_on_claude(
