@@ -102,10 +102,12 @@ def classify(
     # Your own text to yourself is a request unless it is a copy of the daemon's reply (either copy of it).
     if sent is not None and sent.take_echo(sender, normalise_text(same), from_me=row.is_from_me):
         return Skipped(row.rowid, "echo", sender, text)
+    marks = None
     if copies is not None:
         first = copies.first_copy(row.rowid, row.guid, own_chat, same, row.is_from_me)
-        if first is not None:
+        if isinstance(first, int):
             return Skipped(row.rowid, f"copy of row {first}", sender, text)
+        marks = first
     return InboundMessage(
         rowid=row.rowid,
         sender=sender,
@@ -116,6 +118,7 @@ def classify(
         reply_to=_reply_target(row, sender, group),
         late=late,
         forgeable=is_forgeable(row),
+        copy_marks=marks,
     )
 
 
