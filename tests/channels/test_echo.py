@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from apple_flow.channels.base import CopyMarks
-from apple_flow.channels.imessage.echo import Copies, normalise_text
+from apple_flow.channels.imessage.echo import Copies
+from apple_flow.channels.imessage.outgoing import normalise_text
 from apple_flow.daemon.store import Store
 from apple_flow.daemon.store import copies as copies_module
 from support.clock import Clock

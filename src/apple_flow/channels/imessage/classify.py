@@ -14,7 +14,8 @@ from typing import Any
 from apple_flow.channels.base import InboundMessage, SentTexts, Skipped, Tapback
 from apple_flow.channels.imessage.body import UndecodableBody, decode_attributed_body
 from apple_flow.channels.imessage.chatdb import GROUP_STYLE, MessageRow
-from apple_flow.channels.imessage.echo import Copies, normalise_text
+from apple_flow.channels.imessage.echo import Copies
+from apple_flow.channels.imessage.outgoing import normalise_text
 from apple_flow.handles import normalize_handle
 
 log = logging.getLogger(__name__)

@@ -16,15 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from apple_flow.channels.base import CopyMarks, CopyRecord
+from apple_flow.channels.imessage.outgoing import normalise_text
 
 # Taken rows known here until the daemon keeps their marks (when their message's turn starts): a message waits in
 # the queue while fewer rows than this are read.
 TAKEN_KEEP = 1000
-
-
-def normalise_text(text: str) -> str:
-    """Whitespace-insensitive form: Messages may trim or re-wrap what it stores."""
-    return " ".join(text.split())
 
 
 class Copies:
