@@ -101,11 +101,12 @@ def classify(
     # A message of files alone is known by their names (the daemon's own file sends come back that way).
     same = text if text.strip() else files_echo_text(row.attachment_names)
     # Your own text to yourself is a request unless it is a copy of the daemon's reply (either copy of it).
-    if sent is not None and sent.take_echo(sender, normalise_text(same), from_me=row.is_from_me):
+    key = normalise_text(same)  # the form copies are compared in
+    if sent is not None and sent.take_echo(sender, key, from_me=row.is_from_me):
         return Skipped(row.rowid, "echo", sender, text)
     marks = None
     if copies is not None:
-        first = copies.first_copy(row.rowid, row.guid, own_chat, same, row.is_from_me)
+        first = copies.first_copy(row.rowid, row.guid, own_chat, key, row.is_from_me)
         if isinstance(first, int):
             return Skipped(row.rowid, f"copy of row {first}", sender, text)
         marks = first

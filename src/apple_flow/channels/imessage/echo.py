@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from apple_flow.channels.base import CopyMarks, CopyRecord
-from apple_flow.channels.imessage.outgoing import normalise_text
 
 # Taken rows known here until the daemon keeps their marks (when their message's turn starts): a message waits in
 # the queue while fewer rows than this are read.
@@ -40,10 +39,11 @@ class Copies:
         self._window = window_seconds
         self._clock = clock
 
-    def first_copy(self, rowid: int, guid: str, own_chat: str | None, text: str,
+    def first_copy(self, rowid: int, guid: str, own_chat: str | None, key: str,
                    from_me: bool) -> int | CopyMarks | None:
         """The rowid of the copy taken before; or, the row being taken, the marks for the daemon to keep with its
-        message; or None: taken, with nothing to keep (decided so before, or nothing to know it again by)."""
+        message; or None: taken, with nothing to keep (decided so before, or nothing to know it again by). ``key``:
+        the row's text in ``normalise_text`` form."""
         for record in (self._taken, self._record):
             seen, copy_of = record.verdict(rowid)
             if seen:
@@ -51,7 +51,6 @@ class Copies:
         if not guid and own_chat is None:
             return None  # nothing to know it again by
         now = self._clock()
-        key = normalise_text(text)
         first = self._taken.row_with_guid(guid) if guid else None
         if first is None and guid:
             first = self._record.row_with_guid(guid)
