@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from apple_flow.channels.base import CopyMarks
-from apple_flow.channels.imessage.echo import Copies
+from apple_flow.channels.imessage.echo import Copies, MemoryCopyRecord
 from apple_flow.channels.imessage.outgoing import normalise_text
 from apple_flow.daemon.store import Store
 from apple_flow.daemon.store import copies as copies_module
@@ -144,3 +144,17 @@ def test_the_store_keeps_the_newest_copies_only(tmp_path: Path, monkeypatch: pyt
     assert isinstance(fresh.first_copy(1001, "g1", None, "hi", from_me=False), CopyMarks)  # forgotten: long gone
     assert store.copies.copy_verdict("imessage", 400) == (True, None)
     assert store.copies.copy_verdict("imessage", 1) == (False, None)
+
+
+def test_the_memory_record_knows_a_guid_while_a_row_with_it_is_kept() -> None:
+    record = MemoryCopyRecord(keep=3)
+    record.add(1, "g1", "", "hi", False, 0.0, None)
+    record.add(2, "g1", "", "hi", False, 0.0, 1)  # re-inserted: a copy of row 1
+    record.add(3, "g3", "", "yo", False, 0.0, None)
+    assert record.row_with_guid("g1") == 1 and record.row_with_guid("g3") == 3
+    record.add(4, "g4", "", "hey", False, 0.0, None)  # row 1 goes; its copy keeps the guid known
+    assert record.verdict(1) == (False, None) and record.row_with_guid("g1") == 1
+    record.add(5, "g5", "", "ok", False, 0.0, None)  # the copy goes too
+    assert record.row_with_guid("g1") is None and record.row_with_guid("g4") == 4
+    record.add(4, "g6", "", "hey", False, 0.0, None)  # a row decided again under another guid
+    assert record.row_with_guid("g4") is None and record.row_with_guid("g6") == 4

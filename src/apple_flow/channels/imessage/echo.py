@@ -11,7 +11,7 @@ answers forever, or run one request twice.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -83,6 +83,10 @@ class MemoryCopyRecord:
 
     def __init__(self, keep: int = 10_000) -> None:
         self._rows: OrderedDict[int, _Decided] = OrderedDict()
+        # Asked for every row read, so not a walk through them all: a guid's first row (its later rows are copies
+        # of it), and how many rows kept have the guid.
+        self._first_with_guid: dict[str, int] = {}
+        self._with_guid: Counter[str] = Counter()
         self._keep = keep
 
     def verdict(self, rowid: int) -> tuple[bool, int | None]:
@@ -90,7 +94,7 @@ class MemoryCopyRecord:
         return (False, None) if row is None else (True, row.copy_of)
 
     def row_with_guid(self, guid: str) -> int | None:
-        return next((r.copy_of or r.rowid for r in self._rows.values() if r.guid == guid), None)
+        return self._first_with_guid.get(guid)
 
     def take_pair(self, own_chat: str, text: str, from_me: bool, since: float) -> int | None:
         for row in self._rows.values():
@@ -102,6 +106,16 @@ class MemoryCopyRecord:
 
     def add(self, rowid: int, guid: str, own_chat: str, text: str, from_me: bool, at: float,
             copy_of: int | None) -> None:
+        self._forget(self._rows.pop(rowid, None))
         self._rows[rowid] = _Decided(rowid, guid, own_chat, text, from_me, at, copy_of)
+        if guid:
+            self._first_with_guid.setdefault(guid, copy_of or rowid)
+            self._with_guid[guid] += 1
         while len(self._rows) > self._keep:
-            self._rows.popitem(last=False)
+            self._forget(self._rows.popitem(last=False)[1])
+
+    def _forget(self, row: _Decided | None) -> None:
+        if row is not None and row.guid:
+            self._with_guid[row.guid] -= 1
+            if not self._with_guid[row.guid]:
+                del self._with_guid[row.guid], self._first_with_guid[row.guid]
