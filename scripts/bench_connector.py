@@ -64,7 +64,7 @@ def main() -> int:
         settings = load_settings(env_file=None, afm_command=str(fake), default_workspace=workspace)
         connector = AfmConnector(settings)
         request = TurnRequest(PROMPT, workspace)
-        argv = connector.invocation(PROMPT, workspace, request).argv
+        argv = connector.invocation(connector.executable(), PROMPT, workspace, request).argv
 
         def direct() -> None:
             done = subprocess.run(argv, input=PROMPT.encode(), capture_output=True, cwd=workspace, check=False)

@@ -11,8 +11,8 @@ import pytest
 
 from apple_flow.channels.base import SendError, SentTexts
 from apple_flow.channels.imessage import build_imessage_egress
-from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.channels.imessage.egress import BUDDY_SCRIPT, GROUP_SCRIPT, PARTICIPANT_SCRIPT, SMS_SCRIPT
+from apple_flow.channels.imessage.outgoing import normalise_text
 from support.fake_osascript import FakeOsascript, switches_between_two_replies
 
 NASTY = [

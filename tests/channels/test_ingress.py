@@ -12,8 +12,8 @@ import pytest
 
 from apple_flow.channels.base import InboundMessage, SentTexts
 from apple_flow.channels.imessage import Skipped, build_imessage_channel
-from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.channels.imessage.ingress import IMessageIngress
+from apple_flow.channels.imessage.outgoing import normalise_text
 from apple_flow.daemon.store import Store
 from support.chatdb import REAL_BODIES, ChatDbWriter, make_body
 from support.ingress_helpers import next_message, take

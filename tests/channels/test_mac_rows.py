@@ -13,8 +13,8 @@ from typing import Any
 import psutil
 
 from apple_flow.channels.base import SentTexts, Skipped
-from apple_flow.channels.imessage.echo import normalise_text
 from apple_flow.channels.imessage.ingress import IMessageIngress
+from apple_flow.channels.imessage.outgoing import normalise_text
 from support.chatdb import ChatDbWriter, apple_ns, make_body
 from support.ingress_helpers import next_message, take
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from apple_flow.channels.imessage.split import split_reply
+from apple_flow.channels.imessage.outgoing import OutgoingText, Target, split_reply
 
 NUMBER = re.compile(r"^\((\d+)/(\d+)\) ")
 
@@ -89,3 +89,12 @@ def test_line_breaks_inside_a_long_paragraph_survive_the_split() -> None:
     assert len(parts) > 1
     kept = [line for part in parts for line in part.split("\n")]
     assert kept == lines
+
+
+def test_a_text_going_out_is_split_in_the_form_osascript_takes_and_noted_in_the_form_its_copies_come_back_in() -> None:
+    text = "Hello\x00  world, this is long.\n\nSecond   paragraph here."
+    outgoing = OutgoingText.of("SMS;-;+1 (555) 123-4567", text, "US", 30)
+    assert outgoing.target == Target("sms", "+15551234567")
+    assert outgoing.parts == tuple(split_reply("Hello  world, this is long.\n\nSecond   paragraph here.", 30))
+    assert len(outgoing.parts) == 3  # the NUL is gone before the split, as it is from what is sent
+    assert outgoing.echoes == tuple(" ".join(part.split()) for part in outgoing.parts)

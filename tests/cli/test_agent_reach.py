@@ -93,9 +93,10 @@ def test_the_connector_hides_the_file_the_settings_came_from(tmp_path: Path, fak
     assert str(env_file.absolute()) in hidden and str(Path(".env").absolute()) in hidden
     # The page listening on another port than configured (port 0: the system's choice): that one is denied.
     settings = load_settings(env_file, web_enabled=True)
-    assert flags(AfmConnector(settings).reach_flags(), "--deny-port") == ["8791"]
-    settings.note_web_port(40123)
-    assert flags(AfmConnector(settings).reach_flags(), "--deny-port") == ["40123"]
+    connector = AfmConnector(settings)
+    assert flags(connector.reach_flags(), "--deny-port") == ["8791"]
+    settings.note_web_port(40123)  # after the connector was built, as the page starts after it
+    assert flags(connector.reach_flags(), "--deny-port") == ["40123"]
     assert load_settings(None).env_file_read is None
 
 

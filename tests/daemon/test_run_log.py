@@ -12,6 +12,7 @@ import pytest
 
 from apple_flow.channels.base import Handover, Noted
 from apple_flow.config import Settings
+from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome
 from apple_flow.connectors.events import parse_event
 from apple_flow.daemon.running import run_log
 from apple_flow.daemon.running.run_log import EVENT_MAX_BYTES, RunLog, bounded_json
@@ -213,3 +214,26 @@ def test_the_throttle_sends_one_line_an_interval_the_first_after_one() -> None:
     now[0] = 20.0
     assert throttle.message("x" * 200) == "… " + "x" * 159 + "…"
     assert throttle.message("   ") is None
+
+
+def test_following_a_turn_keeps_its_events_and_returns_its_outcome_closing_the_turn(store: Store) -> None:
+    store.runs.start_run("run_k", "+15551234567", "chat", "/ws", "x")
+    closed: list[bool] = []
+
+    def turn(outcome: bool) -> TurnEvents:
+        try:
+            yield AgentEvent(parse_event({"type": "tool_call", "id": "c1", "name": "readFile"}), ("reading a.py",))
+            if outcome:
+                yield TurnOutcome(Status.ANSWERED, text="done")
+                yield AgentEvent(parse_event({"type": "tool_call", "id": "c2", "name": "never"}))
+        finally:
+            closed.append(True)  # the connector's turn stops (its child is killed) when it is closed
+
+    answering = turn(outcome=True)  # held here: only closing it, not its collection, runs its ``finally``
+    with RunLog(store, "run_k") as record:
+        assert record.follow(answering) == TurnOutcome(Status.ANSWERED, text="done")
+        assert closed == [True]
+    assert [e.type for e in store.run_events.of_run("run_k")] == ["tool_call"]
+    with RunLog(store, "run_k") as record, pytest.raises(ConnectorError, match="without an outcome"):
+        record.follow(turn(outcome=False))
+    assert closed == [True, True]

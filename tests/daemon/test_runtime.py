@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from apple_flow.channels.base import InboundMessage
+from apple_flow.channels.base import CopyMarks, InboundMessage
 from apple_flow.config import Settings
 from apple_flow.connectors.base import Exchange, Status, TurnOutcome
 from apple_flow.daemon.store import Store
@@ -138,7 +138,7 @@ def test_a_store_failure_while_handling_a_message_stops_the_daemon_with_status_1
 ) -> None:
     h = harness()
 
-    def full_disk(channel: str, rowid: int, sender: str, text: str) -> None:
+    def full_disk(channel: str, rowid: int, sender: str, text: str, marks: CopyMarks | None = None) -> None:
         import sqlite3
 
         raise sqlite3.OperationalError("database or disk is full")

@@ -17,6 +17,9 @@ console channel implement it (subclassing the protocols, for the defaults); the 
   each text it sends there, and an ingress that sees its own channel's texts come back takes their echoes from it.
   (A person texting themselves gets each reply back in chat.db; without this the daemon would answer its own
   answers forever.)
+- ``CopyMarks``: how a channel whose rows can come twice knows a message's row again; handed over with the message,
+  the daemon keeps them with its first record of it (in that transaction), where the channel's ``CopyRecord``
+  (the store's, across restarts) finds them.
 - ``Senders``: the channel's identities for the people who message it. The daemon keeps a sender as the opaque
   string the ingress gave it and asks the channel's ``Senders`` to put the allowlist (and the owner) in that form.
 - ``Channel`` is one channel as built for the daemon (its ingress, egress, senders, permissions, and the key its
@@ -33,7 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from apple_flow.config import Settings
 
@@ -61,6 +64,42 @@ class Tapback:
 
 
 @dataclass(frozen=True)
+class CopyMarks:
+    """How a channel whose rows can come twice (iMessage: a row re-inserted by an iCloud sync, the two copies of a
+    text to yourself) knows a message's row again. Handed over with the message and kept in the transaction of the
+    daemon's first record of it, so that a copy coming later, after a restart too, is known (``CopyRecord``)."""
+
+    guid: str  # '' when the row has none
+    own_chat: str  # the owner's address when texting yourself, else ''
+    text: str  # in the form copies are compared in
+    from_me: bool
+    at: float  # when the row was taken
+
+
+class CopyRecord(Protocol):
+    """Where a channel keeps what it decided about each row it took or skipped as a copy: the daemon's store
+    (``daemon.store.copies``), so that a restart still knows, or memory (``echo.MemoryCopyRecord``)."""
+
+    def verdict(self, rowid: int) -> tuple[bool, int | None]:
+        """(whether the row was decided before, the rowid it was then found a copy of: None when it was taken)."""
+        ...
+
+    def row_with_guid(self, guid: str) -> int | None:
+        """The row first taken with this ``guid``."""
+        ...
+
+    def take_pair(self, own_chat: str, text: str, from_me: bool, since: float) -> int | None:
+        """A taken row in ``own_chat`` with ``text``, of the other kind (sent vs received), taken at or after
+        ``since`` and whose other copy has not come yet: now it has (this one), and its rowid is returned."""
+        ...
+
+    def add(self, rowid: int, guid: str, own_chat: str, text: str, from_me: bool, at: float,
+            copy_of: int | None) -> None:
+        """Records the decision about a row (``own_chat`` '' when not texting yourself)."""
+        ...
+
+
+@dataclass(frozen=True)
 class InboundMessage:
     rowid: int  # ingress cursor position (chat.db ROWID; a line counter on the console)
     sender: str  # the channel's identity for the sender (``Senders``: iMessage's E.164 number or lower-case email)
@@ -75,6 +114,7 @@ class InboundMessage:
     #: Came by SMS or RCS (not iMessage), whose sender IDs can be forged: taken only with APPLE_FLOW_ALLOW_SMS, and
     #: then it can never approve, deny or cancel, and its turns only read.
     forgeable: bool = False
+    copy_marks: CopyMarks | None = None  # kept with the daemon's first record of the message
 
     @property
     def reply_target(self) -> str:
@@ -251,11 +291,17 @@ class KeyValues(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
 
 
+class CopyLog(Protocol):
+    """The store's record of copies (met by ``daemon.store.copies.CopyTable``)."""
+
+    def copies_of(self, channel: str) -> CopyRecord: ...
+
+
 class ChannelStore(Protocol):
     """The daemon's store as a channel keeps its records there (``daemon.store.Store`` is one)."""
 
     @property
-    def db(self) -> Any: ...  # the database itself, for a channel's own tables (iMessage: its copies)
+    def copies(self) -> CopyLog: ...
 
     @property
     def sent(self) -> SentLog: ...

@@ -67,11 +67,14 @@ class AfmConnector(CliConnector):
     ) -> None:
         super().__init__(settings, runner)
         self.kill_margin_seconds = kill_margin_seconds
+        # What every turn's command line says that the settings fix: worked out once, here.
+        self._hidden = self._hide_flags()
+        self._turn_flags = self._fixed_flags()
 
     def _context_window(self) -> int:
         return self.settings.afm.context_window
 
-    def max_prompt_chars(self) -> int:
+    def _prompt_max_chars(self) -> int:
         return self.settings.afm.max_prompt_chars
 
     def resolve_command(self) -> str | None:
@@ -80,17 +83,9 @@ class AfmConnector(CliConnector):
 
     # --- one turn ------------------------------------------------------------------------------------------
 
-    def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
+    def invocation(self, executable: str, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         s = self.settings
-        argv = [self.executable(), "--cwd", str(cwd)]
-        soul = cut_end(self.soul_prompt, s.afm.soul_max_chars)
-        if soul:
-            argv += ["--system", soul]
-        argv += ["--timeout", format_seconds(s.afm.timeout_seconds), "--output-format", "stream-json"]
-        if s.afm.max_turns is not None:
-            argv += ["--max-turns", str(s.afm.max_turns)]
-        argv += self._backend_flags()
-        argv += self.reach_flags()
+        argv = [executable, "--cwd", str(cwd), *self._turn_flags, *self._deny_port_flags()]
         if request.read_only:
             argv.append("--read-only")
         if request.plan and s.afm.plan_tasks:
@@ -101,6 +96,17 @@ class AfmConnector(CliConnector):
             argv += ["--mcp-config", str(s.afm.mcp_config.expanduser().absolute())]
         argv.append("-")
         return Invocation(argv, prompt, cwd, s.afm.timeout_seconds + self.kill_margin_seconds)
+
+    def _fixed_flags(self) -> list[str]:
+        """The flags of every turn that only the settings decide: the soul prompt, the limits, the output format,
+        the backend and the paths to hide."""
+        afm = self.settings.afm
+        soul = cut_end(self.soul_prompt, afm.soul_max_chars)
+        flags = ["--system", soul] if soul else []
+        flags += ["--timeout", format_seconds(afm.timeout_seconds), "--output-format", "stream-json"]
+        if afm.max_turns is not None:
+            flags += ["--max-turns", str(afm.max_turns)]
+        return [*flags, *self._backend_flags(), *self._hidden]
 
     @classmethod
     def backend_of(cls, settings: Settings) -> Backend:
@@ -134,16 +140,21 @@ class AfmConnector(CliConnector):
         one in the folder it runs in) and its state (the database, its folder), and the port the web page listens
         on (the one the system chose for APPLE_FLOW_WEB_PORT=0), whose token would let a command approve its own
         work."""
+        return [*self._hidden, *self._deny_port_flags()]
+
+    def _hide_flags(self) -> list[str]:
         s = self.settings
         database = s.db_path.expanduser().absolute()
         env_files = [path for path in (s.env_file_read, Path(ENV_FILE).absolute()) if path is not None]
         hidden = [*env_files, database.parent, database,
                   *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))]
-        flags = [flag for path in dict.fromkeys(hidden) for flag in ("--hide", str(path))]
+        return [flag for path in dict.fromkeys(hidden) for flag in ("--hide", str(path))]
+
+    def _deny_port_flags(self) -> list[str]:
+        """Asked at each turn: the web page may have started listening (on a port the system chose) since."""
+        s = self.settings
         port = s.web_port_listening or s.web.port
-        if s.web.enabled and port:
-            flags += ["--deny-port", str(port)]
-        return flags
+        return ["--deny-port", str(port)] if s.web.enabled and port else []
 
     def new_stream(self) -> EventStream:
         return EventStream(apple_code_tool_calls)

@@ -22,10 +22,10 @@ class ClaudeConnector(CliConnector):
     def _context_window(self) -> int:
         return self.options.context_window
 
-    def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
+    def invocation(self, executable: str, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         # claude needs --verbose for stream-json in print mode; "plan" mode makes a turn read-only for real.
         mode = "plan" if request.read_only else "acceptEdits"
-        argv = [self.executable(), "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
+        argv = [executable, "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", mode]
         if self.options.model:
             argv += ["--model", self.options.model]
         if self.soul_prompt:

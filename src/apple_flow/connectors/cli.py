@@ -72,18 +72,21 @@ class CliConnector:
     def __init__(self, settings: Settings, runner: ProcessRunner | None = None) -> None:
         self.settings = settings
         self.options: CliSettings | AfmSettings = getattr(settings, self.section)
+        self.command: str = self.options.command  # as configured; found on PATH (``executable``) at each turn
         self.context_window = self._context_window()
         self.runner = runner if runner is not None else ProcessRunner()
         self.soul_prompt = settings.soul_text()
+        # Fixed by the settings: worked out once here, not at every turn.
+        self.prompt_max_chars = self._prompt_max_chars()
 
     # --- per connector -----------------------------------------------------------------------------------
 
     def _context_window(self) -> int:
         raise NotImplementedError
 
-    def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
-        """The child process for ``prompt`` (the whole prompt: ``with_soul`` has put the soul prompt first where it
-        leads)."""
+    def invocation(self, executable: str, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
+        """The child process running ``executable`` (argv[0], found for this turn) on ``prompt`` (the whole prompt:
+        ``with_soul`` has put the soul prompt first where it leads)."""
         raise NotImplementedError
 
     def new_stream(self) -> EventStream | None:
@@ -93,7 +96,7 @@ class CliConnector:
     def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
         raise NotImplementedError
 
-    def max_prompt_chars(self) -> int:
+    def _prompt_max_chars(self) -> int:
         if self.prompt_argument_extra is not None:
             # One argument holds the soul prompt, the blank line after it and the prompt.
             return max(1000, ARGUMENT_MAX_CHARS - len(self.soul_prompt) - 2 - self.prompt_argument_extra)
@@ -105,10 +108,6 @@ class CliConnector:
         return f"{self.soul_prompt}\n\n{prompt}" if self.soul_leads_prompt and self.soul_prompt else prompt
 
     # --- the Connector protocol ----------------------------------------------------------------------------
-
-    @property
-    def command(self) -> str:
-        return self.options.command
 
     def resolve_command(self) -> str | None:
         """The executable to run, or None when it cannot be found."""
@@ -144,8 +143,8 @@ class CliConnector:
         message = request.message
         if request.verify and not self.runs_checks:
             message += "\n\n" + CHECK_REQUEST.format(command=request.verify)
-        prompt = fit_prompt(message, request.exchanges, self.max_prompt_chars(), request.files_note)
-        invocation = self.invocation(self.with_soul(prompt), cwd, request)
+        prompt = fit_prompt(message, request.exchanges, self.prompt_max_chars, request.files_note)
+        invocation = self.invocation(self.executable(), self.with_soul(prompt), cwd, request)
         stream = self.new_stream()
         try:
             child = self.runner.start(

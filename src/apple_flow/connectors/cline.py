@@ -115,9 +115,9 @@ class ClineConnector(CliConnector):
     def _context_window(self) -> int:
         return self.options.context_window
 
-    def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
+    def invocation(self, executable: str, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         # Plan mode has no tools that edit files: a read-only turn plans; any other acts.
-        argv = [self.executable(), "-y", "--json", "--plan" if request.read_only else "--act"]
+        argv = [executable, "-y", "--json", "--plan" if request.read_only else "--act"]
         if self.options.model:
             argv += ["-m", self.options.model]
         argv += ["-c", str(cwd)]

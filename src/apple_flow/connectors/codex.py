@@ -21,9 +21,9 @@ class CodexConnector(CliConnector):
     def _context_window(self) -> int:
         return self.options.context_window
 
-    def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
+    def invocation(self, executable: str, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         sandbox = "read-only" if request.read_only else "workspace-write"
-        argv = [self.executable(), "exec", "--skip-git-repo-check", "--sandbox", sandbox, "--cd", str(cwd)]
+        argv = [executable, "exec", "--skip-git-repo-check", "--sandbox", sandbox, "--cd", str(cwd)]
         if self.options.model:
             argv += ["--model", self.options.model]
         argv.append("-")

@@ -102,11 +102,11 @@ class GeminiConnector(CliConnector):
     def _context_window(self) -> int:
         return self.options.context_window
 
-    def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
+    def invocation(self, executable: str, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         # plan: read-only for real; auto_edit: edits are approved, anything else (shell commands) would need an
         # approval, which a headless run refuses (as claude's acceptEdits).
         mode = "plan" if request.read_only else "auto_edit"
-        argv = [self.executable(), "--output-format", "stream-json", "--approval-mode", mode]
+        argv = [executable, "--output-format", "stream-json", "--approval-mode", mode]
         if self.options.model:
             argv += ["--model", self.options.model]
         # One argument, --prompt=TEXT (the long form of -p): a request starting with "-" is not taken for a flag.

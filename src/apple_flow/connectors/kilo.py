@@ -114,9 +114,9 @@ class KiloConnector(CliConnector):
     def _context_window(self) -> int:
         return self.options.context_window
 
-    def invocation(self, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
+    def invocation(self, executable: str, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         # Read-only: the plan agent, and no --auto, so whatever it would ask for (a command) is refused.
-        argv = [self.executable(), "run", "--format", "json"]
+        argv = [executable, "run", "--format", "json"]
         argv += ["--agent", "plan"] if request.read_only else ["--auto"]
         if self.options.model:
             argv += ["--model", self.options.model]

@@ -8,9 +8,8 @@ sent)`` makes the ingress and egress alone (the doctor, the tests). The ingress 
 
 from __future__ import annotations
 
-from apple_flow.channels.base import SentTexts, Skipped
+from apple_flow.channels.base import CopyRecord, SentTexts, Skipped
 from apple_flow.channels.imessage.chatdb import ChatDBError, ChatDBProblem
-from apple_flow.channels.imessage.echo import CopyRecord
 from apple_flow.channels.imessage.egress import IMessageEgress
 from apple_flow.channels.imessage.ingress import IMessageIngress
 from apple_flow.config import Settings

@@ -25,7 +25,6 @@ def build(needs: ChannelNeeds) -> Channel:
     """The permission check starts first, so that the Automation prompt shows at once (a service just installed
     asks the user now); the reader tells it when chat.db stops (or starts again) being readable."""
     from apple_flow.channels.imessage import build_imessage_channel
-    from apple_flow.channels.imessage.copies import CopyTable
     from apple_flow.channels.imessage.permissions import PermissionMonitor
 
     settings, store, service = needs.settings, needs.store, needs.service
@@ -36,7 +35,7 @@ def build(needs: ChannelNeeds) -> Channel:
     permissions.start()
     try:
         sent = store.sent.for_channel(KEY, settings.imessage.echo_window_seconds)
-        ingress, egress = build_imessage_channel(settings, sent, CopyTable(store.db, KEY))
+        ingress, egress = build_imessage_channel(settings, sent, store.copies.copies_of(KEY))
     except BaseException:
         permissions.close()
         raise

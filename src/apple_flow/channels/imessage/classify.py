@@ -14,7 +14,8 @@ from typing import Any
 from apple_flow.channels.base import InboundMessage, SentTexts, Skipped, Tapback
 from apple_flow.channels.imessage.body import UndecodableBody, decode_attributed_body
 from apple_flow.channels.imessage.chatdb import GROUP_STYLE, MessageRow
-from apple_flow.channels.imessage.echo import Copies, normalise_text
+from apple_flow.channels.imessage.echo import Copies
+from apple_flow.channels.imessage.outgoing import normalise_text
 from apple_flow.handles import normalize_handle
 
 log = logging.getLogger(__name__)
@@ -100,12 +101,15 @@ def classify(
     # A message of files alone is known by their names (the daemon's own file sends come back that way).
     same = text if text.strip() else files_echo_text(row.attachment_names)
     # Your own text to yourself is a request unless it is a copy of the daemon's reply (either copy of it).
-    if sent is not None and sent.take_echo(sender, normalise_text(same), from_me=row.is_from_me):
+    key = normalise_text(same)  # the form copies are compared in
+    if sent is not None and sent.take_echo(sender, key, from_me=row.is_from_me):
         return Skipped(row.rowid, "echo", sender, text)
+    marks = None
     if copies is not None:
-        first = copies.first_copy(row.rowid, row.guid, own_chat, same, row.is_from_me)
-        if first is not None:
+        first = copies.first_copy(row.rowid, row.guid, own_chat, key, row.is_from_me)
+        if isinstance(first, int):
             return Skipped(row.rowid, f"copy of row {first}", sender, text)
+        marks = first
     return InboundMessage(
         rowid=row.rowid,
         sender=sender,
@@ -116,6 +120,7 @@ def classify(
         reply_to=_reply_target(row, sender, group),
         late=late,
         forgeable=is_forgeable(row),
+        copy_marks=marks,
     )
 
 

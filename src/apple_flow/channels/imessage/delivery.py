@@ -9,46 +9,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from apple_flow.channels.base import SendError
 from apple_flow.channels.imessage.body import UndecodableBody
 from apple_flow.channels.imessage.chatdb import ChatDB, MessageRow
 from apple_flow.channels.imessage.classify import message_text
-from apple_flow.channels.imessage.echo import normalise_text
+from apple_flow.channels.imessage.outgoing import Target, normalise_text
 from apple_flow.handles import normalize_handle
 
 _POLL_SECONDS = (0.05, 0.1, 0.2, 0.3, 0.5)  # then every 0.5 s
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where a text goes: ``address`` over iMessage or through the SMS account, or into a group chat (``address``
-    is its chat identifier, ``chat_guid`` its guid as chat.db stores it)."""
-
-    kind: Literal["imessage", "sms", "group"]
-    address: str
-    chat_guid: str | None = None
-
-    @classmethod
-    def parse(cls, recipient: str, region: str) -> Target:
-        """A handle, ``SMS;-;<handle>`` (also ``RCS``), ``<service>;-;<handle>``, or a group: its guid
-        (``iMessage;+;chat…``, ``any;+;chat…``) or bare identifier (``chat…``)."""
-        text = recipient.strip()
-        if ";+;" in text:
-            return cls("group", text.rsplit(";", 1)[-1], text)
-        if text.startswith("chat") and text[4:].isdigit():
-            return cls("group", text, f"iMessage;+;{text}")
-        service, sep, handle = text.partition(";-;")
-        if sep:
-            kind: Literal["imessage", "sms"] = "sms" if service.upper() in ("SMS", "RCS") else "imessage"
-            return cls(kind, normalize_handle(handle, region))
-        return cls("imessage", normalize_handle(text, region))
-
-    def describe(self) -> str:
-        if self.kind == "group":
-            return f"the group chat {self.address}"
-        return f"{self.address} (SMS)" if self.kind == "sms" else self.address
 
 
 @dataclass(frozen=True)

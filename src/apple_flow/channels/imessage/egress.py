@@ -17,17 +17,15 @@ from apple_flow.channels.base import Egress, Handover, Noted, SendError, SentTex
 from apple_flow.channels.imessage.attachments import MESSAGES_PREFIX
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError
 from apple_flow.channels.imessage.classify import files_echo_text
-from apple_flow.channels.imessage.delivery import Evidence, Target, already_sent, confirm, confirm_file
-from apple_flow.channels.imessage.echo import normalise_text
+from apple_flow.channels.imessage.delivery import Evidence, already_sent, confirm, confirm_file
 from apple_flow.channels.imessage.osascript import (
     OsascriptMissing,
     ScriptResult,
     ScriptTimeout,
-    argv_safe,
     read_argument,
     run_osascript_private,
 )
-from apple_flow.channels.imessage.split import split_reply
+from apple_flow.channels.imessage.outgoing import OutgoingText, Target
 from apple_flow.channels.imessage.staging import stage
 
 log = logging.getLogger(__name__)
@@ -124,10 +122,9 @@ class _PartsGiven:
 
 @dataclass(frozen=True)
 class _NotedParts(Noted):
-    """A text noted part by part (``note``): where it goes and its parts, sent as they are."""
+    """A text noted part by part (``note``): sent as it was worked out then."""
 
-    target: Target | None = None
-    parts: tuple[str, ...] = ()
+    outgoing: OutgoingText | None = None
 
 
 class IMessageEgress(Egress):
@@ -176,12 +173,11 @@ class IMessageEgress(Egress):
 
     def note(self, recipient: str, text: str) -> Noted:
         """Notes each part of ``text`` for echo suppression, as ``hand_over`` would just before sending it."""
-        target = Target.parse(recipient, self._region)
-        parts = tuple(split_reply(argv_safe(text), self._chunk_chars))
+        outgoing = OutgoingText.of(recipient, text, self._region, self._chunk_chars)
         if self._sent is not None:
-            for part in parts:
-                self._sent.record(target.address, normalise_text(part))
-        return _NotedParts(recipient, text, target, parts)
+            for echo in outgoing.echoes:
+                self._sent.record(outgoing.target.address, echo)
+        return _NotedParts(recipient, text, outgoing)
 
     def hand_over(self, recipient: str, text: str, progress: bool = False, noted: Noted | None = None) -> Handover:
         """Sends ``text`` as ``send`` (``send_progress``) does, up to its confirmation from chat.db, which is
@@ -209,16 +205,16 @@ class IMessageEgress(Egress):
     ) -> _PartsGiven:
         """Gives each part of ``text`` to Messages, in order, under the chat's lock (the parts of two texts to one
         chat never interleave; texts to different chats go at once). Parts ``noted`` already are not noted again."""
-        if isinstance(noted, _NotedParts) and noted.target is not None and (noted.recipient, noted.text) == (
+        if isinstance(noted, _NotedParts) and noted.outgoing is not None and (noted.recipient, noted.text) == (
             recipient, text
         ):
-            target, parts, record = noted.target, list(noted.parts), False
+            outgoing, record = noted.outgoing, False
         else:
-            target = Target.parse(recipient, self._region)
-            parts, record = split_reply(argv_safe(text), self._chunk_chars), True
+            outgoing, record = OutgoingText.of(recipient, text, self._region, self._chunk_chars), True
+        target, total = outgoing.target, len(outgoing.parts)
         with self._lock_for(target):
-            handed = [(part, self._send_numbered(target, part, index, len(parts), record))
-                      for index, part in enumerate(parts, start=1)]
+            handed = [(part, self._send_numbered(target, part, echo, index, total, record))
+                      for index, (part, echo) in enumerate(zip(outgoing.parts, outgoing.echoes, strict=True), start=1)]
         return _PartsGiven(target, handed, until_sent)
 
     def _confirm(self, handed: _PartsGiven) -> Delivery:
@@ -243,22 +239,21 @@ class IMessageEgress(Egress):
         a crash may have gone out before the daemon could note it). False when chat.db cannot tell."""
         if self._db is None:
             return False
-        target = Target.parse(recipient, self._region)
+        outgoing = OutgoingText.of(recipient, text, self._region, self._chunk_chars)
         try:
-            return already_sent(self._db, target, split_reply(argv_safe(text), self._chunk_chars), after_rowid,
-                                self._region)
+            return already_sent(self._db, outgoing.target, list(outgoing.parts), after_rowid, self._region)
         except ChatDBError as exc:
-            log.warning("cannot tell whether the reply to %s went out: %s", target.describe(), exc)
+            log.warning("cannot tell whether the reply to %s went out: %s", outgoing.target.describe(), exc)
             return False
 
     def _send_numbered(
-        self, target: Target, part: str, index: int, total: int, record: bool = True
+        self, target: Target, part: str, echo: str, index: int, total: int, record: bool = True
     ) -> int | ChatDBError | None:
-        """Hands one part to Messages (noting it first, with ``record``); returns the newest chat.db row before it
-        (to confirm it from)."""
+        """Hands one part to Messages (noting its ``echo`` form first, with ``record``); returns the newest chat.db
+        row before it (to confirm it from)."""
         if self._sent is not None and record:
             # Before sending: the echo can land before osascript returns.
-            self._sent.record(target.address, normalise_text(part))
+            self._sent.record(target.address, echo)
         try:
             return self._send_part(target, part)
         except SendError as exc:

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from apple_flow.channels.base import Attachment, InboundMessage, Ingress, SentTexts, Skipped
+from apple_flow.channels.base import Attachment, CopyRecord, InboundMessage, Ingress, SentTexts, Skipped
 from apple_flow.channels.imessage.attachments import MESSAGES_PREFIX, downloading, read_attachments
 from apple_flow.channels.imessage.chatdb import ChatDB, ChatDBError, MessageRow
 from apple_flow.channels.imessage.classify import ReadRules, classify
-from apple_flow.channels.imessage.echo import Copies, CopyRecord
+from apple_flow.channels.imessage.echo import Copies
 from apple_flow.channels.imessage.watcher import DbChangeWaiter
 
 log = logging.getLogger(__name__)

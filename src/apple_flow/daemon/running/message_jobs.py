@@ -52,8 +52,10 @@ class MessageLedger:
         )
 
     def take(self, message: InboundMessage) -> None:
-        """Records that the message is being handled (in the caller's transaction)."""
-        self._store.messages.take_message(self.channel, message.rowid, message.sender, message.text)
+        """Records that the message is being handled (in the caller's transaction), with the marks its channel
+        knows its row again by."""
+        self._store.messages.take_message(self.channel, message.rowid, message.sender, message.text,
+                                          message.copy_marks)
 
     def opened(self, rowid: int) -> None:
         """The message is read: the cursor cannot pass it until it is done."""

@@ -10,6 +10,7 @@ newest ``KEEP_RUNS`` runs keep their events. ``text`` deltas are not kept: the `
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -19,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from apple_flow.channels.base import Noted
+from apple_flow.connectors.base import ConnectorError, TurnEvents, TurnOutcome
 from apple_flow.connectors.stream_events import Result, StreamEvent, Text
 from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import Store
@@ -61,8 +63,8 @@ class ProgressThrottle:
 
 
 class RunLog:
-    """Records one run's events; called with each parsed event and the activity lines it makes, and closed when the
-    run ends (a context manager).
+    """Records one run's events; follows the connector's turn (``follow``), or is called with each parsed event and
+    the activity lines it makes, and closed when the run ends (a context manager).
     Events are written in batches, one transaction each: the first event of a batch waits at most
     ``FLUSH_SECONDS`` (a timer) for those that follow it, and the last ones (the ``result`` among them) are written
     by ``end()``, in the transaction that records the run's end. So an agent streaming many events costs a few
@@ -118,6 +120,16 @@ class RunLog:
                 self._used += len(body)
             self._progress += lines
             self._wait()
+
+    def follow(self, items: TurnEvents) -> TurnOutcome:
+        """Runs a connector's turn (``Connector.run``) to its outcome, keeping each of the agent's events as it
+        comes. The log pulls the events itself: the worker that started the turn has nothing to add to them."""
+        with contextlib.closing(items):
+            for item in items:
+                if isinstance(item, TurnOutcome):
+                    return item
+                self(item.event, item.progress)
+        raise ConnectorError("the connector ended the turn without an outcome")
 
     def _wait(self) -> None:
         if self._timer is None:

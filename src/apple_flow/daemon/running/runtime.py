@@ -311,13 +311,14 @@ class Runtime:
         if isinstance(decision, Ignore):
             log.info("ignored a message from %s (%s)", sender, decision.reason)
             with store.transaction():
-                store.messages.ignore_message(self._key, message.rowid, sender, message.text, decision.reason)
+                store.messages.ignore_message(self._key, message.rowid, sender, message.text, decision.reason,
+                                              message.copy_marks)
                 store.events.log("ignored", f"{decision.reason}: {message.text[:80]!r}", sender)
                 self._messages.done(message.rowid)
         elif isinstance(decision, Hold):
             with store.transaction():
                 store.messages.ignore_message(self._key, message.rowid, sender, message.text,
-                                              "late: listed, runs on `run`")
+                                              "late: listed, runs on `run`", message.copy_marks)
                 store.held.hold(self._key, message.rowid, sender, message.reply_target, message.text,
                                 message.date.timestamp(), forgeable=message.forgeable)
                 store.events.log("held", f"came while offline: {message.text[:80]!r}", sender)
@@ -327,7 +328,7 @@ class Runtime:
             with store.transaction():  # the reply and its sent lines recorded before it goes
                 if not store.approvals.record_decisions(decision.decided):
                     return False
-                store.messages.take_message(self._key, message.rowid, sender, message.text)
+                self._messages.take(message)
                 if decision.clear_history:
                     store.history.clear_history(sender)
                 store.messages.record_message_reply(self._key, message.rowid, decision.text)
@@ -348,7 +349,7 @@ class Runtime:
                 with store.transaction():
                     if not store.approvals.record_decisions(decision.decided):
                         return False
-                    store.messages.take_message(self._key, message.rowid, sender, message.text)
+                    self._messages.take(message)
             if decision.ack:
                 self._sender.progress(message.reply_target, decision.ack)
             self._scheduler.submit(Job(sender, self._messages.work(message, decision)))

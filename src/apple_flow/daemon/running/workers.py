@@ -12,7 +12,6 @@ only the tasks the owner escalates."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -20,7 +19,7 @@ from collections.abc import Callable
 
 from apple_flow.channels.base import Noted
 from apple_flow.config import Settings
-from apple_flow.connectors.base import AgentEvent, Connector, ConnectorError, TurnOutcome, TurnRequest
+from apple_flow.connectors.base import Connector, ConnectorError, TurnOutcome, TurnRequest
 from apple_flow.daemon.deciding import failures
 from apple_flow.daemon.deciding.decisions import Turn, new_run_id
 from apple_flow.daemon.running.jobs import Work
@@ -146,8 +145,8 @@ class TurnWorkers:
         work = job.payload
         turn = work.turn
         outcome: TurnOutcome | Exception
-        try:
-            outcome = self._turn(connector, request, record)
+        try:  # each of the agent's events goes into the run log, which passes its progress on to the recipient
+            outcome = record.follow(connector.run(request))
         except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
             log.exception("turn %s failed", run_id)
             outcome = exc
@@ -169,18 +168,6 @@ class TurnWorkers:
         record.send_after_end(progress)
         work.answer(finished.reply, finished.approval.id if finished.approval is not None else None, noted,
                     with_files=bool(files))
-
-    def _turn(self, connector: Connector, request: TurnRequest, record: RunLog) -> TurnOutcome:
-        """Runs the connector's turn to its outcome, each of the agent's events into the run log, which keeps it
-        with the run (for the web page) and passes its progress on to the recipient (throttled; sent with its
-        writes)."""
-        with contextlib.closing(connector.run(request)) as items:
-            for item in items:
-                if isinstance(item, TurnOutcome):
-                    return item
-                assert isinstance(item, AgentEvent)
-                record(item.event, item.progress)
-        raise ConnectorError("the connector ended the turn without an outcome")
 
     def cancel(self, sender: str, run_id: str | None = None) -> bool:
         """Stops the sender's running turn (the sender was told), with ``run_id`` only if it is that run; False

@@ -1,7 +1,7 @@
 """The daemon's durable state: one SQLite database (``Database``: the connection, its lock, ``transaction()``, the
 migrations) and one small table class per concern over it, gathered in ``Store``. The records they read and write
-are in ``records``. The iMessage channel keeps its decisions about copies in the same database, through its own
-table (``channels.imessage.copies``).
+are in ``records``. A channel keeps its decisions about copies here (``copies``; the marks of a taken row go with its
+message's first record).
 
 Writes that belong together go in one ``store.transaction()``: a turn's record (``Store.record_turn``) is the
 composition of the run's end, the conversation's new exchange and the approval its reply announces; the caller
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from apple_flow.daemon.store.approvals import ApprovalTable
+from apple_flow.daemon.store.copies import CopyTable
 from apple_flow.daemon.store.cursors import CursorTable
 from apple_flow.daemon.store.database import Database, StoreError
 from apple_flow.daemon.store.events import EventTable
@@ -57,7 +58,8 @@ class Store:
         self.db = Database(path, clock)
         self.meta = MetaTable(self.db)
         self.cursors = CursorTable(self.db)
-        self.messages = MessageTable(self.db)
+        self.copies = CopyTable(self.db)
+        self.messages = MessageTable(self.db, self.copies)
         self.reply_files = ReplyFileTable(self.db)
         self.sent = SentTable(self.db)
         self.history = HistoryTable(self.db)

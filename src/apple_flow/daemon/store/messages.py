@@ -1,17 +1,21 @@
 """Every message the daemon handled, by channel and row: taken, replied (the reply recorded before it is sent),
-sent, ignored or send_failed."""
+sent, ignored or send_failed. A message's first record keeps the marks its channel knows its row again by (the
+copies table), in the same transaction."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from apple_flow.channels.base import CopyMarks
+from apple_flow.daemon.store.copies import CopyTable
 from apple_flow.daemon.store.database import Database
 from apple_flow.daemon.store.records import FailedSend, MessageRecord
 
 
 class MessageTable:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, copies: CopyTable) -> None:
         self._db = db
+        self._copies = copies
 
     def get_message(self, channel: str, rowid: int) -> MessageRecord | None:
         rows = self._db.rows(
@@ -20,21 +24,27 @@ class MessageTable:
         )
         return MessageRecord(*rows[0]) if rows else None
 
-    def _put(self, channel: str, rowid: int, sender: str, text: str, state: str, note: str | None) -> None:
+    def _put(self, channel: str, rowid: int, sender: str, text: str, state: str, note: str | None,
+             marks: CopyMarks | None) -> None:
         now = self._db.now()
-        self._db.write(
-            "INSERT INTO messages (channel, rowid, sender, text, state, note, received_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, rowid) DO UPDATE SET "
-            "state = excluded.state, note = excluded.note, updated_at = excluded.updated_at",
-            (channel, rowid, sender, text, state, note, now, now),
-        )
+        with self._db.transaction():
+            self._db.write(
+                "INSERT INTO messages (channel, rowid, sender, text, state, note, received_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, rowid) DO UPDATE SET "
+                "state = excluded.state, note = excluded.note, updated_at = excluded.updated_at",
+                (channel, rowid, sender, text, state, note, now, now),
+            )
+            if marks is not None:
+                self._copies.keep_copy_marks(channel, rowid, marks)
 
-    def take_message(self, channel: str, rowid: int, sender: str, text: str) -> None:
-        """Records that the message is being handled (before any turn for it runs)."""
-        self._put(channel, rowid, sender, text, "taken", None)
+    def take_message(self, channel: str, rowid: int, sender: str, text: str, marks: CopyMarks | None = None) -> None:
+        """Records that the message is being handled (before any turn for it runs), with the ``marks`` its channel
+        knows its row again by."""
+        self._put(channel, rowid, sender, text, "taken", None, marks)
 
-    def ignore_message(self, channel: str, rowid: int, sender: str, text: str, reason: str) -> None:
-        self._put(channel, rowid, sender, text, "ignored", reason)
+    def ignore_message(self, channel: str, rowid: int, sender: str, text: str, reason: str,
+                       marks: CopyMarks | None = None) -> None:
+        self._put(channel, rowid, sender, text, "ignored", reason, marks)
 
     def record_message_reply(self, channel: str, rowid: int, reply: str | None, note: str | None = None) -> None:
         """Stores the final reply before it is sent. ``None``: nothing is to be sent (e.g. cancelled)."""
