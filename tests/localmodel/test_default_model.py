@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +77,28 @@ def test_a_streamed_call_comes_back_as_a_tool_calls_delta(default_model_server: 
     # The call's JSON was never shown as text.
     assert "tool_call" not in "".join(delta.get("content") or "" for delta in deltas)
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_a_streamed_answer_arrives_whole_while_another_request_waits(default_model_server: LocalModelServer) -> None:
+    """A request that arrives while a reply streams waits its turn: llama-cpp-python's default (interrupt_requests)
+    ended the streamed reply at once, so answers came back as their first word and calls without their finish."""
+    body = request("Count from 1 to 10, separated by spaces, and nothing else.", stream=True)
+    del body["tools"], body["tool_choice"]
+    url = default_model_server.url
+    http_request = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(),
+                                          headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(http_request, timeout=180) as response:
+        first = response.readline()  # the stream has begun: the model is busy with it
+        waiting = threading.Thread(target=lambda: urllib.request.urlopen(f"{url}/models", timeout=180).read())
+        waiting.start()
+        rest = response.read()
+    waiting.join(timeout=180)
+    events = [line.removeprefix(b"data: ") for line in (first + rest).splitlines() if line.startswith(b"data: ")]
+    chunks = [json.loads(event) for event in events if event != b"[DONE]"]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop", chunks[-3:]
+    assert "usage" in chunks[-1]
+    assert text.split()[:5] == ["1", "2", "3", "4", "5"], text  # more than its first word
 
 
 def test_allowed_tools_requires_a_call_to_one_of_them(default_model_server: LocalModelServer) -> None:

@@ -82,7 +82,10 @@ def build_app(model: Path, name: str, context_tokens: int, threads: int) -> Any:
         chat_format=HANDLER_NAME if handled else FALLBACK_FORMAT,
         verbose=True,  # llama.cpp's timings of each request go to the log (scripts/bench_demo reads them)
     )
-    app = create_app(server_settings=ServerSettings(), model_settings=[settings])
+    # interrupt_requests (on by default) ends a streamed reply as soon as another request waits for the model:
+    # apple-code's next request, a /v1/models probe or a second client cut the reply short, and a tool call
+    # arrived without its finish chunk, an answer as its first word. Requests wait their turn instead.
+    app = create_app(server_settings=ServerSettings(interrupt_requests=False), model_settings=[settings])
     _describe_models(app, name, model, context_tokens, handled)
     return app
 
