@@ -166,6 +166,8 @@ private struct LoopRun {
             self.verification = verification
             progress.verify = verification.report
             try Task.checkCancellation()
+            if case .passed = verdict { return AgentAnswer(text: answer.text, progress: progress) }
+            if let fixed = await tryShownCode(answer) { return fixed }
             switch verdict {
             case .passed:
                 return AgentAnswer(text: answer.text, progress: progress)
@@ -175,6 +177,57 @@ private struct LoopRun {
                 repair(feedback, after: answer.text)
             }
         }
+    }
+
+    /// The check failed on an answer that may show its fix instead of making it (`ShownCode`): each candidate goes
+    /// in through editFile, the check runs, and it stays only if the check passes (else it is put back the same
+    /// way). The model's words are never taken for the fix: only the check decides. Nil when nothing passed.
+    private mutating func tryShownCode(_ answer: AgentAnswer) async -> AgentAnswer? {
+        guard var verification, let edit = request.tools.first(where: { $0.name == "editFile" }) else { return nil }
+        let edits = ShownCode.edits(answer: answer.text, files: candidateFiles(answer.text))
+        for shown in edits {
+            let forward: JSONValue = ["path": .string(shown.path), "oldText": .string(shown.oldText),
+                                      "newText": .string(shown.newText)]
+            guard await shownCodeCall(edit, forward).ok else { continue }
+            let run = await verification.check.run(request.deadline)
+            if run.passed {
+                verification.adopt(run, events: events)
+                self.verification = verification
+                progress.verify = verification.report
+                let note = "the code the answer showed was put in \(shown.path) and the check `"
+                    + "\(verification.check.command)` passes with it"
+                request.log("verify: " + note)
+                events.notice(note)
+                return AgentAnswer(text: answer.text + "\n\n(" + note + ")", progress: progress)
+            }
+            let back: JSONValue = ["path": .string(shown.path), "oldText": .string(shown.newText),
+                                   "newText": .string(shown.oldText)]
+            let undone = await shownCodeCall(edit, back)
+            request.log("verify: the code the answer showed, put in \(shown.path), does not make the check pass; "
+                + (undone.ok ? "put back" : "putting it back failed: \(undone.summary)"))
+        }
+        return nil
+    }
+
+    /// One editFile run by the loop itself (not the model): announced and recorded in the events like a call, not
+    /// added to the conversation.
+    private mutating func shownCodeCall(_ tool: any AgentTool, _ arguments: JSONValue) async -> ToolResult {
+        generatedIDs += 1
+        let id = "shown\(generatedIDs)"
+        events.emit(.toolCall(id: id, name: tool.name, arguments: arguments))
+        let context = ToolContext(workspace: request.workspace, maxResultTokens: 256, deadline: request.deadline,
+                                  log: request.log)
+        let result = await tool.call(raw: arguments, context: context)
+        progress.record(result)
+        events.emit(AgentEvent(.toolResult(id: id, name: tool.name, ok: result.ok, summary: result.summary,
+                                           truncated: result.truncated), detail: result.eventDetail))
+        return result
+    }
+
+    /// The files an answer's code may belong to: those the run read or wrote, and those the task or the answer
+    /// names.
+    private func candidateFiles(_ answer: String) -> [(path: String, text: String)] {
+        ShownCode.files(seen.paths + ShownCode.names(in: request.prompt + "\n" + answer), workspace: request.workspace)
     }
 
     /// A repair round: the answer the check rejected, then the check's failure as a user message (an earlier one

@@ -19,6 +19,9 @@ struct SeenFiles {
             + "exactly from what it shows"
     }
 
+    /// The files read or written so far (absolute), in no particular order.
+    var paths: [String] { seen.sorted() }
+
     /// Notes a call that worked.
     mutating func note(tool: String, arguments: JSONValue?, ok: Bool) {
         guard ok, ["readFile", "editFile", "writeFile"].contains(tool), let path = Self.path(arguments),

@@ -87,6 +87,16 @@ public struct Verification: Sendable {
         case failed(String)
     }
 
+    /// Takes a passing run made outside `verify` (the loop tried code the answer showed, `ShownCode`): counted,
+    /// reported, and the run ends on it.
+    public mutating func adopt(_ run: CheckRun, events: any EventSink) {
+        report.runs += 1
+        report.passed = run.passed
+        report.exitCode = run.exitCode
+        report.outputTail = Self.tail(run.output, bytes: VerifyReport.tailBytes)
+        events.emit(.verify(report))
+    }
+
     /// Runs the check once before the model's first turn and emits its `verify` event (`before`, `runs` 1). When
     /// it fails, the text to put after the task: how it fails (the end of its output within `feedbackTokens`), so
     /// the work starts from the failure it must fix rather than a guess; small models otherwise read one file and

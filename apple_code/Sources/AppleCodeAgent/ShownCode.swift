@@ -1,0 +1,129 @@
+import Foundation
+
+/// A final answer that shows the fix instead of making it ("Here is the corrected function: ```def add(a, b):
+/// return a + b```"): small models do this more often than they call editFile. With `--verify` the loop may try
+/// such code in place of the definition it names and keep it only when the check then passes (`AgentLoop`); this
+/// type only finds the candidate edits. A candidate is a fenced block whose first line starts a definition
+/// (`def`, `class`, `func`, `function`, `fn`) named exactly once among the files given, replacing that definition
+/// (its indented body, or its braces) with the block's own definition, indented as the file's was.
+enum ShownCode {
+    struct Edit: Equatable {
+        let path: String
+        let oldText: String
+        let newText: String
+    }
+
+    /// At most this many candidates are tried in one run: each costs a run of the check.
+    static let maxEdits = 3
+
+    static func edits(answer: String, files: [(path: String, text: String)]) -> [Edit] {
+        var found: [Edit] = []
+        for block in blocks(in: answer) {
+            let lines = block.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            guard let start = lines.firstIndex(where: { !$0.allSatisfy(\.isWhitespace) }),
+                  let key = definitionKey(lines[start]) else { continue }
+            let shown = Array(lines[start..<extent(of: start, in: lines)])
+            let matches = files.compactMap { file -> (String, [String], Int)? in
+                let fileLines = file.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+                let hits = fileLines.indices.filter { fileLines[$0].drop { $0 == " " || $0 == "\t" }.hasPrefix(key) }
+                return hits.count == 1 ? (file.path, fileLines, hits[0]) : nil
+            }
+            guard matches.count == 1, let (path, fileLines, at) = matches.first else { continue }
+            let old = Array(fileLines[at..<extent(of: at, in: fileLines)])
+            let indent = String(fileLines[at].prefix { $0 == " " || $0 == "\t" })
+            let shownIndent = shown[0].prefix { $0 == " " || $0 == "\t" }.count
+            let new = shown.map { line in
+                line.allSatisfy(\.isWhitespace) ? "" : indent + String(line.dropFirst(min(shownIndent, leading(line))))
+            }
+            guard new != old else { continue }
+            let edit = Edit(path: path, oldText: old.joined(separator: "\n"), newText: new.joined(separator: "\n"))
+            if !found.contains(edit) { found.append(edit) }
+            if found.count == maxEdits { break }
+        }
+        return found
+    }
+
+    /// The insides of the answer's fenced code blocks, in order.
+    static func blocks(in answer: String) -> [String] {
+        var blocks: [String] = []
+        var current: [Substring]?
+        for line in answer.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.drop(while: { $0 == " " }).hasPrefix("```") {
+                if let inside = current {
+                    blocks.append(inside.joined(separator: "\n"))
+                    current = nil
+                } else {
+                    current = []
+                }
+            } else {
+                current?.append(line)
+            }
+        }
+        return blocks
+    }
+
+    /// What a line defining something starts with, up to its name's end (`def add(`, `class Point:`), or nil.
+    static func definitionKey(_ line: String) -> String? {
+        let text = line.drop { $0 == " " || $0 == "\t" }
+        let keywords = ["async def ", "def ", "class ", "func ", "function ", "fn ", "public func ", "static func "]
+        guard let keyword = keywords.first(where: { text.hasPrefix($0) }) else { return nil }
+        let rest = text.dropFirst(keyword.count)
+        guard let end = rest.firstIndex(where: { "(:<{ ".contains($0) }), end > rest.startIndex else { return nil }
+        return keyword + String(rest[...end])
+    }
+
+    /// Where the definition starting at `start` ends (exclusive): its braces when the line opens one, else the
+    /// lines indented deeper than it (blank lines inside kept, trailing ones left out).
+    static func extent(of start: Int, in lines: [String]) -> Int {
+        if lines[start].contains("{") {
+            var depth = 0
+            for index in start..<lines.count {
+                for character in lines[index] {
+                    if character == "{" { depth += 1 } else if character == "}" { depth -= 1 }
+                }
+                if depth <= 0 { return index + 1 }
+            }
+            return lines.count
+        }
+        let base = leading(lines[start])
+        var end = start + 1
+        var index = start + 1
+        while index < lines.count {
+            let line = lines[index]
+            if line.allSatisfy(\.isWhitespace) {
+                index += 1
+                continue
+            }
+            guard leading(line) > base else { break }
+            index += 1
+            end = index
+        }
+        return end
+    }
+
+    /// Words of `text` that look like file names (`calc.py`, `src/app.js`).
+    static func names(in text: String) -> [String] {
+        text.split(whereSeparator: { " \n\t`'\"(),:;*".contains($0) }).map {
+            var word = Substring($0)
+            while word.last == "." || word.last == "!" || word.last == "?" { word = word.dropLast() }  // a sentence's end
+            return String(word)
+        }.filter { $0.contains(".") && !$0.hasPrefix(".") && $0.count <= 200 }
+    }
+
+    /// The first 20 of `names` that are text files inside `workspace` (lexically: the edit itself goes through
+    /// editFile, which confines), as workspace-relative paths with their text.
+    static func files(_ names: [String], workspace: String) -> [(path: String, text: String)] {
+        var seen: Set<String> = []
+        var files: [(path: String, text: String)] = []
+        for name in names where files.count < 20 {
+            let absolute = name.hasPrefix("/") ? name : workspace + "/" + name
+            let path = URL(fileURLWithPath: absolute).standardizedFileURL.path
+            guard path.hasPrefix(workspace + "/"), seen.insert(path).inserted,
+                  let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
+            files.append((String(path.dropFirst(workspace.count + 1)), text))
+        }
+        return files
+    }
+
+    private static func leading(_ line: String) -> Int { line.prefix { $0 == " " || $0 == "\t" }.count }
+}
