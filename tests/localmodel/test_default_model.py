@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -141,37 +140,3 @@ def test_apple_code_on_the_default_model_reads_the_file_it_is_asked_about(
     assert "banana" in events[-1]["result"].lower()
 
 
-CALC_TEST = """import unittest
-
-from calc import add, mul
-
-
-class CalcTest(unittest.TestCase):
-    def test_add(self):
-        self.assertEqual(add(2, 3), 5)
-
-    def test_mul(self):
-        self.assertEqual(mul(4, 3), 12)
-"""
-
-
-def test_apple_code_on_the_default_model_fixes_a_one_line_bug(
-        default_model_server: LocalModelServer, apple_code_bin: Path, tmp_path: Path) -> None:
-    """What the local model is for: a task, the real apple-code with --verify, the real model, and a bug fixed so
-    the test passes. Judged here by the test's own copy and one more case, never by the agent's words."""
-    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n")
-    (tmp_path / "test_calc.py").write_text(CALC_TEST)
-    done = subprocess.run(
-        [str(apple_code_bin), "--backend", "openai", "--base-url", default_model_server.url, "--cwd", str(tmp_path),
-         "--timeout", "240", "--max-turns", "8", "--verify", "python3 -B -m unittest -q", "--output-format",
-         "stream-json", "The tests in test_calc.py fail. Fix the bug in calc.py (do not change the tests)."],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    (tmp_path / "test_calc.py").write_text(CALC_TEST)  # the test as it was, whatever the agent did to it
-    checked = subprocess.run([sys.executable, "-B", "-m", "unittest", "-q"], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=60)
-    assert checked.returncode == 0, checked.stderr
-    adds = "from calc import add; assert add(-2, 5) == 3 and add(0.5, 0.25) == 0.75"
-    more = subprocess.run([sys.executable, "-B", "-c", adds], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=60)
-    assert more.returncode == 0, more.stderr  # adds, not just passes the one case
