@@ -166,14 +166,14 @@ private struct LoopRun {
             self.verification = verification
             progress.verify = verification.report
             try Task.checkCancellation()
-            if case .passed = verdict { return AgentAnswer(text: answer.text, progress: progress) }
-            if let fixed = await tryShownCode(answer) { return fixed }
             switch verdict {
             case .passed:
                 return AgentAnswer(text: answer.text, progress: progress)
             case .failed(let message):
+                if let fixed = await tryShownCode(answer) { return fixed }
                 throw AgentError(.verify, message, partialAnswer: answer.text)
             case .repair(let feedback):
+                if let fixed = await tryShownCode(answer) { return fixed }
                 repair(feedback, after: answer.text)
             }
         }
@@ -219,8 +219,7 @@ private struct LoopRun {
                                   log: request.log)
         let result = await tool.call(raw: arguments, context: context)
         progress.record(result)
-        events.emit(AgentEvent(.toolResult(id: id, name: tool.name, ok: result.ok, summary: result.summary,
-                                           truncated: result.truncated), detail: result.eventDetail))
+        emitResult(id: id, name: tool.name, result)
         return result
     }
 
@@ -484,11 +483,15 @@ private struct LoopRun {
     }
 
     private mutating func record(_ call: ModelToolCall, _ result: ToolResult) {
-        events.emit(AgentEvent(.toolResult(id: call.id, name: call.name, ok: result.ok, summary: result.summary,
-                                           truncated: result.truncated), detail: result.eventDetail))
+        emitResult(id: call.id, name: call.name, result)
         entries.append(.toolResult(id: call.id, name: call.name, text: result.text,
                                    summary: "\(call.name): \(result.summary)", condensed: false))
         lastCallFollowedToolMessage = style == .toolMessages
+    }
+
+    private func emitResult(id: String, name: String, _ result: ToolResult) {
+        events.emit(AgentEvent(.toolResult(id: id, name: name, ok: result.ok, summary: result.summary,
+                                           truncated: result.truncated), detail: result.eventDetail))
     }
 
     /// Arguments as JSON: empty text is `{}`; a JSON string holding an object (double-encoded) is unwrapped.

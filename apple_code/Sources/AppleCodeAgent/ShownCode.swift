@@ -25,13 +25,13 @@ enum ShownCode {
             let shown = Array(lines[start..<extent(of: start, in: lines)])
             let matches = files.compactMap { file -> (String, [String], Int)? in
                 let fileLines = file.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-                let hits = fileLines.indices.filter { fileLines[$0].drop { $0 == " " || $0 == "\t" }.hasPrefix(key) }
+                let hits = fileLines.indices.filter { fileLines[$0].dropFirst(leading(fileLines[$0])).hasPrefix(key) }
                 return hits.count == 1 ? (file.path, fileLines, hits[0]) : nil
             }
             guard matches.count == 1, let (path, fileLines, at) = matches.first else { continue }
             let old = Array(fileLines[at..<extent(of: at, in: fileLines)])
-            let indent = String(fileLines[at].prefix { $0 == " " || $0 == "\t" })
-            let shownIndent = shown[0].prefix { $0 == " " || $0 == "\t" }.count
+            let indent = String(fileLines[at].prefix(leading(fileLines[at])))
+            let shownIndent = leading(shown[0])
             let new = shown.map { line in
                 line.allSatisfy(\.isWhitespace) ? "" : indent + String(line.dropFirst(min(shownIndent, leading(line))))
             }
@@ -64,7 +64,7 @@ enum ShownCode {
 
     /// What a line defining something starts with, up to its name's end (`def add(`, `class Point:`), or nil.
     static func definitionKey(_ line: String) -> String? {
-        let text = line.drop { $0 == " " || $0 == "\t" }
+        let text = line.dropFirst(leading(line))
         let keywords = ["async def ", "def ", "class ", "func ", "function ", "fn ", "public func ", "static func "]
         guard let keyword = keywords.first(where: { text.hasPrefix($0) }) else { return nil }
         let rest = text.dropFirst(keyword.count)
@@ -125,5 +125,6 @@ enum ShownCode {
         return files
     }
 
+    /// How many spaces and tabs `line` starts with.
     private static func leading(_ line: String) -> Int { line.prefix { $0 == " " || $0 == "\t" }.count }
 }

@@ -90,11 +90,16 @@ public struct Verification: Sendable {
     /// Takes a passing run made outside `verify` (the loop tried code the answer showed, `ShownCode`): counted,
     /// reported, and the run ends on it.
     public mutating func adopt(_ run: CheckRun, events: any EventSink) {
+        record(run)
+        events.emit(.verify(report))
+    }
+
+    /// One more run of the check, in the report.
+    private mutating func record(_ run: CheckRun) {
         report.runs += 1
         report.passed = run.passed
         report.exitCode = run.exitCode
         report.outputTail = Self.tail(run.output, bytes: VerifyReport.tailBytes)
-        events.emit(.verify(report))
     }
 
     /// Runs the check once before the model's first turn and emits its `verify` event (`before`, `runs` 1). When
@@ -111,11 +116,7 @@ public struct Verification: Sendable {
         event.before = true
         events.emit(.verify(event))
         guard !run.passed else { return nil }
-        let head = "The check `\(check.command)` fails now"
-            + (run.exitCode.map { " (exit code \($0))" } ?? "") + "; it must pass when you are done. The end of "
-            + "its output:\n"
-        let room = max(16, feedbackTokens - TokenEstimator.estimate(head))
-        return head + Self.tail(run.output, tokens: room)
+        return told(run, "fails now", "; it must pass when you are done", tokens: feedbackTokens)
     }
 
     /// Runs the check, emits its `verify` event and decides. `feedbackTokens`: what the failure shown to the model
@@ -123,10 +124,7 @@ public struct Verification: Sendable {
     public mutating func verify(deadline: ContinuousClock.Instant?, events: any EventSink, feedbackTokens: Int,
                                 cannotRepair: String? = nil) async -> Verdict {
         let run = await check.run(deadline)
-        report.runs += 1
-        report.passed = run.passed
-        report.exitCode = run.exitCode
-        report.outputTail = Self.tail(run.output, bytes: VerifyReport.tailBytes)
+        record(run)
         if run.passed {
             events.emit(.verify(report))
             return .passed
@@ -146,11 +144,16 @@ public struct Verification: Sendable {
 
     /// What the model is told: the check and how it ended, the end of its output within `tokens`, and what to do.
     func feedback(_ run: CheckRun, tokens: Int) -> String {
-        let head = "The check `\(check.command)` failed"
-            + (run.exitCode.map { " (exit code \($0))" } ?? "") + ". The end of its output:\n"
-        let tail = "\nFix what it shows, using the tools, then answer again."
-        let room = max(16, tokens - TokenEstimator.estimate(head + tail))
-        return head + Self.tail(run.output, tokens: room) + tail
+        told(run, "failed", "", ending: "\nFix what it shows, using the tools, then answer again.", tokens: tokens)
+    }
+
+    /// "The check `CMD` <how> (exit code N)<rule>. The end of its output:", that end within `tokens` with
+    /// `ending`, then `ending`.
+    private func told(_ run: CheckRun, _ how: String, _ rule: String, ending: String = "", tokens: Int) -> String {
+        let head = "The check `\(check.command)` \(how)" + (run.exitCode.map { " (exit code \($0))" } ?? "") + rule
+            + ". The end of its output:\n"
+        let room = max(16, tokens - TokenEstimator.estimate(head + ending))
+        return head + Self.tail(run.output, tokens: room) + ending
     }
 
     /// The end of `text` within `tokens` estimated tokens (the largest byte tail that fits, by bisection).

@@ -31,7 +31,9 @@ public struct EditFileTool: WorkspaceTool {
         let newText = arguments.string("newText") ?? ""
         if oldText.isEmpty { throw ToolFailure("oldText is empty; use writeFile to create a file") }
         // Small models "fix" a file by copying what they read: say nothing would change rather than succeed.
-        if oldText == newText { throw ToolFailure("newText is the same as oldText, so nothing would change; put the corrected text in newText") }
+        if oldText == newText {
+            throw ToolFailure("newText is the same as oldText, so nothing would change; put the corrected text in newText")
+        }
         let fd = try FileIO.openText(target, in: workspace)
         let bytes: [UInt8]
         do {
