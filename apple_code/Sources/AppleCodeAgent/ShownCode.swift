@@ -110,16 +110,23 @@ enum ShownCode {
         }.filter { $0.contains(".") && !$0.hasPrefix(".") && $0.count <= 200 }
     }
 
-    /// The first 20 of `names` that are text files inside `workspace` (lexically: the edit itself goes through
-    /// editFile, which confines), as workspace-relative paths with their text.
+    /// The first 20 of `names` that are regular text files inside `workspace`, as workspace-relative paths with
+    /// their text. Inside means after links are resolved, and no hidden (dot) name on the way: a definition found
+    /// here goes into an editFile call's arguments, which the events show, so a file the tools would not read must
+    /// not be read here either (editFile itself confines the write).
     static func files(_ names: [String], workspace: String) -> [(path: String, text: String)] {
+        let root = URL(fileURLWithPath: workspace).resolvingSymlinksInPath().path
         var seen: Set<String> = []
         var files: [(path: String, text: String)] = []
         for name in names where files.count < 20 {
             let absolute = name.hasPrefix("/") ? name : workspace + "/" + name
             let path = URL(fileURLWithPath: absolute).standardizedFileURL.path
-            guard path.hasPrefix(workspace + "/"), seen.insert(path).inserted,
-                  let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
+            let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+            guard path.hasPrefix(workspace + "/"), real.hasPrefix(root + "/"),
+                  !real.dropFirst(root.count + 1).split(separator: "/").contains(where: { $0.hasPrefix(".") }),
+                  (try? FileManager.default.attributesOfItem(atPath: real)[.type] as? FileAttributeType) == .typeRegular,
+                  seen.insert(real).inserted,
+                  let text = try? String(contentsOfFile: real, encoding: .utf8) else { continue }
             files.append((String(path.dropFirst(workspace.count + 1)), text))
         }
         return files

@@ -54,6 +54,26 @@ import Testing
             == ["test_calc.py", "calc.py", "src/app.js", "main.py"])
     }
 
+    /// A definition found in a file goes into an editFile call the events show: a link out of the workspace, a
+    /// hidden (dot) folder or a folder are never read for one.
+    @Test func onlyRegularFilesInsideTheWorkspaceAreRead() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("shown-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: base) }
+        let workspace = base.appendingPathComponent("ws")
+        try FileManager.default.createDirectory(at: workspace.appendingPathComponent(".secret"),
+                                                withIntermediateDirectories: true)
+        try "def key(): return 'outside'\n".write(to: base.appendingPathComponent("outside.py"), atomically: true,
+                                                   encoding: .utf8)
+        try FileManager.default.createSymbolicLink(at: workspace.appendingPathComponent("link.py"),
+                                                   withDestinationURL: base.appendingPathComponent("outside.py"))
+        try "def key(): return 'hidden'\n".write(to: workspace.appendingPathComponent(".secret/k.py"),
+                                                  atomically: true, encoding: .utf8)
+        try Self.calc.write(to: workspace.appendingPathComponent("calc.py"), atomically: true, encoding: .utf8)
+        let found = ShownCode.files(["link.py", ".secret/k.py", "../outside.py", ".secret", "calc.py", "calc.py"],
+                                    workspace: workspace.path)
+        #expect(found.map(\.path) == ["calc.py"])
+    }
+
     // MARK: the loop
 
     final class Workspace: Sendable {
