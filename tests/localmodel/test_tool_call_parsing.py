@@ -12,6 +12,7 @@ from apple_flow.localmodel.tool_calls import (
     call_schema,
     parse_written_call,
     template_has_tool_calls,
+    with_argument_objects,
 )
 
 READ = {"type": "function", "function": {"name": "readFile", "parameters": {
@@ -102,3 +103,28 @@ def test_allowed_tools_is_taken_off_the_request_and_limits_the_required_call() -
     assert AllowedTools._rewritten(b"not json") == b"not json"
     with pytest.raises(ValueError, match="none of them among the tools offered"):
         _forced_tools([READ], {"type": "function", "function": {"name": "runCommand"}})
+
+
+# The lines of Qwen2.5's template (as its GGUF carries it) that write an earlier call back into the prompt.
+CALL_TEMPLATE = (
+    "{%- for message in messages %}{%- if message.tool_calls %}{%- for tool_call in message.tool_calls %}"
+    "{%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}"
+    "{{- '<tool_call>\\n{\"name\": \"' }}{{- tool_call.name }}{{- '\", \"arguments\": ' }}"
+    "{{- tool_call.arguments | tojson }}{{- '}\\n</tool_call>' }}{%- endfor %}"
+    "{%- else %}{{- message.content }}{%- endif %}{%- endfor %}")
+
+
+def test_an_earlier_call_is_shown_to_the_model_with_its_arguments_as_an_object() -> None:
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    history = [{"role": "user", "content": "Read a.py"},
+               {"role": "assistant", "content": None, "tool_calls": [
+                   {"id": "c1", "type": "function", "function": {"name": "readFile", "arguments": '{"path": "a.py"}'}},
+                   {"id": "c2", "type": "function", "function": {"name": "readFile", "arguments": "not json"}}]}]
+    formatter = Jinja2ChatFormatter(template=CALL_TEMPLATE, eos_token="", bos_token="")
+    as_sent = formatter(messages=history).prompt
+    assert '"arguments": "{\\"path\\": \\"a.py\\"}"' in as_sent  # the wire's string, escaped: what models copied
+    shown = formatter(messages=with_argument_objects(history)).prompt
+    assert '{"name": "readFile", "arguments": {"path": "a.py"}}' in shown
+    assert '"arguments": "not json"' in shown  # left as it came
+    assert history[1]["tool_calls"][0]["function"]["arguments"] == '{"path": "a.py"}'  # the request is not changed

@@ -94,6 +94,34 @@ def parse_written_call(text: str, names: set[str]) -> tuple[str, str] | None:
     return str(value["name"]), json.dumps(arguments, ensure_ascii=False)
 
 
+def with_argument_objects(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with each earlier call's ``arguments`` as the object its JSON text holds. OpenAI's wire format
+    sends them as a string; templates write them with ``| tojson``, which turns a string into a quoted, escaped one
+    (``"arguments": "{\\"path\\": ...}"``), and a model shown its own calls that way copies the escapes into its next
+    call's values. Arguments that are not a JSON object stay as they came."""
+    fixed = []
+    for message in messages:
+        calls = message.get("tool_calls")
+        if message.get("role") != "assistant" or not calls:
+            fixed.append(message)
+            continue
+        fixed.append({**message, "tool_calls": [_with_object_arguments(call) for call in calls]})
+    return fixed
+
+
+def _with_object_arguments(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
+        return call
+    try:
+        arguments = json.loads(function["arguments"])
+    except ValueError:
+        return call
+    if not isinstance(arguments, dict):
+        return call
+    return {**call, "function": {**function, "arguments": arguments}}
+
+
 def _may_become_written_call(text: str) -> bool:
     """While a reply is this far, could it still turn out to be a whole call written as JSON?"""
     start = text.lstrip()
@@ -137,7 +165,7 @@ class ToolCallHandler:
         if functions and not tools:
             tools = [{"type": "function", "function": function} for function in functions]
         offered = tools if tools and tool_choice != "none" else None
-        formatted = self.formatter(messages=messages, tools=offered)
+        formatted = self.formatter(messages=with_argument_objects(messages), tools=offered)
         stops = [stop] if isinstance(stop, str) else list(stop or [])
         if formatted.stop:
             stops += [formatted.stop] if isinstance(formatted.stop, str) else list(formatted.stop)
