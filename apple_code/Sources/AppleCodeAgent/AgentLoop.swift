@@ -226,7 +226,8 @@ private struct LoopRun {
     /// The files an answer's code may belong to: those the run read or wrote, and those the task or the answer
     /// names.
     private func candidateFiles(_ answer: String) -> [(path: String, text: String)] {
-        ShownCode.files(seen.paths + ShownCode.names(in: request.prompt + "\n" + answer), workspace: request.workspace)
+        ShownCode.files(seen.paths + FileMentions.names(in: request.prompt + "\n" + answer),
+                        workspace: request.workspace)
     }
 
     /// A repair round: the answer the check rejected, then the check's failure as a user message (an earlier one
@@ -601,6 +602,7 @@ private struct LoopRun {
     private func makeRequest() -> ChatRequest {
         let asking = answerRequested != nil
         let first = progress.turns == 0 && !asking && loop.looksFirst && !lookingTools.isEmpty
+            && !request.taskFilesShown
         let repairing = repairMustAct && !asking && loop.looksFirst && !specs.isEmpty
         return ChatRequest(system: request.instructions, entries: entries, tools: asking ? [] : specs,
                            maxTokens: budget.answerReserve, style: style, plainHistory: asking,

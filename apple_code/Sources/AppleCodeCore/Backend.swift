@@ -53,6 +53,8 @@ public struct AgentRequest: Sendable {
     public var log: @Sendable (String) -> Void
     /// `--temperature`, `--max-tokens` (unset: the backend's own).
     public var sampling = Sampling()
+    /// The prompt already shows the files the task names (`TaskFiles`): a loop need not make the model look first.
+    public var taskFilesShown = false
 
     public init(prompt: String, instructions: String, tools: [any AgentTool], workspace: String,
                 maxTurns: Int = 16, contextTokens: Int = 4096, deadline: ContinuousClock.Instant? = nil,

@@ -47,7 +47,7 @@ struct Runner {
             let plan = options.plan
             let runner = PlanRunner(backend: backend, maxSubtasks: options.maxSubtasks, parallel: options.parallel)
             let answer = try await control.perform {
-                let request = await Self.startingFromTheCheck(request, events: events)
+                let request = await Self.startingFromTheCheck(Self.withTheTaskFiles(request), events: events)
                 return plan ? try await runner.run(request, events: events)
                     : try await backend.run(request, events: events)
             }
@@ -57,6 +57,18 @@ struct Runner {
         } catch {
             return control.finish(AgentError(.backendError, "\(error)"))
         }
+    }
+
+    /// The files the task names go with it (`TaskFiles`), within a quarter of the window; a `--no-tools` run gets
+    /// none (it was given no access to the files).
+    static func withTheTaskFiles(_ request: AgentRequest) -> AgentRequest {
+        guard !request.tools.isEmpty, let workspace = try? Workspace(request.workspace),
+              let shown = TaskFiles.shown(task: request.prompt, in: workspace, tokens: request.contextTokens / 4)
+        else { return request }
+        var request = request
+        request.prompt += "\n\n" + shown
+        request.taskFilesShown = true
+        return request
     }
 
     /// `--verify`: the check runs once before the work, and a failure's output goes with the task (for the planner

@@ -15,6 +15,12 @@ import Testing
         #expect(model.sent[0].mustCallOneOf == ["readFile", "listDirectory", "runCommand"])
         #expect(model.sent[1].mustCallOneOf == nil)
 
+        let shown = ScriptedModel([ChatReply(text: "a.py prints x.")])
+        var withFiles = request(tools)
+        withFiles.taskFilesShown = true  // the task came with the files it names: it has looked
+        _ = try await AgentLoop(model: shown, looksFirst: true).run(withFiles, events: RecordingSink())
+        #expect(shown.sent[0].mustCallOneOf == nil)
+
         let elsewhere = ScriptedModel([ChatReply(text: "Hi.")])
         _ = try await AgentLoop(model: elsewhere).run(request(tools), events: RecordingSink())
         #expect(elsewhere.sent[0].mustCallOneOf == nil)
