@@ -131,12 +131,24 @@ public enum ChatWire {
                 case .userMessages:
                     // No call id: the model does not see calls' ids (llama.cpp's template leaves them out), and
                     // an id like `call__0_writeFile_cmpl-f9...` reads as a name SmolLM2 echoed in its answer.
-                    folded.append("Result of \(name):\n\(content)")
+                    // Asking for the answer, a result is headed by what it holds ("calc.py lines 1-6 of 6"):
+                    // small models answered "The result of readFile is ..." to a "Result of readFile" heading.
+                    let heading = plainHistory && !condensed ? Self.plainHeading(summary, name: name) : "Result of \(name)"
+                    folded.append("\(heading):\n\(content)")
                 }
             }
         }
         flushFolded()
         return .array(messages)
+    }
+}
+
+extension ChatWire {
+    /// A result's summary without the tool's name before it (`readFile: calc.py lines 1-6 of 6`), or "Result of
+    /// NAME" when it has none.
+    static func plainHeading(_ summary: String, name: String) -> String {
+        let own = summary.hasPrefix(name + ": ") ? String(summary.dropFirst(name.count + 2)) : summary
+        return own.isEmpty ? "Result of \(name)" : own
     }
 }
 

@@ -3,9 +3,9 @@ import Foundation
 /// A final answer that shows the fix instead of making it ("Here is the corrected function: ```def add(a, b):
 /// return a + b```"): small models do this more often than they call editFile. With `--verify` the loop may try
 /// such code in place of the definition it names and keep it only when the check then passes (`AgentLoop`); this
-/// type only finds the candidate edits. A candidate is a fenced block whose first line starts a definition
-/// (`def`, `class`, `func`, `function`, `fn`) named exactly once among the files given, replacing that definition
-/// (its indented body, or its braces) with the block's own definition, indented as the file's was.
+/// type only finds the candidate edits. A candidate is a fenced block whose first line (after comments) starts a
+/// definition (`def`, `class`, `func`, `function`, `fn`) named exactly once among the files given, replacing that
+/// definition (its indented body, or its braces) with the block's own definition, indented as the file's was.
 enum ShownCode {
     struct Edit: Equatable {
         let path: String
@@ -20,7 +20,7 @@ enum ShownCode {
         var found: [Edit] = []
         for block in blocks(in: answer) {
             let lines = block.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-            guard let start = lines.firstIndex(where: { !$0.allSatisfy(\.isWhitespace) }),
+            guard let start = lines.firstIndex(where: { !$0.allSatisfy(\.isWhitespace) && !isComment($0) }),
                   let key = definitionKey(lines[start]) else { continue }
             let shown = Array(lines[start..<extent(of: start, in: lines)])
             let matches = files.compactMap { file -> (String, [String], Int)? in
@@ -101,35 +101,19 @@ enum ShownCode {
         return end
     }
 
-    /// Words of `text` that look like file names (`calc.py`, `src/app.js`).
-    static func names(in text: String) -> [String] {
-        text.split(whereSeparator: { " \n\t`'\"(),:;*".contains($0) }).map {
-            var word = Substring($0)
-            while word.last == "." || word.last == "!" || word.last == "?" { word = word.dropLast() }  // a sentence's end
-            return String(word)
-        }.filter { $0.contains(".") && !$0.hasPrefix(".") && $0.count <= 200 }
+    /// The first 20 of `names` that are regular text files inside `workspace` (`NamedFiles`), with their text: a
+    /// definition found here goes into an editFile call's arguments, which the events show, so a file the tools
+    /// would not read must not be read here either (editFile itself confines the write).
+    static func files(_ names: [String], workspace: String) -> [(path: String, text: String)] {
+        NamedFiles.inWorkspace(names, workspace: workspace, limit: 20).compactMap { file in
+            (try? String(contentsOfFile: file.real, encoding: .utf8)).map { (file.path, $0) }
+        }
     }
 
-    /// The first 20 of `names` that are regular text files inside `workspace`, as workspace-relative paths with
-    /// their text. Inside means after links are resolved, and no hidden (dot) name on the way: a definition found
-    /// here goes into an editFile call's arguments, which the events show, so a file the tools would not read must
-    /// not be read here either (editFile itself confines the write).
-    static func files(_ names: [String], workspace: String) -> [(path: String, text: String)] {
-        let root = URL(fileURLWithPath: workspace).resolvingSymlinksInPath().path
-        var seen: Set<String> = []
-        var files: [(path: String, text: String)] = []
-        for name in names where files.count < 20 {
-            let absolute = name.hasPrefix("/") ? name : workspace + "/" + name
-            let path = URL(fileURLWithPath: absolute).standardizedFileURL.path
-            let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-            guard path.hasPrefix(workspace + "/"), real.hasPrefix(root + "/"),
-                  !real.dropFirst(root.count + 1).split(separator: "/").contains(where: { $0.hasPrefix(".") }),
-                  (try? FileManager.default.attributesOfItem(atPath: real)[.type] as? FileAttributeType) == .typeRegular,
-                  seen.insert(real).inserted,
-                  let text = try? String(contentsOfFile: real, encoding: .utf8) else { continue }
-            files.append((String(path.dropFirst(workspace.count + 1)), text))
-        }
-        return files
+    /// A comment line before the code (`# calc.py`, `// fixed`): the block's definition starts after it.
+    private static func isComment(_ line: String) -> Bool {
+        let text = line.dropFirst(leading(line))
+        return text.hasPrefix("#") && !text.hasPrefix("#include") || text.hasPrefix("//")
     }
 
     /// How many spaces and tabs `line` starts with.

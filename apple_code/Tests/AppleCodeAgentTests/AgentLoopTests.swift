@@ -125,7 +125,7 @@ import Testing
         #expect(asking.tools.isEmpty)
         let users = (asking.messagesJSON.arrayValue ?? []).filter { $0["role"] == "user" }.compactMap { $0["content"]?.stringValue }
         #expect(users.last == "What is in a.py?")
-        #expect(users.allSatisfy { $0 == "What is in a.py?" || $0.hasPrefix("Result of readFile") })
+        #expect(users.allSatisfy { $0 == "What is in a.py?" || $0.hasPrefix("readFile a.py:\n") })
         #expect(!asking.messagesJSON.jsonText.contains("tool_calls"))
         #expect(model.sent.dropLast().allSatisfy { $0.tools.count == 1 })
     }

@@ -75,14 +75,14 @@ import Testing
     @Test func plainHistoryKeepsWhatWasSaidAndFoldsResultsWithoutCalls() {
         let chat = ChatRequest(system: "s", entries: [
             .user("t"), .assistant(text: "", calls: [ModelToolCall(id: "1", name: "readFile", argumentsText: "{}")]),
-            .toolResult(id: "1", name: "readFile", text: "body", summary: "", condensed: false),
+            .toolResult(id: "1", name: "readFile", text: "body", summary: "readFile: a.py lines 1-1 of 1", condensed: false),
             .assistant(text: "Looking further.", calls: [ModelToolCall(id: "2", name: "listDirectory", argumentsText: "{}")]),
             .toolResult(id: "2", name: "listDirectory", text: "a.py", summary: "", condensed: false),
             .user("Answer now."),
         ], tools: [], maxTokens: 1, style: .toolMessages, plainHistory: true)
         let messages = chat.messagesJSON.arrayValue ?? []
         #expect(messages.map { $0["role"]?.stringValue ?? "" } == ["system", "user", "user", "assistant", "user", "user"])
-        #expect(messages[2]["content"] == "Result of readFile:\nbody")
+        #expect(messages[2]["content"] == "a.py lines 1-1 of 1:\nbody")  // headed by what it holds, not "Result of"
         #expect(messages[3] == ["role": "assistant", "content": "Looking further."])
         #expect(messages[4]["content"] == "Result of listDirectory:\na.py")
         #expect(!chat.messagesJSON.jsonText.contains("tool_calls"))

@@ -17,6 +17,12 @@ import Testing
                                          newText: "def add(a, b):\n    return a + b")])
     }
 
+    @Test func aCommentAboveTheShownDefinitionIsPassedOver() {
+        let answer = "Here is the corrected code:\n```python\n# calc.py\ndef add(a, b):\n    return a + b\n```"
+        #expect(ShownCode.edits(answer: answer, files: [("calc.py", Self.calc)]).map(\.newText)
+            == ["def add(a, b):\n    return a + b"])
+    }
+
     @Test func aMethodShownWithoutItsIndentationIsIndentedAsTheFileHasIt() {
         let file = "class Pages:\n    def count(self, total, size):\n        return total // size\n\n    def other(self):\n        pass\n"
         let answer = "```\ndef count(self, total, size):\n    return -(-total // size)\n\nprint(Pages().count(10, 3))\n```"
@@ -50,8 +56,9 @@ import Testing
     }
 
     @Test func namesInTextAreFileLikeWords() {
-        #expect(ShownCode.names(in: "The tests in test_calc.py fail. Fix `calc.py` (see src/app.js). Fix main.py.")
+        #expect(FileMentions.names(in: "The tests in test_calc.py fail. Fix `calc.py` (see src/app.js). Fix main.py.")
             == ["test_calc.py", "calc.py", "src/app.js", "main.py"])
+        #expect(FileMentions.names(in: "Read a.py, then a.py again.") == ["a.py"])
     }
 
     /// A definition found in a file goes into an editFile call the events show: a link out of the workspace, a
