@@ -162,7 +162,8 @@ private struct LoopRun {
             let turnsLeft = request.maxTurns - progress.turns
             let verdict = await verification.verify(
                 deadline: request.deadline, events: events, feedbackTokens: feedbackTokens(),
-                cannotRepair: turnsLeft < 2 ? "--max-turns \(request.maxTurns) leaves no turns for another" : nil)
+                cannotRepair: turnsLeft < 2 ? "--max-turns \(request.maxTurns) leaves no turns for another" : nil,
+                changedFiles: !progress.filesChanged.isEmpty)
             self.verification = verification
             progress.verify = verification.report
             try Task.checkCancellation()
@@ -339,7 +340,8 @@ private struct LoopRun {
         var reply = try await model.complete(chat) { piece in show(relay.pass(piece)) }
         slowest = max(slowest, ContinuousClock.now - started)
         await accounting.account(chat, figure, reply, turn: progress.turns, usage: &progress.usage, log: request.log)
-        if reply.calls.isEmpty, let written = TextToolCall.parse(reply.text, tools: request.tools.map(\.name)) {
+        if reply.calls.isEmpty, let written = TextToolCall.parse(reply.text, tools: request.tools.map(\.name),
+                                                                 unknownNames: !chat.tools.isEmpty) {
             request.log("reply \(progress.turns): the model wrote a \(written.name) call as text instead of a "
                 + "structured tool call; taken as that call")
             reply = ChatReply(text: "", calls: [written])

@@ -8,10 +8,22 @@ import AppleCodeCore
 /// shapes counts; inside prose, a `<tool_call>` block, or a JSON object with only `name` and `arguments` naming
 /// one of `tools`, counts too (the first one); anything else stays text.
 enum TextToolCall {
-    /// The call the text holds (with an empty id), or nil when the text is an answer.
-    static func parse(_ text: String, tools: [String]) -> ModelToolCall? {
+    /// The call the text holds (with an empty id), or nil when the text is an answer. With `unknownNames`, a
+    /// whole reply that is one `{"name": ..., "arguments": {...}}` object is a call even when it names no tool
+    /// (the loop answers it with the list of tools): small models, offered tools, "answered" a change request
+    /// with a call of a tool they made up (`setPort`, `is_palindrome`), which is no answer to show the user.
+    static func parse(_ text: String, tools: [String], unknownNames: Bool = false) -> ModelToolCall? {
         let body = unfenced(untagged(text.trimmed(of: whitespace)))
         return prefixed(body, tools: tools) ?? bareObject(body, tools: tools) ?? embedded(text, tools: tools)
+            ?? (unknownNames ? madeUpCall(body) : nil)
+    }
+
+    /// `{"name": NAME, "arguments": {...}}` and nothing else, whatever NAME is.
+    private static func madeUpCall(_ text: String) -> ModelToolCall? {
+        guard text.hasPrefix("{"), let object = (try? JSONValue.parseModelWritten(text))?.objectValue,
+              let name = object["name"]?.stringValue, !name.isEmpty, object.count == 2,
+              case .object(let arguments)? = object["arguments"] else { return nil }
+        return ModelToolCall(id: "", name: name, argumentsText: JSONValue.object(arguments).jsonText)
     }
 
     static let openTag = "<tool_call>"

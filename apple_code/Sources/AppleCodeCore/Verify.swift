@@ -73,6 +73,10 @@ public struct VerifyReport: Sendable, Equatable {
 public struct Verification: Sendable {
     public let check: VerifyCheck
     public private(set) var report: VerifyReport
+    /// The check passed when it ran before the work (`baseline`): then its passing later shows nothing by itself.
+    public private(set) var passedBefore = false
+    /// An answer that changed nothing was sent back once already (`verify`'s `changedFiles`).
+    private var askedForAChange = false
 
     public init(_ check: VerifyCheck) {
         self.check = check
@@ -108,9 +112,10 @@ public struct Verification: Sendable {
     /// rewrite it unchanged. Nil when it passes (nothing to add: the task may still ask for a change the check
     /// does not test). The run's report (the result's `verify`) stays about the checks after an answer: this run
     /// is neither a round nor counted there.
-    public func baseline(deadline: ContinuousClock.Instant?, events: any EventSink, feedbackTokens: Int) async
-        -> String? {
+    public mutating func baseline(deadline: ContinuousClock.Instant?, events: any EventSink, feedbackTokens: Int)
+        async -> String? {
         let run = await check.run(deadline)
+        passedBefore = run.passed
         var event = VerifyReport(command: check.command, passed: run.passed, runs: 1, exitCode: run.exitCode,
                                  outputTail: Self.tail(run.output, bytes: VerifyReport.tailBytes))
         event.before = true
@@ -121,11 +126,21 @@ public struct Verification: Sendable {
 
     /// Runs the check, emits its `verify` event and decides. `feedbackTokens`: what the failure shown to the model
     /// may take (estimated tokens). `cannotRepair`: why the run has no room for another round (turns, time), or nil.
+    /// `changedFiles`: whether the run has changed a file. A check that passed before the work and passes on an
+    /// unchanged workspace shows nothing done: such an answer goes back once, as a repair round, asking for the
+    /// change (small models answered "add a flag" or "set the port" after one read, changing nothing); the next
+    /// answer stands whatever it is, since the task may have needed no change.
     public mutating func verify(deadline: ContinuousClock.Instant?, events: any EventSink, feedbackTokens: Int,
-                                cannotRepair: String? = nil) async -> Verdict {
+                                cannotRepair: String? = nil, changedFiles: Bool = true) async -> Verdict {
         let run = await check.run(deadline)
         record(run)
         if run.passed {
+            if passedBefore, !changedFiles, !askedForAChange, report.rounds < check.rounds, cannotRepair == nil {
+                askedForAChange = true
+                report.rounds += 1
+                events.emit(.verify(report))
+                return .repair(Self.nothingChanged(check.command))
+            }
             events.emit(.verify(report))
             return .passed
         }
@@ -140,6 +155,11 @@ public struct Verification: Sendable {
         report.rounds += 1
         events.emit(.verify(report))
         return .repair(feedback(run, tokens: feedbackTokens))
+    }
+
+    public static func nothingChanged(_ command: String) -> String {
+        "No file has changed, and the check `\(command)` passed before the work too, so it does not show the task "
+            + "done. If the task asks for a change, make it now with the tools, then answer again."
     }
 
     /// What the model is told: the check and how it ended, the end of its output within `tokens`, and what to do.

@@ -290,7 +290,7 @@ private struct Attempts: Sendable {
         if turnsLeft < 1 { cannotRepair = "--max-turns \(request.maxTurns) leaves no tool calls for another" }
         let verdict = await verification.verify(
             deadline: request.deadline, events: events, feedbackTokens: max(64, ledger.plan.promptLimit / 2),
-            cannotRepair: cannotRepair)
+            cannotRepair: cannotRepair, changedFiles: !ledger.progress().filesChanged.isEmpty)
         ledger.verification = verification
         try Task.checkCancellation()
         switch verdict {

@@ -74,12 +74,12 @@ struct Runner {
     /// `--verify`: the check runs once before the work, and a failure's output goes with the task (for the planner
     /// too), within an eighth of the window.
     static func startingFromTheCheck(_ request: AgentRequest, events: any EventSink) async -> AgentRequest {
-        guard let verification = request.verify,
-              let failure = await verification.baseline(deadline: request.deadline, events: events,
-                                                        feedbackTokens: max(64, request.contextTokens / 8))
-        else { return request }
+        guard var verification = request.verify else { return request }
+        let failure = await verification.baseline(deadline: request.deadline, events: events,
+                                                  feedbackTokens: max(64, request.contextTokens / 8))
         var request = request
-        request.prompt += "\n\n" + failure
+        request.verify = verification
+        if let failure { request.prompt += "\n\n" + failure }
         return request
     }
 

@@ -61,6 +61,19 @@ import Testing
     func leavesEverythingElseAsText(text: String) {
         #expect(TextToolCall.parse(text, tools: tools) == nil)
     }
+
+    /// Offered tools, a reply that is only a call of a made-up tool is a call (for the loop's "unknown tool"
+    /// error); in prose, with other keys, or without arguments it stays text, and so does all of it otherwise.
+    @Test func aWholeReplyCallingAMadeUpToolIsACallWhereToolsWereOffered() {
+        let madeUp = "```json\n{\n  \"name\": \"setPort\",\n  \"arguments\": {\n    \"port\": 8080\n  }\n}\n```"
+        #expect(TextToolCall.parse(madeUp, tools: tools, unknownNames: true)
+            == ModelToolCall(id: "", name: "setPort", argumentsText: #"{"port":8080}"#))
+        #expect(TextToolCall.parse(madeUp, tools: tools) == nil)
+        for text in [#"The JSON {"name": "Bob", "arguments": {}} is a person."#, #"{"name": "Bob", "age": 3}"#,
+                     #"{"name": "Bob", "arguments": {}, "extra": 1}"#, #"{"name": "Bob"}"#] {
+            #expect(TextToolCall.parse(text, tools: tools, unknownNames: true) == nil)
+        }
+    }
 }
 
 @Suite struct AnswerRecoveryTests {

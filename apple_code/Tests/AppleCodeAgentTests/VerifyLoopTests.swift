@@ -51,6 +51,24 @@ import Testing
         #expect(reports.map(\.passed) == [false, true])
     }
 
+    /// A check that passed before the work cannot show an unchanged workspace done: that answer goes back once,
+    /// and the answer after an edit stands.
+    @Test func anAnswerThatChangedNothingUnderACheckThatAlreadyPassedGoesBackOnce() async throws {
+        let edit = FakeTool("editFile", output: "edited", changes: ["config.json"])
+        let model = ScriptedModel([
+            ChatReply(text: "The port is now 8080."),
+            call("editFile", #"{"path":"config.json"}"#),
+            ChatReply(text: "Set."),
+        ])
+        var verification = Check([true, true, true]).verification()
+        _ = await verification.baseline(deadline: nil, events: RecordingSink(), feedbackTokens: 200)
+        let answer = try await AgentLoop(model: model).run(verifiedRequest([edit], verification), events: RecordingSink())
+        #expect(answer.text == "Set.")
+        #expect(answer.progress.filesChanged == ["config.json"])
+        #expect(model.sent[1].entries.last == .user(Verification.nothingChanged("make test")))
+        #expect(!model.sent[1].tools.isEmpty)
+    }
+
     /// Where the server takes a required tool choice, a repair round's first request requires a call (any tool):
     /// a round exists to change something, and small models answer the failure in prose. Later requests do not.
     @Test func aRepairRoundsFirstRequestRequiresACall() async throws {

@@ -58,6 +58,31 @@ let failing = CheckRun(passed: false, exitCode: 2, output: "exit code 2\nbuildin
         #expect(verification.report.passed && verification.report.rounds == 1 && verification.report.exitCode == 0)
     }
 
+    @Test func aCheckThatPassedBeforeTheWorkSendsBackOnceAnAnswerThatChangedNothing() async {
+        let passing = CheckRun(passed: true, exitCode: 0, output: "exit code 0\nOK")
+        var verification = Verification(ScriptedCheck([passing, passing, passing]).check(rounds: 2))
+        let events = Events()
+        #expect(await verification.baseline(deadline: nil, events: events, feedbackTokens: 500) == nil)
+        #expect(await verification.verify(deadline: nil, events: events, feedbackTokens: 500, changedFiles: false)
+            == .repair(Verification.nothingChanged("make test")))
+        #expect(await verification.verify(deadline: nil, events: events, feedbackTokens: 500, changedFiles: false)
+            == .passed)  // once: the task may have needed no change
+        #expect(verification.report.rounds == 1 && verification.report.passed)
+
+        var changed = Verification(ScriptedCheck([passing, passing]).check())
+        _ = await changed.baseline(deadline: nil, events: events, feedbackTokens: 500)
+        #expect(await changed.verify(deadline: nil, events: events, feedbackTokens: 500, changedFiles: true) == .passed)
+
+        var failedBefore = Verification(ScriptedCheck([failing, passing]).check())
+        _ = await failedBefore.baseline(deadline: nil, events: events, feedbackTokens: 500)
+        #expect(await failedBefore.verify(deadline: nil, events: events, feedbackTokens: 500, changedFiles: false)
+            == .passed)  // the check itself shows the work
+
+        var noRounds = Verification(ScriptedCheck([passing, passing]).check(rounds: 0))
+        _ = await noRounds.baseline(deadline: nil, events: events, feedbackTokens: 500)
+        #expect(await noRounds.verify(deadline: nil, events: events, feedbackTokens: 500, changedFiles: false) == .passed)
+    }
+
     @Test func noRoomForARoundFailsAtOnceAndSaysWhy() async {
         var verification = Verification(ScriptedCheck([failing]).check())
         let verdict = await verification.verify(deadline: nil, events: Events(), feedbackTokens: 500,
