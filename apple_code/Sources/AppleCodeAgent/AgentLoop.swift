@@ -123,6 +123,9 @@ private struct LoopRun {
         self.style = loop.style
         self.entries = [.user(request.prompt)]
         self.seen = SeenFiles(workspace: request.workspace)
+        for path in request.taskFilesShown {  // shown with the task: as good as read
+            seen.note(tool: "readFile", arguments: ["path": .string(path)], ok: true)
+        }
         self.verification = request.verify
         self.overflow = OverflowRecovery(limit: budget.contextTokens, floor: budget.answerReserve * 2)
     }
@@ -604,7 +607,7 @@ private struct LoopRun {
     private func makeRequest() -> ChatRequest {
         let asking = answerRequested != nil
         let first = progress.turns == 0 && !asking && loop.looksFirst && !lookingTools.isEmpty
-            && !request.taskFilesShown
+            && request.taskFilesShown.isEmpty
         let repairing = repairMustAct && !asking && loop.looksFirst && !specs.isEmpty
         return ChatRequest(system: request.instructions, entries: entries, tools: asking ? [] : specs,
                            maxTokens: budget.answerReserve, style: style, plainHistory: asking,

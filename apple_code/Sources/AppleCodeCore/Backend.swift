@@ -53,8 +53,9 @@ public struct AgentRequest: Sendable {
     public var log: @Sendable (String) -> Void
     /// `--temperature`, `--max-tokens` (unset: the backend's own).
     public var sampling = Sampling()
-    /// The prompt already shows the files the task names (`TaskFiles`): a loop need not make the model look first.
-    public var taskFilesShown = false
+    /// The files the task names that the prompt already shows (`TaskFiles`, workspace-relative): a loop need not
+    /// make the model look first, and counts them as read.
+    public var taskFilesShown: [String] = []
 
     public init(prompt: String, instructions: String, tools: [any AgentTool], workspace: String,
                 maxTurns: Int = 16, contextTokens: Int = 4096, deadline: ContinuousClock.Instant? = nil,

@@ -13,10 +13,12 @@ import AppleCodeCore
 public enum TaskFiles {
     public static let maxFiles = 3
 
-    /// The text to put after the task, or nil when it names no such file.
-    public static func shown(task: String, in root: Workspace, tokens: Int) -> String? {
+    /// The text to put after the task and the files it shows (workspace-relative), or nil when it names no such
+    /// file.
+    public static func shown(task: String, in root: Workspace, tokens: Int) -> (text: String, paths: [String])? {
         var left = tokens
         var parts: [String] = []
+        var paths: [String] = []
         var seen: Set<String> = []
         for name in FileMentions.names(in: task) where parts.count < maxFiles {
             guard let target = try? root.resolve(name), target.kind == .file, seen.insert(target.absolute).inserted,
@@ -26,8 +28,9 @@ public enum TaskFiles {
             guard cost <= left else { continue }
             left -= cost
             parts.append(part)
+            paths.append(target.relative)
         }
-        return parts.isEmpty ? nil : parts.joined(separator: "\n\n")
+        return parts.isEmpty ? nil : (parts.joined(separator: "\n\n"), paths)
     }
 
     /// The file's text without its final newline; nil for a binary file or one past 64 KiB (never shown whole).

@@ -66,8 +66,8 @@ struct Runner {
               let shown = TaskFiles.shown(task: request.prompt, in: workspace, tokens: request.contextTokens / 4)
         else { return request }
         var request = request
-        request.prompt += "\n\n" + shown
-        request.taskFilesShown = true
+        request.prompt += "\n\n" + shown.text
+        request.taskFilesShown = shown.paths
         return request
     }
 

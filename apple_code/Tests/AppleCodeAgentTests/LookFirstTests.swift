@@ -17,7 +17,7 @@ import Testing
 
         let shown = ScriptedModel([ChatReply(text: "a.py prints x.")])
         var withFiles = request(tools)
-        withFiles.taskFilesShown = true  // the task came with the files it names: it has looked
+        withFiles.taskFilesShown = ["a.py"]  // the task came with the files it names: it has looked
         _ = try await AgentLoop(model: shown, looksFirst: true).run(withFiles, events: RecordingSink())
         #expect(shown.sent[0].mustCallOneOf == nil)
 
@@ -43,6 +43,21 @@ import Testing
                 ["type": "function", "function": ["name": "runCommand"]],
             ]],
         ])
+    }
+
+    @Test func aFileShownWithTheTaskCountsAsRead() async throws {
+        let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("seen-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: workspace) }
+        try "x\n".write(to: workspace.appendingPathComponent("a.py"), atomically: true, encoding: .utf8)
+        let edit = FakeTool("editFile", output: "edited", changes: ["a.py"])
+        let model = ScriptedModel([call("editFile", #"{"path":"a.py"}"#), ChatReply(text: "Done.")])
+        var task = request([edit])
+        task.workspace = workspace.path
+        task.taskFilesShown = ["a.py"]
+        let sink = RecordingSink()
+        _ = try await AgentLoop(model: model).run(task, events: sink)
+        #expect(sink.results.map(\.summary) == ["editFile a.py"])
     }
 
     @Test func anEditOfAFileNotReadYetIsRefusedUntilItIsRead() async throws {

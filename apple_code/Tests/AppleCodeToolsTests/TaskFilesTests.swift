@@ -12,7 +12,8 @@ import Testing
         try ws.write("other.py", "print('not named')\n")
         let shown = TaskFiles.shown(task: "Fix calc.py, then see src/app.js and missing.py.",
                                     in: try Workspace(ws.path), tokens: 1000)
-        #expect(shown == "calc.py:\n```\ndef add(a, b):\n    return a - b\n```\n\nsrc/app.js:\n```\nexport const x = 1;\n```")
+        #expect(shown?.text == "calc.py:\n```\ndef add(a, b):\n    return a - b\n```\n\nsrc/app.js:\n```\nexport const x = 1;\n```")
+        #expect(shown?.paths == ["calc.py", "src/app.js"])
     }
 
     @Test func nothingTheToolsWouldRefuseIsShown() throws {
@@ -30,7 +31,7 @@ import Testing
         let ws = try TempWorkspace()
         try ws.write("big.py", String(repeating: "x = 1\n", count: 400))
         for name in ["a.py", "b.py", "c.py", "d.py"] { try ws.write(name, "# \(name)\n") }
-        let shown = TaskFiles.shown(task: "big.py a.py b.py c.py d.py", in: try Workspace(ws.path), tokens: 200)
+        let shown = TaskFiles.shown(task: "big.py a.py b.py c.py d.py", in: try Workspace(ws.path), tokens: 200)?.text
         #expect(shown?.contains("big.py") == false)
         #expect(shown?.components(separatedBy: ":\n```\n").count == 4)  // three files shown
         #expect(shown?.contains("# c.py") == true && shown?.contains("d.py") == false)
