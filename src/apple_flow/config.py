@@ -41,21 +41,22 @@ ConnectorName = Literal["afm", "ollama", "codex-cli", "claude-cli", "gemini-cli"
 ChannelName = Literal["auto", "imessage", "console"]
 ProfileName = Literal["standard", "demo"]
 
-# The demo profile: limits that fit the small local demo model (SmolLM2-135M on llama.cpp, on a laptop's CPU), which
-# answers in seconds when it answers at all and otherwise loops: a few model turns, a reply stopped after tens of
-# seconds rather than two minutes, and requests of 2,048 tokens, whose answer reserve (an eighth: 256 tokens) bounds
-# answers it would otherwise ramble on to 512 tokens (at about 12 tokens/s on two busy cores). Only the settings not
-# set explicitly take these values; scripts/run.sh picks the profile where it starts that model, so an Apple-model or
+# The demo profile: limits that fit the small local model (Qwen2.5-Coder-0.5B on llama.cpp, on a laptop's CPU): a few
+# model turns, a reply stopped after tens of seconds rather than two minutes, and requests of 2,048 tokens, whose
+# answer reserve (an eighth: 256 tokens) bounds answers it would otherwise ramble on. Only the settings not set
+# explicitly take these values; scripts/run.sh picks the profile where it starts that model, so an Apple-model or
 # real-server setup keeps the standard limits. Its chat turns only read: a model this small calls writeFile with
 # made-up paths and contents when asked a question (measured in scripts/bench_demo), and a read-only turn offers
 # four tool definitions instead of seven, fewer tokens to process per request; `task:` still changes files, after
-# the user approves its plan.
+# the user approves its plan. An approved task runs without --plan: on both local models the plan arm of
+# scripts/bench_tasks solved nothing, where --verify alone solved the most (reports/bench_tasks.md).
 DEMO_PROFILE: dict[str, Any] = {
     "afm_max_turns": 4,
     "afm_timeout_seconds": 45,
     "turn_timeout_seconds": 75,
     "afm_context_tokens": 2048,
     "chat_read_only": True,
+    "afm_plan_tasks": False,
 }
 
 

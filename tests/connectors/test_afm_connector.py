@@ -177,10 +177,12 @@ def test_plan_option_passes_plan_only_when_the_setting_allows(connector_settings
     reply(AfmConnector(connector_settings()), "task", plan=True)
     reply(AfmConnector(connector_settings(afm_plan_tasks=False)), "task", plan=True)
     reply(AfmConnector(connector_settings()), "chat")
-    planned, not_allowed, chat = record()
+    reply(AfmConnector(connector_settings(profile="demo")), "task", plan=True)
+    planned, not_allowed, chat, demo = record()
     assert "--plan" in planned["argv"]
     assert "--plan" not in not_allowed["argv"]
     assert "--plan" not in chat["argv"]
+    assert "--plan" not in demo["argv"]  # the small local model's profile: the plan arm solved nothing there
 
 
 def test_backend_settings_become_flags(connector_settings: MakeSettings, record: Runs) -> None:

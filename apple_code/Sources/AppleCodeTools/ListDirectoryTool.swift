@@ -18,6 +18,9 @@ public struct ListDirectoryTool: WorkspaceTool {
     public func perform(_ arguments: ToolArguments, in workspace: Workspace, context: ToolContext) async throws
         -> ToolResult {
         let folder = try workspace.resolve(arguments.string("path") ?? ".")
+        if folder.kind == .missing {  // a made-up folder ("path/to/workspace"): say what is there instead
+            throw ToolFailure("\(folder.relative) does not exist. " + workspace.nearest(folder.absolute))
+        }
         try folder.requireDirectory()
         let walker = TreeWalker(workspace: workspace, recursive: arguments.bool("recursive") ?? false)
         var lines = CappedLines(cap: Self.maxEntries, tokens: context.maxResultTokens)

@@ -45,7 +45,7 @@ import Testing
         let onFile = await ws.call(ListDirectoryTool(), ["path": "a.txt"])
         #expect(onFile.text == "Error: listDirectory: a.txt is a file, not a folder (use readFile)")
         let missing = await ws.call(ListDirectoryTool(), ["path": "nope"])
-        #expect(missing.text == "Error: listDirectory: nope does not exist")
+        #expect(missing.text == "Error: listDirectory: nope does not exist. The workspace holds: a.txt.")
         let badFlag = await ws.call(ListDirectoryTool(), ["recursive": "maybe"])
         #expect(badFlag.text == "Error: listDirectory: argument 'recursive' must be a boolean")
     }

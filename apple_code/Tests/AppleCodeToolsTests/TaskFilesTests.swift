@@ -34,7 +34,15 @@ import Testing
         let shown = TaskFiles.shown(task: "big.py a.py b.py c.py d.py", in: try Workspace(ws.path), tokens: 200)?.text
         #expect(shown?.contains("big.py") == false)
         #expect(shown?.components(separatedBy: ":\n```\n").count == 4)  // three files shown
-        #expect(shown?.contains("# c.py") == true && shown?.contains("d.py") == false)
+        #expect(shown?.contains("# d.py") == true && shown?.contains("a.py") == false)  // the last named
         #expect(TaskFiles.shown(task: "a.py", in: try Workspace(ws.path), tokens: 3) == nil)
+    }
+
+    /// A prompt with earlier conversation before the new message: the files the message names win.
+    @Test func theFilesNamedLastAreChosenWhenThereAreMore() throws {
+        let ws = try TempWorkspace()
+        for name in ["a.py", "b.py", "c.py", "d.py"] { try ws.write(name, "# \(name)\n") }
+        let task = "Earlier: User: look at a.py and b.py\nAssistant: ok\nNew message:\nwhat do c.py, d.py and b.py do?"
+        #expect(TaskFiles.shown(task: task, in: try Workspace(ws.path), tokens: 1000)?.paths == ["b.py", "c.py", "d.py"])
     }
 }
