@@ -49,7 +49,8 @@ ProfileName = Literal["standard", "demo"]
 # made-up paths and contents when asked a question (measured in scripts/bench_demo), and a read-only turn offers
 # four tool definitions instead of seven, fewer tokens to process per request; `task:` still changes files, after
 # the user approves its plan. An approved task runs without --plan: on both local models the plan arm of
-# scripts/bench_tasks solved nothing, where --verify alone solved the most (reports/bench_tasks.md).
+# scripts/bench_tasks solved nothing, where --verify alone solved the most (reports/bench_tasks.md). No earlier
+# exchange goes with a prompt: the 0.5B copied the last reply into the next one's answer and calls (bench_demo).
 DEMO_PROFILE: dict[str, Any] = {
     "afm_max_turns": 4,
     "afm_timeout_seconds": 45,
@@ -57,6 +58,7 @@ DEMO_PROFILE: dict[str, Any] = {
     "afm_context_tokens": 2048,
     "chat_read_only": True,
     "afm_plan_tasks": False,
+    "afm_context_window": 0,
 }
 
 

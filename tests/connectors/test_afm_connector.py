@@ -129,6 +129,9 @@ def test_the_demo_profile_limits_reach_apple_code(
     assert demo["argv"][demo["argv"].index("--context-tokens") + 1] == "2048"
     assert "--max-turns" not in standard["argv"] and standard["argv"][2:4] == ["--timeout", "120"]
     assert "--context-tokens" not in standard["argv"]
+    # No earlier exchange goes with a demo prompt (the small model copied the last reply); one does otherwise.
+    assert AfmConnector(connector_settings(profile="demo")).context_window == 0
+    assert AfmConnector(connector_settings()).context_window == 1
 
 
 def test_cwd_from_options_wins(connector: AfmConnector, tmp_path: Path, record: Runs) -> None:
