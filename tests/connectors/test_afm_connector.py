@@ -441,11 +441,19 @@ def test_tool_calls_and_the_answer_become_progress_lines_as_they_come(connector:
     assert progress == ["reading src/app.py", "running: make test", "writing the answer (11 characters so far)"]
 
 
-def test_every_event_of_the_stream_is_yielded_in_order_before_the_outcome(connector: AfmConnector) -> None:
-    items = list(connector.run(TurnRequest("fix it")))
-    kinds = [item.event.type for item in items[:-1]]  # type: ignore[union-attr]
+def test_every_event_of_the_stream_is_read_in_order_before_the_outcome(connector: AfmConnector) -> None:
+    turn = connector.run(TurnRequest("fix it"))
+    kinds = [item.event.type for item in turn.events]
     assert kinds == ["start", "tool_call", "tool_result", "tool_call", "tool_result", "text", "result"]
-    assert items[-1] == outcome(connector, "fix it")
+    assert turn.outcome() == outcome(connector, "fix it")
+
+
+def test_a_turn_closed_before_its_end_stops_its_agent(connector: AfmConnector, monkeypatch: pytest.MonkeyPatch) -> None:
+    mode(monkeypatch, "hang")
+    turn = connector.run(TurnRequest("long"))
+    wait_for(lambda: connector.runner.active_count() > 0, 5, "the turn to start")
+    turn.close()
+    assert connector.runner.active_count() == 0
 
 
 # --- cancelling and starting ---------------------------------------------------------------------------------------
