@@ -1,8 +1,9 @@
 """Decides what to do with each message: policy first, then commands (answered at once) or a turn for the agent.
-`health` and `status` are answered by ``status_replies``; what a finished turn means, by ``conclusion``.
+`health` and `status` are answered by ``status_replies``; what a finished turn means is ``conclusion``'s (the turn
+workers ask it).
 
 Deciding only: it reads the message, the store (through ``state_view.StateView``) and a ``View`` of what runs now,
-and returns plain records (``decisions``: ``Ignore``, ``Hold``, ``Reply``, ``Turn``; ``FinishedTurn``) that the
+and returns plain records (``decisions``: ``Ignore``, ``Hold``, ``Reply``, ``Turn``) that the
 runtime applies. It writes nothing, runs nothing and calls nothing back; it knows no threads, queues or channels.
 """
 
@@ -16,10 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from apple_flow.channels.base import InboundMessage, Tapback
-from apple_flow.connectors.base import TurnOutcome
 from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.daemon.deciding.commands import FAST, HELP_TEXT, Command, Kind, parse
-from apple_flow.daemon.deciding.conclusion import Conclusion
 from apple_flow.daemon.deciding.decisions import Decision, Hold, Ignore, LoginLinks, Queued, Reply, Turn, View
 from apple_flow.daemon.deciding.escalation import NOT_SET_UP, Escalation, request_key, run_key
 from apple_flow.daemon.deciding.files_to_send import ATTACH_HINT, asks_for_file
@@ -29,7 +28,7 @@ from apple_flow.daemon.deciding.state_view import StateView
 from apple_flow.daemon.deciding.status_replies import StatusReplies, counted, requests_text
 from apple_flow.daemon.deciding.verify_command import VerifyCommands
 from apple_flow.daemon.deciding.workspaces import WorkspaceError, Workspaces
-from apple_flow.daemon.store import Approval, FinishedTurn, Run
+from apple_flow.daemon.store import Approval, Run
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,6 @@ class Orchestrator:
         connector_name: str = "afm",
         reply_to_unknown: bool = False,
         clock: Callable[[], float] = time.time,
-        run_links: str | None = None,
         send_files: bool = True,
         chat_read_only: bool = False,
         verify_commands: VerifyCommands | None = None,
@@ -84,7 +82,6 @@ class Orchestrator:
         self._verify_commands = verify_commands  # the check approved tasks must pass; None: they are not checked
         self._escalation = escalation  # None: failed tasks are not offered elsewhere
         self._status = StatusReplies(store, approvals, workspaces, connector_name, clock, verify_commands)
-        self._conclusion = Conclusion(approvals, connector_name, run_links, send_files, escalation)
         self.login_links: LoginLinks | None = None  # set once the web page serves
 
     # ------------------------------------------------------------------------------------------- decide
@@ -350,9 +347,3 @@ class Orchestrator:
         if run is None or run.sender != sender:  # another sender's run is as unknown as a made-up id
             return f"No run {target} of yours. `history` lists your runs."
         return run
-
-    def conclude(
-        self, turn: Turn, run_id: str, outcome: TurnOutcome | Exception, stop: str | None, keep_exchange: bool
-    ) -> FinishedTurn:
-        """What a turn that has run means (``Conclusion.conclude``)."""
-        return self._conclusion.conclude(turn, run_id, outcome, stop, keep_exchange)

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 KILL_WAIT_SECONDS = 5.0  # after killing turns at shutdown, how long to wait for their threads to notice
 
-# What a turn that has run means (``Orchestrator.conclude``): (turn, run id, outcome, stop, keep_exchange).
+# What a turn that has run means (``Conclusion.conclude``): (turn, run id, outcome, stop, keep_exchange).
 Conclude = Callable[[Turn, str, TurnOutcome | Exception, str | None, bool], FinishedTurn]
 
 
