@@ -86,14 +86,15 @@ class Orchestrator:
 
     # ------------------------------------------------------------------------------------------- decide
 
-    def needs_view(self, message: InboundMessage) -> bool:
-        """Whether deciding ``message`` reads what runs now (``status``, ``health``, ``cancel``, ``escalate``, and
-        ``run``, whose held message may be one of them): the runtime builds the ``View`` only then, since a
-        sender's queue can be long (a burst)."""
-        return message.tapback is None and parse(message.text).kind in VIEWING
+    def needs_view(self, message: InboundMessage, command: Command) -> bool:
+        """Whether deciding ``message`` (which asks for ``command``: ``commands.parse`` of its text) reads what runs
+        now (``status``, ``health``, ``cancel``, ``escalate``, and ``run``, whose held message may be one of them):
+        the runtime builds the ``View`` only then, since a sender's queue can be long (a burst)."""
+        return message.tapback is None and command.kind in VIEWING
 
-    def decide(self, message: InboundMessage, message_ref: str, view: View) -> Decision:
-        """What to do with ``message``. ``view``: what runs now (an empty one unless ``needs_view``)."""
+    def decide(self, message: InboundMessage, command: Command, message_ref: str, view: View) -> Decision:
+        """What to do with ``message``, which asks for ``command`` (``commands.parse`` of its text). ``view``: what
+        runs now (an empty one unless ``needs_view``)."""
         if message.is_from_me:
             return Ignore("sent by this Mac")
         if message.late:  # a backlog is not a flood: held whatever its size, listed once
@@ -109,12 +110,11 @@ class Orchestrator:
             if message.forgeable:  # a like or dislike decides an approval: never by SMS or RCS
                 return Reply(FORGEABLE_REFUSAL.format(name="A tapback"))
             return self._tapback(message.tapback, message.sender, message_ref)
-        return self._decide_allowed(message, message_ref, view)
+        return self._decide_allowed(message, command, message_ref, view)
 
     def _decide_allowed(
-        self, message: InboundMessage, message_ref: str, view: View, held: bool = False
+        self, message: InboundMessage, command: Command, message_ref: str, view: View, held: bool = False
     ) -> Decision:
-        command = parse(message.text)
         sender = message.sender
         if command.kind is Kind.RUN:
             if held:
@@ -177,7 +177,7 @@ class Orchestrator:
         # As if it came now, and by the way it came: one that came by SMS or RCS keeps its refusals and read-only rule.
         again = replace(message, text=chosen.text, attachments=(), late=False, tapback=None,
                         forgeable=message.forgeable or chosen.forgeable)
-        return self._decide_allowed(again, message_ref, view, held=True)
+        return self._decide_allowed(again, parse(again.text), message_ref, view, held=True)
 
     def _turn(self, command: Command, sender: str, workspace: Path) -> Turn:
         if command.kind is Kind.TASK:

@@ -46,6 +46,7 @@ from apple_flow.channels.base import Channel, InboundMessage, Skipped
 from apple_flow.config import Settings
 from apple_flow.daemon.deciding import failures
 from apple_flow.daemon.deciding.catch_up import listing
+from apple_flow.daemon.deciding.commands import parse
 from apple_flow.daemon.deciding.decisions import Decision, Hold, Ignore, LoginLinks, Queued, Reply, View
 from apple_flow.daemon.deciding.orchestrator import Orchestrator
 from apple_flow.daemon.deciding.status_replies import FORGEABLE_EVENT
@@ -289,8 +290,9 @@ class Runtime:
     def _decide(self, message: InboundMessage) -> Decision:
         ref = self._messages.ref(message)
         try:
-            view = self._view(message.sender) if self.orchestrator.needs_view(message) else View()
-            return self._stale(message) or self.orchestrator.decide(message, ref, view)
+            command = parse(message.text)  # what it asks for, read once
+            view = self._view(message.sender) if self.orchestrator.needs_view(message, command) else View()
+            return self._stale(message) or self.orchestrator.decide(message, command, ref, view)
         except Exception as exc:
             log.exception("handling message %s failed", ref)
             return Reply(failures.explain_exception(exc))
