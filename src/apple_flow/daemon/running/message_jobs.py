@@ -1,9 +1,9 @@
 """The messages of one channel, from taken to passed: a message's reply is recorded before it is sent, its files
-follow it, and only then may the cursor pass it (``CursorTracker``), so a restart after a crash anywhere in between
-reads it again and does what is left (``MessageLedger.replay``). ``MessageWork`` is a message's turn: the message
-is recorded as taken when its turn starts (a message waiting in the queue has no record, which a restart treats
-as a taken one: it handles it again). A reply without files is recorded as sent in the transaction that lets the
-cursor pass its message."""
+follow it, and only then may the cursor pass it (``CursorTracker``, here), so a restart after a crash anywhere in
+between reads it again and does what is left (``MessageLedger.replay``). ``MessageWork`` is a message's turn: the
+message is recorded as taken when its turn starts (a message waiting in the queue has no record, which a restart
+treats as a taken one: it handles it again). A reply without files is recorded as sent in the transaction that lets
+the cursor pass its message."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from apple_flow.channels.base import InboundMessage, Ingress, Noted
 from apple_flow.config import Settings
 from apple_flow.daemon.deciding.decisions import Turn
 from apple_flow.daemon.running.arrivals import FileLimits, describe, receive
-from apple_flow.daemon.running.cursor import CursorTracker
 from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import Store, message_reply
 
@@ -214,3 +213,40 @@ class MessageWork:
         self.replies.take(self.message)  # queued, so not recorded yet
         self.replies.record_reply(self.message, None, "cancelled before it ran")
         self.replies.done(self.message.rowid)
+
+
+class CursorTracker:
+    """Where the cursor may be: past every row read, except that it only passes a message once it is finished
+    (replied to, sent, or ignored), even when later messages finish first, so a restart resumes at the oldest
+    unfinished one. It only computes the position; the ledger saves it (``CursorTable.advance_cursor`` never moves
+    it back, so saves may race)."""
+
+    def __init__(self, start: int) -> None:
+        self._position = start
+        self._highest = start
+        self._open: set[int] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def position(self) -> int:
+        return self._position
+
+    def opened(self, rowid: int) -> None:
+        with self._lock:
+            self._open.add(rowid)
+            self._highest = max(self._highest, rowid)
+
+    def passed(self, rowid: int) -> int | None:
+        """A row the ingress skipped (from me, echo, reaction): finished as soon as it is seen."""
+        self.opened(rowid)
+        return self.finished(rowid)
+
+    def finished(self, rowid: int) -> int | None:
+        """The cursor's new position when finishing ``rowid`` moves it, else None."""
+        with self._lock:
+            self._open.discard(rowid)
+            position = min(self._open) - 1 if self._open else self._highest
+            if position <= self._position:
+                return None
+            self._position = position
+            return position
