@@ -75,11 +75,12 @@ class MessageLedger:
             self.complete(message)  # its reply's files that a crash left unsent go first
             return True
         if record is not None and record.state == "replied" and record.reply is not None:
-            if self._sender.went_out(message.reply_target, record.reply, message.rowid):  # just before a crash
+            recipient = message.reply_target
+            if self._sender.went_out(recipient, record.reply, message.rowid):  # just before a crash
                 self._store.messages.mark_message_sent(self.channel, message.rowid)
                 self.complete(message)
             else:
-                self.deliver(message, record.reply)  # recorded before a crash, never sent
+                self.deliver(message, recipient, record.reply)  # recorded before a crash, never sent
             return True
         return False
 
@@ -102,8 +103,9 @@ class MessageLedger:
             self._store.approvals.reopen(turn.approval.id)
             self.take(message)
             self._store.messages.record_message_reply(self.channel, message.rowid, note)
-            noted = self._sender.note(message.reply_target, note)
-        self.deliver(message, note, noted=noted, with_files=False)
+            recipient = message.reply_target
+            noted = self._sender.note(recipient, note)
+        self.deliver(message, recipient, note, noted=noted, with_files=False)
 
     def receive_files(self, message: InboundMessage, workspace: Path) -> str:
         """Copies the message's files into the turn's workspace; the note telling the agent about them."""
@@ -125,14 +127,15 @@ class MessageLedger:
         self._store.messages.record_message_reply(self.channel, message.rowid, reply, note)
 
     def deliver(
-        self, message: InboundMessage, reply: str, approval_id: str | None = None, noted: Noted | None = None,
-        with_files: bool = True,
+        self, message: InboundMessage, recipient: str, reply: str, approval_id: str | None = None,
+        noted: Noted | None = None, with_files: bool = True,
     ) -> None:
-        """Sends the recorded reply (``noted``: its sent lines recorded with it) and its files (``with_files``
-        False: it has none); records how the reply went, then lets the cursor pass the message. The channel's
+        """Sends the recorded reply to ``recipient`` (the message's ``reply_target``, worked out by the caller;
+        ``noted``: its sent lines recorded with it) and its files (``with_files`` False: it has none); records how
+        the reply went, then lets the cursor pass the message. The channel's
         confirmation of the reply is waited for on a thread of the outbound side, so the sender's next turn does
         not wait for it (a crash meanwhile leaves it 'replied': the restart asks the channel whether it went out)."""
-        handed = self._sender.hand_over(message.reply_target, reply, approval_id, noted)
+        handed = self._sender.hand_over(recipient, reply, approval_id, noted)
         if not handed.pending:
             if with_files:
                 self._settle(message, handed.failed)
@@ -207,7 +210,7 @@ class MessageWork:
         if reply is None:
             self.replies.done(self.message.rowid)
         else:
-            self.replies.deliver(self.message, reply, approval_id, noted, with_files)
+            self.replies.deliver(self.message, self.recipient, reply, approval_id, noted, with_files)
 
     def dropped(self) -> None:
         self.replies.take(self.message)  # queued, so not recorded yet

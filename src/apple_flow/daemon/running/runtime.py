@@ -327,6 +327,7 @@ class Runtime:
                 self._messages.done(message.rowid)
             self._held_unlisted = True
         elif isinstance(decision, Reply):
+            recipient = message.reply_target
             with store.transaction():  # the reply and its sent lines recorded before it goes
                 if not store.approvals.record_decisions(decision.decided):
                     return False
@@ -340,10 +341,11 @@ class Runtime:
                 # (A turn that started since the reply was decided is not dropped here: the cancel below stops it.)
                 for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
                     self._record_dropped(job.payload)
-                noted = self._sender.note(message.reply_target, decision.text)
+                noted = self._sender.note(recipient, decision.text)
             if decision.cancel:
                 self._turns.cancel(sender, decision.cancel_run)
-            self._messages.deliver(message, decision.text, noted=noted, with_files=False)  # files come with turns
+            # Files come with turns.
+            self._messages.deliver(message, recipient, decision.text, noted=noted, with_files=False)
         else:
             # Taken when its turn starts (``TurnWorkers``), in the transaction that begins its run; the requests it
             # decides are recorded now, with it taken.
