@@ -276,8 +276,12 @@ class CliTurn:
             stream.events(child) if stream is not None else _read_to_end(child))
 
     def outcome(self) -> TurnOutcome:
-        for _ in self.events:  # those the caller did not read: the child's output is read to its end
-            pass
+        try:
+            for _ in self.events:  # those the caller did not read: the child's output is read to its end
+                pass
+        except BaseException:
+            self.close()  # a stream that failed to read must not leave its child running
+            raise
         result = self._child.result
         assert result is not None  # set once its lines are read: the child is released
         connector = self._connector
