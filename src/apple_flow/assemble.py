@@ -17,6 +17,7 @@ from apple_flow.config import Settings
 from apple_flow.connectors.base import Connector
 from apple_flow.connectors.registry import APPLE_CODE_CONNECTORS
 from apple_flow.daemon.deciding.approvals import Approvals
+from apple_flow.daemon.deciding.conclusion import Conclusion
 from apple_flow.daemon.deciding.escalation import Escalation
 from apple_flow.daemon.deciding.orchestrator import Orchestrator
 from apple_flow.daemon.deciding.policy import Policy
@@ -94,17 +95,20 @@ def _parts(settings: Settings, store: Store, channel: Channel, connectors: TurnC
             and settings.connector in APPLE_CODE_CONNECTORS:
         escalation = Escalation(settings.escalate_connector, settings.limits.approval_ttl_minutes * 60.0)
     policy = Policy(settings.allowed_senders, settings.limits.max_messages_per_minute, channel.senders)
+    approvals = Approvals(store.approvals, settings.limits.approval_ttl_minutes)
+    send_files = settings.imessage.send_files_per_reply > 0
     orchestrator = Orchestrator(
-        store, policy, Approvals(store.approvals, settings.limits.approval_ttl_minutes), Workspaces(settings),
-        connector_name=settings.connector, reply_to_unknown=settings.reply_to_unknown_senders,
-        run_links=settings.web.base_url if settings.web.enabled else None,
-        send_files=settings.imessage.send_files_per_reply > 0, chat_read_only=settings.chat_read_only,
-        verify_commands=VerifyCommands(settings), escalation=escalation,
+        store, policy, approvals, Workspaces(settings), connector_name=settings.connector,
+        reply_to_unknown=settings.reply_to_unknown_senders, send_files=send_files,
+        chat_read_only=settings.chat_read_only, verify_commands=VerifyCommands(settings), escalation=escalation,
     )
+    # What a finished turn means: asked by the turn workers.
+    conclusion = Conclusion(approvals, settings.connector, settings.web.base_url if settings.web.enabled else None,
+                            send_files, escalation)
     scheduler: Scheduler[Work] = Scheduler()
     stop = threading.Event()
     sender = ReplySender(channel.egress, store, settings)
-    turns = TurnWorkers(settings, store, scheduler, sender, orchestrator.conclude, connectors.main,
+    turns = TurnWorkers(settings, store, scheduler, sender, conclusion.conclude, connectors.main,
                         connectors.escalation, stop)
     # Agents ask the owner (the first allowed sender) through `apple-flow mcp`, over a socket by the database.
     owner_link = OwnerLink(settings, store, Approvals(store.approvals, settings.limits.approval_ttl_minutes), sender,

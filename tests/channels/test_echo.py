@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from apple_flow.channels.base import CopyMarks
+from apple_flow.channels.base import CopyMarks, Known
 from apple_flow.channels.imessage.echo import Copies, MemoryCopyRecord
 from apple_flow.channels.imessage.outgoing import normalise_text
 from apple_flow.daemon.store import Store
@@ -101,11 +101,11 @@ def test_a_copy_coming_while_its_message_waits_is_known_and_the_pair_stays_compl
     store = Store(path)
     copies = Copies(store.copies.copies_of("imessage"))
     waiting = copies.first_copy(20, "g20", "+15551234567", "run the tests", from_me=True)
-    assert isinstance(waiting, CopyMarks) and store.copies.copy_verdict("imessage", 20) == (False, None)
+    assert isinstance(waiting, CopyMarks) and not store.copies.known("imessage", 20, "").decided
     assert copies.first_copy(21, "g21", "+15551234567", "run the tests", from_me=False) == 20  # the other copy
     assert copies.first_copy(22, "g20", None, "run the tests", from_me=True) == 20  # re-inserted with its guid
     take(store, 20, waiting)  # its turn starts
-    assert store.copies.copy_verdict("imessage", 20) == (True, None)
+    assert store.copies.known("imessage", 20, "") == Known(True, None)
     store.close()
     store = Store(path)
     again = Copies(store.copies.copies_of("imessage"))
@@ -142,8 +142,8 @@ def test_the_store_keeps_the_newest_copies_only(tmp_path: Path, monkeypatch: pyt
     fresh = Copies(store.copies.copies_of("imessage"))  # the rows taken lately are known in memory too
     assert fresh.first_copy(1000, "g400", None, "hi", from_me=False) == 400
     assert isinstance(fresh.first_copy(1001, "g1", None, "hi", from_me=False), CopyMarks)  # forgotten: long gone
-    assert store.copies.copy_verdict("imessage", 400) == (True, None)
-    assert store.copies.copy_verdict("imessage", 1) == (False, None)
+    assert store.copies.known("imessage", 400, "") == Known(True, None)
+    assert not store.copies.known("imessage", 1, "").decided
 
 
 def test_the_memory_record_knows_a_guid_while_a_row_with_it_is_kept() -> None:
@@ -151,10 +151,11 @@ def test_the_memory_record_knows_a_guid_while_a_row_with_it_is_kept() -> None:
     record.add(1, "g1", "", "hi", False, 0.0, None)
     record.add(2, "g1", "", "hi", False, 0.0, 1)  # re-inserted: a copy of row 1
     record.add(3, "g3", "", "yo", False, 0.0, None)
-    assert record.row_with_guid("g1") == 1 and record.row_with_guid("g3") == 3
+    assert record.known(9, "g1").first_with_guid == 1 and record.known(9, "g3").first_with_guid == 3
+    assert record.known(2, "g1") == Known(True, 1, 1)
     record.add(4, "g4", "", "hey", False, 0.0, None)  # row 1 goes; its copy keeps the guid known
-    assert record.verdict(1) == (False, None) and record.row_with_guid("g1") == 1
+    assert record.known(1, "g1") == Known(False, None, 1)
     record.add(5, "g5", "", "ok", False, 0.0, None)  # the copy goes too
-    assert record.row_with_guid("g1") is None and record.row_with_guid("g4") == 4
+    assert record.known(9, "g1").first_with_guid is None and record.known(9, "g4").first_with_guid == 4
     record.add(4, "g6", "", "hey", False, 0.0, None)  # a row decided again under another guid
-    assert record.row_with_guid("g4") is None and record.row_with_guid("g6") == 4
+    assert record.known(9, "g4").first_with_guid is None and record.known(9, "g6").first_with_guid == 4

@@ -22,6 +22,7 @@ from apple_flow.connectors import (
     Usage,
     build_connector,
 )
+from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.runner import ProcessRunner
 from support.turns import outcome, reply, with_progress
 from support.waiting import wait_for
@@ -446,11 +447,30 @@ def test_tool_calls_and_the_answer_become_progress_lines_as_they_come(connector:
     assert progress == ["reading src/app.py", "running: make test", "writing the answer (11 characters so far)"]
 
 
-def test_every_event_of_the_stream_is_yielded_in_order_before_the_outcome(connector: AfmConnector) -> None:
-    items = list(connector.run(TurnRequest("fix it")))
-    kinds = [item.event.type for item in items[:-1]]  # type: ignore[union-attr]
+def test_every_event_of_the_stream_is_read_in_order_before_the_outcome(connector: AfmConnector) -> None:
+    turn = connector.run(TurnRequest("fix it"))
+    kinds = [item.event.type for item in turn.events]
     assert kinds == ["start", "tool_call", "tool_result", "tool_call", "tool_result", "text", "result"]
-    assert items[-1] == outcome(connector, "fix it")
+    assert turn.outcome() == outcome(connector, "fix it")
+
+
+def test_a_turn_whose_stream_fails_to_read_stops_its_agent(
+    connector: AfmConnector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mode(monkeypatch, "hang")
+    monkeypatch.setattr(EventStream, "feed", lambda self, line: 1 / 0)
+    turn = connector.run(TurnRequest("long"))
+    with pytest.raises(ZeroDivisionError):
+        turn.outcome()
+    assert connector.runner.active_count() == 0
+
+
+def test_a_turn_closed_before_its_end_stops_its_agent(connector: AfmConnector, monkeypatch: pytest.MonkeyPatch) -> None:
+    mode(monkeypatch, "hang")
+    turn = connector.run(TurnRequest("long"))
+    wait_for(lambda: connector.runner.active_count() > 0, 5, "the turn to start")
+    turn.close()
+    assert connector.runner.active_count() == 0
 
 
 # --- cancelling and starting ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from apple_flow.config import Settings, SettingsError, load_settings
-from apple_flow.connectors import build_connector, outcome_of
+from apple_flow.connectors import build_connector
 from apple_flow.connectors.base import TurnRequest
 from apple_flow.connectors.environment import BASE_VARIABLES, RUN_MARKER, agent_environment
 from apple_flow.connectors.registry import REGISTRY
@@ -47,7 +47,7 @@ def test_each_connector_gets_only_its_allowlist(
     overrides = {command[name]: str(fake_cli_bin / FAKES[name])} if name in command else {}
     connector = build_connector(connector_settings(connector=name, **overrides))
     connector.ensure_started()
-    outcome_of(connector.run(TurnRequest("hello")))
+    connector.run(TurnRequest("hello")).outcome()
     runs = record()
     assert len(runs) >= 2  # --version (and --check), then the turn: each gets the same environment
     for run in runs:
@@ -70,7 +70,7 @@ def test_the_owner_can_add_variables(
 ) -> None:
     monkeypatch.setenv("APPLE_FLOW_AGENT_ENVIRONMENT", "HTTPS_PROXY,FAKE_CLI_RECORD")
     connector = build_connector(connector_settings(connector="claude-cli", claude_command=str(fake_cli_bin / "claude")))
-    outcome_of(connector.run(TurnRequest("hello")))
+    connector.run(TurnRequest("hello")).outcome()
     (run,) = record()
     assert run["env"]["HTTPS_PROXY"] == "http://proxy:3128"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apple_flow.daemon.running.cursor import CursorTracker
+from apple_flow.daemon.running.message_jobs import CursorTracker
 
 
 def test_the_cursor_waits_for_the_oldest_unfinished_message() -> None:

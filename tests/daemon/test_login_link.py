@@ -14,6 +14,7 @@ import pytest
 from apple_flow import host, local_name
 from apple_flow.channels.base import InboundMessage
 from apple_flow.config import Settings
+from apple_flow.daemon.deciding.commands import parse
 from apple_flow.daemon.deciding.decisions import LoginLinks, Reply, View
 from apple_flow.daemon.store.web_logins import WebLoginTable, digest
 from support.daemon_harness import ANA, Harness, ask, wait_until
@@ -76,7 +77,7 @@ def test_a_link_is_never_sent_into_a_group(harness: Callable[..., Harness]) -> N
     orchestrator = h.daemon.orchestrator
     orchestrator.login_links = LoginLinks("http://apple-flow.localhost:8787", 5, mac_only=True, channel_carries=True)
     group = InboundMessage(7, ANA, "web", datetime.now(UTC), chat_identifier="chat42", reply_to="chat42")
-    decision = orchestrator.decide(group, "imessage:7", View())
+    decision = orchestrator.decide(group, parse("web"), "imessage:7", View())
     assert isinstance(decision, Reply) and decision.login_link is None
     assert "never sent into a group" in decision.text
 

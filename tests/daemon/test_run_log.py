@@ -12,7 +12,7 @@ import pytest
 
 from apple_flow.channels.base import Handover, Noted
 from apple_flow.config import Settings
-from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome
+from apple_flow.connectors.base import AgentEvent, Status, TurnOutcome
 from apple_flow.connectors.events import parse_event
 from apple_flow.daemon.running import run_log
 from apple_flow.daemon.running.run_log import EVENT_MAX_BYTES, RunLog, bounded_json
@@ -20,6 +20,7 @@ from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import FinishedTurn, Store
 from support.daemon_fakes import RecordingEgress
 from support.old_database import old_database
+from support.turns import Script, ScriptedTurn
 from support.waiting import wait_for
 
 
@@ -216,24 +217,30 @@ def test_the_throttle_sends_one_line_an_interval_the_first_after_one() -> None:
     assert throttle.message("   ") is None
 
 
-def test_following_a_turn_keeps_its_events_and_returns_its_outcome_closing_the_turn(store: Store) -> None:
+def test_following_a_turn_keeps_its_events_and_returns_its_outcome_stopping_a_turn_it_leaves(store: Store) -> None:
     store.runs.start_run("run_k", "+15551234567", "chat", "/ws", "x")
     closed: list[bool] = []
 
-    def turn(outcome: bool) -> TurnEvents:
+    def turn(fails: bool) -> Script:
         try:
             yield AgentEvent(parse_event({"type": "tool_call", "id": "c1", "name": "readFile"}), ("reading a.py",))
-            if outcome:
-                yield TurnOutcome(Status.ANSWERED, text="done")
-                yield AgentEvent(parse_event({"type": "tool_call", "id": "c2", "name": "never"}))
+            if fails:
+                raise RuntimeError("a connector bug")
+            return TurnOutcome(Status.ANSWERED, text="done")
         finally:
-            closed.append(True)  # the connector's turn stops (its child is killed) when it is closed
+            closed.append(True)  # the connector's turn stops (its child is killed) when it ends or is closed
 
-    answering = turn(outcome=True)  # held here: only closing it, not its collection, runs its ``finally``
     with RunLog(store, "run_k") as record:
-        assert record.follow(answering) == TurnOutcome(Status.ANSWERED, text="done")
+        assert record.follow(ScriptedTurn(turn(fails=False))) == TurnOutcome(Status.ANSWERED, text="done")
         assert closed == [True]
     assert [e.type for e in store.run_events.of_run("run_k")] == ["tool_call"]
-    with RunLog(store, "run_k") as record, pytest.raises(ConnectorError, match="without an outcome"):
-        record.follow(turn(outcome=False))
-    assert closed == [True, True]
+    stopped: list[bool] = []
+
+    class Leaving(ScriptedTurn):
+        def close(self) -> None:
+            stopped.append(True)
+            super().close()
+
+    with RunLog(store, "run_k") as record, pytest.raises(RuntimeError, match="a connector bug"):
+        record.follow(Leaving(turn(fails=True)))
+    assert closed == [True, True] and stopped == [True]

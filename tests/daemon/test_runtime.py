@@ -15,6 +15,7 @@ import pytest
 from apple_flow.channels.base import CopyMarks, InboundMessage
 from apple_flow.config import Settings
 from apple_flow.connectors.base import Exchange, Status, TurnOutcome
+from apple_flow.daemon.deciding.commands import parse
 from apple_flow.daemon.store import Store
 from support.daemon_fakes import FakeConnector
 from support.daemon_harness import ANA, BOB, Harness, ask, wait_until
@@ -550,5 +551,5 @@ def test_only_the_commands_that_show_what_runs_have_it_looked_up(harness: Callab
     # In a burst a sender's queue is long: the view of it is built for the commands that show it, not per message.
     orchestrator = harness().daemon.orchestrator
     texts = ("status", "health", "cancel", "escalate", "run 2", "hi", "task: add a test", "approve req_1", "help")
-    wanted = [orchestrator.needs_view(InboundMessage(1, ANA, text, datetime.now(UTC))) for text in texts]
+    wanted = [orchestrator.needs_view(InboundMessage(1, ANA, text, datetime.now(UTC)), parse(text)) for text in texts]
     assert wanted == [True] * 5 + [False] * 4

@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from apple_flow.channels.base import Attachment, Egress, InboundMessage, Ingress, SendError, Skipped, Tapback
-from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnEvents, TurnOutcome, TurnRequest
+from apple_flow.connectors.base import AgentEvent, ConnectorError, Status, TurnOutcome, TurnRequest
 from apple_flow.connectors.events import parse_event
+from support.turns import Script, ScriptedTurn
 
 Answer = Callable[[str, TurnRequest], "str | TurnOutcome"]
 
@@ -51,7 +52,10 @@ class FakeConnector:
         if self.fail_start:
             raise ConnectorError(self.fail_start)
 
-    def run(self, request: TurnRequest) -> TurnEvents:
+    def run(self, request: TurnRequest) -> ScriptedTurn:
+        return ScriptedTurn(self._turn(request))
+
+    def _turn(self, request: TurnRequest) -> Script:
         call = Call(request)
         cancel = threading.Event()
         with self._lock:
@@ -66,13 +70,11 @@ class FakeConnector:
                 while not (self.release.is_set() or cancel.is_set()):
                     time.sleep(0.01)
                 if cancel.is_set():
-                    yield TurnOutcome(Status.CANCELLED, detail="AFM run was cancelled.", agent="AFM")
-                    return
+                    return TurnOutcome(Status.CANCELLED, detail="AFM run was cancelled.", agent="AFM")
             answer = self.answer(request.message, request)
             if isinstance(answer, TurnOutcome):
-                yield answer
-            else:
-                yield TurnOutcome(Status.ANSWERED if answer else Status.EMPTY, text=answer, agent="AFM")
+                return answer
+            return TurnOutcome(Status.ANSWERED if answer else Status.EMPTY, text=answer, agent="AFM")
         finally:
             call.finished = time.monotonic()
             with self._lock:

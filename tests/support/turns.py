@@ -1,11 +1,38 @@
-"""Running one turn of a connector in a test: its reply string, its outcome, or its progress lines too."""
+"""Running one turn of a connector in a test: its reply string, its outcome, or its progress lines too; and
+``ScriptedTurn``, a turn a test writes as a generator."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-from apple_flow.connectors.base import AgentEvent, Connector, TurnOutcome, TurnRequest, outcome_of
+from apple_flow.connectors.base import AgentEvent, Connector, TurnOutcome, TurnRequest
+
+Script = Generator[AgentEvent, None, TurnOutcome]
+
+
+class ScriptedTurn:
+    """A ``TurnRun`` from a generator that yields the turn's events and returns its outcome (closing the turn
+    closes the generator)."""
+
+    def __init__(self, script: Script) -> None:
+        self._script = script
+        self._outcome: TurnOutcome | None = None
+        self.events = self._read()
+
+    def _read(self) -> Generator[AgentEvent, None, None]:
+        self._outcome = yield from self._script
+
+    def outcome(self) -> TurnOutcome:
+        for _ in self.events:
+            pass
+        assert self._outcome is not None
+        return self._outcome
+
+    def close(self) -> None:
+        self.events.close()
+        self._script.close()
 
 
 def request(message: str, workspace: str | Path | None = None, **fields: Any) -> TurnRequest:
@@ -13,7 +40,7 @@ def request(message: str, workspace: str | Path | None = None, **fields: Any) ->
 
 
 def outcome(connector: Connector, message: str, workspace: str | Path | None = None, **fields: Any) -> TurnOutcome:
-    return outcome_of(connector.run(request(message, workspace, **fields)))
+    return connector.run(request(message, workspace, **fields)).outcome()
 
 
 def reply(connector: Connector, message: str, workspace: str | Path | None = None, **fields: Any) -> str:
@@ -25,10 +52,6 @@ def with_progress(
     connector: Connector, message: str, workspace: str | Path | None = None, **fields: Any
 ) -> tuple[str, list[str]]:
     """The reply string and the progress lines the turn's events made, in order."""
-    progress: list[str] = []
-    for item in connector.run(request(message, workspace, **fields)):
-        if isinstance(item, AgentEvent):
-            progress.extend(item.progress)
-        else:
-            return item.as_text(), progress
-    raise AssertionError("the turn ended without an outcome")
+    turn = connector.run(request(message, workspace, **fields))
+    progress = [line for event in turn.events for line in event.progress]
+    return turn.outcome().as_text(), progress

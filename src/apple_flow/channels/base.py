@@ -76,16 +76,22 @@ class CopyMarks:
     at: float  # when the row was taken
 
 
+@dataclass(frozen=True)
+class Known:
+    """What a ``CopyRecord`` knows of a row, by its rowid and its guid."""
+
+    decided: bool = False  # the row was decided before
+    copy_of: int | None = None  # if so, the row it was then found a copy of (None: it was taken)
+    first_with_guid: int | None = None  # the row first taken with the row's guid (of which it is a copy)
+
+
 class CopyRecord(Protocol):
     """Where a channel keeps what it decided about each row it took or skipped as a copy: the daemon's store
     (``daemon.store.copies``), so that a restart still knows, or memory (``echo.MemoryCopyRecord``)."""
 
-    def verdict(self, rowid: int) -> tuple[bool, int | None]:
-        """(whether the row was decided before, the rowid it was then found a copy of: None when it was taken)."""
-        ...
-
-    def row_with_guid(self, guid: str) -> int | None:
-        """The row first taken with this ``guid``."""
+    def known(self, rowid: int, guid: str) -> Known:
+        """What is known of the row: whether it was decided before (and how), and the row first taken with its
+        ``guid`` (none for '')."""
         ...
 
     def take_pair(self, own_chat: str, text: str, from_me: bool, since: float) -> int | None:

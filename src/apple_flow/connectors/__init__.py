@@ -10,11 +10,10 @@ from apple_flow.connectors.base import (
     ConnectorError,
     Exchange,
     Status,
-    TurnEvents,
     TurnOutcome,
     TurnRequest,
+    TurnRun,
     Usage,
-    outcome_of,
 )
 from apple_flow.connectors.claude import ClaudeConnector
 from apple_flow.connectors.cline import ClineConnector
@@ -48,10 +47,9 @@ __all__ = [
     "KiloConnector",
     "OllamaConnector",
     "Status",
-    "TurnEvents",
     "TurnOutcome",
     "TurnRequest",
+    "TurnRun",
     "Usage",
     "build_connector",
-    "outcome_of",
 ]

@@ -1,15 +1,15 @@
 """The connector interface: how the daemon asks an agent CLI to answer one turn.
 
 A connector is stateless. It gets one ``TurnRequest`` (the message, the earlier exchanges the daemon chose to
-include, the workspace, read-only or plan) and runs the agent once: ``run`` yields the agent's events as they
-happen (each with the progress line it makes, if any) and, last, one ``TurnOutcome`` saying what happened. It
-keeps no conversation: the daemon's store does.
+include, the workspace, read-only or plan) and starts the agent once: ``run`` returns the turn (``TurnRun``), whose
+``events`` the caller reads as they happen (each with the progress lines it makes, if any), and whose ``outcome()``
+then says what happened. It keeps no conversation: the daemon's store does.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -156,7 +156,34 @@ class AgentEvent:
     progress: tuple[str, ...] = ()
 
 
-TurnEvents = Generator[AgentEvent | TurnOutcome, None, None]  # a generator: closing it stops the turn
+class TurnRun(Protocol):
+    """One turn of an agent, started (``Connector.run``). The caller reads its ``events`` as they come (the agent's
+    output is read as they are: nothing is pushed to the caller), then asks ``outcome()``, which reads what events
+    are left and says how the turn ended; or it gives up on the turn with ``close()``, which stops it."""
+
+    @property
+    def events(self) -> Iterator[AgentEvent]: ...
+
+    def outcome(self) -> TurnOutcome:
+        """How the turn ended. Never raises for agent failures: they are outcomes."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class EndedTurn:
+    """A turn that ended before its agent started (its workspace missing, its command not found): no events, and
+    its outcome."""
+
+    def __init__(self, outcome: TurnOutcome) -> None:
+        self.events: Iterator[AgentEvent] = iter(())
+        self._outcome = outcome
+
+    def outcome(self) -> TurnOutcome:
+        return self._outcome
+
+    def close(self) -> None:
+        pass
 
 
 @runtime_checkable
@@ -168,9 +195,9 @@ class Connector(Protocol):
         """Checks the agent can run (binary found, model available); raises ``ConnectorError`` if not."""
         ...
 
-    def run(self, request: TurnRequest) -> TurnEvents:
-        """Runs one turn: yields its ``AgentEvent``s as they come, then one ``TurnOutcome`` (always, and last).
-        Never raises for agent failures: they are outcomes."""
+    def run(self, request: TurnRequest) -> TurnRun:
+        """Starts one turn: its ``AgentEvent``s are read from the ``TurnRun`` returned as they come, then its
+        ``TurnOutcome``. Never raises for agent failures: they are outcomes."""
         ...
 
     def cancel(self, sender: str | None = None) -> int:
@@ -187,11 +214,3 @@ class ConnectorError(RuntimeError):
     def __init__(self, message: str, status: Status = Status.FAILED) -> None:
         super().__init__(message)
         self.status = status
-
-
-def outcome_of(events: Iterable[AgentEvent | TurnOutcome]) -> TurnOutcome:
-    """Runs a turn to its end, leaving its events aside, and returns its outcome."""
-    for item in events:
-        if isinstance(item, TurnOutcome):
-            return item
-    raise ConnectorError("the connector ended a turn without an outcome")

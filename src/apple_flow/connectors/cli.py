@@ -10,24 +10,27 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from apple_flow.config import Settings
 from apple_flow.connectors.base import (
+    AgentEvent,
     CheckReport,
     ConnectorError,
+    EndedTurn,
     Status,
-    TurnEvents,
     TurnOutcome,
     TurnRequest,
+    TurnRun,
     Usage,
 )
 from apple_flow.connectors.environment import agent_environment
 from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.prompt import fit_prompt
-from apple_flow.connectors.runner import ProcessRunner, RunResult, SpawnError
+from apple_flow.connectors.runner import ChildRun, ProcessRunner, RunResult, SpawnError
 from apple_flow.connectors.stream_events import Result, VerifyReport
 from apple_flow.filelimit import open_files_limit
 from apple_flow.sections import AfmSettings, CliSettings
@@ -132,14 +135,13 @@ class CliConnector:
     def cancel(self, sender: str | None = None) -> int:
         return self.runner.cancel(sender)
 
-    def run(self, request: TurnRequest) -> TurnEvents:
+    def run(self, request: TurnRequest) -> TurnRun:
         default = self.settings.workspaces.default.expanduser().absolute()
         # Absolute: the child runs inside it, where a relative path given to it would mean something else.
         cwd = (request.workspace or default).expanduser().absolute()
         if not cwd.is_dir():
             fix = "Check APPLE_FLOW_DEFAULT_WORKSPACE." if cwd == default else "Check the workspace you asked for."
-            yield self.outcome(Status.FAILED, f"workspace '{cwd}' does not exist or is not a folder. {fix}")
-            return
+            return EndedTurn(self.outcome(Status.FAILED, f"workspace '{cwd}' does not exist or is not a folder. {fix}"))
         message = request.message
         if request.verify and not self.runs_checks:
             message += "\n\n" + CHECK_REQUEST.format(command=request.verify)
@@ -152,17 +154,8 @@ class CliConnector:
                 env=self.environment(),
             )
         except SpawnError as exc:
-            yield self.spawn_outcome(exc)
-            return
-        with child:
-            for line in child:
-                if stream is not None:
-                    yield from stream.feed(line)
-        assert child.result is not None
-        if child.result.cancelled:
-            yield self.outcome(Status.CANCELLED, f"{self.display_name} run was cancelled.", child.result.exit_code)
-            return
-        yield self.interpret(child.result, invocation, stream)
+            return EndedTurn(self.spawn_outcome(exc))
+        return CliTurn(self, child, invocation, stream)
 
     # --- shared outcomes ------------------------------------------------------------------------------------
 
@@ -266,3 +259,44 @@ def check_report(value: VerifyReport | None) -> CheckReport | None:
 
 def format_seconds(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+class CliTurn:
+    """A CLI's turn, its child started: ``events`` are those its stream parses from the child's lines, as the
+    caller reads them (none for a CLI read at the end); ``outcome`` is the connector's reading of how the child
+    ended."""
+
+    def __init__(self, connector: CliConnector, child: ChildRun, invocation: Invocation,
+                 stream: EventStream | None) -> None:
+        self._connector = connector
+        self._child = child
+        self._invocation = invocation
+        self._stream = stream
+        self.events: Generator[AgentEvent, None, None] = (
+            stream.events(child) if stream is not None else _read_to_end(child))
+
+    def outcome(self) -> TurnOutcome:
+        try:
+            for _ in self.events:  # those the caller did not read: the child's output is read to its end
+                pass
+        except BaseException:
+            self.close()  # a stream that failed to read must not leave its child running
+            raise
+        result = self._child.result
+        assert result is not None  # set once its lines are read: the child is released
+        connector = self._connector
+        if result.cancelled:
+            return connector.outcome(Status.CANCELLED, f"{connector.display_name} run was cancelled.", result.exit_code)
+        return connector.interpret(result, self._invocation, self._stream)
+
+    def close(self) -> None:
+        self.events.close()
+        self._child.close()
+
+
+def _read_to_end(lines: Iterable[str]) -> Generator[AgentEvent, None, None]:
+    """The events of a CLI whose output is read at the end (``interpret``): none; its lines are read to the end, as
+    the runner keeps them."""
+    for _ in lines:
+        pass
+    yield from ()

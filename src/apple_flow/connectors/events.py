@@ -4,13 +4,14 @@ Both end with a ``result`` event (``subtype``, ``is_error``, ``result``); tool c
 progress lines for the chat ("reading src/app.py", "running: make test"), and so does apple-code's answer as it
 streams in (``text`` events: "writing the answer (120 characters so far)"). Each line is parsed here, into its
 typed record (``stream_events``), and comes back as an ``AgentEvent``, so the caller can pass progress on and keep
-the events. The run log's events read back from the store are parsed here too.
+the events (``EventStream.events`` reads a child's lines as its caller reads the events). The run log's events
+read back from the store are parsed here too.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import Any
 
 from apple_flow.connectors.base import AgentEvent
@@ -191,6 +192,11 @@ class EventStream:
         self.result: Result | None = None
         self.unparsed_lines = 0
         self._answer_chars = 0
+
+    def events(self, lines: Iterable[str]) -> Generator[AgentEvent, None, None]:
+        """The events on ``lines`` (a child's stdout), each line read as the caller asks for the next event."""
+        for line in lines:
+            yield from self.feed(line)
 
     def feed(self, line: str) -> list[AgentEvent]:
         """The event on ``line``: one, or none for a blank or unreadable line."""

@@ -76,7 +76,8 @@ class RunResult:
 
 
 class ChildRun:
-    """A started child: iterate it for its stdout lines; ``result`` is set once the iteration has ended."""
+    """A started child: iterate it (once) for its stdout lines; ``result`` is set once the iteration has ended, the
+    child then released. Use it in a ``with`` block, or ``close`` it, when it may be left before that."""
 
     def __init__(self, lines: Generator[str, None, RunResult], release: Callable[[], None]) -> None:
         self._lines = lines
@@ -90,8 +91,13 @@ class ChildRun:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Ends the run: a run left early (or never read) must not leave its child running. Once its lines are all
+        read there is nothing left to end."""
         self._lines.close()
-        self._release()  # a run left early (or never read) must not leave its child running
+        self._release()
 
 
 class _KeptLines:

@@ -15,7 +15,7 @@ from typing import Any
 
 from apple_flow.config import Settings
 from apple_flow.connectors.afm import AfmConnector
-from apple_flow.connectors.base import AgentEvent, Status, TurnOutcome, TurnRequest
+from apple_flow.connectors.base import Status, TurnOutcome, TurnRequest
 
 # The runs of this server are cancelled under this owner name (ProcessRunner.cancel).
 RUN_OWNER = "mcp"
@@ -88,14 +88,15 @@ class TaskRun:
     def run(self, progress: Callable[[str], None]) -> dict[str, Any]:
         """Runs to the end (blocking), calling ``progress`` with each progress line apple-code's events make;
         returns what the caller is told."""
-        outcome = None
-        for item in self._connector.run(self._request):
-            if isinstance(item, AgentEvent):
-                for line in item.progress:
+        turn = self._connector.run(self._request)
+        try:
+            for event in turn.events:
+                for line in event.progress:
                     progress(line)
-            else:
-                outcome = item
-        assert outcome is not None
+        except BaseException:
+            turn.close()
+            raise
+        outcome = turn.outcome()
         assert self._request.workspace is not None
         return task_result(outcome, self._request.workspace)
 

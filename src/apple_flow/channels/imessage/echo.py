@@ -15,7 +15,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from apple_flow.channels.base import CopyMarks, CopyRecord
+from apple_flow.channels.base import CopyMarks, CopyRecord, Known
 
 # Taken rows known here until the daemon keeps their marks (when their message's turn starts): a message waits in
 # the queue while fewer rows than this are read.
@@ -44,16 +44,14 @@ class Copies:
         """The rowid of the copy taken before; or, the row being taken, the marks for the daemon to keep with its
         message; or None: taken, with nothing to keep (decided so before, or nothing to know it again by). ``key``:
         the row's text in ``normalise_text`` form."""
-        for record in (self._taken, self._record):
-            seen, copy_of = record.verdict(rowid)
-            if seen:
-                return copy_of
+        taken = self._taken.known(rowid, guid)
+        kept = taken if taken.decided else self._record.known(rowid, guid)
+        if kept.decided:
+            return kept.copy_of
         if not guid and own_chat is None:
             return None  # nothing to know it again by
         now = self._clock()
-        first = self._taken.row_with_guid(guid) if guid else None
-        if first is None and guid:
-            first = self._record.row_with_guid(guid)
+        first = taken.first_with_guid if taken.first_with_guid is not None else kept.first_with_guid
         if first is None and own_chat is not None:
             since = now - self._window
             first = self._taken.take_pair(own_chat, key, from_me, since)
@@ -89,12 +87,10 @@ class MemoryCopyRecord:
         self._with_guid: Counter[str] = Counter()
         self._keep = keep
 
-    def verdict(self, rowid: int) -> tuple[bool, int | None]:
+    def known(self, rowid: int, guid: str) -> Known:
         row = self._rows.get(rowid)
-        return (False, None) if row is None else (True, row.copy_of)
-
-    def row_with_guid(self, guid: str) -> int | None:
-        return self._first_with_guid.get(guid)
+        first = self._first_with_guid.get(guid) if guid else None
+        return Known(True, row.copy_of, first) if row is not None else Known(first_with_guid=first)
 
     def take_pair(self, own_chat: str, text: str, from_me: bool, since: float) -> int | None:
         for row in self._rows.values():

@@ -1,8 +1,9 @@
 """Decides what to do with each message: policy first, then commands (answered at once) or a turn for the agent.
-`health` and `status` are answered by ``status_replies``; what a finished turn means, by ``conclusion``.
+`health` and `status` are answered by ``status_replies``; what a finished turn means is ``conclusion``'s (the turn
+workers ask it).
 
 Deciding only: it reads the message, the store (through ``state_view.StateView``) and a ``View`` of what runs now,
-and returns plain records (``decisions``: ``Ignore``, ``Hold``, ``Reply``, ``Turn``; ``FinishedTurn``) that the
+and returns plain records (``decisions``: ``Ignore``, ``Hold``, ``Reply``, ``Turn``) that the
 runtime applies. It writes nothing, runs nothing and calls nothing back; it knows no threads, queues or channels.
 """
 
@@ -16,10 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from apple_flow.channels.base import InboundMessage, Tapback
-from apple_flow.connectors.base import TurnOutcome
 from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.daemon.deciding.commands import FAST, HELP_TEXT, Command, Kind, parse
-from apple_flow.daemon.deciding.conclusion import Conclusion
 from apple_flow.daemon.deciding.decisions import Decision, Hold, Ignore, LoginLinks, Queued, Reply, Turn, View
 from apple_flow.daemon.deciding.escalation import NOT_SET_UP, Escalation, request_key, run_key
 from apple_flow.daemon.deciding.files_to_send import ATTACH_HINT, asks_for_file
@@ -29,7 +28,7 @@ from apple_flow.daemon.deciding.state_view import StateView
 from apple_flow.daemon.deciding.status_replies import StatusReplies, counted, requests_text
 from apple_flow.daemon.deciding.verify_command import VerifyCommands
 from apple_flow.daemon.deciding.workspaces import WorkspaceError, Workspaces
-from apple_flow.daemon.store import Approval, FinishedTurn, Run
+from apple_flow.daemon.store import Approval, Run
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,6 @@ class Orchestrator:
         connector_name: str = "afm",
         reply_to_unknown: bool = False,
         clock: Callable[[], float] = time.time,
-        run_links: str | None = None,
         send_files: bool = True,
         chat_read_only: bool = False,
         verify_commands: VerifyCommands | None = None,
@@ -84,19 +82,19 @@ class Orchestrator:
         self._verify_commands = verify_commands  # the check approved tasks must pass; None: they are not checked
         self._escalation = escalation  # None: failed tasks are not offered elsewhere
         self._status = StatusReplies(store, approvals, workspaces, connector_name, clock, verify_commands)
-        self._conclusion = Conclusion(approvals, connector_name, run_links, send_files, escalation)
         self.login_links: LoginLinks | None = None  # set once the web page serves
 
     # ------------------------------------------------------------------------------------------- decide
 
-    def needs_view(self, message: InboundMessage) -> bool:
-        """Whether deciding ``message`` reads what runs now (``status``, ``health``, ``cancel``, ``escalate``, and
-        ``run``, whose held message may be one of them): the runtime builds the ``View`` only then, since a
-        sender's queue can be long (a burst)."""
-        return message.tapback is None and parse(message.text).kind in VIEWING
+    def needs_view(self, message: InboundMessage, command: Command) -> bool:
+        """Whether deciding ``message`` (which asks for ``command``: ``commands.parse`` of its text) reads what runs
+        now (``status``, ``health``, ``cancel``, ``escalate``, and ``run``, whose held message may be one of them):
+        the runtime builds the ``View`` only then, since a sender's queue can be long (a burst)."""
+        return message.tapback is None and command.kind in VIEWING
 
-    def decide(self, message: InboundMessage, message_ref: str, view: View) -> Decision:
-        """What to do with ``message``. ``view``: what runs now (an empty one unless ``needs_view``)."""
+    def decide(self, message: InboundMessage, command: Command, message_ref: str, view: View) -> Decision:
+        """What to do with ``message``, which asks for ``command`` (``commands.parse`` of its text). ``view``: what
+        runs now (an empty one unless ``needs_view``)."""
         if message.is_from_me:
             return Ignore("sent by this Mac")
         if message.late:  # a backlog is not a flood: held whatever its size, listed once
@@ -112,12 +110,11 @@ class Orchestrator:
             if message.forgeable:  # a like or dislike decides an approval: never by SMS or RCS
                 return Reply(FORGEABLE_REFUSAL.format(name="A tapback"))
             return self._tapback(message.tapback, message.sender, message_ref)
-        return self._decide_allowed(message, message_ref, view)
+        return self._decide_allowed(message, command, message_ref, view)
 
     def _decide_allowed(
-        self, message: InboundMessage, message_ref: str, view: View, held: bool = False
+        self, message: InboundMessage, command: Command, message_ref: str, view: View, held: bool = False
     ) -> Decision:
-        command = parse(message.text)
         sender = message.sender
         if command.kind is Kind.RUN:
             if held:
@@ -180,7 +177,7 @@ class Orchestrator:
         # As if it came now, and by the way it came: one that came by SMS or RCS keeps its refusals and read-only rule.
         again = replace(message, text=chosen.text, attachments=(), late=False, tapback=None,
                         forgeable=message.forgeable or chosen.forgeable)
-        return self._decide_allowed(again, message_ref, view, held=True)
+        return self._decide_allowed(again, parse(again.text), message_ref, view, held=True)
 
     def _turn(self, command: Command, sender: str, workspace: Path) -> Turn:
         if command.kind is Kind.TASK:
@@ -350,9 +347,3 @@ class Orchestrator:
         if run is None or run.sender != sender:  # another sender's run is as unknown as a made-up id
             return f"No run {target} of yours. `history` lists your runs."
         return run
-
-    def conclude(
-        self, turn: Turn, run_id: str, outcome: TurnOutcome | Exception, stop: str | None, keep_exchange: bool
-    ) -> FinishedTurn:
-        """What a turn that has run means (``Conclusion.conclude``)."""
-        return self._conclusion.conclude(turn, run_id, outcome, stop, keep_exchange)

@@ -1,9 +1,9 @@
 """The messages of one channel, from taken to passed: a message's reply is recorded before it is sent, its files
-follow it, and only then may the cursor pass it (``CursorTracker``), so a restart after a crash anywhere in between
-reads it again and does what is left (``MessageLedger.replay``). ``MessageWork`` is a message's turn: the message
-is recorded as taken when its turn starts (a message waiting in the queue has no record, which a restart treats
-as a taken one: it handles it again). A reply without files is recorded as sent in the transaction that lets the
-cursor pass its message."""
+follow it, and only then may the cursor pass it (``CursorTracker``, here), so a restart after a crash anywhere in
+between reads it again and does what is left (``MessageLedger.replay``). ``MessageWork`` is a message's turn: the
+message is recorded as taken when its turn starts (a message waiting in the queue has no record, which a restart
+treats as a taken one: it handles it again). A reply without files is recorded as sent in the transaction that lets
+the cursor pass its message."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from apple_flow.channels.base import InboundMessage, Ingress, Noted
 from apple_flow.config import Settings
 from apple_flow.daemon.deciding.decisions import Turn
 from apple_flow.daemon.running.arrivals import FileLimits, describe, receive
-from apple_flow.daemon.running.cursor import CursorTracker
 from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import Store, message_reply
 
@@ -76,11 +75,12 @@ class MessageLedger:
             self.complete(message)  # its reply's files that a crash left unsent go first
             return True
         if record is not None and record.state == "replied" and record.reply is not None:
-            if self._sender.went_out(message.reply_target, record.reply, message.rowid):  # just before a crash
+            recipient = message.reply_target
+            if self._sender.went_out(recipient, record.reply, message.rowid):  # just before a crash
                 self._store.messages.mark_message_sent(self.channel, message.rowid)
                 self.complete(message)
             else:
-                self.deliver(message, record.reply)  # recorded before a crash, never sent
+                self.deliver(message, recipient, record.reply)  # recorded before a crash, never sent
             return True
         return False
 
@@ -103,8 +103,9 @@ class MessageLedger:
             self._store.approvals.reopen(turn.approval.id)
             self.take(message)
             self._store.messages.record_message_reply(self.channel, message.rowid, note)
-            noted = self._sender.note(message.reply_target, note)
-        self.deliver(message, note, noted=noted, with_files=False)
+            recipient = message.reply_target
+            noted = self._sender.note(recipient, note)
+        self.deliver(message, recipient, note, noted=noted, with_files=False)
 
     def receive_files(self, message: InboundMessage, workspace: Path) -> str:
         """Copies the message's files into the turn's workspace; the note telling the agent about them."""
@@ -126,14 +127,15 @@ class MessageLedger:
         self._store.messages.record_message_reply(self.channel, message.rowid, reply, note)
 
     def deliver(
-        self, message: InboundMessage, reply: str, approval_id: str | None = None, noted: Noted | None = None,
-        with_files: bool = True,
+        self, message: InboundMessage, recipient: str, reply: str, approval_id: str | None = None,
+        noted: Noted | None = None, with_files: bool = True,
     ) -> None:
-        """Sends the recorded reply (``noted``: its sent lines recorded with it) and its files (``with_files``
-        False: it has none); records how the reply went, then lets the cursor pass the message. The channel's
+        """Sends the recorded reply to ``recipient`` (the message's ``reply_target``, worked out by the caller;
+        ``noted``: its sent lines recorded with it) and its files (``with_files`` False: it has none); records how
+        the reply went, then lets the cursor pass the message. The channel's
         confirmation of the reply is waited for on a thread of the outbound side, so the sender's next turn does
         not wait for it (a crash meanwhile leaves it 'replied': the restart asks the channel whether it went out)."""
-        handed = self._sender.hand_over(message.reply_target, reply, approval_id, noted)
+        handed = self._sender.hand_over(recipient, reply, approval_id, noted)
         if not handed.pending:
             if with_files:
                 self._settle(message, handed.failed)
@@ -208,9 +210,46 @@ class MessageWork:
         if reply is None:
             self.replies.done(self.message.rowid)
         else:
-            self.replies.deliver(self.message, reply, approval_id, noted, with_files)
+            self.replies.deliver(self.message, self.recipient, reply, approval_id, noted, with_files)
 
     def dropped(self) -> None:
         self.replies.take(self.message)  # queued, so not recorded yet
         self.replies.record_reply(self.message, None, "cancelled before it ran")
         self.replies.done(self.message.rowid)
+
+
+class CursorTracker:
+    """Where the cursor may be: past every row read, except that it only passes a message once it is finished
+    (replied to, sent, or ignored), even when later messages finish first, so a restart resumes at the oldest
+    unfinished one. It only computes the position; the ledger saves it (``CursorTable.advance_cursor`` never moves
+    it back, so saves may race)."""
+
+    def __init__(self, start: int) -> None:
+        self._position = start
+        self._highest = start
+        self._open: set[int] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def position(self) -> int:
+        return self._position
+
+    def opened(self, rowid: int) -> None:
+        with self._lock:
+            self._open.add(rowid)
+            self._highest = max(self._highest, rowid)
+
+    def passed(self, rowid: int) -> int | None:
+        """A row the ingress skipped (from me, echo, reaction): finished as soon as it is seen."""
+        self.opened(rowid)
+        return self.finished(rowid)
+
+    def finished(self, rowid: int) -> int | None:
+        """The cursor's new position when finishing ``rowid`` moves it, else None."""
+        with self._lock:
+            self._open.discard(rowid)
+            position = min(self._open) - 1 if self._open else self._highest
+            if position <= self._position:
+                return None
+            self._position = position
+            return position

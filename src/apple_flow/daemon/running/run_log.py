@@ -10,7 +10,6 @@ newest ``KEEP_RUNS`` runs keep their events. ``text`` deltas are not kept: the `
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import threading
@@ -20,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from apple_flow.channels.base import Noted
-from apple_flow.connectors.base import ConnectorError, TurnEvents, TurnOutcome
+from apple_flow.connectors.base import TurnOutcome, TurnRun
 from apple_flow.connectors.stream_events import Result, StreamEvent, Text
 from apple_flow.daemon.running.sending import ReplySender
 from apple_flow.daemon.store import Store
@@ -121,15 +120,17 @@ class RunLog:
             self._progress += lines
             self._wait()
 
-    def follow(self, items: TurnEvents) -> TurnOutcome:
+    def follow(self, turn: TurnRun) -> TurnOutcome:
         """Runs a connector's turn (``Connector.run``) to its outcome, keeping each of the agent's events as it
-        comes. The log pulls the events itself: the worker that started the turn has nothing to add to them."""
-        with contextlib.closing(items):
-            for item in items:
-                if isinstance(item, TurnOutcome):
-                    return item
+        comes. The log reads the events itself: the worker that started the turn has nothing to add to them. A turn
+        left on an error is stopped."""
+        try:
+            for item in turn.events:
                 self(item.event, item.progress)
-        raise ConnectorError("the connector ended the turn without an outcome")
+        except BaseException:
+            turn.close()
+            raise
+        return turn.outcome()
 
     def _wait(self) -> None:
         if self._timer is None:

@@ -46,6 +46,7 @@ from apple_flow.channels.base import Channel, InboundMessage, Skipped
 from apple_flow.config import Settings
 from apple_flow.daemon.deciding import failures
 from apple_flow.daemon.deciding.catch_up import listing
+from apple_flow.daemon.deciding.commands import parse
 from apple_flow.daemon.deciding.decisions import Decision, Hold, Ignore, LoginLinks, Queued, Reply, View
 from apple_flow.daemon.deciding.orchestrator import Orchestrator
 from apple_flow.daemon.deciding.status_replies import FORGEABLE_EVENT
@@ -289,8 +290,9 @@ class Runtime:
     def _decide(self, message: InboundMessage) -> Decision:
         ref = self._messages.ref(message)
         try:
-            view = self._view(message.sender) if self.orchestrator.needs_view(message) else View()
-            return self._stale(message) or self.orchestrator.decide(message, ref, view)
+            command = parse(message.text)  # what it asks for, read once
+            view = self._view(message.sender) if self.orchestrator.needs_view(message, command) else View()
+            return self._stale(message) or self.orchestrator.decide(message, command, ref, view)
         except Exception as exc:
             log.exception("handling message %s failed", ref)
             return Reply(failures.explain_exception(exc))
@@ -325,6 +327,7 @@ class Runtime:
                 self._messages.done(message.rowid)
             self._held_unlisted = True
         elif isinstance(decision, Reply):
+            recipient = message.reply_target
             with store.transaction():  # the reply and its sent lines recorded before it goes
                 if not store.approvals.record_decisions(decision.decided):
                     return False
@@ -338,10 +341,11 @@ class Runtime:
                 # (A turn that started since the reply was decided is not dropped here: the cancel below stops it.)
                 for job in self._scheduler.drop_queued(sender) if decision.drop_queued else ():
                     self._record_dropped(job.payload)
-                noted = self._sender.note(message.reply_target, decision.text)
+                noted = self._sender.note(recipient, decision.text)
             if decision.cancel:
                 self._turns.cancel(sender, decision.cancel_run)
-            self._messages.deliver(message, decision.text, noted=noted, with_files=False)  # files come with turns
+            # Files come with turns.
+            self._messages.deliver(message, recipient, decision.text, noted=noted, with_files=False)
         else:
             # Taken when its turn starts (``TurnWorkers``), in the transaction that begins its run; the requests it
             # decides are recorded now, with it taken.

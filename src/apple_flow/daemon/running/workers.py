@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 KILL_WAIT_SECONDS = 5.0  # after killing turns at shutdown, how long to wait for their threads to notice
 
-# What a turn that has run means (``Orchestrator.conclude``): (turn, run id, outcome, stop, keep_exchange).
+# What a turn that has run means (``Conclusion.conclude``): (turn, run id, outcome, stop, keep_exchange).
 Conclude = Callable[[Turn, str, TurnOutcome | Exception, str | None, bool], FinishedTurn]
 
 
@@ -162,8 +162,9 @@ class TurnWorkers:
             work.record_reply(finished.reply)
             self._store.record_turn(turn.sender, run_id, finished)
             if finished.reply is not None:  # the files go with the reply, or not at all
-                self._store.reply_files.record_files(work.reply_of, work.recipient, turn.sender,
-                                                     str(turn.workspace), files)
+                if files:
+                    self._store.reply_files.record_files(work.reply_of, work.recipient, turn.sender,
+                                                         str(turn.workspace), files)
                 noted = self._sender.note(work.recipient, finished.reply)
         record.send_after_end(progress)
         work.answer(finished.reply, finished.approval.id if finished.approval is not None else None, noted,

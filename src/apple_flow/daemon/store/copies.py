@@ -6,7 +6,7 @@ made; a taken row's marks (``channels.base.CopyMarks``) with the daemon's first 
 
 from __future__ import annotations
 
-from apple_flow.channels.base import CopyMarks
+from apple_flow.channels.base import CopyMarks, Known
 from apple_flow.daemon.store.database import Database
 
 COPIES_KEEP = 10_000  # rows whose copy decision is kept per channel (a re-inserted row comes back within days)
@@ -16,17 +16,20 @@ class CopyTable:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def copy_verdict(self, channel: str, rowid: int) -> tuple[bool, int | None]:
-        """(whether the row was decided before, the rowid it was then found a copy of: None when it was taken)."""
-        rows = self._db.rows("SELECT copy_of FROM copies WHERE channel = ? AND rowid = ?", (channel, rowid))
-        return (False, None) if not rows else (True, None if rows[0][0] is None else int(rows[0][0]))
-
-    def first_with_guid(self, channel: str, guid: str) -> int | None:
+    def known(self, channel: str, rowid: int, guid: str) -> Known:
+        """What was decided about the row before (if it was: the row it was found a copy of, None when it was taken),
+        and the row first taken with its ``guid`` (none for ''): one query."""
         rows = self._db.rows(
-            "SELECT COALESCE(copy_of, rowid) FROM copies WHERE channel = ? AND guid = ? ORDER BY id LIMIT 1",
-            (channel, guid),
+            "SELECT rowid, guid, copy_of FROM copies WHERE channel = ? AND (rowid = ? OR (? != '' AND guid = ?)) "
+            "ORDER BY id",
+            (channel, rowid, guid, guid),
         )
-        return int(rows[0][0]) if rows else None
+        own = next((row for row in rows if row[0] == rowid), None)
+        first = next((row[2] if row[2] is not None else row[0] for row in rows if guid and row[1] == guid), None)
+        first = None if first is None else int(first)
+        if own is None:
+            return Known(first_with_guid=first)
+        return Known(True, None if own[2] is None else int(own[2]), first)
 
     def unpaired_copy(self, channel: str, own_chat: str, text: str, from_me: bool, since: float) -> int | None:
         """The oldest taken row in ``own_chat`` with ``text``, of the other kind, at or after ``since``, whose other
@@ -70,11 +73,8 @@ class ChannelCopies:
         self._table = table
         self._channel = channel
 
-    def verdict(self, rowid: int) -> tuple[bool, int | None]:
-        return self._table.copy_verdict(self._channel, rowid)
-
-    def row_with_guid(self, guid: str) -> int | None:
-        return self._table.first_with_guid(self._channel, guid)
+    def known(self, rowid: int, guid: str) -> Known:
+        return self._table.known(self._channel, rowid, guid)
 
     def take_pair(self, own_chat: str, text: str, from_me: bool, since: float) -> int | None:
         # Nothing to write: the copy's own row (``add``, found a copy of it) records that the pair is complete.

@@ -1,4 +1,5 @@
-"""Where each channel's ingress resumes: the last row it passed (``daemon.cursor.CursorTracker`` computes it)."""
+"""Where each channel's ingress resumes: the last row it passed (``daemon.running.message_jobs.CursorTracker``
+computes it)."""
 
 from __future__ import annotations
 
