@@ -113,5 +113,4 @@ def test_a_call_as_text_after_the_answer_request_ends_the_run(apple_code_bin: Pa
     # Requests without tools carry no tool-call structure to imitate, only the results, folded.
     assert any("tool_calls" in m for m in requests[2]["messages"])
     assert {m["role"] for m in asking["messages"]} == {"system", "user"}
-    assert any(m["content"].startswith("Result of listDirectory") and "greet.py" in m["content"]
-               for m in asking["messages"])
+    assert any(m["content"].startswith(".: ") and "greet.py" in m["content"] for m in asking["messages"])

@@ -13,10 +13,11 @@ from support.scripted_server import ScriptedServer, answer, tool_call
 LOOKING = ["readFile", "listDirectory", "searchFiles", "searchContent", "runCommand"]
 
 
-def run(apple_code_bin: Path, workspace: Path, server: ScriptedServer) -> subprocess.CompletedProcess[str]:
+def run(apple_code_bin: Path, workspace: Path, server: ScriptedServer,
+        task: str = "What do my notes say?") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(apple_code_bin), "--backend", "openai", "--base-url", server.url, "--cwd", str(workspace),
-         "--max-turns", "6", "--timeout", "60", "--output-format", "json", "--verbose", "What is in notes.txt?"],
+         "--max-turns", "6", "--timeout", "60", "--output-format", "json", "--verbose", task],
         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
@@ -36,6 +37,16 @@ def test_the_first_request_must_look_and_tool_messages_stay(apple_code_bin: Path
     # The repeated read got its earlier result as a tool message: no switch to folded user messages.
     assert "seems to drop" not in done.stderr
     assert any(m["role"] == "tool" for m in requests[-1]["messages"])
+
+
+def test_a_task_shown_with_the_file_it_names_is_not_made_to_look(apple_code_bin: Path, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("milk\n")
+    with ScriptedServer([answer("It says milk.")], owned_by="apple-flow") as server:
+        done = run(apple_code_bin, tmp_path, server, "What is in notes.txt?")
+        requests = server.requests()
+    assert done.returncode == 0, done.stderr
+    assert requests[0]["tool_choice"] == "auto"
+    assert requests[0]["messages"][-1]["content"] == "What is in notes.txt?\n\nnotes.txt:\n```\nmilk\n```"
 
 
 def test_elsewhere_the_model_chooses_from_the_first_request(apple_code_bin: Path, tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ def test_a_model_that_breaks_the_test_is_shown_the_failure_and_fixes_it(
     repair = requests[3]
     assert repair["tools"] and repair["tool_choice"] == "auto"
     users = user_texts(repair)
-    assert users[0] == "Tidy up calc.py."
+    assert users[0].startswith("Tidy up calc.py.\n\ncalc.py:\n```\n")  # the task, with the file it names
     assert users[-1].startswith(f"The check `{CHECK}` failed (exit code 1). The end of its output:\n")
     assert "AssertionError: add(2, 3) returned -1, expected 5" in users[-1]
     assert users[-1].endswith("Fix what it shows, using the tools, then answer again.")
@@ -151,8 +151,9 @@ def test_a_check_that_fails_before_the_work_goes_with_the_task(apple_code_bin: P
     # The first request holds the task, then how the check fails now: the model starts from the failure.
     first = user_texts(requests[0])
     assert len(first) == 1
-    task, failure = first[0].split("\n\n", 1)
+    task, shown, failure = first[0].split("\n\n", 2)
     assert task == "Fix calc.py."
+    assert shown == "calc.py:\n```\n" + BAD.rstrip("\n") + "\n```"  # the file the task names, as it is
     assert failure.startswith(f"The check `{CHECK}` fails now (exit code 1); it must pass when you are done. The end "
                               "of its output:\n")
     assert "AssertionError: add(2, 3) returned -1, expected 5" in failure
@@ -161,13 +162,17 @@ def test_a_check_that_fails_before_the_work_goes_with_the_task(apple_code_bin: P
     assert lines[-1]["verify"]["passed"] is True
 
 
-def test_a_passing_check_ends_the_run_as_before(apple_code_bin: Path, tested_calc: Path) -> None:
-    with ScriptedServer([answer("Nothing to do.")]) as server:
+def test_a_check_that_passed_before_asks_once_for_a_change_then_the_answer_stands(
+        apple_code_bin: Path, tested_calc: Path) -> None:
+    with ScriptedServer([answer("Nothing to do."), answer("Nothing to do, really.")]) as server:
         args = scripted_args(server.url, tested_calc, "--verify", CHECK, "--output-format", "text")
         done = run_apple_code(apple_code_bin, *args, "Check calc.py.")
-        assert len(server.requests()) == 1
+        requests = server.requests()
+    assert len(requests) == 2
+    assert user_texts(requests[1])[-1].startswith("No file has changed, and the check `python3 -B test_calc.py` "
+                                                  "passed before the work too")
     assert done.returncode == 0
-    assert done.stdout == "Nothing to do.\n"
+    assert done.stdout == "Nothing to do, really.\n"
     assert "verify: `python3 -B test_calc.py` passed" in done.stderr
 
 

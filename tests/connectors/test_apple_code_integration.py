@@ -73,7 +73,9 @@ def test_second_turn_carries_the_first_exchange(settings_for: Callable[..., Sett
         assert reply(connector, "Does it use the name?", exchanges=exchanges) == "Yes, by name."
         _, second = system_and_user(server.requests()[1])
     assert "User: What does greet.py do?\nAssistant: It greets." in second
-    assert second.endswith("Does it use the name?")
+    # The new message last, then the file the conversation names (apple-code shows it with the task).
+    assert second.split("\n\n")[-2].endswith("New message:\nDoes it use the name?")
+    assert second.endswith("greet.py:\n```\n" + GREET.rstrip("\n") + "\n```")
 
 
 def test_backend_failure_is_an_execution_error(settings_for: Callable[..., Settings]) -> None:
@@ -135,7 +137,8 @@ def test_turn_reads_a_file_and_answers_with_progress(settings_for: Callable[...,
     system, user = system_and_user(requests[0])
     assert "You are Flow, a terse assistant." in system  # --system reached the model's instructions
     assert "You are Flow" not in user
-    assert user == "What does greet.py do?"  # no tools context, no history: the message alone
+    # No tools context, no history: the message, and the file it names as apple-code shows it.
+    assert user.startswith("What does greet.py do?\n\ngreet.py:\n```\n")
     assert "Hello, {name}!" in str(requests[1]["messages"])  # the tool really read the workspace file
 
 
