@@ -42,7 +42,8 @@ ChannelName = Literal["auto", "imessage", "console"]
 ProfileName = Literal["standard", "demo"]
 
 # The demo profile: limits that fit the small local model (Qwen2.5-Coder-0.5B on llama.cpp, on a laptop's CPU): a few
-# model turns, a reply stopped after tens of seconds rather than two minutes, and requests of 2,048 tokens, whose
+# model turns, a reply stopped within 110 s (room for a check and one repair round of an approved task: one cold
+# 2,048-token request and its answer take about 40 s on two cores), and requests of 2,048 tokens, whose
 # answer reserve (an eighth: 256 tokens) bounds answers it would otherwise ramble on. Only the settings not set
 # explicitly take these values; scripts/run.sh picks the profile where it starts that model, so an Apple-model or
 # real-server setup keeps the standard limits. Its chat turns only read: a model this small calls writeFile with
@@ -53,8 +54,8 @@ ProfileName = Literal["standard", "demo"]
 # exchange goes with a prompt: the 0.5B copied the last reply into the next one's answer and calls (bench_demo).
 DEMO_PROFILE: dict[str, Any] = {
     "afm_max_turns": 4,
-    "afm_timeout_seconds": 45,
-    "turn_timeout_seconds": 75,
+    "afm_timeout_seconds": 110,
+    "turn_timeout_seconds": 140,
     "afm_context_tokens": 2048,
     "chat_read_only": True,
     "afm_plan_tasks": False,

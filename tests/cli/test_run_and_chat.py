@@ -54,7 +54,7 @@ def test_the_demo_profile_is_shown_at_start(env: dict[str, str]) -> None:
         demo = CliRunner().invoke(app, command, input="hello\n", env={**env, "APPLE_FLOW_PROFILE": "demo"})
         assert demo.exit_code == 0, demo.output
         said = " ".join(demo.stderr.split())
-        assert "Demo profile (APPLE_FLOW_PROFILE=demo" in said and "at most 4 model turns and 45 s per reply" in said
+        assert "Demo profile (APPLE_FLOW_PROFILE=demo" in said and "at most 4 model turns and 110 s per reply" in said
 
 
 def test_a_second_daemon_on_the_same_database_is_refused(env: dict[str, str], tmp_path: Path) -> None:

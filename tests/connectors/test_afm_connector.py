@@ -126,7 +126,7 @@ def test_the_demo_profile_limits_reach_apple_code(
     reply(AfmConnector(connector_settings(profile="demo")), "hi")
     reply(AfmConnector(connector_settings()), "hi")
     demo, standard = record()
-    assert demo["argv"][2:8] == ["--timeout", "45", "--output-format", "stream-json", "--max-turns", "4"]
+    assert demo["argv"][2:8] == ["--timeout", "110", "--output-format", "stream-json", "--max-turns", "4"]
     assert demo["argv"][demo["argv"].index("--context-tokens") + 1] == "2048"
     assert "--max-turns" not in standard["argv"] and standard["argv"][2:4] == ["--timeout", "120"]
     assert "--context-tokens" not in standard["argv"]

@@ -3,9 +3,9 @@ import Foundation
 /// A final answer that shows the fix instead of making it ("Here is the corrected function: ```def add(a, b):
 /// return a + b```"): small models do this more often than they call editFile. With `--verify` the loop may try
 /// such code in place of the definition it names and keep it only when the check then passes (`AgentLoop`); this
-/// type only finds the candidate edits. A candidate is a fenced block whose first line (after comments) starts a
-/// definition (`def`, `class`, `func`, `function`, `fn`) named exactly once among the files given, replacing that
-/// definition (its indented body, or its braces) with the block's own definition, indented as the file's was.
+/// type only finds the candidate edits. A candidate is a definition (`def`, `class`, `func`, `function`, `fn`) in a
+/// fenced block, at the block's outermost level of definitions, named exactly once among the files given and
+/// different there: it replaces that definition (its indented body, or its braces), indented as the file's was.
 enum ShownCode {
     struct Edit: Equatable {
         let path: String
@@ -20,27 +20,40 @@ enum ShownCode {
         var found: [Edit] = []
         for block in blocks(in: answer) {
             let lines = block.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-            guard let start = lines.firstIndex(where: { !$0.allSatisfy(\.isWhitespace) && !isComment($0) }),
-                  let key = definitionKey(lines[start]) else { continue }
-            let shown = Array(lines[start..<extent(of: start, in: lines)])
-            let matches = files.compactMap { file -> (String, [String], Int)? in
-                let fileLines = file.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-                let hits = fileLines.indices.filter { fileLines[$0].dropFirst(leading(fileLines[$0])).hasPrefix(key) }
-                return hits.count == 1 ? (file.path, fileLines, hits[0]) : nil
+            for start in definitionStarts(lines) where found.count < maxEdits {
+                if let edit = edit(shown: lines, at: start, files: files), !found.contains(edit) { found.append(edit) }
             }
-            guard matches.count == 1, let (path, fileLines, at) = matches.first else { continue }
-            let old = Array(fileLines[at..<extent(of: at, in: fileLines)])
-            let indent = String(fileLines[at].prefix(leading(fileLines[at])))
-            let shownIndent = leading(shown[0])
-            let new = shown.map { line in
-                line.allSatisfy(\.isWhitespace) ? "" : indent + String(line.dropFirst(min(shownIndent, leading(line))))
-            }
-            guard new != old else { continue }
-            let edit = Edit(path: path, oldText: old.joined(separator: "\n"), newText: new.joined(separator: "\n"))
-            if !found.contains(edit) { found.append(edit) }
-            if found.count == maxEdits { break }
         }
         return found
+    }
+
+    /// The definition starting at `lines[start]` in place of the one it names, when that is found exactly once
+    /// among `files` and differs; else nil.
+    private static func edit(shown lines: [String], at start: Int, files: [(path: String, text: String)]) -> Edit? {
+        guard let key = definitionKey(lines[start]) else { return nil }
+        let shown = Array(lines[start..<extent(of: start, in: lines)])
+        let matches = files.compactMap { file -> (String, [String], Int)? in
+            let fileLines = file.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let hits = fileLines.indices.filter { fileLines[$0].dropFirst(leading(fileLines[$0])).hasPrefix(key) }
+            return hits.count == 1 ? (file.path, fileLines, hits[0]) : nil
+        }
+        guard matches.count == 1, let (path, fileLines, at) = matches.first else { return nil }
+        let old = Array(fileLines[at..<extent(of: at, in: fileLines)])
+        let indent = String(fileLines[at].prefix(leading(fileLines[at])))
+        let shownIndent = leading(shown[0])
+        let new = shown.map { line in
+            line.allSatisfy(\.isWhitespace) ? "" : indent + String(line.dropFirst(min(shownIndent, leading(line))))
+        }
+        guard new != old else { return nil }
+        return Edit(path: path, oldText: old.joined(separator: "\n"), newText: new.joined(separator: "\n"))
+    }
+
+    /// Where the block's definitions start: the lines that define something at the shallowest indentation any
+    /// definition in it has (a whole file shown: each of its functions; a class: the class, not its methods).
+    static func definitionStarts(_ lines: [String]) -> [Int] {
+        let defining = lines.indices.filter { definitionKey(lines[$0]) != nil }
+        guard let base = defining.map({ leading(lines[$0]) }).min() else { return [] }
+        return defining.filter { leading(lines[$0]) == base }
     }
 
     /// The insides of the answer's fenced code blocks, in order.
@@ -108,12 +121,6 @@ enum ShownCode {
         NamedFiles.inWorkspace(names, workspace: workspace, limit: 20).compactMap { file in
             (try? String(contentsOfFile: file.real, encoding: .utf8)).map { (file.path, $0) }
         }
-    }
-
-    /// A comment line before the code (`# calc.py`, `// fixed`): the block's definition starts after it.
-    private static func isComment(_ line: String) -> Bool {
-        let text = line.dropFirst(leading(line))
-        return text.hasPrefix("#") && !text.hasPrefix("#include") || text.hasPrefix("//")
     }
 
     /// How many spaces and tabs `line` starts with.

@@ -17,6 +17,17 @@ import Testing
                                          newText: "def add(a, b):\n    return a + b")])
     }
 
+    /// A whole file shown (a docstring, then its functions): each changed function is a candidate, the unchanged
+    /// ones are not.
+    @Test func aWholeFileShownGivesItsChangedFunctions() {
+        let file = "\"\"\"Counts.\"\"\"\n\n\ndef counts(text):\n    return {}\n\n\ndef top(text):\n    return min(text)\n"
+        let answer = "Here:\n```python\n\"\"\"Counts.\"\"\"\n\ndef counts(text):\n    return {}\n\ndef top(text):\n"
+            + "    return max(text)\n```"
+        #expect(ShownCode.edits(answer: answer, files: [("tally.py", file)])
+            == [ShownCode.Edit(path: "tally.py", oldText: "def top(text):\n    return min(text)",
+                               newText: "def top(text):\n    return max(text)")])
+    }
+
     @Test func aCommentAboveTheShownDefinitionIsPassedOver() {
         let answer = "Here is the corrected code:\n```python\n# calc.py\ndef add(a, b):\n    return a + b\n```"
         #expect(ShownCode.edits(answer: answer, files: [("calc.py", Self.calc)]).map(\.newText)
