@@ -118,7 +118,7 @@ public struct PlanRunner: Sendable {
         plannerRequest.verify = nil
         plannerRequest.deadline = budget.plannerDeadline()
         let answer = try await runBounded(plannerRequest, events: TextDroppingSink(base: events))
-        var subtasks = PlanParser.subtasks(from: answer.text)
+        var subtasks = PlanParser.subtasks(from: answer.text).filter { !PlanPrompts.exampleSubtasks.contains($0) }
         if subtasks.count > cap {
             // Merging keeps the whole task in the plan; dropping the tail would silently leave work undone.
             let merged = subtasks[(cap - 1)...].joined(separator: "; then ")

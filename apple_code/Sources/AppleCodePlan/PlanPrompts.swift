@@ -11,6 +11,10 @@ struct PlanPrompts {
         TokenEstimator.cut(digest, toTokens: max(64, contextTokens / share)).text
     }
 
+    /// The plan the planner prompt shows as its format. Small models copy it as their plan ("Read src/a.py and fix
+    /// the typo in greet()" for a task about calc.py), so a subtask that is one of these is no subtask.
+    static let exampleSubtasks = ["Read src/a.py and fix the typo in greet()", "Add a test for greet() to tests/test_a.py"]
+
     func planner(maxSubtasks: Int) -> String {
         """
         Split the task below into at most \(maxSubtasks) subtask\(maxSubtasks == 1 ? "" : "s"). Each subtask is \
@@ -20,7 +24,7 @@ struct PlanPrompts {
         look at the workspace with the read-only tools first. If the task is small, use one subtask.
 
         Reply with only a JSON array of strings, for example:
-        ["Read src/a.py and fix the typo in greet()", "Add a test for greet() to tests/test_a.py"]
+        \(JSONValue.array(Self.exampleSubtasks.map { .string($0) }).jsonText)
 
         Task: \(cutTask())
         """

@@ -108,6 +108,17 @@ import Testing
         #expect(events.notices.contains("plan: the planner's reply held no subtasks; running the task directly"))
     }
 
+    /// Small models answered the planner with the prompt's own example: that is no plan.
+    @Test func thePromptsExampleCopiedAsThePlanRunsTheTaskDirectly() async throws {
+        let copied = JSONValue.array(PlanPrompts.exampleSubtasks.map { .string($0) }).jsonText
+        let backend = ScriptedBackend([answer(copied, turns: 1, input: 50), answer("Did it directly.", turns: 2)])
+        let events = EventLog()
+        let result = try await PlanRunner(backend: backend).run(makeRequest(), events: events)
+        #expect(result.text == "Did it directly.")
+        #expect(backend.requests[1].prompt == "Fix the three modules")
+        #expect(events.notices.contains("plan: the planner's reply held no subtasks; running the task directly"))
+    }
+
     @Test func plannerBackendErrorFallsBackButUnavailableModelStops() async throws {
         let fallback = ScriptedBackend([failure(.maxTurns, "kept calling tools"), answer("direct")])
         let events = EventLog()
