@@ -45,11 +45,17 @@ import Testing
         ])
     }
 
-    @Test func aFileShownWithTheTaskCountsAsRead() async throws {
+    /// A fresh folder holding a.py; the caller removes it.
+    private func workspaceWithAPy() throws -> URL {
         let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("seen-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: workspace) }
         try "x\n".write(to: workspace.appendingPathComponent("a.py"), atomically: true, encoding: .utf8)
+        return workspace
+    }
+
+    @Test func aFileShownWithTheTaskCountsAsRead() async throws {
+        let workspace = try workspaceWithAPy()
+        defer { try? FileManager.default.removeItem(at: workspace) }
         let edit = FakeTool("editFile", output: "edited", changes: ["a.py"])
         let model = ScriptedModel([call("editFile", #"{"path":"a.py"}"#), ChatReply(text: "Done.")])
         var task = request([edit])
@@ -61,10 +67,8 @@ import Testing
     }
 
     @Test func anEditOfAFileNotReadYetIsRefusedUntilItIsRead() async throws {
-        let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("seen-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
+        let workspace = try workspaceWithAPy()
         defer { try? FileManager.default.removeItem(at: workspace) }
-        try "x\n".write(to: workspace.appendingPathComponent("a.py"), atomically: true, encoding: .utf8)
         let edit = FakeTool("editFile", output: "edited", changes: ["a.py"])
         let model = ScriptedModel([
             call("editFile", #"{"path":"a.py"}"#),
