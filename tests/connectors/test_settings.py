@@ -83,15 +83,17 @@ def test_the_standard_profile_keeps_the_standard_limits() -> None:
 def test_the_demo_profile_sets_limits_that_fit_the_small_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("APPLE_FLOW_PROFILE", "demo")
     s = load_settings(env_file=None)
-    assert (s.afm.max_turns, s.afm.timeout_seconds, s.turn_timeout_seconds) == (4, 45, 75)
-    # Requests of 2,048 tokens: answers of at most 256 (an eighth), which SmolLM2 otherwise fills with rambling.
+    assert (s.afm.max_turns, s.afm.timeout_seconds, s.turn_timeout_seconds) == (4, 110, 140)
+    # Requests of 2,048 tokens: answers of at most 256 (an eighth), which a small model otherwise fills with rambling.
     assert s.afm.context_tokens == 2048
     assert s.afm.timeout_seconds < s.turn_timeout_seconds  # the daemon's own guard stays behind apple-code's
     line = s.profile_line()
     assert line is not None and "Demo profile" in line
-    assert "at most 4 model turns" in line and "45 s per reply" in line and "2048-token requests" in line
-    # Chat only reads: SmolLM2 answers questions with writeFile calls on made-up paths.
+    assert "at most 4 model turns" in line and "110 s per reply" in line and "2048-token requests" in line
+    # Chat only reads: small models answer questions with writeFile calls on made-up paths.
     assert s.chat_read_only is True and "chat only reads files" in line
+    # Tasks run without --plan and prompts carry no earlier exchange: both measured to hurt the small model.
+    assert s.afm.plan_tasks is False and s.afm.context_window == 0
 
 
 def test_settings_set_explicitly_win_over_the_demo_profile(
@@ -103,7 +105,7 @@ def test_settings_set_explicitly_win_over_the_demo_profile(
     monkeypatch.setenv("APPLE_FLOW_AFM_MAX_TURNS", "7")
     monkeypatch.setenv("APPLE_FLOW_CHAT_READ_ONLY", "false")
     s = load_settings(env_file=env)
-    assert (s.afm.max_turns, s.afm.timeout_seconds, s.turn_timeout_seconds) == (7, 90, 75)
+    assert (s.afm.max_turns, s.afm.timeout_seconds, s.turn_timeout_seconds) == (7, 90, 140)
     assert s.chat_read_only is False
     assert "at most 7 model turns and 90 s per reply" in (s.profile_line() or "")
 
