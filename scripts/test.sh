@@ -7,8 +7,9 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 "$ROOT/scripts/setup.sh" --local-model --browser
-# The tests' models: the default one (what the agent gets done) and the tiny one (the fastest real-model tests).
-"$ROOT/scripts/local-model.sh" install --model qwen2.5-coder-0.5b --model smollm2-135m
+# The tests' models: the default one (what the agent gets done), the larger one (a real task fixed through
+# apple-code) and the tiny one (the fastest real-model tests).
+"$ROOT/scripts/local-model.sh" install --model qwen2.5-coder-0.5b --model qwen2.5-coder-1.5b --model smollm2-135m
 
 say "Swift tests (apple_code)"
 (cd apple_code && swift test 2>&1 | grep -Ev '^\[[0-9]+/[0-9]+\] (Compiling|Emitting|Wrapping|Write|Linking|Applying)'; exit "${PIPESTATUS[0]}")
