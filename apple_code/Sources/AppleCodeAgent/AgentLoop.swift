@@ -123,9 +123,7 @@ private struct LoopRun {
         self.style = loop.style
         self.entries = [.user(request.prompt)]
         self.seen = SeenFiles(workspace: request.workspace)
-        for path in request.taskFilesShown {  // shown with the task: as good as read
-            seen.note(tool: "readFile", arguments: ["path": .string(path)], ok: true)
-        }
+        for path in request.taskFilesShown { seen.noteRead(path) }  // shown with the task: as good as read
         self.verification = request.verify
         self.overflow = OverflowRecovery(limit: budget.contextTokens, floor: budget.answerReserve * 2)
     }

@@ -133,7 +133,8 @@ public enum ChatWire {
                     // an id like `call__0_writeFile_cmpl-f9...` reads as a name SmolLM2 echoed in its answer.
                     // Asking for the answer, a result is headed by what it holds ("calc.py lines 1-6 of 6"):
                     // small models answered "The result of readFile is ..." to a "Result of readFile" heading.
-                    let heading = plainHistory && !condensed ? Self.plainHeading(summary, name: name) : "Result of \(name)"
+                    let heading = plainHistory && !condensed
+                        ? Self.plainHeading(summary, name: name) : "Result of \(name)"
                     folded.append("\(heading):\n\(content)")
                 }
             }

@@ -1,8 +1,8 @@
 import Foundation
 
-/// Names a task or an answer gives, narrowed to files the loop may open itself (the task's files read before the
-/// first turn, an answer's shown code): regular files inside the workspace after links are resolved, with no
-/// hidden (dot) name on the way. The tools confine again whatever the loop then does with them.
+/// Names a task or an answer gives, narrowed to files the loop may open itself for an answer's shown code
+/// (`ShownCode`): regular files inside the workspace after links are resolved, with no hidden (dot) name on the
+/// way. The tools confine again whatever the loop then does with them.
 enum NamedFiles {
     /// The first `limit` of `names` that qualify, each once: as the workspace-relative path the tools take, and
     /// the real path behind it.
@@ -14,10 +14,10 @@ enum NamedFiles {
             let absolute = name.hasPrefix("/") ? name : workspace + "/" + name
             let path = URL(fileURLWithPath: absolute).standardizedFileURL.path
             let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+            let kind = try? FileManager.default.attributesOfItem(atPath: real)[.type] as? FileAttributeType
             guard path.hasPrefix(workspace + "/"), real.hasPrefix(root + "/"),
                   !real.dropFirst(root.count + 1).split(separator: "/").contains(where: { $0.hasPrefix(".") }),
-                  (try? FileManager.default.attributesOfItem(atPath: real)[.type] as? FileAttributeType) == .typeRegular,
-                  seen.insert(real).inserted else { continue }
+                  kind == .typeRegular, seen.insert(real).inserted else { continue }
             found.append((String(path.dropFirst(workspace.count + 1)), real))
         }
         return found

@@ -24,9 +24,13 @@ struct SeenFiles {
 
     /// Notes a call that worked.
     mutating func note(tool: String, arguments: JSONValue?, ok: Bool) {
-        guard ok, ["readFile", "editFile", "writeFile"].contains(tool), let path = Self.path(arguments),
-              let key = key(path) else { return }
-        seen.insert(key)
+        guard ok, ["readFile", "editFile", "writeFile"].contains(tool), let path = Self.path(arguments) else { return }
+        noteRead(path)
+    }
+
+    /// Notes a file the model has seen without a call (shown with the task).
+    mutating func noteRead(_ path: String) {
+        if let key = key(path) { seen.insert(key) }
     }
 
     private static func path(_ arguments: JSONValue?) -> String? {

@@ -13,7 +13,9 @@ struct PlanPrompts {
 
     /// The plan the planner prompt shows as its format. Small models copy it as their plan ("Read src/a.py and fix
     /// the typo in greet()" for a task about calc.py), so a subtask that is one of these is no subtask.
-    static let exampleSubtasks = ["Read src/a.py and fix the typo in greet()", "Add a test for greet() to tests/test_a.py"]
+    static let exampleSubtasks = [
+        "Read src/a.py and fix the typo in greet()", "Add a test for greet() to tests/test_a.py",
+    ]
 
     func planner(maxSubtasks: Int) -> String {
         """
