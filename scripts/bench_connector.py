@@ -27,7 +27,7 @@ from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 
 from apple_flow.config import load_settings  # noqa: E402
-from apple_flow.connectors import AfmConnector, TurnRequest, outcome_of  # noqa: E402
+from apple_flow.connectors import AfmConnector, TurnRequest  # noqa: E402
 
 TARGET_MS = 25.0
 FAKE = ROOT / "tests" / "support" / "fake_apple_code.py"
@@ -61,7 +61,9 @@ def main() -> int:
         fake = install_fake(folder)
         workspace = folder / "workspace"
         workspace.mkdir()
-        settings = load_settings(env_file=None, afm_command=str(fake), default_workspace=workspace)
+        # The fake reads its mode from the environment, which reaches the agent only where the settings pass it.
+        settings = load_settings(env_file=None, afm_command=str(fake), default_workspace=workspace,
+                                 agent_environment=["FAKE_APPLE_CODE_MODE"])
         connector = AfmConnector(settings)
         request = TurnRequest(PROMPT, workspace)
         argv = connector.invocation(connector.executable(), PROMPT, workspace, request).argv
@@ -71,7 +73,7 @@ def main() -> int:
             assert done.returncode == 0 and b'"result": "ok"' in done.stdout, done
 
         def through_connector() -> None:
-            outcome = outcome_of(connector.run(request))
+            outcome = connector.run(request).outcome()
             assert outcome.text == "ok", outcome
 
         for _ in range(3):  # warm-up: page cache, interpreter start-up

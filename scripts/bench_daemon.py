@@ -105,10 +105,11 @@ class InstantConnector:
     def ensure_started(self) -> None:
         pass
 
-    def run(self, request: Any) -> Iterator[Any]:
+    def run(self, request: Any) -> Any:
         from apple_flow.connectors import Status, TurnOutcome
+        from apple_flow.connectors.base import EndedTurn
 
-        yield TurnOutcome(Status.ANSWERED, text=f"echo: {request.message}")
+        return EndedTurn(TurnOutcome(Status.ANSWERED, text=f"echo: {request.message}"))
 
     def cancel(self, key: str | None = None) -> int:
         return 0
