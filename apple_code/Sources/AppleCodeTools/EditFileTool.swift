@@ -45,11 +45,24 @@ public struct EditFileTool: WorkspaceTool {
             throw ToolFailure("\(name) is not valid UTF-8 throughout; the file tools edit UTF-8 text only, so "
                 + "nothing changed")
         }
-        let plan = try Self.replacement(in: original, oldText: oldText, newText: newText, name: name)
+        let plan: Replacement
+        var note = ""
+        do {
+            plan = try Self.replacement(in: original, oldText: oldText, newText: newText, name: name)
+        } catch let failure as ToolFailure {
+            // Not found as given: perhaps copied from readFile's result with its line numbers.
+            let new = ReadFileEcho.withoutLineNumbers(newText, firstMayLack: true) ?? newText
+            guard let old = ReadFileEcho.withoutLineNumbers(oldText, firstMayLack: true), old != new,
+                  let echoed = try? Self.replacement(in: original, oldText: old, newText: new, name: name) else {
+                throw failure
+            }
+            plan = echoed
+            note = " (the line numbers readFile shows were left out of oldText and newText)"
+        }
         try FileIO.writeFile(Array(plan.text.utf8), to: target.absolute, shown: name)
         let lineNote = plan.firstLine == plan.lastLine ? "line \(plan.firstLine)" :
             "lines \(plan.firstLine)-\(plan.lastLine)"
-        return ToolResult(text: "Edited \(name): replaced 1 occurrence at \(lineNote)",
+        return ToolResult(text: "Edited \(name): replaced 1 occurrence at \(lineNote)\(note)",
                           summary: "edited \(name) \(lineNote)", filesChanged: [name],
                           diff: TextDiff.unified(path: name, before: original, after: plan.text))
     }

@@ -22,7 +22,7 @@ public struct WriteFileTool: WorkspaceTool {
         -> ToolResult {
         let target = try workspace.resolve(arguments.string("path") ?? "")
         try GitInternals.refuseWrite(to: target, in: workspace)
-        let content = arguments.string("content") ?? ""
+        let given = arguments.string("content") ?? ""
         let created: Bool
         switch target.kind {
         case .missing: created = true
@@ -34,6 +34,10 @@ public struct WriteFileTool: WorkspaceTool {
             try FileIO.makeDirectories(String(target.absolute[..<slash]), shown: target.relative)
         }
         let before = created ? nil : Self.previousText(target.absolute)
+        var previous: String?
+        if case .text(let old)? = before { previous = old }
+        let echo = ReadFileEcho.fileContent(given, replacing: previous)
+        let content = echo ?? given
         if case .text(content)? = before {
             throw ToolFailure("\(target.relative) already holds exactly this content; nothing changed. Write the "
                 + "corrected content")
@@ -47,7 +51,8 @@ public struct WriteFileTool: WorkspaceTool {
         } else if case .text(let old) = before {
             diff = TextDiff.unified(path: target.relative, before: old, after: content)
         }
-        return ToolResult(text: "\(verb) \(target.relative) (\(bytes.count) bytes written)",
+        let note = echo == nil ? "" : "; the line numbers and tags readFile shows were left out of the content"
+        return ToolResult(text: "\(verb) \(target.relative) (\(bytes.count) bytes written\(note))",
                           summary: "\(verb.lowercased()) \(target.relative), \(bytes.count) bytes",
                           filesChanged: [target.relative], diff: diff)
     }

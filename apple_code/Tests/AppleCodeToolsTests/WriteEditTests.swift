@@ -191,3 +191,74 @@ import Testing
         #expect(EditFileTool.occurrences(of: "x", in: "").isEmpty)
     }
 }
+
+/// What a model copied from readFile's result (its line numbers, the chat template's tags) is taken off a write or
+/// an edit; text that only looks like it is written as given.
+@Suite struct ReadFileEchoTests {
+    static let tally = "def most_common(text):\n    counts = word_counts(text)\n    return min(counts, key=counts.get)\n"
+
+    /// Seen: the 1.5B rewrote tally.py as readFile had shown it, numbered and tagged; the check could not import it.
+    @Test func aWholeFileCopiedFromReadFileIsWrittenWithoutItsNumbersAndTags() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("tally.py", Self.tally)
+        let content = "<tool_response>1\tdef most_common(text):\n2\t    counts = word_counts(text)\n"
+            + "3\t    return max(counts, key=counts.get)\n</tool_response>"
+        let result = await ws.call(WriteFileTool(), ["path": "tally.py", "content": .string(content)])
+        #expect(result.ok, "\(result.text)")
+        #expect(ws.read("tally.py") == Self.tally.replacing("min(", with: "max("))
+        #expect(result.text.contains("line numbers and tags readFile shows were left out"))
+        let numbered = "1\tx = 1\n2\ty = 2\n"  // numbers alone, over a file that has none
+        _ = await ws.call(WriteFileTool(), ["path": "tally.py", "content": .string(numbered)])
+        #expect(ws.read("tally.py") == "x = 1\ny = 2\n")
+    }
+
+    @Test func numberedRowsOfANewFileOrOfDataThatHasThemAreWrittenAsGiven() async throws {
+        let ws = try TempWorkspace()
+        let rows = "1\tAna\n2\tBob\n"
+        _ = await ws.call(WriteFileTool(), ["path": "people.tsv", "content": .string(rows)])
+        #expect(ws.read("people.tsv") == rows)  // a new file: nothing to say it is an echo
+        let more = rows + "3\tCy\n"
+        let replaced = await ws.call(WriteFileTool(), ["path": "people.tsv", "content": .string(more)])
+        #expect(ws.read("people.tsv") == more && !replaced.text.contains("left out"))  // its own rows are numbered
+        let gapped = "1\ta\n3\tb\n"
+        try ws.write("x.txt", "old\n")
+        _ = await ws.call(WriteFileTool(), ["path": "x.txt", "content": .string(gapped)])
+        #expect(ws.read("x.txt") == gapped)  // numbers that do not run on are not readFile's
+    }
+
+    @Test func anEditWhoseOldTextCarriesReadFilesNumbersStillApplies() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("tally.py", Self.tally)
+        _ = await ws.call(ReadFileTool(), ["path": "tally.py"])
+        // As seen: the first line copied after its number, the next ones with theirs.
+        let edit = await ws.call(EditFileTool(), [
+            "path": "tally.py",
+            "oldText": "counts = word_counts(text)\n3\t    return min(counts, key=counts.get)",
+            "newText": "counts = word_counts(text)\n3\t    return max(counts, key=counts.get)",
+        ])
+        #expect(edit.ok, "\(edit.text)")
+        #expect(ws.read("tally.py") == Self.tally.replacing("min(", with: "max("))
+        #expect(edit.text.contains("line numbers readFile shows were left out"))
+    }
+
+    @Test func anEditThatMatchesAsGivenIsNotTouchedAndAMissStillFails() async throws {
+        let ws = try TempWorkspace()
+        try ws.write("data.tsv", "1\ta\n2\tb\n")
+        let asGiven = await ws.call(EditFileTool(), ["path": "data.tsv", "oldText": "1\ta\n2\tb", "newText": "1\tA\n2\tB"])
+        #expect(asGiven.ok && ws.read("data.tsv") == "1\tA\n2\tB\n" && !asGiven.text.contains("left out"))
+        let miss = await ws.call(EditFileTool(), ["path": "data.tsv", "oldText": "7\tzz\n8\tyy", "newText": "x"])
+        #expect(!miss.ok && miss.text.contains("oldText not found"))
+        #expect(ws.read("data.tsv") == "1\tA\n2\tB\n")
+    }
+
+    @Test func theRulesThemselves() {
+        #expect(ReadFileEcho.withoutLineNumbers("1\ta\n2\tb\n") == "a\nb\n")
+        #expect(ReadFileEcho.withoutLineNumbers("  9\ta\n 10\tb") == "a\nb")  // right-aligned numbers
+        #expect(ReadFileEcho.withoutLineNumbers("1\ta") == nil)  // one line: too likely data
+        #expect(ReadFileEcho.withoutLineNumbers("a\n2\tb", firstMayLack: false) == nil)
+        #expect(ReadFileEcho.withoutLineNumbers("a\n2\tb\n3\tc", firstMayLack: true) == "a\nb\nc")
+        #expect(ReadFileEcho.withoutLineNumbers("1\ta\n\n3\tc") == nil)  // a line without a number
+        #expect(ReadFileEcho.unwrapped("<tool_response>\nx\n</tool_response>") == "x\n")
+        #expect(ReadFileEcho.unwrapped("x <tool_response>") == nil)
+    }
+}
