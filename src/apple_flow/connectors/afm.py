@@ -34,8 +34,9 @@ MODEL_UNAVAILABLE_HINT = (
 )
 # When the daemon is already set to a server, the fix is that server, not the setting.
 SERVER_UNAVAILABLE_HINT = (
-    "Start that server (`apple-flow model start` runs the local demo model), or correct APPLE_FLOW_AFM_BASE_URL "
-    "and APPLE_FLOW_AFM_MODEL."
+    "Start that server (`apple-flow model start` runs the local demo model, `apple-flow model start --tasks` the "
+    "one for approved tasks), or correct APPLE_FLOW_AFM_BASE_URL and APPLE_FLOW_AFM_MODEL (for approved tasks: "
+    "APPLE_FLOW_AFM_TASK_BASE_URL and APPLE_FLOW_AFM_TASK_MODEL)."
 )
 
 
@@ -69,7 +70,9 @@ class AfmConnector(CliConnector):
         self.kill_margin_seconds = kill_margin_seconds
         # What every turn's command line says that the settings fix: worked out once, here.
         self._hidden = self._hide_flags()
-        self._turn_flags = self._fixed_flags()
+        self._turn_flags = self._fixed_flags(self.backend())
+        task_backend = self.task_backend_of(settings)
+        self._task_flags = self._fixed_flags(task_backend) if task_backend is not None else self._turn_flags
 
     def _context_window(self) -> int:
         return self.settings.afm.context_window
@@ -85,7 +88,8 @@ class AfmConnector(CliConnector):
 
     def invocation(self, executable: str, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         s = self.settings
-        argv = [executable, "--cwd", str(cwd), *self._turn_flags, *self._deny_port_flags()]
+        fixed = self._task_flags if request.plan else self._turn_flags  # request.plan: an approved task
+        argv = [executable, "--cwd", str(cwd), *fixed, *self._deny_port_flags()]
         if request.read_only:
             argv.append("--read-only")
         if request.plan and s.afm.plan_tasks:
@@ -97,21 +101,34 @@ class AfmConnector(CliConnector):
         argv.append("-")
         return Invocation(argv, prompt, cwd, s.afm.timeout_seconds + self.kill_margin_seconds)
 
-    def _fixed_flags(self) -> list[str]:
-        """The flags of every turn that only the settings decide: the soul prompt, the limits, the output format,
-        the backend and the paths to hide."""
+    def _fixed_flags(self, backend: Backend) -> list[str]:
+        """The flags of every turn on ``backend`` that only the settings decide: the soul prompt, the limits, the
+        output format, the backend and the paths to hide."""
         afm = self.settings.afm
         soul = cut_end(self.soul_prompt, afm.soul_max_chars)
         flags = ["--system", soul] if soul else []
         flags += ["--timeout", format_seconds(afm.timeout_seconds), "--output-format", "stream-json"]
         if afm.max_turns is not None:
             flags += ["--max-turns", str(afm.max_turns)]
-        return [*flags, *self._backend_flags(), *self._hidden]
+        return [*flags, *self._backend_flags(backend), *self._hidden]
 
     @classmethod
     def backend_of(cls, settings: Settings) -> Backend:
         """Where apple-code's model runs with these settings (the web page's health view shows it too)."""
         return Backend(settings.afm.backend, settings.afm.base_url, settings.afm.model)
+
+    @classmethod
+    def task_backend_of(cls, settings: Settings) -> Backend | None:
+        """Where approved tasks run when the settings give them a server or model of their own (a larger model
+        for the work, a quick one for chat); None: where every turn runs. A server of their own is an
+        OpenAI-compatible one; without a model, apple-code takes the one it lists."""
+        afm = settings.afm
+        if afm.task_base_url:
+            return Backend("openai", afm.task_base_url, afm.task_model)
+        if afm.task_model:
+            backend = cls.backend_of(settings)
+            return Backend(backend.name, backend.base_url, afm.task_model)
+        return None
 
     def backend(self) -> Backend:
         return self.backend_of(self.settings)
@@ -119,10 +136,9 @@ class AfmConnector(CliConnector):
     def backend_flags(self) -> list[str]:
         """``--backend``, ``--model``, ``--base-url``, ``--context-tokens`` as the settings give them (the MCP
         server's plain-answer runs use the same chain as the daemon's turns)."""
-        return self._backend_flags()
+        return self._backend_flags(self.backend())
 
-    def _backend_flags(self) -> list[str]:
-        backend = self.backend()
+    def _backend_flags(self, backend: Backend) -> list[str]:
         flags: list[str] = []
         if backend.name != "auto":
             flags += ["--backend", backend.name]
@@ -190,8 +206,9 @@ class AfmConnector(CliConnector):
             return self.failed(code, said or detail, report=report)
         return self.answer(said, code, report=report)
 
-    def _model_hint(self) -> str:
-        return SERVER_UNAVAILABLE_HINT if self.backend().name == "openai" else MODEL_UNAVAILABLE_HINT
+    def _model_hint(self, backend: Backend | None = None) -> str:
+        on_server = (backend or self.backend()).name == "openai"
+        return SERVER_UNAVAILABLE_HINT if on_server else MODEL_UNAVAILABLE_HINT
 
     # --- start-up check --------------------------------------------------------------------------------------
 
@@ -199,16 +216,24 @@ class AfmConnector(CliConnector):
         """``apple-code --version`` then ``--check`` with the configured backend; raises ``ConnectorError`` with
         what to do when the binary is missing or no model is available."""
         self._require_version()
+        self._check_backend(self.backend(), "")
+        task_backend = self.task_backend_of(self.settings)
+        if task_backend is not None and task_backend != self.backend():
+            self._check_backend(task_backend, " for approved tasks")
+
+    def _check_backend(self, backend: Backend, what: str) -> None:
         executable = self.executable()
-        result = self._probe([executable, "--check", *self._backend_flags()])
+        result = self._probe([executable, "--check", *self._backend_flags(backend)])
         check = last_json_object(result.stdout)
         if result.exit_code == 0:
             return
         if result.exit_code == EXIT_MODEL_UNAVAILABLE:
-            backend = check.get("backend", self.backend().name)
+            name = check.get("backend", backend.name)
+            where = f" at {backend.base_url}" if backend.base_url else ""
             reason = _sentence(check.get("reason") or result.last_stderr_line or "no reason given")
             raise ConnectorError(
-                f"apple-code: no model available (backend {backend}): {reason} {self._model_hint()}", Status.NO_MODEL
+                f"apple-code: no model available{what} (backend {name}{where}): {reason} {self._model_hint(backend)}",
+                Status.NO_MODEL,
             )
         raise ConnectorError(
             f"'{executable} --check' failed (exit code {result.exit_code}): "
@@ -255,7 +280,7 @@ class OllamaConnector(AfmConnector):
     def backend_of(cls, settings: Settings) -> Backend:
         return Backend("openai", settings.ollama.base_url, settings.ollama.model)
 
-    def _model_hint(self) -> str:
+    def _model_hint(self, backend: Backend | None = None) -> str:
         return (
             f"Start Ollama (`ollama serve`) and pull the model (`ollama pull {self.settings.ollama.model}`), or "
             "correct APPLE_FLOW_OLLAMA_BASE_URL and APPLE_FLOW_OLLAMA_MODEL."

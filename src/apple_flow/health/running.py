@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from apple_flow.channels.registry import REGISTRY as CHANNELS
 from apple_flow.check_result import CheckResult, CheckStatus
 from apple_flow.config import Settings
-from apple_flow.connectors.afm import AfmConnector
+from apple_flow.connectors.afm import AfmConnector, Backend
 from apple_flow.connectors.registry import REGISTRY
 from apple_flow.daemon.store import Store
 from apple_flow.health.doctor import check_chat_db, check_full_disk_access, check_sms
@@ -48,13 +48,19 @@ def _agent(settings: Settings, state: DaemonState) -> CheckResult:
     connector = REGISTRY.get(settings.connector)
     if connector is not None and issubclass(connector, AfmConnector):  # afm, and ollama (afm on Ollama's server)
         backend = connector.backend_of(settings)  # what the connector runs on, not a second reading of the settings
-        model = f", backend {backend.name}" + (f", model {backend.model}" if backend.model else "")
-        if backend.base_url:
-            model += f" at {backend.base_url}"
+        model = f", backend {backend.name}{_on(backend)}"
+        tasks = connector.task_backend_of(settings)
+        if tasks is not None:
+            model += f"; approved tasks: backend {tasks.name}{_on(tasks)}"
     detail = f"{state.connector}{model}: {state.connector_status}"
     if state.connector_status == "ready":
         return CheckResult("agent and model", CheckStatus.OK, detail)
     return CheckResult("agent and model", CheckStatus.FAIL, detail, "run `apple-flow doctor` for what to do")
+
+
+def _on(backend: Backend) -> str:
+    model = f", model {backend.model}" if backend.model else ""
+    return model + (f" at {backend.base_url}" if backend.base_url else "")
 
 
 def _sending(store: Store, now: float | None = None) -> CheckResult:

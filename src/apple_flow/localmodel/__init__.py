@@ -2,7 +2,14 @@
 disk (assembly), the server process's life (server), what runs inside it (serve, tool_calls)."""
 
 from apple_flow.localmodel.assembly import AssemblyError
-from apple_flow.localmodel.catalog import DEFAULT_MODEL, MODELS, LocalModel, UnknownModel, model_named
+from apple_flow.localmodel.catalog import (
+    DEFAULT_MODEL,
+    DEFAULT_TASK_MODEL,
+    MODELS,
+    LocalModel,
+    UnknownModel,
+    model_named,
+)
 from apple_flow.localmodel.server import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_MODELS_DIR,
@@ -21,6 +28,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_MODELS_DIR",
     "DEFAULT_STATE_DIR",
+    "DEFAULT_TASK_MODEL",
     "MODELS",
     "AssemblyError",
     "LocalModel",

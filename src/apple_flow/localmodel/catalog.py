@@ -93,7 +93,8 @@ SMOLLM2 = LocalModel(
 )
 
 MODELS: dict[str, LocalModel] = {model.name: model for model in (QWEN_05B, QWEN_15B, SMOLLM2)}
-DEFAULT_MODEL = QWEN_05B.name
+DEFAULT_MODEL = QWEN_05B.name  # chat: replies in seconds
+DEFAULT_TASK_MODEL = QWEN_15B.name  # approved tasks: fixes what the 0.5B does not (docs/benchmarks.md)
 
 
 class UnknownModel(ValueError):
