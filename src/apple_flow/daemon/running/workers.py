@@ -154,21 +154,19 @@ class TurnWorkers:
         finished = self._conclude(turn, run_id, outcome, stop, keep_exchange)
         if self.abandon.is_set():
             return
-        finished, outgoing = self._sender.check_files(finished, turn.workspace)
         noted: Noted | None = None
-        files = [(item.shown, str(item.path)) for item in outgoing if item.path is not None]
         with record.ending(), self._store.transaction():
             progress = record.end()  # the run's last events are written before its end
             work.record_reply(finished.reply)
             self._store.record_turn(turn.sender, run_id, finished)
             if finished.reply is not None:  # the files go with the reply, or not at all
-                if files:
+                if finished.files:
                     self._store.reply_files.record_files(work.reply_of, work.recipient, turn.sender,
-                                                         str(turn.workspace), files)
+                                                         str(turn.workspace), finished.files)
                 noted = self._sender.note(work.recipient, finished.reply)
         record.send_after_end(progress)
         work.answer(finished.reply, finished.approval.id if finished.approval is not None else None, noted,
-                    with_files=bool(files))
+                    with_files=bool(finished.files))
 
     def cancel(self, sender: str, run_id: str | None = None) -> bool:
         """Stops the sender's running turn (the sender was told), with ``run_id`` only if it is that run; False
