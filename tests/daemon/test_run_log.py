@@ -133,8 +133,7 @@ def test_the_last_events_are_written_with_the_runs_end(store: Store) -> None:
         record(parse_event({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "a.py"}}))
         record(parse_event({"type": "result", "subtype": "success", "result": "done"}))
         assert store.run_events.of_run("run_f") == []
-        with record.ending(), store.transaction():
-            assert record.end() is None  # no progress lines waiting
+        with record.ending():
             store.runs.finish_run("run_f", FinishedTurn("done", "done", "done"))
     store.db.trace(None)
     assert sum(1 for sql in statements if sql.startswith("COMMIT")) == 1

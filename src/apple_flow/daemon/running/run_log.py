@@ -66,7 +66,7 @@ class RunLog:
     the activity lines it makes, and closed when the run ends (a context manager).
     Events are written in batches, one transaction each: the first event of a batch waits at most
     ``FLUSH_SECONDS`` (a timer) for those that follow it, and the last ones (the ``result`` among them) are written
-    by ``end()``, in the transaction that records the run's end. So an agent streaming many events costs a few
+    by ``ending()``, in the transaction that records the run's end. So an agent streaming many events costs a few
     transactions a second instead of one per event, and the page still shows each within a quarter of a second.
     The run's budget is counted here: only this log writes its events.
 
@@ -85,8 +85,9 @@ class RunLog:
         self._sender = sender  # where progress lines go (to ``recipient``); None: the run sends none
         self._recipient = recipient
         self._throttle = ProgressThrottle(progress_seconds)
-        # Re-entrant: ``end`` runs inside ``ending``. Always taken before the store's lock (the timer's writes and
-        # ``ending`` alike), never while holding it, so the two cannot wait for each other.
+        # Held by ``ending`` through the transaction recording the run's end (re-entrant: a flush inside it waits
+        # for nothing). Always taken before the store's lock (the timer's writes and ``ending`` alike), never while
+        # holding it, so the two cannot wait for each other.
         self._lock = threading.RLock()
         self._pending: list[tuple[str, str]] = []
         self._progress: list[str] = []  # progress lines waiting for the next write
@@ -145,24 +146,15 @@ class RunLog:
 
     @contextmanager
     def ending(self) -> Iterator[None]:
-        """Holds the log while the caller opens the transaction that records the run's end (``with
-        record.ending(), store.transaction(): record.end() ...``): the log's lock is taken before the store's, as a
-        timer's write takes them."""
+        """The run ends: opens the transaction that records its end (the caller records the rest in it: ``with
+        record.ending(): store.runs.finish_run(...)``), writes the events still waiting in it and notes the progress
+        lines still waiting; once it is committed, sends those lines. The log's lock is held throughout, taken
+        before the store's, as a timer's write takes them."""
         with self._lock:
-            yield
-
-    def end(self) -> tuple[str, Noted | None] | None:
-        """The run ends: writes the events still waiting, in the caller's transaction (the one recording the run's
-        end, opened inside ``ending``), and notes the progress lines still waiting in it. Returns those lines (as
-        one text) and how they were noted, for ``send_after_end`` once that transaction is committed."""
-        with self._lock:
-            text, noted = self._write()
-        return (text, noted) if text is not None else None
-
-    def send_after_end(self, waiting: tuple[str, Noted | None] | None) -> None:
-        """Sends what ``end`` left to send, once its transaction is committed."""
-        if waiting is not None:
-            self._send(*waiting)
+            with self._store.transaction():
+                text, noted = self._write()
+                yield
+            self._send(text, noted)
 
     def close(self) -> None:
         self.flush()

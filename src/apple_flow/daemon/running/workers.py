@@ -155,8 +155,7 @@ class TurnWorkers:
         if self.abandon.is_set():
             return
         noted: Noted | None = None
-        with record.ending(), self._store.transaction():
-            progress = record.end()  # the run's last events are written before its end
+        with record.ending():  # the run's last events are written in this transaction, its last lines sent after it
             work.record_reply(finished.reply)
             self._store.record_turn(turn.sender, run_id, finished)
             if finished.reply is not None:  # the files go with the reply, or not at all
@@ -164,7 +163,6 @@ class TurnWorkers:
                     self._store.reply_files.record_files(work.reply_of, work.recipient, turn.sender,
                                                          str(turn.workspace), finished.files)
                 noted = self._sender.note(work.recipient, finished.reply)
-        record.send_after_end(progress)
         work.answer(finished.reply, finished.approval.id if finished.approval is not None else None, noted,
                     with_files=bool(finished.files))
 
