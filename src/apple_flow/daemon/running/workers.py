@@ -156,12 +156,9 @@ class TurnWorkers:
             return
         noted: Noted | None = None
         with record.ending():  # the run's last events are written in this transaction, its last lines sent after it
-            work.record_reply(finished.reply)
+            work.record_reply(finished.reply, finished.files)  # a reply's files are recorded with it
             self._store.record_turn(turn.sender, run_id, finished)
-            if finished.reply is not None:  # the files go with the reply, or not at all
-                if finished.files:
-                    self._store.reply_files.record_files(work.reply_of, work.recipient, turn.sender,
-                                                         str(turn.workspace), finished.files)
+            if finished.reply is not None:
                 noted = self._sender.note(work.recipient, finished.reply)
         work.answer(finished.reply, finished.approval.id if finished.approval is not None else None, noted,
                     with_files=bool(finished.files))
