@@ -30,6 +30,7 @@ from apple_flow.daemon.running.owner_notices import OwnerNotices, Rebuilt
 from apple_flow.daemon.running.runtime import Parts, Runtime
 from apple_flow.daemon.running.scheduler import Scheduler
 from apple_flow.daemon.running.sending import ReplySender
+from apple_flow.daemon.running.turn_runner import TurnRunner
 from apple_flow.daemon.running.web_jobs import WebLedger
 from apple_flow.daemon.running.workers import TurnWorkers
 from apple_flow.daemon.store import Store
@@ -108,8 +109,8 @@ def _parts(settings: Settings, store: Store, channel: Channel, connectors: TurnC
     scheduler: Scheduler[Work] = Scheduler()
     stop = threading.Event()
     sender = ReplySender(channel.egress, store, settings)
-    turns = TurnWorkers(settings, store, scheduler, sender, conclusion.conclude, connectors.main,
-                        connectors.escalation, stop)
+    turns = TurnWorkers(settings, scheduler, TurnRunner(settings, store, sender, conclusion.conclude),
+                        connectors.main, connectors.escalation, stop)
     # Agents ask the owner (the first allowed sender) through `apple-flow mcp`, over a socket by the database.
     owner_link = OwnerLink(settings, store, Approvals(store.approvals, settings.limits.approval_ttl_minutes), sender,
                            _owner(settings, channel))
