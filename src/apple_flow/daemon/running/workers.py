@@ -90,13 +90,11 @@ class TurnWorkers:
 
     def _work(self) -> None:
         """A worker thread: runs the turns the scheduler hands out until it closes."""
-        while (job := self._scheduler.next()) is not None:
+        for job in self._scheduler.jobs():  # each reported done as the next is asked for
             try:
                 self._runner.run(job, self._connector_for(job.payload.turn))
             except Exception:  # keep the worker: one broken job must not shrink the pool
                 log.exception("a turn of %s failed", job.sender)
-            finally:
-                self._scheduler.done(job)
 
     def cancel(self, sender: str, run_id: str | None = None) -> bool:
         """Stops the sender's running turn (the sender was told), with ``run_id`` only if it is that run; False
