@@ -87,7 +87,8 @@ LAYERS: dict[str, int] = {
     "apple_flow.daemon.running.scheduler": 1,
     "apple_flow.daemon.running.cursor": 1,
     "apple_flow.daemon.running.progress": 1,  # before the run log throttled progress itself
-    "apple_flow.daemon.running.run_log": 0,  # sends the progress lines that ride its writes (before: 1)
+    "apple_flow.daemon.running.turn_runner": 0,  # a turn, and its run log (which sends its progress lines)
+    "apple_flow.daemon.running.run_log": 0,  # the run log before it joined the turn's runner (before that: 1)
     "apple_flow.daemon.running.orphans": 1,
     "apple_flow.daemon.running.lock": 1,
     "apple_flow.daemon.deciding.files_to_send": 1,

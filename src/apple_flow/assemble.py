@@ -17,7 +17,7 @@ from apple_flow.config import Settings
 from apple_flow.connectors.base import Connector
 from apple_flow.connectors.registry import APPLE_CODE_CONNECTORS
 from apple_flow.daemon.deciding.approvals import Approvals
-from apple_flow.daemon.deciding.conclusion import Conclusion
+from apple_flow.daemon.deciding.conclusion import Conclusion, ReplyFileLimits
 from apple_flow.daemon.deciding.escalation import Escalation
 from apple_flow.daemon.deciding.orchestrator import Orchestrator
 from apple_flow.daemon.deciding.policy import Policy
@@ -30,6 +30,7 @@ from apple_flow.daemon.running.owner_notices import OwnerNotices, Rebuilt
 from apple_flow.daemon.running.runtime import Parts, Runtime
 from apple_flow.daemon.running.scheduler import Scheduler
 from apple_flow.daemon.running.sending import ReplySender
+from apple_flow.daemon.running.turn_runner import TurnRunner
 from apple_flow.daemon.running.web_jobs import WebLedger
 from apple_flow.daemon.running.workers import TurnWorkers
 from apple_flow.daemon.store import Store
@@ -96,20 +97,20 @@ def _parts(settings: Settings, store: Store, channel: Channel, connectors: TurnC
         escalation = Escalation(settings.escalate_connector, settings.limits.approval_ttl_minutes * 60.0)
     policy = Policy(settings.allowed_senders, settings.limits.max_messages_per_minute, channel.senders)
     approvals = Approvals(store.approvals, settings.limits.approval_ttl_minutes)
-    send_files = settings.imessage.send_files_per_reply > 0
+    files_back = ReplyFileLimits(settings.imessage.send_file_max_bytes, settings.imessage.send_files_per_reply)
     orchestrator = Orchestrator(
         store, policy, approvals, Workspaces(settings), connector_name=settings.connector,
-        reply_to_unknown=settings.reply_to_unknown_senders, send_files=send_files,
+        reply_to_unknown=settings.reply_to_unknown_senders, send_files=files_back.per_reply > 0,
         chat_read_only=settings.chat_read_only, verify_commands=VerifyCommands(settings), escalation=escalation,
     )
     # What a finished turn means: asked by the turn workers.
     conclusion = Conclusion(approvals, settings.connector, settings.web.base_url if settings.web.enabled else None,
-                            send_files, escalation)
+                            files_back, escalation)
     scheduler: Scheduler[Work] = Scheduler()
     stop = threading.Event()
     sender = ReplySender(channel.egress, store, settings)
-    turns = TurnWorkers(settings, store, scheduler, sender, conclusion.conclude, connectors.main,
-                        connectors.escalation, stop)
+    turns = TurnWorkers(settings, scheduler, TurnRunner(settings, store, sender, conclusion.conclude),
+                        connectors.main, connectors.escalation, stop)
     # Agents ask the owner (the first allowed sender) through `apple-flow mcp`, over a socket by the database.
     owner_link = OwnerLink(settings, store, Approvals(store.approvals, settings.limits.approval_ttl_minutes), sender,
                            _owner(settings, channel))

@@ -14,9 +14,9 @@ from apple_flow.channels.base import Handover, Noted
 from apple_flow.config import Settings
 from apple_flow.connectors.base import AgentEvent, Status, TurnOutcome
 from apple_flow.connectors.events import parse_event
-from apple_flow.daemon.running import run_log
-from apple_flow.daemon.running.run_log import EVENT_MAX_BYTES, RunLog, bounded_json
+from apple_flow.daemon.running import turn_runner
 from apple_flow.daemon.running.sending import ReplySender
+from apple_flow.daemon.running.turn_runner import EVENT_MAX_BYTES, RunLog, bounded_json
 from apple_flow.daemon.store import FinishedTurn, Store
 from support.daemon_fakes import RecordingEgress
 from support.old_database import old_database
@@ -44,7 +44,7 @@ def test_events_are_kept_in_order_without_text_deltas(store: Store) -> None:
 def test_a_run_past_its_budget_drops_events_but_keeps_its_result(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(run_log, "RUN_MAX_BYTES", 3 * EVENT_MAX_BYTES)
+    monkeypatch.setattr(turn_runner, "RUN_MAX_BYTES", 3 * EVENT_MAX_BYTES)
     store.runs.start_run("run_b", "+15551234567", "chat", "/ws", "read everything")
     record = RunLog(store, "run_b")
     for index in range(10):
@@ -60,7 +60,7 @@ def test_a_run_past_its_budget_drops_events_but_keeps_its_result(
 
 
 def test_only_the_newest_runs_keep_their_events(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(run_log, "KEEP_RUNS", 2)
+    monkeypatch.setattr(turn_runner, "KEEP_RUNS", 2)
     clock = iter(range(100))
     store.db._clock = lambda: float(next(clock))
     for name in ("r1", "r2", "r3"):
@@ -133,8 +133,7 @@ def test_the_last_events_are_written_with_the_runs_end(store: Store) -> None:
         record(parse_event({"type": "tool_call", "id": "c1", "name": "readFile", "arguments": {"path": "a.py"}}))
         record(parse_event({"type": "result", "subtype": "success", "result": "done"}))
         assert store.run_events.of_run("run_f") == []
-        with record.ending(), store.transaction():
-            assert record.end() is None  # no progress lines waiting
+        with record.ending():
             store.runs.finish_run("run_f", FinishedTurn("done", "done", "done"))
     store.db.trace(None)
     assert sum(1 for sql in statements if sql.startswith("COMMIT")) == 1
@@ -206,7 +205,7 @@ def test_an_events_activity_goes_out_as_the_throttle_lets_it_and_a_text_delta_is
 
 def test_the_throttle_sends_one_line_an_interval_the_first_after_one() -> None:
     now = [0.0]
-    throttle = run_log.ProgressThrottle(10, clock=lambda: now[0])
+    throttle = turn_runner.ProgressThrottle(10, clock=lambda: now[0])
     assert throttle.message("reading a.py") is None  # a quick turn sends none
     now[0] = 10.0
     assert throttle.message("reading   a.py\n") == "… reading a.py"

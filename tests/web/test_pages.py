@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apple_flow.connectors.events import parse_event
-from apple_flow.daemon.running.run_log import RunLog
+from apple_flow.daemon.running.turn_runner import RunLog
 from apple_flow.daemon.store import FinishedTurn
 from apple_flow.web.auth import COOKIE
 from support.daemon_harness import ANA

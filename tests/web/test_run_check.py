@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from apple_flow.connectors.events import parse_event
-from apple_flow.daemon.running.run_log import RunLog
+from apple_flow.daemon.running.turn_runner import RunLog
 from apple_flow.daemon.store import FinishedTurn
 from support.daemon_harness import ANA
 from web.conftest import Page

@@ -99,7 +99,8 @@ class AfmConnector(CliConnector):
         if s.afm.mcp_config is not None:  # the servers' own tools; with --read-only only those marked read-only
             argv += ["--mcp-config", str(s.afm.mcp_config.expanduser().absolute())]
         argv.append("-")
-        return Invocation(argv, prompt, cwd, s.afm.timeout_seconds + self.kill_margin_seconds)
+        return Invocation(argv, prompt, cwd, s.afm.timeout_seconds + self.kill_margin_seconds,
+                          EventStream(apple_code_tool_calls))
 
     def _fixed_flags(self, backend: Backend) -> list[str]:
         """The flags of every turn on ``backend`` that only the settings decide: the soul prompt, the limits, the
@@ -172,11 +173,9 @@ class AfmConnector(CliConnector):
         port = s.web_port_listening or s.web.port
         return ["--deny-port", str(port)] if s.web.enabled and port else []
 
-    def new_stream(self) -> EventStream:
-        return EventStream(apple_code_tool_calls)
-
-    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
+    def interpret(self, result: RunResult, invocation: Invocation) -> TurnOutcome:
         """apple-code's exit code (and ``result`` subtype, which the contract pairs with it) -> the outcome."""
+        stream = invocation.stream
         assert stream is not None
         report = stream.result
         code = result.exit_code

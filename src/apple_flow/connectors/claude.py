@@ -30,12 +30,10 @@ class ClaudeConnector(CliConnector):
             argv += ["--model", self.options.model]
         if self.soul_prompt:
             argv += ["--append-system-prompt", self.soul_prompt]
-        return Invocation(argv, prompt, cwd, self.settings.turn_timeout_seconds)
+        return Invocation(argv, prompt, cwd, self.settings.turn_timeout_seconds, EventStream(claude_tool_calls))
 
-    def new_stream(self) -> EventStream:
-        return EventStream(claude_tool_calls)
-
-    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
+    def interpret(self, result: RunResult, invocation: Invocation) -> TurnOutcome:
+        stream = invocation.stream
         assert stream is not None
         report = stream.result
         if result.timed_out:

@@ -45,12 +45,14 @@ ARGUMENT_MAX_CHARS = 30_000
 
 @dataclass(frozen=True)
 class Invocation:
-    """One turn's child process: its argv, what goes on stdin, where it runs, and its wall-clock limit."""
+    """One turn's child process: its argv, what goes on stdin, where it runs, its wall-clock limit, and the parser
+    its stdout lines are fed to as they arrive (JSON-lines CLIs; None: stdout is read at the end)."""
 
     argv: list[str]
     stdin: str
     cwd: Path
     timeout: float
+    stream: EventStream | None = None
 
 
 class CliConnector:
@@ -89,14 +91,11 @@ class CliConnector:
 
     def invocation(self, executable: str, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         """The child process running ``executable`` (argv[0], found for this turn) on ``prompt`` (the whole prompt:
-        ``with_soul`` has put the soul prompt first where it leads)."""
+        ``with_soul`` has put the soul prompt first where it leads), and the parser of its output."""
         raise NotImplementedError
 
-    def new_stream(self) -> EventStream | None:
-        """A parser fed each stdout line as it arrives (JSON-lines CLIs), or None to read stdout at the end."""
-        return None
-
-    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
+    def interpret(self, result: RunResult, invocation: Invocation) -> TurnOutcome:
+        """How the child of ``invocation`` ended (``invocation.stream`` has read its output), as an outcome."""
         raise NotImplementedError
 
     def _prompt_max_chars(self) -> int:
@@ -147,7 +146,6 @@ class CliConnector:
             message += "\n\n" + CHECK_REQUEST.format(command=request.verify)
         prompt = fit_prompt(message, request.exchanges, self.prompt_max_chars, request.files_note)
         invocation = self.invocation(self.executable(), self.with_soul(prompt), cwd, request)
-        stream = self.new_stream()
         try:
             child = self.runner.start(
                 invocation.argv, invocation.stdin, cwd=invocation.cwd, timeout=invocation.timeout, owner=request.sender,
@@ -155,7 +153,7 @@ class CliConnector:
             )
         except SpawnError as exc:
             return EndedTurn(self.spawn_outcome(exc))
-        return CliTurn(self, child, invocation, stream)
+        return CliTurn(self, child, invocation)
 
     # --- shared outcomes ------------------------------------------------------------------------------------
 
@@ -266,12 +264,11 @@ class CliTurn:
     caller reads them (none for a CLI read at the end); ``outcome`` is the connector's reading of how the child
     ended."""
 
-    def __init__(self, connector: CliConnector, child: ChildRun, invocation: Invocation,
-                 stream: EventStream | None) -> None:
+    def __init__(self, connector: CliConnector, child: ChildRun, invocation: Invocation) -> None:
         self._connector = connector
         self._child = child
         self._invocation = invocation
-        self._stream = stream
+        stream = invocation.stream
         self.events: Generator[AgentEvent, None, None] = (
             stream.events(child) if stream is not None else _read_to_end(child))
 
@@ -287,7 +284,7 @@ class CliTurn:
         connector = self._connector
         if result.cancelled:
             return connector.outcome(Status.CANCELLED, f"{connector.display_name} run was cancelled.", result.exit_code)
-        return connector.interpret(result, self._invocation, self._stream)
+        return connector.interpret(result, self._invocation)
 
     def close(self) -> None:
         self.events.close()

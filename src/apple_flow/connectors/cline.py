@@ -123,12 +123,10 @@ class ClineConnector(CliConnector):
         argv += ["-c", str(cwd)]
         # A task starting with "-" would be read as an option: a leading space keeps it the task.
         argv.append(f" {prompt}" if prompt.startswith("-") else prompt)
-        return Invocation(argv, "", cwd, self.settings.turn_timeout_seconds)
+        return Invocation(argv, "", cwd, self.settings.turn_timeout_seconds, ClineStream())
 
-    def new_stream(self) -> EventStream:
-        return ClineStream()
-
-    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
+    def interpret(self, result: RunResult, invocation: Invocation) -> TurnOutcome:
+        stream = invocation.stream
         assert isinstance(stream, ClineStream)
         fields: dict[str, Any] = {"files_changed": tuple(stream.files_changed), "commands_run": stream.commands_run}
         if result.timed_out:

@@ -7,7 +7,6 @@ from typing import ClassVar
 
 from apple_flow.connectors.base import TurnOutcome, TurnRequest
 from apple_flow.connectors.cli import CliConnector, Invocation
-from apple_flow.connectors.events import EventStream
 from apple_flow.connectors.runner import RunResult
 
 
@@ -29,7 +28,7 @@ class CodexConnector(CliConnector):
         argv.append("-")
         return Invocation(argv, prompt, cwd, self.settings.turn_timeout_seconds)
 
-    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
+    def interpret(self, result: RunResult, invocation: Invocation) -> TurnOutcome:
         if result.timed_out:
             return self.timed_out(invocation.timeout, exit_code=result.exit_code)
         if result.exit_code != 0:

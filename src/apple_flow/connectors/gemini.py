@@ -111,12 +111,10 @@ class GeminiConnector(CliConnector):
             argv += ["--model", self.options.model]
         # One argument, --prompt=TEXT (the long form of -p): a request starting with "-" is not taken for a flag.
         argv.append(f"--prompt={prompt}")
-        return Invocation(argv, "", cwd, self.settings.turn_timeout_seconds)
+        return Invocation(argv, "", cwd, self.settings.turn_timeout_seconds, GeminiStream())
 
-    def new_stream(self) -> EventStream:
-        return GeminiStream()
-
-    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
+    def interpret(self, result: RunResult, invocation: Invocation) -> TurnOutcome:
+        stream = invocation.stream
         assert isinstance(stream, GeminiStream)
         fields = self._reported(stream)
         code = result.exit_code

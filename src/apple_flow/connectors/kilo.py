@@ -120,12 +120,10 @@ class KiloConnector(CliConnector):
         argv += ["--agent", "plan"] if request.read_only else ["--auto"]
         if self.options.model:
             argv += ["--model", self.options.model]
-        return Invocation(argv, prompt, cwd, self.settings.turn_timeout_seconds)
+        return Invocation(argv, prompt, cwd, self.settings.turn_timeout_seconds, KiloStream())
 
-    def new_stream(self) -> EventStream:
-        return KiloStream()
-
-    def interpret(self, result: RunResult, invocation: Invocation, stream: EventStream | None) -> TurnOutcome:
+    def interpret(self, result: RunResult, invocation: Invocation) -> TurnOutcome:
+        stream = invocation.stream
         assert isinstance(stream, KiloStream)
         fields: dict[str, Any] = {"files_changed": tuple(stream.files_changed), "commands_run": stream.commands_run}
         if stream.steps:

@@ -25,7 +25,7 @@ class ApprovalRecords(Protocol):
 
     def pending(self, sender: str) -> list[Approval]: ...
 
-    def decided_by(self, sender: str, decided_by: str) -> list[Approval]: ...
+    def pending_or_decided_by(self, sender: str, decided_by: str) -> list[Approval]: ...
 
     def of_message(self, message_id: str) -> Approval | None: ...
 
@@ -72,10 +72,11 @@ class Approvals:
     def answer(self, sender: str, text: str, decided_by: str) -> ApprovalDecision | None:
         """A plain reply of the sender's answers their newest open question with its text; None when they have none
         open (the message is then an ordinary one)."""
-        replayed = self._decided_by(sender, decided_by, "answered")
+        pending, decided = self._read(sender, decided_by)
+        replayed = [a for a in decided if a.state == "answered"]
         if replayed:  # this very message answered it before a restart
             return ApprovalDecision(replayed[0], answered_text(replayed[0]))
-        questions = [a for a in self.pending(sender) if a.is_question]
+        questions = [a for a in pending if a.is_question]
         if not questions:
             return None
         answered = self._decide(questions[-1], "answered", decided_by, text)
@@ -89,9 +90,11 @@ class Approvals:
         now = self._clock()
         return [a for a in self._records.pending(sender) if a.expires_at > now]
 
-    def _find(self, sender: str, approval_id: str | None, verb: str) -> tuple[Approval | None, str]:
+    def _find(
+        self, sender: str, approval_id: str | None, verb: str, pending: list[Approval]
+    ) -> tuple[Approval | None, str]:
+        """The request ``approval_id`` names (None: the sender's only ``pending`` one), or why there is none."""
         if approval_id is None:
-            pending = self.pending(sender)
             if len(pending) == 1:
                 return pending[0], ""
             if not pending:
@@ -101,16 +104,16 @@ class Approvals:
         found = self._records.get_approval(approval_id.strip().rstrip(".,!").lower())
         if found is None or found.sender != sender:
             # Someone else's request looks exactly like an unknown one: ids are not shared.
-            pending = self.pending(sender)
             hint = f" Pending: {', '.join(a.id for a in pending)}." if pending else " You have none pending."
             return None, f"No approval request {approval_id}.{hint}"
         return found, ""
 
     def approve(self, sender: str, approval_id: str | None, decided_by: str, extra: str = "") -> ApprovalDecision:
-        replayed = self._decided_by(sender, decided_by, "approved")
+        pending, decided = self._read(sender, decided_by)
+        replayed = [a for a in decided if a.state == "approved"]
         if replayed:
             return ApprovalDecision(replayed[0], "")  # this very message approved it before a restart: run it again
-        found, error = self._find(sender, approval_id, "approve")
+        found, error = self._find(sender, approval_id, "approve", pending)
         if found is None:
             return ApprovalDecision(None, error)
         refusal = self._refusal(found)
@@ -120,11 +123,12 @@ class Approvals:
         return ApprovalDecision(approved, "", (approved,))
 
     def deny(self, sender: str, approval_id: str | None, decided_by: str) -> ApprovalDecision:
-        replayed = self._decided_by(sender, decided_by, "denied")
+        pending, decided = self._read(sender, decided_by)
+        replayed = [a for a in decided if a.state == "denied"]
         if replayed:
             # Replayed after a restart.
             return ApprovalDecision(replayed[0], f"Denied {replayed[0].id}; nothing was changed.")
-        found, error = self._find(sender, approval_id, "deny")
+        found, error = self._find(sender, approval_id, "deny", pending)
         if found is None:
             return ApprovalDecision(None, error)
         refusal = self._refusal(found)
@@ -136,10 +140,11 @@ class Approvals:
         return ApprovalDecision(denied, f"Denied {found.id}; nothing was changed.", (denied,))
 
     def deny_all(self, sender: str, decided_by: str) -> ApprovalDecision:
-        replayed = self._decided_by(sender, decided_by, "denied")
+        pending, decided = self._read(sender, decided_by)
+        replayed = [a for a in decided if a.state == "denied"]
         if replayed:  # this very message denied them before a restart: say it again, record nothing new
             return ApprovalDecision(None, self._denied_all(replayed))
-        denied = tuple(self._decide(a, "denied", decided_by) for a in self.pending(sender))
+        denied = tuple(self._decide(a, "denied", decided_by) for a in pending)
         if not denied:
             return ApprovalDecision(None, "You have no pending approval requests.")
         return ApprovalDecision(None, self._denied_all(denied), denied)
@@ -151,9 +156,13 @@ class Approvals:
     def _decide(self, approval: Approval, state: str, decided_by: str, extra: str | None = None) -> Approval:
         return replace(approval, state=state, decided_at=self._clock(), decided_by=decided_by, extra=extra)
 
-    def _decided_by(self, sender: str, decided_by: str, state: str) -> list[Approval]:
-        """What the message ``decided_by`` already decided (it is being handled again after a restart)."""
-        return [a for a in self._records.decided_by(sender, decided_by) if a.state == state]
+    def _read(self, sender: str, decided_by: str) -> tuple[list[Approval], list[Approval]]:
+        """The sender's requests still pending (not expired), and what the message ``decided_by`` already decided
+        (when it is handled again after a restart), in one read of the store."""
+        now = self._clock()
+        found = self._records.pending_or_decided_by(sender, decided_by)
+        return ([a for a in found if a.state == "pending" and a.expires_at > now],
+                [a for a in found if a.decided_by == decided_by])
 
     def _refusal(self, approval: Approval) -> str:
         if approval.state != "pending":

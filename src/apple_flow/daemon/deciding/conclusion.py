@@ -3,7 +3,8 @@ and what to record. Deciding only, like the orchestrator: it returns a ``Finishe
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from apple_flow.connectors.base import CheckReport, Exchange, Status, TurnOutcome
 from apple_flow.daemon.deciding import failures
@@ -11,9 +12,17 @@ from apple_flow.daemon.deciding.approvals import Approvals
 from apple_flow.daemon.deciding.commands import Kind
 from apple_flow.daemon.deciding.decisions import Turn
 from apple_flow.daemon.deciding.escalation import Escalation
-from apple_flow.daemon.deciding.files_to_send import take_attach_lines
+from apple_flow.daemon.deciding.files_to_send import check_all, note, take_attach_lines
 from apple_flow.daemon.deciding.reports import clip
 from apple_flow.daemon.store import FinishedTurn
+
+
+@dataclass(frozen=True)
+class ReplyFileLimits:
+    """How big a file the agent may send back, and how many a reply (0: sending files is turned off)."""
+
+    max_bytes: int = 25_000_000
+    per_reply: int = 5
 
 
 class Conclusion:
@@ -22,13 +31,13 @@ class Conclusion:
         approvals: Approvals,
         connector_name: str,
         run_links: str | None = None,
-        send_files: bool = True,
+        files: ReplyFileLimits = ReplyFileLimits(),
         escalation: Escalation | None = None,
     ) -> None:
         self._approvals = approvals
         self._connector_name = connector_name
         self._run_links = run_links  # the web page's base URL: replies then end with a link to their run
-        self._send_files = send_files  # the agent may send files back (ATTACH: lines)
+        self._files = files  # the files the agent may send back (ATTACH: lines)
         self._escalation = escalation  # None: failed tasks are not offered elsewhere
 
     def conclude(
@@ -38,14 +47,25 @@ class Conclusion:
         exception it raised (a bug: the sender hears about it, the daemon goes on). ``stop`` says whether the
         turn was stopped from outside: None (it was not), "" (cancelled; the sender was told already), or the
         reply to send instead (it ran too long). ``keep_exchange``: the conversation is kept (the connector
-        wants earlier exchanges). With the web page's base URL set, the reply ends with its run page's address."""
-        finished = self._conclude(turn, run_id, outcome, stop, keep_exchange)
+        wants earlier exchanges). With the web page's base URL set, the reply ends with its run page's address.
+        The files the answer names are checked against the turn's workspace: those that may go are the finished
+        turn's ``files``, and the reply ends saying which are being sent and which not, and why."""
+        finished, named = self._conclude(turn, run_id, outcome, stop, keep_exchange)
         if turn.kind in (Kind.APPROVE, Kind.ESCALATE) and turn.approval is not None and finished.reply:
             finished = replace(finished, reply=self._task_reply(turn, run_id, finished, outcome))
         finished = replace(finished, backend=self._backend(outcome, turn.connector))
         if self._run_links and finished.reply:
-            return replace(finished, reply=f"{finished.reply}\n\n{self._run_links}/runs/{run_id}")
-        return finished
+            finished = replace(finished, reply=f"{finished.reply}\n\n{self._run_links}/runs/{run_id}")
+        return self._check_files(finished, named, turn.workspace)
+
+    def _check_files(self, finished: FinishedTurn, named: tuple[str, ...], workspace: Path) -> FinishedTurn:
+        """``finished`` with the files that may go (inside the workspace, within the limits) and its reply saying
+        which are being sent and which not, and why."""
+        if not named or finished.reply is None:
+            return finished
+        outgoing = check_all(named, workspace, self._files.max_bytes, self._files.per_reply)
+        going = tuple((item.shown, str(item.path)) for item in outgoing if item.path is not None)
+        return replace(finished, reply=f"{finished.reply}\n\n{note(outgoing)}", files=going)
 
     def _backend(self, outcome: TurnOutcome | Exception, connector: str | None = None) -> str:
         """What answered, for ``usage``: the connector, with the backend and model the agent reported."""
@@ -57,20 +77,21 @@ class Conclusion:
 
     def _conclude(
         self, turn: Turn, run_id: str, outcome: TurnOutcome | Exception, stop: str | None, keep_exchange: bool
-    ) -> FinishedTurn:
+    ) -> tuple[FinishedTurn, tuple[str, ...]]:
+        """What the turn means, and the files its answer names (checked by ``conclude``)."""
         if isinstance(outcome, Exception):
             reply = failures.explain_exception(outcome)
-            return FinishedTurn(reply, "failed", reply)
+            return FinishedTurn(reply, "failed", reply), ()
         result = outcome.as_text()
         if stop:
-            return FinishedTurn(stop, "failed", stop, outcome)
+            return FinishedTurn(stop, "failed", stop, outcome), ()
         if stop is not None:
-            return FinishedTurn(None, "cancelled", result, outcome)
+            return FinishedTurn(None, "cancelled", result, outcome), ()
         if not outcome.answered:
-            return FinishedTurn(failures.explain(outcome), "failed", result, outcome)
+            return FinishedTurn(failures.explain(outcome), "failed", result, outcome), ()
         exchange = Exchange(turn.prompt, outcome.text) if keep_exchange else None
         if failures.is_blocker(result):  # passed on as is: no approval for a plan that is a question
-            return FinishedTurn(result.strip(), "blocked", result, outcome, exchange)
+            return FinishedTurn(result.strip(), "blocked", result, outcome, exchange), ()
         if turn.kind is Kind.TASK:
             approval = self._approvals.create(turn.sender, turn.request, result.strip(), str(turn.workspace))
             reply = (
@@ -79,9 +100,9 @@ class Conclusion:
                 "this message to approve it, dislike it to deny. "
                 f"Expires in {self._approvals.ttl_minutes} minutes."
             )
-            return FinishedTurn(reply, "done", result, outcome, exchange, approval)
+            return FinishedTurn(reply, "done", result, outcome, exchange, approval), ()
         reply, files = self._files_to_send(turn, result.strip(), outcome)
-        return FinishedTurn(reply, "done", result, outcome, exchange, files=files)
+        return FinishedTurn(reply, "done", result, outcome, exchange), files
 
     def _task_reply(self, turn: Turn, run_id: str, finished: FinishedTurn, outcome: TurnOutcome | Exception) -> str:
         """An approved (or escalated) task's reply: what happened, the agent's answer, and a last line on its check;
@@ -130,7 +151,7 @@ class Conclusion:
         """The answer without its ``ATTACH:`` lines, and the files to send: those lines' files, or, when the user
         asked for a file and the answer names none, the files the agent changed."""
         text, named = take_attach_lines(answer)
-        if not self._send_files:
+        if self._files.per_reply <= 0:
             return answer, ()
         if not named and turn.wants_file:
             named = list(outcome.files_changed)

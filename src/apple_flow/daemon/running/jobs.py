@@ -4,6 +4,7 @@ once where it is created, so the runtime runs either the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from apple_flow.channels.base import Noted
@@ -24,11 +25,6 @@ class Work(Protocol):
         """The message the run answers ("channel:rowid"), kept with the run."""
         ...
 
-    @property
-    def reply_of(self) -> str:
-        """Names the reply, for the files it sends (``store.reply_files``)."""
-        ...
-
     def take(self) -> None:
         """It starts: recorded as taken (a message), in the caller's transaction with the run's start."""
         ...
@@ -42,8 +38,9 @@ class Work(Protocol):
         """Receives the files that came with it into the turn's workspace: the note telling the agent about them."""
         ...
 
-    def record_reply(self, reply: str | None) -> None:
-        """Records the answer before it is sent, in the caller's transaction (None: nothing to send)."""
+    def record_reply(self, reply: str | None, files: Sequence[tuple[str, str]] = ()) -> None:
+        """Records the answer before it is sent, in the caller's transaction (None: nothing to send), with the
+        files that go with it ((as named, path), ``store.reply_files``, under the reply's own name)."""
         ...
 
     def answer(

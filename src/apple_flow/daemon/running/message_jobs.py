@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,9 +47,7 @@ class MessageLedger:
         return f"{self.channel}:{message.rowid}"
 
     def work(self, message: InboundMessage, turn: Turn) -> MessageWork:
-        return MessageWork(
-            turn, self, message, message.reply_target, self.ref(message), message_reply(self.channel, message.rowid)
-        )
+        return MessageWork(turn, self, message, message.reply_target, self.ref(message))
 
     def take(self, message: InboundMessage) -> None:
         """Records that the message is being handled (in the caller's transaction), with the marks its channel
@@ -123,8 +122,16 @@ class MessageLedger:
         )
         return describe(arrivals)
 
-    def record_reply(self, message: InboundMessage, reply: str | None, note: str | None = None) -> None:
+    def record_reply(
+        self, message: InboundMessage, reply: str | None, note: str | None = None,
+        files: Sequence[tuple[str, str]] = (), recipient: str = "", workspace: Path | None = None,
+    ) -> None:
+        """The reply (or ``note`` on why there is none) recorded on the message, and the ``files`` that go to
+        ``recipient`` with it (from ``workspace``), in the caller's transaction."""
         self._store.messages.record_message_reply(self.channel, message.rowid, reply, note)
+        if files:
+            self._store.reply_files.record_files(message_reply(self.channel, message.rowid), recipient,
+                                                 message.sender, str(workspace), files)
 
     def deliver(
         self, message: InboundMessage, recipient: str, reply: str, approval_id: str | None = None,
@@ -187,7 +194,6 @@ class MessageWork:
     message: InboundMessage
     recipient: str
     run_message: str
-    reply_of: str
 
     def take(self) -> None:
         self.replies.take(self.message)
@@ -201,8 +207,9 @@ class MessageWork:
     def files_note(self) -> str:
         return self.replies.receive_files(self.message, self.turn.workspace)
 
-    def record_reply(self, reply: str | None) -> None:
-        self.replies.record_reply(self.message, reply, "cancelled" if reply is None else None)
+    def record_reply(self, reply: str | None, files: Sequence[tuple[str, str]] = ()) -> None:
+        self.replies.record_reply(self.message, reply, "cancelled" if reply is None else None, files, self.recipient,
+                                  self.turn.workspace)
 
     def answer(
         self, reply: str | None, approval_id: str | None = None, noted: Noted | None = None, with_files: bool = True

@@ -8,7 +8,7 @@ and hands the reply to the egress. Nothing below it calls back into it.
 Its parts (``Parts``, built by ``apple_flow.assemble``: the runtime builds none of them): work comes from two
 origins, a message (``message_jobs``: its turn, and the message's way from taken to passed by the cursor) and a task
 approved on the web page (``web_jobs``); each kind of ``Work`` (``jobs``) carries what differs, computed where it is
-created, so ``workers.TurnWorkers`` runs either the same way. ``ReplySender`` sends replies, progress and files.
+created, so ``turn_runner.TurnRunner`` runs either the same way. ``ReplySender`` sends replies, progress and files.
 Threads (turn workers, the ingress reader, the watchdog) start in ``run()``.
 
 The channel's interface (``channels.base``) declares all the runtime uses of it, with defaults: the ingress yields
@@ -347,7 +347,7 @@ class Runtime:
             # Files come with turns.
             self._messages.deliver(message, recipient, decision.text, noted=noted, with_files=False)
         else:
-            # Taken when its turn starts (``TurnWorkers``), in the transaction that begins its run; the requests it
+            # Taken when its turn starts (``TurnRunner``), in the transaction that begins its run; the requests it
             # decides are recorded now, with it taken.
             if decision.decided:
                 with store.transaction():

@@ -1,11 +1,13 @@
-"""Which turn runs next: at most one at a time per sender, in arrival order. The runtime's worker threads ask
-``next()`` for a job and report ``done(job)``; the scheduler itself runs nothing and calls nothing."""
+"""Which turn runs next: at most one at a time per sender, in arrival order. The runtime's worker threads take their
+jobs from ``jobs()`` (``next()``, then ``done(job)`` once they ask for the one after); the scheduler itself runs
+nothing and calls nothing."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -41,6 +43,15 @@ class Scheduler(Generic[T]):
                 self._active[job.sender] = job
                 self._ready.append(job)
                 self._changed.notify_all()
+
+    def jobs(self) -> Iterator[Job[T]]:
+        """A worker thread's jobs, one after another as ``next`` gives them, each reported ``done`` when the worker
+        asks for the one after it (or stops asking); ends once the scheduler is closed."""
+        while (job := self.next()) is not None:
+            try:
+                yield job
+            finally:
+                self.done(job)
 
     def next(self) -> Job[T] | None:
         """The next job to run, marked started (waits for one); None once the scheduler is closed."""

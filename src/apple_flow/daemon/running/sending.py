@@ -1,7 +1,7 @@
 """Sending, the running half's way out: replies, progress and files to the egress, one at a time per recipient (a chat's
 parts of one reply must not interleave with another's; different chats do not wait for each other), each failure
-said, never fatal. The files a reply names are checked against its workspace (``files_to_send``) when the reply is
-recorded and again before each goes; each is marked in the store as it is sent or refused.
+said, never fatal. The files a reply names (checked against its workspace when the reply was made: ``Conclusion``)
+are checked again before each goes; each is marked in the store as it is sent or refused.
 
 A reply is handed over (``hand_over``) and its delivery confirmed apart (``when_confirmed``): the channel's
 confirmation (the iMessage channel waits up to ``send_confirm_seconds`` for Messages' row) runs on a thread of its
@@ -17,13 +17,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from apple_flow.channels.base import Egress, Handover, Noted, SendError
 from apple_flow.config import Settings
-from apple_flow.daemon.deciding.files_to_send import Outgoing, check, check_all, note
-from apple_flow.daemon.store import FinishedTurn, Store
+from apple_flow.daemon.deciding.files_to_send import check
+from apple_flow.daemon.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -168,15 +168,6 @@ class ReplySender:
     def went_out(self, recipient: str, reply: str, rowid: int) -> bool:
         """Whether a reply recorded before a crash went out before it (the channel knows)."""
         return self._egress.went_out(recipient, reply, rowid)
-
-    def check_files(self, finished: FinishedTurn, workspace: Path) -> tuple[FinishedTurn, list[Outgoing]]:
-        """Which of the files the answer names may go (inside the workspace, within the limits); the reply then
-        says which are being sent and which not, and why."""
-        if not finished.files or finished.reply is None:
-            return finished, []
-        s = self._settings.imessage
-        outgoing = check_all(finished.files, workspace, s.send_file_max_bytes, s.send_files_per_reply)
-        return replace(finished, reply=f"{finished.reply}\n\n{note(outgoing)}"), outgoing
 
     def send_reply_files(self, reply_of: str) -> None:
         """Sends the files a reply names that are not sent yet (recorded with the reply), each marked as it goes.

@@ -5,7 +5,9 @@ recorded but not sent (``WebLedger.resume``)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from apple_flow.channels.base import Noted
 from apple_flow.daemon.deciding.decisions import Turn
@@ -21,7 +23,7 @@ class WebLedger:
         self._sender = sender
 
     def work(self, approval: Approval, turn: Turn) -> WebWork:
-        return WebWork(turn, self, approval, turn.sender, None, web_reply(approval.id))
+        return WebWork(turn, self, approval, turn.sender, None)
 
     def resume(self) -> list[Approval]:
         """At start-up: sends the answers recorded but not sent (and the files a stop cut short); returns the
@@ -37,8 +39,14 @@ class WebLedger:
             self._sender.send_reply_files(reply_of)
         return rerun
 
-    def record(self, approval: Approval, reply: str | None) -> None:
+    def record(self, approval: Approval, reply: str | None, files: Sequence[tuple[str, str]] = (),
+               recipient: str = "", workspace: Path | None = None) -> None:
+        """The answer recorded on the web run, and the ``files`` that go to ``recipient`` with it (from
+        ``workspace``)."""
         self._store.web_runs.record_web_reply(approval.id, reply)
+        if files:
+            self._store.reply_files.record_files(web_reply(approval.id), recipient, approval.sender, str(workspace),
+                                                 files)
 
     def send(self, approval: Approval, reply: str, noted: Noted | None = None) -> None:
         """Sends the recorded answer, marks it sent (a web run has no message whose row the channel could be asked
@@ -67,7 +75,6 @@ class WebWork:
     approval: Approval
     recipient: str
     run_message: None
-    reply_of: str
 
     def take(self) -> None:
         """Recorded as queued when it was approved (``store.web_runs``)."""
@@ -78,8 +85,8 @@ class WebWork:
     def files_note(self) -> str:
         return ""
 
-    def record_reply(self, reply: str | None) -> None:
-        self.replies.record(self.approval, reply)
+    def record_reply(self, reply: str | None, files: Sequence[tuple[str, str]] = ()) -> None:
+        self.replies.record(self.approval, reply, files, self.recipient, self.turn.workspace)
 
     def answer(
         self, reply: str | None, approval_id: str | None = None, noted: Noted | None = None, with_files: bool = True

@@ -1,11 +1,6 @@
-"""Runs the turns the scheduler hands out: worker threads take each job, run it through its connector (progress
-to the recipient, the agent's events into the run log), ask what the outcome means, record it with the reply and
-hand the reply to the job's work; a watchdog stops turns past their time, and ``cancel`` stops one on request.
-
-A turn writes the store three times on its way: its work taken with its run begun (one transaction), the run's
-end with its last events, the reply, the sent lines of it and of the progress still waiting (one transaction, the
-reply recorded before it is sent), and what the work does once the reply is out (``jobs.Work.answer``). The
-run's events and progress lines of a longer turn ride the run log's batches (``run_log``).
+"""The worker pool: threads that take the jobs the scheduler hands out and run each turn (``turn_runner``, which does
+what one turn does, with its run log) through the connector it needs; a watchdog stops turns past their time,
+``cancel`` stops one on request, and shutdown kills what still runs.
 
 The connectors are the daemon's and, when set up, the escalation's (APPLE_FLOW_ESCALATE_CONNECTOR), which runs
 only the tasks the owner escalates."""
@@ -15,48 +10,36 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 
-from apple_flow.channels.base import Noted
 from apple_flow.config import Settings
-from apple_flow.connectors.base import Connector, ConnectorError, TurnOutcome, TurnRequest
+from apple_flow.connectors.base import Connector, ConnectorError
 from apple_flow.daemon.deciding import failures
-from apple_flow.daemon.deciding.decisions import Turn, new_run_id
+from apple_flow.daemon.deciding.decisions import Turn
 from apple_flow.daemon.running.jobs import Work
-from apple_flow.daemon.running.run_log import RunLog
-from apple_flow.daemon.running.scheduler import Job, Scheduler
-from apple_flow.daemon.running.sending import ReplySender
-from apple_flow.daemon.store import FinishedTurn, Store
+from apple_flow.daemon.running.scheduler import Scheduler
+from apple_flow.daemon.running.turn_runner import TurnRunner
 
 log = logging.getLogger(__name__)
 
 KILL_WAIT_SECONDS = 5.0  # after killing turns at shutdown, how long to wait for their threads to notice
-
-# What a turn that has run means (``Conclusion.conclude``): (turn, run id, outcome, stop, keep_exchange).
-Conclude = Callable[[Turn, str, TurnOutcome | Exception, str | None, bool], FinishedTurn]
 
 
 class TurnWorkers:
     def __init__(
         self,
         settings: Settings,
-        store: Store,
         scheduler: Scheduler[Work],
-        sender: ReplySender,
-        conclude: Conclude,
+        runner: TurnRunner,
         connector: Connector,
         escalation_connector: Connector | None,
         stop: threading.Event,
     ) -> None:
         self._settings = settings
-        self._store = store
         self._scheduler = scheduler
-        self._sender = sender
-        self._conclude = conclude
+        self._runner = runner
         self._connector = connector
         self._escalation_connector = escalation_connector
         self._stop = stop
-        self.abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
         self.status = "not checked yet"
 
     def start(self) -> None:
@@ -68,7 +51,7 @@ class TurnWorkers:
 
     def stop_running(self) -> None:
         """Shutdown ran out of patience: kill what runs, record nothing for it (its message is redone next start)."""
-        self.abandon.set()
+        self._runner.abandon.set()
         for connector in self.connectors:
             connector.cancel()
         self._scheduler.wait_idle(KILL_WAIT_SECONDS)
@@ -107,68 +90,11 @@ class TurnWorkers:
 
     def _work(self) -> None:
         """A worker thread: runs the turns the scheduler hands out until it closes."""
-        while (job := self._scheduler.next()) is not None:
+        for job in self._scheduler.jobs():  # each reported done as the next is asked for
             try:
-                self._run_job(job)
+                self._runner.run(job, self._connector_for(job.payload.turn))
             except Exception:  # keep the worker: one broken job must not shrink the pool
                 log.exception("a turn of %s failed", job.sender)
-            finally:
-                self._scheduler.done(job)
-
-    def _run_job(self, job: Job[Work]) -> None:
-        work = job.payload
-        turn = work.turn
-        if work.withdrawn():
-            return
-        run_id = new_run_id()
-        with self._store.transaction():  # its work taken (a message) and its run begun, together
-            work.take()
-            self._store.runs.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request,
-                                       work.run_message, turn.approval.id if turn.approval is not None else None,
-                                       turn.escalates)
-        job.run_id = run_id  # from now on `cancel <run id>` finds it
-        connector = self._connector_for(turn)
-        window = connector.context_window
-        exchanges = tuple(self._store.history.recent_exchanges(turn.sender, window))
-        request = TurnRequest(
-            turn.prompt, turn.workspace, exchanges, turn.read_only, turn.plan, sender=turn.sender,
-            files_note=work.files_note(), verify=turn.verify,
-        )
-        with RunLog(self._store, run_id, sender=self._sender, recipient=work.recipient,
-                    progress_seconds=self._settings.limits.progress_interval_seconds) as record:
-            self._finish(job, run_id, connector, request, record, keep_exchange=window > 0)
-
-    def _finish(self, job: Job[Work], run_id: str, connector: Connector, request: TurnRequest, record: RunLog,
-                keep_exchange: bool) -> None:
-        """Runs the turn, then records its end with its last events and its reply (and the reply's files and sent
-        lines), in one transaction, before the reply goes."""
-        work = job.payload
-        turn = work.turn
-        outcome: TurnOutcome | Exception
-        try:  # each of the agent's events goes into the run log, which passes its progress on to the recipient
-            outcome = record.follow(connector.run(request))
-        except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
-            log.exception("turn %s failed", run_id)
-            outcome = exc
-        stop = job.stop_reply if job.cancelled.is_set() else None
-        finished = self._conclude(turn, run_id, outcome, stop, keep_exchange)
-        if self.abandon.is_set():
-            return
-        finished, outgoing = self._sender.check_files(finished, turn.workspace)
-        noted: Noted | None = None
-        files = [(item.shown, str(item.path)) for item in outgoing if item.path is not None]
-        with record.ending(), self._store.transaction():
-            progress = record.end()  # the run's last events are written before its end
-            work.record_reply(finished.reply)
-            self._store.record_turn(turn.sender, run_id, finished)
-            if finished.reply is not None:  # the files go with the reply, or not at all
-                if files:
-                    self._store.reply_files.record_files(work.reply_of, work.recipient, turn.sender,
-                                                         str(turn.workspace), files)
-                noted = self._sender.note(work.recipient, finished.reply)
-        record.send_after_end(progress)
-        work.answer(finished.reply, finished.approval.id if finished.approval is not None else None, noted,
-                    with_files=bool(files))
 
     def cancel(self, sender: str, run_id: str | None = None) -> bool:
         """Stops the sender's running turn (the sender was told), with ``run_id`` only if it is that run; False

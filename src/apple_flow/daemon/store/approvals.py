@@ -28,10 +28,12 @@ class ApprovalTable:
         rows = self._db.rows("SELECT * FROM approvals WHERE id = ?", (approval_id,))
         return Approval(**dict(rows[0])) if rows else None
 
-    def decided_by(self, sender: str, decided_by: str) -> list[Approval]:
-        """The sender's requests that the message ``decided_by`` ("channel:rowid") decided."""
+    def pending_or_decided_by(self, sender: str, decided_by: str) -> list[Approval]:
+        """The sender's pending requests (expired ones too) and those the message ``decided_by`` ("channel:rowid")
+        decided, in one read."""
         rows = self._db.rows(
-            "SELECT * FROM approvals WHERE sender = ? AND decided_by = ? ORDER BY created_at", (sender, decided_by)
+            "SELECT * FROM approvals WHERE sender = ? AND (state = 'pending' OR decided_by = ?) ORDER BY created_at",
+            (sender, decided_by),
         )
         return [Approval(**dict(row)) for row in rows]
 

@@ -83,8 +83,8 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX sent_by_time ON sent (channel, at);
     """,
-    # 4: what each run did, for the web page: the agent's stream-json events (size-bounded, see run_log.py), and the
-    # message a run answers ("channel:rowid"), whose reply is the one sent.
+    # 4: what each run did, for the web page: the agent's stream-json events (size-bounded, see the run log in
+    # running/turn_runner.py), and the message a run answers ("channel:rowid"), whose reply is the one sent.
     """
     CREATE TABLE run_events (
         run_id TEXT NOT NULL,

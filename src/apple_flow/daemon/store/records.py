@@ -63,7 +63,8 @@ class FinishedTurn:
     outcome: TurnOutcome | None = None  # the connector's, when it gave one
     exchange: Exchange | None = None  # the conversation's new exchange, to keep
     approval: Approval | None = None  # a new request the reply announces
-    files: tuple[str, ...] = ()  # workspace files the answer asks to send with the reply (``deciding.files_to_send``)
+    # The files that go with the reply: (as the answer named it, its path), checked (``deciding.files_to_send``).
+    files: tuple[tuple[str, str], ...] = ()
     backend: str | None = None  # what answered (see ``Run.backend``)
 
 

@@ -1,5 +1,5 @@
-"""What each run did, for the web page: the agent's stream-json events, size-bounded per run (``daemon.run_log``),
-those of the newest runs only."""
+"""What each run did, for the web page: the agent's stream-json events, size-bounded per run (the run log,
+``daemon.running.turn_runner.RunLog``), those of the newest runs only."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ class RunEventTable:
     def add_run_events(self, run_id: str, events: Sequence[tuple[str, str]], first_seq: int, dropped: int = 0,
             keep_runs: int | None = None) -> None:
         """Keeps a batch of a run's events, (type, body) numbered from ``first_seq``, and counts ``dropped`` more
-        as dropped (over the run's budget, which ``daemon.run_log`` keeps), in one transaction. With ``keep_runs``
-        (the run's first batch) it also forgets the events of runs older than the newest ``keep_runs``, so the
-        table stays bounded."""
+        as dropped (over the run's budget, which the run log keeps), in one transaction. With ``keep_runs`` (the
+        run's first batch) it also forgets the events of runs older than the newest ``keep_runs``, so the table
+        stays bounded."""
         with self._db.transaction():
             if keep_runs is not None:
                 self._db.write(

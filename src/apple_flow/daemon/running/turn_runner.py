@@ -1,11 +1,18 @@
-"""What a run did, kept for the web page: the agent's stream-json events (tool calls and their results with output,
-exit code and diff, notices, the result), as they arrive, a few transactions a second at most (``RunLog``); and the
-progress lines the turn sends (of the activity the agent reports, at most one line an interval:
-``ProgressThrottle``), which ride those transactions.
+"""One turn on a worker thread, from its work taken to its answer handed over (``TurnRunner``), and what its run
+did, kept for the web page (``RunLog``).
 
+A turn writes the store three times on its way: its work taken with its run begun (one transaction), the run's
+end with its last events, the reply, the sent lines of it and of the progress still waiting (one transaction, the
+reply recorded before it is sent), and what the work does once the reply is out (``jobs.Work.answer``).
+
+The run log keeps the agent's stream-json events (tool calls and their results with output, exit code and diff,
+notices, the result) as they arrive, a few transactions a second at most; the progress lines the turn sends (of
+the activity the agent reports, at most one line an interval: ``ProgressThrottle``) ride those transactions.
 Bounded three ways: one event at most ``EVENT_MAX_BYTES`` (its longest strings cut, saying so), one run at most
 ``RUN_MAX_BYTES`` (later events are counted as dropped, but the ``result`` event always has room), and only the
 newest ``KEEP_RUNS`` runs keep their events. ``text`` deltas are not kept: the ``result`` event holds the answer.
+
+Which turns run when, on how many threads, and stopping them, is the worker pool's (``workers``).
 """
 
 from __future__ import annotations
@@ -19,10 +26,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from apple_flow.channels.base import Noted
-from apple_flow.connectors.base import TurnOutcome, TurnRun
+from apple_flow.config import Settings
+from apple_flow.connectors.base import Connector, TurnOutcome, TurnRequest, TurnRun
 from apple_flow.connectors.stream_events import Result, StreamEvent, Text
+from apple_flow.daemon.deciding.decisions import Turn, new_run_id
+from apple_flow.daemon.running.jobs import Work
+from apple_flow.daemon.running.scheduler import Job
 from apple_flow.daemon.running.sending import ReplySender
-from apple_flow.daemon.store import Store
+from apple_flow.daemon.store import FinishedTurn, Store
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +45,70 @@ SKIPPED = (Text,)
 
 FLUSH_SECONDS = 0.25  # how long an event may wait in memory for those after it to share its transaction
 PROGRESS_MAX_CHARS = 160
+
+# What a turn that has run means (``Conclusion.conclude``): (turn, run id, outcome, stop, keep_exchange).
+Conclude = Callable[[Turn, str, TurnOutcome | Exception, str | None, bool], FinishedTurn]
+
+
+class TurnRunner:
+    """Runs one job's turn: its work taken with its run begun, the connector's turn followed by its run log (progress
+    to the recipient, the agent's events kept), what the outcome means asked, the run's end recorded with the reply,
+    and the reply handed to the job's work."""
+
+    def __init__(self, settings: Settings, store: Store, sender: ReplySender, conclude: Conclude) -> None:
+        self._settings = settings
+        self._store = store
+        self._sender = sender
+        self._conclude = conclude
+        self.abandon = threading.Event()  # shutdown killed the running turns: record nothing for them
+
+    def run(self, job: Job[Work], connector: Connector) -> None:
+        """Runs ``job``'s turn through ``connector`` (the daemon's, or the escalation's for an escalated task)."""
+        work = job.payload
+        turn = work.turn
+        if work.withdrawn():
+            return
+        run_id = new_run_id()
+        with self._store.transaction():  # its work taken (a message) and its run begun, together
+            work.take()
+            self._store.runs.start_run(run_id, turn.sender, turn.kind.value, str(turn.workspace), turn.request,
+                                       work.run_message, turn.approval.id if turn.approval is not None else None,
+                                       turn.escalates)
+        job.run_id = run_id  # from now on `cancel <run id>` finds it
+        window = connector.context_window
+        exchanges = tuple(self._store.history.recent_exchanges(turn.sender, window))
+        request = TurnRequest(
+            turn.prompt, turn.workspace, exchanges, turn.read_only, turn.plan, sender=turn.sender,
+            files_note=work.files_note(), verify=turn.verify,
+        )
+        with RunLog(self._store, run_id, sender=self._sender, recipient=work.recipient,
+                    progress_seconds=self._settings.limits.progress_interval_seconds) as record:
+            self._finish(job, run_id, connector, request, record, keep_exchange=window > 0)
+
+    def _finish(self, job: Job[Work], run_id: str, connector: Connector, request: TurnRequest, record: RunLog,
+                keep_exchange: bool) -> None:
+        """Runs the turn, then records its end with its last events and its reply (and the reply's files and sent
+        lines), in one transaction, before the reply goes."""
+        work = job.payload
+        turn = work.turn
+        outcome: TurnOutcome | Exception
+        try:  # each of the agent's events goes into the run log, which passes its progress on to the recipient
+            outcome = record.follow(connector.run(request))
+        except Exception as exc:  # a connector bug must not take the daemon down; the sender hears about it
+            log.exception("turn %s failed", run_id)
+            outcome = exc
+        stop = job.stop_reply if job.cancelled.is_set() else None
+        finished = self._conclude(turn, run_id, outcome, stop, keep_exchange)
+        if self.abandon.is_set():
+            return
+        noted: Noted | None = None
+        with record.ending():  # the run's last events are written in this transaction, its last lines sent after it
+            work.record_reply(finished.reply, finished.files)  # a reply's files are recorded with it
+            self._store.record_turn(turn.sender, run_id, finished)
+            if finished.reply is not None:
+                noted = self._sender.note(work.recipient, finished.reply)
+        work.answer(finished.reply, finished.approval.id if finished.approval is not None else None, noted,
+                    with_files=bool(finished.files))
 
 
 class ProgressThrottle:
@@ -66,7 +141,7 @@ class RunLog:
     the activity lines it makes, and closed when the run ends (a context manager).
     Events are written in batches, one transaction each: the first event of a batch waits at most
     ``FLUSH_SECONDS`` (a timer) for those that follow it, and the last ones (the ``result`` among them) are written
-    by ``end()``, in the transaction that records the run's end. So an agent streaming many events costs a few
+    by ``ending()``, in the transaction that records the run's end. So an agent streaming many events costs a few
     transactions a second instead of one per event, and the page still shows each within a quarter of a second.
     The run's budget is counted here: only this log writes its events.
 
@@ -85,8 +160,9 @@ class RunLog:
         self._sender = sender  # where progress lines go (to ``recipient``); None: the run sends none
         self._recipient = recipient
         self._throttle = ProgressThrottle(progress_seconds)
-        # Re-entrant: ``end`` runs inside ``ending``. Always taken before the store's lock (the timer's writes and
-        # ``ending`` alike), never while holding it, so the two cannot wait for each other.
+        # Held by ``ending`` through the transaction recording the run's end (re-entrant: a flush inside it waits
+        # for nothing). Always taken before the store's lock (the timer's writes and ``ending`` alike), never while
+        # holding it, so the two cannot wait for each other.
         self._lock = threading.RLock()
         self._pending: list[tuple[str, str]] = []
         self._progress: list[str] = []  # progress lines waiting for the next write
@@ -145,24 +221,15 @@ class RunLog:
 
     @contextmanager
     def ending(self) -> Iterator[None]:
-        """Holds the log while the caller opens the transaction that records the run's end (``with
-        record.ending(), store.transaction(): record.end() ...``): the log's lock is taken before the store's, as a
-        timer's write takes them."""
+        """The run ends: opens the transaction that records its end (the caller records the rest in it: ``with
+        record.ending(): store.runs.finish_run(...)``), writes the events still waiting in it and notes the progress
+        lines still waiting; once it is committed, sends those lines. The log's lock is held throughout, taken
+        before the store's, as a timer's write takes them."""
         with self._lock:
-            yield
-
-    def end(self) -> tuple[str, Noted | None] | None:
-        """The run ends: writes the events still waiting, in the caller's transaction (the one recording the run's
-        end, opened inside ``ending``), and notes the progress lines still waiting in it. Returns those lines (as
-        one text) and how they were noted, for ``send_after_end`` once that transaction is committed."""
-        with self._lock:
-            text, noted = self._write()
-        return (text, noted) if text is not None else None
-
-    def send_after_end(self, waiting: tuple[str, Noted | None] | None) -> None:
-        """Sends what ``end`` left to send, once its transaction is committed."""
-        if waiting is not None:
-            self._send(*waiting)
+            with self._store.transaction():
+                text, noted = self._write()
+                yield
+            self._send(text, noted)
 
     def close(self) -> None:
         self.flush()
