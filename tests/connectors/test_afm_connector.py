@@ -207,16 +207,18 @@ def test_approved_tasks_run_on_the_task_server_and_chat_on_the_first(
     settings = connector_settings(afm_backend="openai", afm_base_url="http://127.0.0.1:9/v1",
                                   afm_task_base_url="http://127.0.0.1:10/v1", afm_context_tokens=2048)
     connector = AfmConnector(settings)
-    reply(connector, "fix it", plan=True)
+    reply(connector, "fix it", plan=True, task=True)
     reply(connector, "what is here?")
-    reply(connector, "plan it", read_only=True)  # a task's plan, before approval: the quick model
-    task, chat, planning = (run["argv"] for run in record())
+    reply(connector, "plan it", read_only=True, task=True)  # a task's plan, before approval: the task model too
+    reply(connector, "look around", read_only=True)  # a read-only chat turn
+    task, chat, planning, looking = (run["argv"] for run in record())
 
     def backend(argv: list[str]) -> list[str]:
         return argv[argv.index("stream-json") + 1 : argv.index("--hide")]
 
-    assert backend(task) == ["--backend", "openai", "--base-url", "http://127.0.0.1:10/v1", "--context-tokens", "2048"]
-    assert backend(chat) == backend(planning) == [
+    assert backend(task) == backend(planning) == [
+        "--backend", "openai", "--base-url", "http://127.0.0.1:10/v1", "--context-tokens", "2048"]
+    assert backend(chat) == backend(looking) == [
         "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--context-tokens", "2048"]
 
 

@@ -115,3 +115,33 @@ def test_a_check_that_never_passes_ends_not_done_and_escalation_runs_it_on_claud
     assert "fix add in calc.py" in claude["stdin"] and "1. Fix add." in claude["stdin"]
     assert f"run `{CHECK}` in the workspace" in claude["stdin"]
     assert claude["cwd"] == str(buggy_calc)
+
+
+def test_a_task_plans_and_works_on_the_task_server_while_chat_stays_on_the_first(
+    verifying_daemon: DaemonProcess, chat_db: ChatDbWriter, buggy_calc: Path
+) -> None:
+    """APPLE_FLOW_AFM_TASK_BASE_URL (run.sh's larger local model): the task's plan and its approved work go there,
+    a chat message to the usual server; each server sees only its own turns."""
+    chat_script = [answer("Hello from the quick model.")]
+    task_script = [
+        answer("1. Change add in calc.py to add."),  # the planning turn
+        tool_call("writeFile", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}),
+        answer("add adds now."),
+    ]
+    with ScriptedServer(chat_script) as chat, ScriptedServer(task_script) as tasks:
+        verifying_daemon.start({"APPLE_FLOW_AFM_BASE_URL": chat.url, "APPLE_FLOW_AFM_TASK_BASE_URL": tasks.url})
+        chat_db.message("hi", sender=ANA)
+        hello = wait_for(lambda: replies(verifying_daemon), 30, "the chat reply")[0]
+        chat_db.message("task: fix add in calc.py", sender=ANA)
+        plan = wait_for(lambda: replies(verifying_daemon)[1:], 30, "the plan")[0]
+        request = re.search(r"approve (req_[0-9a-f]{8})", plan)
+        assert request, plan
+        chat_db.message(f"approve {request.group(1)}", sender=ANA)
+        done = wait_for(lambda: replies(verifying_daemon)[2:], 60, "the task's reply")[0]
+        chat_requests, task_requests = chat.requests(), tasks.requests()
+    assert "Hello from the quick model." in hello
+    assert "1. Change add in calc.py to add." in plan
+    assert done.startswith("Done (req_") and "add adds now." in done
+    assert (buggy_calc / "calc.py").read_text().endswith("a + b\n")
+    assert len(chat_requests) == 1 and "hi" in json.dumps(chat_requests[0]["messages"])
+    assert len(task_requests) == 3 and "fix add in calc.py" in json.dumps(task_requests[0]["messages"])

@@ -88,7 +88,7 @@ class AfmConnector(CliConnector):
 
     def invocation(self, executable: str, prompt: str, cwd: Path, request: TurnRequest) -> Invocation:
         s = self.settings
-        fixed = self._task_flags if request.plan else self._turn_flags  # request.plan: an approved task
+        fixed = self._task_flags if request.task or request.plan else self._turn_flags
         argv = [executable, "--cwd", str(cwd), *fixed, *self._deny_port_flags()]
         if request.read_only:
             argv.append("--read-only")

@@ -35,6 +35,8 @@ class TurnRequest:
     exchanges: tuple[Exchange, ...] = ()
     read_only: bool = False  # planning turns: the agent may read, not change
     plan: bool = False  # approved tasks: plan-and-execute where the agent has it
+    #: A task's turns (its plan and its approved work): a connector may run them on a model of their own.
+    task: bool = False
     sender: str = ""  # whose turn this is: ``cancel(sender)`` stops it
     #: What files came with the message and where they are; kept whole after the message when the prompt is fitted.
     files_note: str = ""

@@ -79,7 +79,7 @@ class TurnRunner:
         exchanges = tuple(self._store.history.recent_exchanges(turn.sender, window))
         request = TurnRequest(
             turn.prompt, turn.workspace, exchanges, turn.read_only, turn.plan, sender=turn.sender,
-            files_note=work.files_note(), verify=turn.verify,
+            files_note=work.files_note(), verify=turn.verify, task=turn.is_task,
         )
         with RunLog(self._store, run_id, sender=self._sender, recipient=work.recipient,
                     progress_seconds=self._settings.limits.progress_interval_seconds) as record:
