@@ -79,8 +79,9 @@ class AfmSettings(Section):
     model: str | None = None
     base_url: str | None = None
     context_tokens: int | None = Field(default=None, ge=256)
-    # Approved tasks on another server and/or model (a larger one for the work, the quick one for chat): unset,
-    # the same as every turn. ./scripts/run.sh sets the server to the local task model's (APPLE_FLOW_LOCAL_TASK_MODEL).
+    # Tasks (the plan to approve, then the work) on another server and/or model (a larger one for the work, the
+    # quick one for chat): unset, the same as every turn. ./scripts/run.sh sets the server to the local task
+    # model's (APPLE_FLOW_LOCAL_TASK_MODEL).
     task_base_url: str | None = None
     task_model: str | None = None
     plan_tasks: bool = True

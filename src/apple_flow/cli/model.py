@@ -99,7 +99,7 @@ def start(port: int | None = PortOption, state_dir: Path = StateOption, model: s
           context_tokens: int | None = typer.Option(
               None, "--context-tokens", help="The served window (default APPLE_FLOW_LOCAL_MODEL_CONTEXT_TOKENS)."),
           tasks: bool = typer.Option(
-              False, "--tasks", help="Serve the model for approved tasks (APPLE_FLOW_LOCAL_TASK_MODEL) on its "
+              False, "--tasks", help="Serve the model for tasks (APPLE_FLOW_LOCAL_TASK_MODEL) on its "
                                      "port (APPLE_FLOW_LOCAL_TASK_MODEL_PORT); nothing when tasks use the chat model."),
           ) -> None:
     """Start the server in the background and wait until it answers; prints its URL."""
