@@ -1,10 +1,10 @@
 import Foundation
 
 /// A final answer that shows the fix instead of making it ("Here is the corrected function: ```def add(a, b):
-/// return a + b```"): small models do this more often than they call editFile. With `--verify` the loop may try
-/// such code in place of the definition it names and keep it only when the check then passes (`AgentLoop`); this
-/// type only finds the candidate edits. A candidate is a definition (`def`, `class`, `func`, `function`, `fn`) in a
-/// fenced block, at the block's outermost level of definitions, named exactly once among the files given and
+/// return a + b```"): small models do this more often than they call editFile. With `--verify` a backend may try
+/// such code in place of the definition it names and keep it only when the check then passes (`ShownCodeTrial`);
+/// this type only finds the candidate edits. A candidate is a definition (`def`, `class`, `func`, `function`, `fn`)
+/// in a fenced block, at the block's outermost level of definitions, named exactly once among the files given and
 /// different there: it replaces that definition (its indented body, or its braces), indented as the file's was.
 public enum ShownCode {
     public struct Edit: Sendable, Equatable {
