@@ -181,55 +181,18 @@ private struct LoopRun {
         }
     }
 
-    /// The check failed on an answer that may show its fix instead of making it (`ShownCode`): each candidate goes
-    /// in through editFile, the check runs, and it stays only if the check passes (else it is put back the same
-    /// way). The model's words are never taken for the fix: only the check decides. Nil when nothing passed.
+    /// The check failed on an answer that may show its fix instead of making it: the code it shows, tried with the
+    /// check deciding (`ShownCodeTrial`), on the files the run read or wrote and those named. Nil when nothing
+    /// passed.
     private mutating func tryShownCode(_ answer: AgentAnswer) async -> AgentAnswer? {
-        guard var verification, let edit = request.tools.first(where: { $0.name == "editFile" }) else { return nil }
-        let edits = ShownCode.edits(answer: answer.text, files: candidateFiles(answer.text))
-        for shown in edits {
-            let forward: JSONValue = ["path": .string(shown.path), "oldText": .string(shown.oldText),
-                                      "newText": .string(shown.newText)]
-            guard await shownCodeCall(edit, forward).ok else { continue }
-            let run = await verification.check.run(request.deadline)
-            if run.passed {
-                verification.adopt(run, events: events)
-                self.verification = verification
-                progress.verify = verification.report
-                let note = "the code the answer showed was put in \(shown.path) and the check `"
-                    + "\(verification.check.command)` passes with it"
-                request.log("verify: " + note)
-                events.notice(note)
-                return AgentAnswer(text: answer.text + "\n\n(" + note + ")", progress: progress)
-            }
-            let back: JSONValue = ["path": .string(shown.path), "oldText": .string(shown.newText),
-                                   "newText": .string(shown.oldText)]
-            let undone = await shownCodeCall(edit, back)
-            request.log("verify: the code the answer showed, put in \(shown.path), does not make the check pass; "
-                + (undone.ok ? "put back" : "putting it back failed: \(undone.summary)"))
-        }
-        return nil
-    }
-
-    /// One editFile run by the loop itself (not the model): announced and recorded in the events like a call, not
-    /// added to the conversation.
-    private mutating func shownCodeCall(_ tool: any AgentTool, _ arguments: JSONValue) async -> ToolResult {
-        generatedIDs += 1
-        let id = "shown\(generatedIDs)"
-        events.emit(.toolCall(id: id, name: tool.name, arguments: arguments))
-        let context = ToolContext(workspace: request.workspace, maxResultTokens: 256, deadline: request.deadline,
-                                  log: request.log)
-        let result = await tool.call(raw: arguments, context: context)
-        progress.record(result)
-        emitResult(id: id, name: tool.name, result)
-        return result
-    }
-
-    /// The files an answer's code may belong to: those the run read or wrote, and those the task or the answer
-    /// names.
-    private func candidateFiles(_ answer: String) -> [(path: String, text: String)] {
-        ShownCode.files(seen.paths + FileMentions.names(in: request.prompt + "\n" + answer),
-                        workspace: request.workspace)
+        guard var verification, let trial = ShownCodeTrial(request: request, events: events) else { return nil }
+        let fixed = await trial.run(answer: answer.text, touched: seen.paths, verification: &verification,
+                                    nextCall: { generatedIDs += 1; return generatedIDs },
+                                    record: { progress.record($0) })
+        guard let fixed else { return nil }
+        self.verification = verification
+        progress.verify = verification.report
+        return AgentAnswer(text: fixed, progress: progress)
     }
 
     /// A repair round: the answer the check rejected, then the check's failure as a user message (an earlier one

@@ -91,8 +91,8 @@ public struct Verification: Sendable {
         case failed(String)
     }
 
-    /// Takes a passing run made outside `verify` (the loop tried code the answer showed, `ShownCode`): counted,
-    /// reported, and the run ends on it.
+    /// Takes a passing run made outside `verify` (the backend tried code the answer showed, `ShownCodeTrial`):
+    /// counted, reported, and the run ends on it.
     public mutating func adopt(_ run: CheckRun, events: any EventSink) {
         record(run)
         events.emit(.verify(report))

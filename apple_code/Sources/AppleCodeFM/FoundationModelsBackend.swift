@@ -161,6 +161,16 @@ extension FoundationModelsBackend {
     }
 }
 
+/// What `--verify` made of a final answer.
+private enum Checked {
+    /// The run ends with this answer (it may carry a note of shown code put in).
+    case stands(String)
+    /// The check failed: this goes to the model, and a repair round begins.
+    case repair(String)
+
+    var answer: String? { if case .stands(let answer) = self { answer } else { nil } }
+}
+
 /// The windows of one run: a fresh session per attempt, restarted with a condensed prompt after an overflow and
 /// retried after a busy or rate-limited model.
 private struct Attempts: Sendable {
@@ -190,8 +200,11 @@ private struct Attempts: Sendable {
                 while true {
                     let text = try await respond(session, prompt: next)
                     if let counter { ledger.noteAnswerTokens(await counter.count(text)) }
-                    guard let feedback = try await verified(text) else {
-                        return AgentAnswer(text: text, progress: ledger.progress(answered: true))
+                    let feedback: String
+                    switch try await verified(text) {
+                    case .stands(let answer):
+                        return AgentAnswer(text: answer, progress: ledger.progress(answered: true))
+                    case .repair(let failure): feedback = failure
                     }
                     // The same session goes on: the model keeps what it read and did in this window.
                     next = feedback
@@ -276,14 +289,16 @@ private struct Attempts: Sendable {
         }
         request.log("fm guardrail: answered with permissiveContentTransformations")
         if let counter { ledger.noteAnswerTokens(await counter.count(text)) }
-        _ = try await verified(text, repairable: false)
-        return AgentAnswer(text: text, progress: ledger.progress(answered: true))
+        // Not repairable: a failing check has thrown, unless the answer's shown code made it pass.
+        let checked = try await verified(text, repairable: false)
+        return AgentAnswer(text: checked.answer ?? text, progress: ledger.progress(answered: true))
     }
 
-    /// `--verify`: nil when the answer stands (no check, or it passed); else the failure to send to the model for a
-    /// repair round. Throws `error_verify` when the check still fails and no round is left.
-    private func verified(_ answer: String, repairable: Bool = true) async throws -> String? {
-        guard var verification = ledger.verification else { return nil }
+    /// `--verify`: the answer stands when there is no check, it passed, or the code the answer showed made it pass
+    /// (then with a note, `ShownCodeTrial`); else the failure goes to the model for a repair round. Throws
+    /// `error_verify` when the check still fails and no round is left.
+    private func verified(_ answer: String, repairable: Bool = true) async throws -> Checked {
+        guard var verification = ledger.verification else { return .stands(answer) }
         let turnsLeft = ledger.maxToolCalls - ledger.progress().turns
         var cannotRepair: String?
         if !repairable { cannotRepair = "the answer came from a request without tools" }
@@ -294,11 +309,26 @@ private struct Attempts: Sendable {
         ledger.verification = verification
         try Task.checkCancellation()
         switch verdict {
-        case .passed: return nil
-        case .repair(let feedback): return feedback
+        case .passed: return .stands(answer)
+        case .repair(let feedback):
+            if let fixed = await triedShownCode(answer) { return .stands(fixed) }
+            return .repair(feedback)
         case .failed(let message):
+            if let fixed = await triedShownCode(answer) { return .stands(fixed) }
             throw AgentError(.verify, message, partialAnswer: answer, progress: ledger.progress(answered: true))
         }
+    }
+
+    /// The answer with its note when the code it shows, put in, makes the failing check pass; else nil (each edit
+    /// tried is put back). Its files: those shown with the task, those the run's calls read or wrote, those named.
+    private func triedShownCode(_ answer: String) async -> String? {
+        guard var verification = ledger.verification,
+              let trial = ShownCodeTrial(request: request, events: events) else { return nil }
+        let fixed = await trial.run(answer: answer, touched: request.taskFilesShown + ledger.filesTouched,
+                                    verification: &verification, nextCall: { ledger.nextShownCall() },
+                                    record: { ledger.recordOwnCall($0) })
+        if fixed != nil { ledger.verification = verification }
+        return fixed
     }
 
     /// Streams one response, sending each snapshot's new text as a `text` event.

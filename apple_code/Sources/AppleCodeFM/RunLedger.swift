@@ -34,6 +34,8 @@ final class RunLedger: Sendable {
         /// `--verify`: the check's state, and the latest failure sent to the model (for a condensed window).
         var verification: Verification?
         var repairFeedback: String?
+        /// The backend's own editFile calls for an answer's shown code (`ShownCodeTrial`), for their ids.
+        var shownCalls = 0
     }
 
     /// All figures are in the plan's kind of tokens: the model's counts when `plan.budget.exact`, else estimates.
@@ -133,6 +135,32 @@ final class RunLedger: Sendable {
 
     var answer: String { state.withLock { $0.answer } }
     var journal: [JournalEntry] { state.withLock { $0.journal } }
+
+    /// The files the run's calls have read or written (as the calls named them), in first-call order: where an
+    /// answer's shown code may belong (`ShownCodeTrial`).
+    var filesTouched: [String] {
+        var seen: Set<String> = []
+        return journal.compactMap { entry -> String? in
+            guard entry.ok, ["readFile", "editFile", "writeFile"].contains(entry.tool),
+                  let path = (try? JSONValue.parse(entry.arguments))?["path"]?.stringValue, !path.isEmpty,
+                  seen.insert(path).inserted else { return nil }
+            return path
+        }
+    }
+
+    /// The number of the backend's next own call (`shownN`).
+    func nextShownCall() -> Int {
+        state.withLock { state in
+            state.shownCalls += 1
+            return state.shownCalls
+        }
+    }
+
+    /// A call the backend made itself, not the model: its files and commands count, but it is neither a turn nor
+    /// in the window.
+    func recordOwnCall(_ result: ToolResult) {
+        state.withLock { $0.progress.record(result) }
+    }
 
     /// Tokens the current window holds (for `--verbose` after an overflow).
     var windowTokens: Int { state.withLock { $0.baseTokens + $0.toolTokens + TokenEstimator.estimate($0.answer) } }

@@ -3,10 +3,11 @@ import Foundation
 /// Names a task or an answer gives, narrowed to files the loop may open itself for an answer's shown code
 /// (`ShownCode`): regular files inside the workspace after links are resolved, with no hidden (dot) name on the
 /// way. The tools confine again whatever the loop then does with them.
-enum NamedFiles {
+public enum NamedFiles {
     /// The first `limit` of `names` that qualify, each once: as the workspace-relative path the tools take, and
     /// the real path behind it.
-    static func inWorkspace(_ names: [String], workspace: String, limit: Int) -> [(path: String, real: String)] {
+    public static func inWorkspace(_ names: [String], workspace: String,
+                                   limit: Int) -> [(path: String, real: String)] {
         let root = URL(fileURLWithPath: workspace).resolvingSymlinksInPath().path
         var seen: Set<String> = []
         var found: [(path: String, real: String)] = []

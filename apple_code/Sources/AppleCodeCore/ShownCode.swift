@@ -1,22 +1,28 @@
 import Foundation
 
 /// A final answer that shows the fix instead of making it ("Here is the corrected function: ```def add(a, b):
-/// return a + b```"): small models do this more often than they call editFile. With `--verify` the loop may try
-/// such code in place of the definition it names and keep it only when the check then passes (`AgentLoop`); this
-/// type only finds the candidate edits. A candidate is a definition (`def`, `class`, `func`, `function`, `fn`) in a
-/// fenced block, at the block's outermost level of definitions, named exactly once among the files given and
+/// return a + b```"): small models do this more often than they call editFile. With `--verify` a backend may try
+/// such code in place of the definition it names and keep it only when the check then passes (`ShownCodeTrial`);
+/// this type only finds the candidate edits. A candidate is a definition (`def`, `class`, `func`, `function`, `fn`)
+/// in a fenced block, at the block's outermost level of definitions, named exactly once among the files given and
 /// different there: it replaces that definition (its indented body, or its braces), indented as the file's was.
-enum ShownCode {
-    struct Edit: Equatable {
-        let path: String
-        let oldText: String
-        let newText: String
+public enum ShownCode {
+    public struct Edit: Sendable, Equatable {
+        public let path: String
+        public let oldText: String
+        public let newText: String
+
+        public init(path: String, oldText: String, newText: String) {
+            self.path = path
+            self.oldText = oldText
+            self.newText = newText
+        }
     }
 
     /// At most this many candidates are tried in one run: each costs a run of the check.
-    static let maxEdits = 3
+    public static let maxEdits = 3
 
-    static func edits(answer: String, files: [(path: String, text: String)]) -> [Edit] {
+    public static func edits(answer: String, files: [(path: String, text: String)]) -> [Edit] {
         var found: [Edit] = []
         for block in blocks(in: answer) {
             let lines = block.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -117,7 +123,7 @@ enum ShownCode {
     /// The first 20 of `names` that are regular text files inside `workspace` (`NamedFiles`), with their text: a
     /// definition found here goes into an editFile call's arguments, which the events show, so a file the tools
     /// would not read must not be read here either (editFile itself confines the write).
-    static func files(_ names: [String], workspace: String) -> [(path: String, text: String)] {
+    public static func files(_ names: [String], workspace: String) -> [(path: String, text: String)] {
         NamedFiles.inWorkspace(names, workspace: workspace, limit: 20).compactMap { file in
             (try? String(contentsOfFile: file.real, encoding: .utf8)).map { (file.path, $0) }
         }
