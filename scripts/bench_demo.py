@@ -359,6 +359,12 @@ def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, 
     median = statistics.median(agent_times) if agent_times else float("nan")
     p90 = percentile(agent_times, 0.9) if agent_times else float("nan")
     slowest = max(agent_times) if agent_times else float("nan")
+    # A `task:` reply is a plan (on the task model when one is served), not chat: the 10 s target is chat's.
+    chat_times = [r.seconds for r in agent if r.seconds is not None and not r.message.text.startswith("task:")]
+    plan_times = [r.seconds for r in agent if r.seconds is not None and r.message.text.startswith("task:")]
+    chat_median = statistics.median(chat_times) if chat_times else float("nan")
+    chat_p90 = percentile(chat_times, 0.9) if chat_times else float("nan")
+    plans = (f"{statistics.median(plan_times):.1f} / {max(plan_times):.1f}" if plan_times else "none")
     rows = []
     for r in replies:
         seconds = f"{r.seconds:.1f}" if r.seconds is not None else "-"
@@ -384,8 +390,8 @@ def report(replies: list[Reply], sessions: int, loads: list[tuple[float, float, 
     verdicts = [
         f"no 'no model available': {'met' if no_model == 0 else f'MISSED ({no_model})'}",
         f"no turn stopped by the timeout: {'met' if timed_out == 0 else f'MISSED ({timed_out})'}",
-        f"median agent reply under {MEDIAN_TARGET_S:.0f} s: {'met' if median < MEDIAN_TARGET_S else 'MISSED'} "
-        f"({median:.1f} s; p90 {p90:.1f} s)",
+        f"median chat reply under {MEDIAN_TARGET_S:.0f} s: {'met' if chat_median < MEDIAN_TARGET_S else 'MISSED'} "
+        f"({chat_median:.1f} s; p90 {chat_p90:.1f} s; with the task plans {median:.1f} s)",
         f"the approved task on the example's failing test fixed and checked within {TASK_TARGET_S:.0f} s: "
         f"{'met' if approved and len(fixed_in_time) == len(approved) else 'MISSED'} ({len(fixed_in_time)} of "
         f"{len(approved)}; {task_times or 'not run'})",
@@ -415,6 +421,8 @@ database and copy of examples/workspace per session, the same servers for all. {
 | replies | {len(times)} of {len(replies)} messages |
 | outcomes | {', '.join(f'{name} {count}' for name, count in outcomes.most_common())} |
 | agent turns: median / p90 / max seconds to the reply | {median:.1f} / {p90:.1f} / {slowest:.1f} |
+| ... chat replies (not `task:`): median / p90 | {chat_median:.1f} / {chat_p90:.1f} |
+| ... task plans (`task:`): median / max | {plans} |
 | all messages (commands too): median seconds | {statistics.median(times) if times else float('nan'):.1f} |
 | agent replies that echo words of ours | {len(echoes)} of {len(agent)} |
 | agent turns with a repeated-call or answer-request notice | {sum(bool(r.notices) for r in agent)} of {len(agent)} |
