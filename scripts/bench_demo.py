@@ -482,7 +482,7 @@ def main() -> int:
         settings = dict(overrides)
         if task_model is not None:  # as run.sh gives it
             settings.setdefault("APPLE_FLOW_AFM_TASK_BASE_URL", servers[1].url)
-        title = model.title + (f" for chat, {task_model.title} for approved tasks" if task_model else "")
+        title = model.title + (f" for chat, {task_model.title} for tasks (plans and work)" if task_model else "")
         started = time.monotonic()
         cpu: dict[str, float] = {}
         try:

@@ -68,10 +68,9 @@ class Turn:
     connector: str | None = None  # the connector that runs it; None: the daemon's (ESCALATE: the escalation's)
     escalates: str | None = None  # ESCALATE: the failed run it runs again
 
-    @property
-    def is_task(self) -> bool:
-        """A task's turn: its plan (TASK), its approved work (APPROVE) or that work again (ESCALATE)."""
-        return self.kind in (Kind.TASK, Kind.APPROVE, Kind.ESCALATE)
+
+# A task's turns: its plan (TASK), its approved work (APPROVE) and that work again (ESCALATE).
+TASK_KINDS = frozenset({Kind.TASK, Kind.APPROVE, Kind.ESCALATE})
 
 
 Decision = Ignore | Reply | Turn | Hold

@@ -29,7 +29,7 @@ from apple_flow.channels.base import Noted
 from apple_flow.config import Settings
 from apple_flow.connectors.base import Connector, TurnOutcome, TurnRequest, TurnRun
 from apple_flow.connectors.stream_events import Result, StreamEvent, Text
-from apple_flow.daemon.deciding.decisions import Turn, new_run_id
+from apple_flow.daemon.deciding.decisions import TASK_KINDS, Turn, new_run_id
 from apple_flow.daemon.running.jobs import Work
 from apple_flow.daemon.running.scheduler import Job
 from apple_flow.daemon.running.sending import ReplySender
@@ -79,7 +79,7 @@ class TurnRunner:
         exchanges = tuple(self._store.history.recent_exchanges(turn.sender, window))
         request = TurnRequest(
             turn.prompt, turn.workspace, exchanges, turn.read_only, turn.plan, sender=turn.sender,
-            files_note=work.files_note(), verify=turn.verify, task=turn.is_task,
+            files_note=work.files_note(), verify=turn.verify, task=turn.kind in TASK_KINDS,
         )
         with RunLog(self._store, run_id, sender=self._sender, recipient=work.recipient,
                     progress_seconds=self._settings.limits.progress_interval_seconds) as record:
