@@ -186,7 +186,6 @@ private struct Attempts: Sendable {
         var prompt = firstPrompt
         var restarts = 0
         var retries = 0
-        var permissiveTried = false
         while true {
             try Task.checkCancellation()
             let window = await FoundationModelsBackend.fit(prompt, plan: ledger.plan, counter: counter)
@@ -250,8 +249,7 @@ private struct Attempts: Sendable {
                 if !ledger.journal.isEmpty { prompt = condensedPrompt() }
             case .guardrail(let message, let detail):
                 if request.verbose { request.log("fm guardrail: \(detail)") }
-                guard !permissiveTried else { throw failed(.guardrail, message) }
-                permissiveTried = true
+                // Once: permissiveAnswer ends the run either way (its own refusal is error_guardrail).
                 return try await permissiveAnswer(refused: message)
             case .fatal(let outcome, let message):
                 if request.verbose { request.log("fm error: \(message)") }
