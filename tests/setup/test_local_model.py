@@ -159,6 +159,22 @@ def test_start_tasks_serves_nothing_when_tasks_use_the_chat_model(
         assert not list((tmp_path / "state").glob("server-*.pid"))
 
 
+def test_start_tasks_serves_nothing_when_the_task_model_would_not_fit_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second model that does not fit would make both swap: tasks go to the chat model, and it says what to do."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("APPLE_FLOW_LOCAL_TASK_MODEL", "qwen2.5-coder-1.5b")
+    free = type("Memory", (), {"available": 1_500_000_000})()
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: free)
+    done = CliRunner().invoke(app, ["model", "start", "--tasks", "--state-dir", str(tmp_path / "state")])
+    assert done.exit_code == 0 and done.stdout == "", done.output  # no URL: run.sh gives the daemon none
+    said = " ".join(done.stderr.split())  # rich wraps it at the terminal's width
+    assert "Not enough free memory for qwen2.5-coder-1.5b: 1.5 GB free, about 2.2 GB needed." in said
+    assert "Tasks use the chat model. Free memory, or set APPLE_FLOW_LOCAL_TASK_MODEL= (empty) in .env" in said
+    assert not list((tmp_path / "state").glob("server-*.pid"))
+
+
 def test_missing_model_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # what localmodel asks
     with pytest.raises(LocalModelError, match=r"scripts/local-model\.sh install"):

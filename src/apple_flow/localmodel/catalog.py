@@ -80,7 +80,8 @@ QWEN_15B = LocalModel(
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     ),
     licence="Apache-2.0",
-    summary="the larger coding model: about three times slower; not much better at multi-step changes here",
+    summary="the larger coding model, the default for tasks: about three times slower, solves twice the checked "
+            "tasks",
 )
 
 SMOLLM2 = LocalModel(
