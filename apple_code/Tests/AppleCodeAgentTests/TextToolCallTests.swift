@@ -32,6 +32,8 @@ import Testing
         // a whole-file write with a docstring's quotes unescaped and raw newlines, as the 1.5B wrote it
         ("```json\n{\n  \"name\": \"readFile\",\n  \"arguments\": {\n    \"path\": \"a \"b\".py\"\n  }\n}\n```", "readFile",
          #"{"path":"a \"b\".py"}"#),
+        // a pattern as a Python raw string, the whole reply of a 1.5B planning turn (its "plan" until now)
+        (#"{"name": "readFile", "arguments": {"path": r"tally\.py"}}"#, "readFile", #"{"path":"tally\\.py"}"#),
     ])
     func recognisesWholeRepliesThatAreACall(text: String, name: String, arguments: String) {
         let call = TextToolCall.parse(text, tools: tools)

@@ -128,6 +128,8 @@ import Testing
         (#"{"a": "print("x", "y")", "b": "2"}"#, "a", #"print("x", "y")"#),  // a comma, but no key after it
         (#"{"re": "\d+\.\w"}"#, "re", #"\d+\.\w"#),  // unknown escapes keep the backslash
         (#"{"s": "tab\there"}"#, "s", "tab\there"),
+        // A Python raw string, seen from the 1.5B as a search pattern (the whole reply: a call written as text).
+        (#"{"pattern": r"word_counts\(\)", "path": "tally.py"}"#, "pattern", #"word_counts\(\)"#),
         ("{\"s\": \"a\tb\"}", "s", "a\tb"),  // a raw tab
     ])
     func lenientReadsCodeQuotedCarelessly(json: String, key: String, expected: String) throws {
@@ -145,7 +147,8 @@ import Testing
     }
 
     @Test func lenientStillRefusesWhatIsNotJSON() {
-        for text in [#"{"a": "unterminated"#, #"{"a" 1}"#, "{path: 1}", #"{"a": "b"} trailing"#] {
+        for text in [#"{"a": "unterminated"#, #"{"a" 1}"#, "{path: 1}", #"{"a": "b"} trailing"#, #"{"a": r}"#,
+                     #"{"a": rb"x"}"#] {
             #expect(throws: JSONParseError.self) { try JSONValue.parseLenient(text) }
         }
     }
