@@ -38,7 +38,9 @@ public struct WriteFileTool: WorkspaceTool {
         if case .text(let old)? = before { previous = old }
         let echo = ReadFileEcho.fileContent(given, replacing: previous)
         let content = echo ?? given
-        if case .text(content)? = before {
+        // readFile's result does not show whether the file ends with a newline: a copy of it is the same file.
+        let sameAsEcho = echo != nil && previous.map { $0 == content + "\n" || $0 + "\n" == content } == true
+        if previous == content || sameAsEcho {
             throw ToolFailure("\(target.relative) already holds exactly this content; nothing changed. Write the "
                 + "corrected content")
         }

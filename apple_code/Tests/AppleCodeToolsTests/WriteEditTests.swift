@@ -207,6 +207,10 @@ import Testing
         #expect(result.ok, "\(result.text)")
         #expect(ws.read("tally.py") == Self.tally.replacing("min(", with: "max("))
         #expect(result.text.contains("line numbers and tags readFile shows were left out"))
+        let copied = await ws.call(WriteFileTool(), ["path": "tally.py", "content": .string(
+            "<tool_response>" + (ws.read("tally.py") ?? "").split(separator: "\n").enumerated().map { "\($0 + 1)\t\($1)" }
+                .joined(separator: "\n") + "</tool_response>")])
+        #expect(!copied.ok && copied.text.contains("already holds exactly this content"))  // its final newline aside
         let numbered = "1\tx = 1\n2\ty = 2\n"  // numbers alone, over a file that has none
         _ = await ws.call(WriteFileTool(), ["path": "tally.py", "content": .string(numbered)])
         #expect(ws.read("tally.py") == "x = 1\ny = 2\n")
