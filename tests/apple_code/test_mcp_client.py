@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from support.apple_code_run import clean_env, events, run_apple_code, scripted_args
@@ -21,6 +23,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 server = MCPServer("notes")
+if os.environ.get("PID_FILE"):
+    with open(os.environ["PID_FILE"], "w") as handle:
+        handle.write(str(os.getpid()))
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
@@ -170,6 +175,8 @@ def test_a_server_that_hangs_is_stopped_after_its_timeout_and_ends_only_its_tool
 ) -> None:
     data = json.loads(config.read_text())
     data["mcpServers"]["notes"]["timeout"] = 1  # seconds a request may take
+    pid_file = config.parent / "server.pid"
+    data["mcpServers"]["notes"]["env"]["PID_FILE"] = str(pid_file)
     config.write_text(json.dumps(data))
     steps = [tool_call("mcp__notes__hang", {}), tool_call("mcp__notes__lookup", {"word": "x"}), answer("went on")]
     code, lines, _, stderr = run(apple_code_bin, workspace, steps, "--mcp-config", str(config))
@@ -179,6 +186,19 @@ def test_a_server_that_hangs_is_stopped_after_its_timeout_and_ends_only_its_tool
     assert "did not answer within 1 s" in found["mcp__notes__hang"]["output"]
     assert "its tools cannot be used in this run" in found["mcp__notes__lookup"]["output"]
     assert lines[-1]["result"] == "went on"
+    # Stopped means gone: it inherited a mask with SIGTERM blocked, and once outlived the run (found after CI).
+    server = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while alive(server):
+        assert time.monotonic() < deadline, f"the hung MCP server (pid {server}) outlived apple-code"
+        time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 @pytest.mark.slow

@@ -91,9 +91,17 @@ public final class MCPConnection: @unchecked Sendable {
         }
     }
 
+    /// Ends the server: the end of its input (a well-behaved stdio server exits on it), SIGTERM, and SIGKILL if it
+    /// is still there half a second later. The last is needed: the server inherits the signal mask of the thread
+    /// that started it, and libdispatch's threads block SIGTERM, so a server stuck in a call (the one a timeout
+    /// stops) never saw it and outlived the run.
     public func stop() {
-        if process.isRunning { process.terminate() }
         try? input.close()
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(0.5)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     // MARK: - internals
