@@ -175,6 +175,16 @@ def test_start_tasks_serves_nothing_when_the_task_model_would_not_fit_in_memory(
     assert not list((tmp_path / "state").glob("server-*.pid"))
 
 
+def test_list_marks_the_chat_model_and_the_task_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("APPLE_FLOW_LOCAL_MODEL", "qwen2.5-coder-0.5b")
+    monkeypatch.setenv("APPLE_FLOW_LOCAL_TASK_MODEL", "qwen2.5-coder-1.5b")
+    listed = CliRunner().invoke(app, ["model", "list"])
+    assert listed.exit_code == 0, listed.output
+    marks = {line[2:].split()[0]: line[0] for line in listed.stdout.splitlines()}
+    assert marks == {"qwen2.5-coder-0.5b": "*", "qwen2.5-coder-1.5b": "+", FAST_MODEL: " "}
+
+
 def test_missing_model_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # what localmodel asks
     with pytest.raises(LocalModelError, match=r"scripts/local-model\.sh install"):

