@@ -450,15 +450,10 @@ private struct LoopRun {
     }
 
     private mutating func record(_ call: ModelToolCall, _ result: ToolResult) {
-        emitResult(id: call.id, name: call.name, result)
+        events.toolResult(id: call.id, name: call.name, result)
         entries.append(.toolResult(id: call.id, name: call.name, text: result.text,
                                    summary: "\(call.name): \(result.summary)", condensed: false))
         lastCallFollowedToolMessage = style == .toolMessages
-    }
-
-    private func emitResult(id: String, name: String, _ result: ToolResult) {
-        events.emit(AgentEvent(.toolResult(id: id, name: name, ok: result.ok, summary: result.summary,
-                                           truncated: result.truncated), detail: result.eventDetail))
     }
 
     /// Arguments as JSON: empty text is `{}`; a JSON string holding an object (double-encoded) is unwrapped.

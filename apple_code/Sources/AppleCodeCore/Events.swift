@@ -99,6 +99,11 @@ public protocol EventSink: Sendable {
 extension EventSink {
     public func emit(_ kind: AgentEvent.Kind) { emit(AgentEvent(kind)) }
     public func notice(_ message: String) { emit(.notice(message)) }
+    /// The `tool_result` event of call `id`: its status and summary, and the detail the output carries.
+    public func toolResult(id: String, name: String, _ result: ToolResult) {
+        emit(AgentEvent(.toolResult(id: id, name: name, ok: result.ok, summary: result.summary,
+                                    truncated: result.truncated), detail: result.eventDetail))
+    }
 }
 
 /// Tags every event with a subtask id before passing it on (used by the planner for workers).

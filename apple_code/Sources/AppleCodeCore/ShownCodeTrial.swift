@@ -57,8 +57,7 @@ public struct ShownCodeTrial: Sendable {
         let context = ToolContext(workspace: request.workspace, maxResultTokens: 256, deadline: request.deadline,
                                   log: request.log)
         let result = await editFile.call(raw: arguments, context: context)
-        events.emit(AgentEvent(.toolResult(id: id, name: editFile.name, ok: result.ok, summary: result.summary,
-                                           truncated: result.truncated), detail: result.eventDetail))
+        events.toolResult(id: id, name: editFile.name, result)
         return result
     }
 }

@@ -69,8 +69,7 @@ struct FrameworkTool: Tool {
             events.emit(.toolCall(id: id, name: name, arguments: raw))
             let refused = ToolResult.failure(message)
             ledger.finishCall(tool: name, arguments: raw.jsonText, result: refused)
-            events.emit(AgentEvent(.toolResult(id: id, name: name, ok: false, summary: refused.summary,
-                                               truncated: false), detail: refused.eventDetail))
+            events.toolResult(id: id, name: name, refused)
             return refused.text
         case .run(let id, let room):
             events.emit(.toolCall(id: id, name: name, arguments: raw))
@@ -82,8 +81,7 @@ struct FrameworkTool: Tool {
             let callTokens = await counter?.count(name + raw.jsonText)
             ledger.finishCall(tool: name, arguments: raw.jsonText, result: result, callTokens: callTokens,
                               resultTokens: resultTokens)
-            events.emit(AgentEvent(.toolResult(id: id, name: name, ok: result.ok, summary: result.summary,
-                                               truncated: result.truncated), detail: result.eventDetail))
+            events.toolResult(id: id, name: name, result)
             return result.text
         }
     }

@@ -28,6 +28,7 @@ public enum ReadFileEcho {
         if endsWithNewline { lines.removeLast() }
         var stripped: [Substring] = []
         var expected: Int?
+        var numberedLines = 0
         for (index, line) in lines.enumerated() {
             guard let (number, rest) = numbered(line) else {
                 if index == 0 && firstMayLack {
@@ -38,9 +39,9 @@ public enum ReadFileEcho {
             }
             if let want = expected, number != want { return nil }
             expected = number + 1
+            numberedLines += 1
             stripped.append(rest)
         }
-        let numberedLines = stripped.count - (firstMayLack && numbered(lines.first ?? "") == nil ? 1 : 0)
         guard numberedLines >= (firstMayLack ? 1 : 2) else { return nil }
         return stripped.joined(separator: "\n") + (endsWithNewline ? "\n" : "")
     }

@@ -33,9 +33,8 @@ public struct WriteFileTool: WorkspaceTool {
         if created, let slash = target.absolute.lastIndex(of: "/"), slash > target.absolute.startIndex {
             try FileIO.makeDirectories(String(target.absolute[..<slash]), shown: target.relative)
         }
-        let before = created ? nil : Self.previousText(target.absolute)
-        var previous: String?
-        if case .text(let old)? = before { previous = old }
+        var previous: String?  // the text it replaces, when there is one to compare and to diff
+        if !created, case .text(let old) = Self.previousText(target.absolute) { previous = old }
         let echo = ReadFileEcho.fileContent(given, replacing: previous)
         let content = echo ?? given
         // readFile's result does not show whether the file ends with a newline: a copy of it is the same file.
@@ -47,12 +46,9 @@ public struct WriteFileTool: WorkspaceTool {
         let bytes = Array(content.utf8)
         try FileIO.writeFile(bytes, to: target.absolute, shown: target.relative)
         let verb = created ? "Created" : "Replaced"
-        var diff: String?
-        if created {
-            diff = TextDiff.unified(path: target.relative, before: nil, after: content)
-        } else if case .text(let old) = before {
-            diff = TextDiff.unified(path: target.relative, before: old, after: content)
-        }
+        // A file replaced without a text of its own to show (binary, too large) gets no diff.
+        let diff = created || previous != nil
+            ? TextDiff.unified(path: target.relative, before: previous, after: content) : nil
         let note = echo == nil ? "" : "; the line numbers and tags readFile shows were left out of the content"
         return ToolResult(text: "\(verb) \(target.relative) (\(bytes.count) bytes written\(note))",
                           summary: "\(verb.lowercased()) \(target.relative), \(bytes.count) bytes",
