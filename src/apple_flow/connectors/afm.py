@@ -120,9 +120,9 @@ class AfmConnector(CliConnector):
 
     @classmethod
     def task_backend_of(cls, settings: Settings) -> Backend | None:
-        """Where approved tasks run when the settings give them a server or model of their own (a larger model
-        for the work, a quick one for chat); None: where every turn runs. A server of their own is an
-        OpenAI-compatible one; without a model, apple-code takes the one it lists."""
+        """Where a task's turns (its plan and its approved work) run when the settings give them a server or model
+        of their own (a larger model for the work, a quick one for chat); None: where every turn runs. A server of
+        their own is an OpenAI-compatible one; without a model, apple-code takes the one it lists."""
         afm = settings.afm
         if afm.task_base_url:
             return Backend("openai", afm.task_base_url, afm.task_model)

@@ -72,8 +72,7 @@ class Approvals:
     def answer(self, sender: str, text: str, decided_by: str) -> ApprovalDecision | None:
         """A plain reply of the sender's answers their newest open question with its text; None when they have none
         open (the message is then an ordinary one)."""
-        pending, decided = self._read(sender, decided_by)
-        replayed = [a for a in decided if a.state == "answered"]
+        pending, replayed = self._read(sender, decided_by, "answered")
         if replayed:  # this very message answered it before a restart
             return ApprovalDecision(replayed[0], answered_text(replayed[0]))
         questions = [a for a in pending if a.is_question]
@@ -109,8 +108,7 @@ class Approvals:
         return found, ""
 
     def approve(self, sender: str, approval_id: str | None, decided_by: str, extra: str = "") -> ApprovalDecision:
-        pending, decided = self._read(sender, decided_by)
-        replayed = [a for a in decided if a.state == "approved"]
+        pending, replayed = self._read(sender, decided_by, "approved")
         if replayed:
             return ApprovalDecision(replayed[0], "")  # this very message approved it before a restart: run it again
         found, error = self._find(sender, approval_id, "approve", pending)
@@ -123,8 +121,7 @@ class Approvals:
         return ApprovalDecision(approved, "", (approved,))
 
     def deny(self, sender: str, approval_id: str | None, decided_by: str) -> ApprovalDecision:
-        pending, decided = self._read(sender, decided_by)
-        replayed = [a for a in decided if a.state == "denied"]
+        pending, replayed = self._read(sender, decided_by, "denied")
         if replayed:
             # Replayed after a restart.
             return ApprovalDecision(replayed[0], f"Denied {replayed[0].id}; nothing was changed.")
@@ -140,8 +137,7 @@ class Approvals:
         return ApprovalDecision(denied, f"Denied {found.id}; nothing was changed.", (denied,))
 
     def deny_all(self, sender: str, decided_by: str) -> ApprovalDecision:
-        pending, decided = self._read(sender, decided_by)
-        replayed = [a for a in decided if a.state == "denied"]
+        pending, replayed = self._read(sender, decided_by, "denied")
         if replayed:  # this very message denied them before a restart: say it again, record nothing new
             return ApprovalDecision(None, self._denied_all(replayed))
         denied = tuple(self._decide(a, "denied", decided_by) for a in pending)
@@ -156,13 +152,13 @@ class Approvals:
     def _decide(self, approval: Approval, state: str, decided_by: str, extra: str | None = None) -> Approval:
         return replace(approval, state=state, decided_at=self._clock(), decided_by=decided_by, extra=extra)
 
-    def _read(self, sender: str, decided_by: str) -> tuple[list[Approval], list[Approval]]:
-        """The sender's requests still pending (not expired), and what the message ``decided_by`` already decided
-        (when it is handled again after a restart), in one read of the store."""
+    def _read(self, sender: str, decided_by: str, state: str) -> tuple[list[Approval], list[Approval]]:
+        """The sender's requests still pending (not expired), and those the message ``decided_by`` already brought
+        to ``state`` (when it is handled again after a restart), in one read of the store."""
         now = self._clock()
         found = self._records.pending_or_decided_by(sender, decided_by)
         return ([a for a in found if a.state == "pending" and a.expires_at > now],
-                [a for a in found if a.decided_by == decided_by])
+                [a for a in found if a.decided_by == decided_by and a.state == state])
 
     def _refusal(self, approval: Approval) -> str:
         if approval.state != "pending":
